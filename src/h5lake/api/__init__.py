@@ -1,0 +1,1 @@
+"""The HTTP edge: parse requests, authenticate, call use cases, serialize responses."""

@@ -1,0 +1,66 @@
+"""The ASGI application: routes, error mapping, and the service made once at start-up."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+
+from h5lake.api import domain_routes, object_routes
+from h5lake.api.errors import HANDLERS
+from h5lake.auth import Authenticator, load_passwd
+from h5lake.config import Settings
+from h5lake.service.context import Limits, Service
+from h5lake.storage import Store
+
+log = logging.getLogger(__name__)
+
+
+def open_store(settings: Settings) -> Store:
+    if settings.storage:
+        from h5lake.storage.s3 import S3Store
+
+        bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
+        return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
+    from h5lake.storage.local import LocalStore
+
+    return LocalStore(settings.data)
+
+
+def build_service(settings: Settings, store: Store) -> Service:
+    return Service(
+        store=store,
+        limits=Limits(settings.min_chunk_bytes, settings.max_chunk_bytes, settings.max_request_bytes),
+        admins=frozenset(settings.admin),
+        public_read=settings.public_read,
+        chunk_concurrency=settings.chunk_concurrency,
+        allowed_sources=tuple(str(p.resolve()) for p in settings.allow_source),
+    )
+
+
+def create_app(settings: Settings, store: Store | None = None) -> Starlette:
+    from h5lake.api import value_routes
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        backend = store if store is not None else open_store(settings)
+        svc = build_service(settings, backend)
+        app.state.service = svc
+        app.state.authenticator = Authenticator(load_passwd(settings.passwd) if settings.passwd else None)
+        await svc.ensure_home_folder()
+        await svc.catalog.start()
+        try:
+            yield
+        finally:
+            await svc.drain()
+            await backend.close()
+
+    routes = domain_routes.ROUTES + value_routes.ROUTES + object_routes.ROUTES
+    return Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
+
+
+def create_app_from_env() -> Starlette:
+    """Factory for ``uvicorn --factory`` worker processes: settings come from H5LAKE_* variables."""
+    return create_app(Settings())

@@ -1,0 +1,153 @@
+"""``/``, ``/about``, ``/info``, ``/domains`` and ``/acls``."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from h5lake import HSDS_COMPAT_VERSION, __version__
+from h5lake.api.http import caller, domain_param, flag, int_param, json_body, ok, service
+from h5lake.errors import InvalidInput
+from h5lake.model.acl import Permission
+from h5lake.service import domains, stats
+from h5lake.service.links import resolve_path
+from h5lake.service.objects import object_json
+
+
+async def about(request: Request) -> Response:
+    svc = service(request)
+    who = caller(request)
+    return ok(
+        {
+            "name": "h5lake",
+            "about": "h5lake: the HDF5 data model in object storage",
+            "greeting": "Welcome to h5lake!",
+            "state": "READY",
+            "hsds_version": HSDS_COMPAT_VERSION,
+            "h5lake_version": __version__,
+            "username": who.user or "anonymous",
+            "isadmin": who.is_admin,
+            "node_count": 1,
+            "start_time": int(svc.started),
+        }
+    )
+
+
+async def info(request: Request) -> Response:
+    svc = service(request)
+    return ok(
+        {
+            "node": {"id": "h5lake", "type": "sn", "state": "READY"},
+            "h5lake_version": __version__,
+            "hsds_version": HSDS_COMPAT_VERSION,
+            "start_time": int(svc.started),
+            "up_time": int(time.time() - svc.started),
+        }
+    )
+
+
+async def get_domain(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    domain = await domains.open_domain(svc, who, path, Permission.READ)
+    h5path = request.query_params.get("h5path")
+    if h5path is not None:
+        target = await resolve_path(svc, domain, h5path)
+        out = object_json(
+            domain,
+            target,
+            include_links=flag(request, "include_links"),
+            include_attrs=flag(request, "include_attrs"),
+        )
+        return ok(out)
+    out = domains.domain_json(svc, domain)
+    if flag(request, "verbose") and not domain.is_folder:
+        out.update(await stats.domain_stats(svc, domain))
+    return ok(out)
+
+
+async def put_domain(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    body = await json_body(request)
+    if flag(request, "flush") or (body is None and request.query_params.get("flush") is not None):
+        # Writes are durable when acknowledged, so a flush only checks that the caller may write.
+        await domains.open_domain(svc, who, path, Permission.UPDATE)
+        return Response(status_code=204)
+    if body is None:
+        body = {}
+    domain = await domains.create_domain(svc, who, path, body)
+    return ok(domains.domain_response_on_create(svc, domain), 201)
+
+
+async def delete_domain(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    await domains.delete_domain(svc, who, path, keep_root=flag(request, "keep_root"))
+    return ok({"domain": path})
+
+
+async def post_domain(request: Request) -> Response:
+    """``POST /`` with ``{"h5paths": [...]}``: resolve several paths at once."""
+    svc, who, path = service(request), caller(request), domain_param(request)
+    body = await json_body(request)
+    if not isinstance(body, dict) or not isinstance(body.get("h5paths"), list):
+        raise InvalidInput("body must be an object with an h5paths list")
+    domain = await domains.open_domain(svc, who, path, Permission.READ)
+    found = {}
+    for h5path in body["h5paths"]:
+        if not isinstance(h5path, str):
+            raise InvalidInput("h5paths must be strings")
+        try:
+            target = await resolve_path(svc, domain, h5path)
+        except Exception as exc:  # a path that does not resolve is left out of the answer
+            from h5lake.errors import NotFound
+
+            if not isinstance(exc, NotFound):
+                raise
+            continue
+        found[h5path] = object_json(domain, target, include_links=False, include_attrs=False)
+    return ok({"h5paths": found})
+
+
+async def list_domains(request: Request) -> Response:
+    svc, who = service(request), caller(request)
+    folder = domain_param(request, required=False) or "/"
+    items = await domains.list_domains(
+        svc,
+        who,
+        folder,
+        limit=int_param(request, "Limit", minimum=1),
+        marker=request.query_params.get("Marker"),
+        pattern=request.query_params.get("pattern"),
+        verbose=flag(request, "verbose"),
+    )
+    return ok({"domains": items, "hrefs": []})
+
+
+async def get_acls(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    return ok({"acls": await domains.get_acls(svc, who, path), "hrefs": []})
+
+
+async def acl_of_user(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    user = request.path_params["user"]
+    if request.method == "PUT":
+        body = await json_body(request)
+        acl = await domains.put_acl(svc, who, path, user, body)
+        return ok({"acl": acl, "hrefs": []}, 201)
+    return ok({"acl": await domains.get_acl(svc, who, path, user), "hrefs": []})
+
+
+ROUTES = [
+    Route("/about", about, methods=["GET"]),
+    Route("/info", info, methods=["GET"]),
+    Route("/", get_domain, methods=["GET"]),
+    Route("/", put_domain, methods=["PUT"]),
+    Route("/", delete_domain, methods=["DELETE"]),
+    Route("/", post_domain, methods=["POST"]),
+    Route("/domains", list_domains, methods=["GET"]),
+    Route("/acls", get_acls, methods=["GET"]),
+    Route("/acls/{user}", acl_of_user, methods=["GET", "PUT"]),
+]

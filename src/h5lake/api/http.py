@@ -1,0 +1,120 @@
+"""Request parsing and response helpers shared by every route."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from h5lake.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from h5lake.service.context import Caller, Service
+
+OCTET = "application/octet-stream"
+_TRUE = {"1", "true", "True", "yes", "on"}
+_FALSE = {"0", "false", "False", "no", "off", ""}
+
+
+def service(request: Request) -> Service:
+    svc: Service = request.app.state.service
+    return svc
+
+
+def caller(request: Request) -> Caller:
+    user = request.app.state.authenticator.user_for(request.headers.get("authorization"))
+    return service(request).caller(user)
+
+
+def domain_param(request: Request, *, required: bool = True) -> str:
+    value = request.query_params.get("domain") or request.headers.get("x-hdf-domain")
+    if value is None:
+        value = request.query_params.get("host")
+    if not value:
+        if required:
+            raise InvalidInput("no domain given (use ?domain= or the X-Hdf-domain header)")
+        return ""
+    return value
+
+
+def flag(request: Request, name: str, default: bool = False) -> bool:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}")
+
+
+def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise InvalidInput(f"parameter {name} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise InvalidInput(f"parameter {name} must be at least {minimum}")
+    return number
+
+
+async def body_bytes(request: Request) -> bytes:
+    limit = service(request).limits.max_request_size
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise TooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise TooLarge(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def is_binary(request: Request) -> bool:
+    return request.headers.get("content-type", "").split(";")[0].strip() == OCTET
+
+
+def wants_binary(request: Request) -> bool:
+    return OCTET in request.headers.get("accept", "")
+
+
+async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
+    """The JSON body. h5pyd sends POST JSON bodies without a Content-Type, so any content type
+    other than octet-stream is parsed as JSON."""
+    if is_binary(request):
+        raise UnsupportedMediaType("expected a JSON body, got application/octet-stream")
+    data = await body_bytes(request)
+    if not data.strip():
+        if allow_empty:
+            return None
+        raise InvalidInput("request body is empty")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def ok(content: Any, status: int = 200) -> Response:
+    return JSONResponse(content, status_code=status)
+
+
+def binary(data: bytes, status: int = 200) -> Response:
+    return Response(data, status_code=status, media_type=OCTET)

@@ -1,0 +1,271 @@
+"""Groups, committed datatypes, datasets (as objects), links and attributes."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from h5lake.api.http import (
+    binary,
+    caller,
+    domain_param,
+    flag,
+    int_param,
+    is_binary,
+    json_body,
+    ok,
+    service,
+    wants_binary,
+    body_bytes,
+)
+from h5lake.errors import InvalidInput
+from h5lake.model.ids import Collection
+from h5lake.service import attributes, datasets, links, objects
+
+
+def _collection(request: Request) -> Collection:
+    return Collection.from_path(request.path_params["collection"])
+
+
+def _created(items: list[dict], many: bool) -> Response:
+    return ok({"objects": items} if many else items[0], 201)
+
+
+# --- collections ------------------------------------------------------------------------------
+
+
+async def post_groups(request: Request) -> Response:
+    items, many = await objects.create_groups(service(request), caller(request), domain_param(request), await json_body(request))
+    return _created(items, many)
+
+
+async def post_datatypes(request: Request) -> Response:
+    items, many = await objects.create_datatypes(
+        service(request), caller(request), domain_param(request), await json_body(request)
+    )
+    return _created(items, many)
+
+
+async def post_datasets(request: Request) -> Response:
+    items, many = await datasets.create_datasets(
+        service(request), caller(request), domain_param(request), await json_body(request)
+    )
+    return _created(items, many)
+
+
+def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
+    async def handler(request: Request) -> Response:
+        ids = await objects.list_objects(
+            service(request),
+            caller(request),
+            domain_param(request),
+            collection,
+            int_param(request, "Limit", minimum=1),
+            request.query_params.get("Marker"),
+        )
+        return ok({collection.path: ids, "hrefs": []})
+
+    return handler
+
+
+# --- single objects ---------------------------------------------------------------------------
+
+
+def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
+    async def handler(request: Request) -> Response:
+        svc, who, path = service(request), caller(request), domain_param(request)
+        obj_id = request.path_params["id"]
+        if request.method == "DELETE":
+            await objects.delete_object(svc, who, path, obj_id, collection)
+            return ok({})
+        out = await objects.get_object(
+            svc,
+            who,
+            path,
+            obj_id,
+            collection,
+            include_links=flag(request, "include_links", default=False),
+            include_attrs=flag(request, "include_attrs", default=False),
+        )
+        return ok(out)
+
+    return handler
+
+
+async def dataset_type(request: Request) -> Response:
+    out = await datasets.get_type(service(request), caller(request), domain_param(request), request.path_params["id"])
+    return ok(out)
+
+
+async def dataset_shape(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    dset_id = request.path_params["id"]
+    if request.method == "PUT":
+        status, out = await datasets.resize(svc, who, path, dset_id, await json_body(request))
+        return ok(out, status)
+    return ok(await datasets.get_shape(svc, who, path, dset_id))
+
+
+# --- links ------------------------------------------------------------------------------------
+
+
+def _titles(request: Request, body: object = None) -> list[str] | None:
+    if isinstance(body, dict) and "titles" in body:
+        titles = body["titles"]
+        if not isinstance(titles, list) or not all(isinstance(t, str) for t in titles):
+            raise InvalidInput("titles must be a list of strings")
+        return titles
+    raw = request.query_params.get("titles")
+    if raw is None:
+        return None
+    sep = request.query_params.get("separator", "/")
+    return [t for t in raw.split(sep) if t]
+
+
+async def links_collection(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    gid = request.path_params["id"]
+    if request.method == "PUT":
+        outcome = await links.put_links(svc, who, path, gid, await json_body(request))
+        return ok({}, outcome.value)
+    if request.method == "DELETE":
+        titles = _titles(request) or []
+        await links.delete_links(svc, who, path, gid, titles)
+        return ok({})
+    body = await json_body(request) if request.method == "POST" else None
+    if body is not None and not isinstance(body, dict):
+        raise InvalidInput("body must be a JSON object")
+    grp_ids = body.get("grp_ids") if isinstance(body, dict) else None
+    if grp_ids is not None and (not isinstance(grp_ids, list) or not all(isinstance(g, str) for g in grp_ids)):
+        raise InvalidInput("grp_ids must be a list of group ids")
+    out = await links.get_links(
+        svc,
+        who,
+        path,
+        gid,
+        titles=_titles(request, body),
+        grp_ids=grp_ids,
+        create_order=flag(request, "CreateOrder"),
+        pattern=request.query_params.get("pattern"),
+        marker=request.query_params.get("Marker"),
+        limit=int_param(request, "Limit", minimum=1),
+        follow_links=flag(request, "follow_links"),
+    )
+    return ok(out)
+
+
+async def link_item(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    gid, title = request.path_params["id"], request.path_params["title"]
+    if request.method == "PUT":
+        outcome = await links.put_link(svc, who, path, gid, title, await json_body(request))
+        return ok({}, outcome.value)
+    if request.method == "DELETE":
+        await links.delete_links(svc, who, path, gid, [title])
+        return ok({})
+    return ok(await links.get_link(svc, who, path, gid, title))
+
+
+# --- attributes -------------------------------------------------------------------------------
+
+
+def _attr_names(request: Request, body: object = None) -> list[str] | None:
+    if isinstance(body, dict) and "attr_names" in body:
+        names = body["attr_names"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InvalidInput("attr_names must be a list of strings")
+        return names
+    raw = request.query_params.get("attr_names")
+    if raw is None:
+        return None
+    sep = request.query_params.get("separator", "/")
+    return [n for n in raw.split(sep) if n]
+
+
+def _b64(request: Request) -> bool:
+    return request.query_params.get("encoding") == "base64"
+
+
+async def attributes_collection(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    _collection(request)
+    obj_id = request.path_params["id"]
+    if request.method == "PUT":
+        outcome = await attributes.put_attributes(svc, who, path, obj_id, await json_body(request), b64=_b64(request))
+        return ok({}, outcome.value)
+    if request.method == "DELETE":
+        await attributes.delete_attributes(svc, who, path, obj_id, _attr_names(request) or [])
+        return ok({})
+    if request.method == "POST":
+        body = await json_body(request)
+        if not isinstance(body, dict):
+            raise InvalidInput("body must be a JSON object")
+        include = flag(request, "IncludeData", default=True)
+        if "obj_ids" in body:
+            out = await attributes.get_attributes_of_many(
+                svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
+            )
+            return ok({"attributes": out, "hrefs": []})
+        names = _attr_names(request, body)
+        if names is None:
+            raise InvalidInput("body needs attr_names or obj_ids")
+        items = await attributes.get_attributes(
+            svc, who, path, obj_id, names=names, include_data=include, b64=_b64(request)
+        )
+        return ok({"attributes": items, "hrefs": []})
+    items = await attributes.get_attributes(
+        svc,
+        who,
+        path,
+        obj_id,
+        names=_attr_names(request),
+        include_data=flag(request, "IncludeData", default=False),
+        create_order=flag(request, "CreateOrder"),
+        marker=request.query_params.get("Marker"),
+        limit=int_param(request, "Limit", minimum=1),
+        b64=_b64(request),
+    )
+    return ok({"attributes": items, "hrefs": []})
+
+
+async def attribute_item(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    _collection(request)
+    obj_id, name = request.path_params["id"], request.path_params["name"]
+    if request.method == "PUT":
+        if is_binary(request):
+            raise InvalidInput("send attribute values as JSON (use encoding=base64 for packed bytes)")
+        body = await json_body(request)
+        outcome = await attributes.put_attribute(svc, who, path, obj_id, name, body, b64=_b64(request))
+        return ok({}, outcome.value)
+    if request.method == "DELETE":
+        await attributes.delete_attributes(svc, who, path, obj_id, [name])
+        return ok({})
+    attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+    if wants_binary(request) and attr.get("value") is not None:
+        return binary(attributes.binary_value(attr))
+    return ok(
+        attributes.attribute_json(
+            name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request)
+        )
+    )
+
+
+ROUTES = [
+    Route("/groups", post_groups, methods=["POST"]),
+    Route("/groups", list_collection(Collection.GROUPS), methods=["GET"]),
+    Route("/datatypes", post_datatypes, methods=["POST"]),
+    Route("/datatypes", list_collection(Collection.DATATYPES), methods=["GET"]),
+    Route("/datasets", post_datasets, methods=["POST"]),
+    Route("/datasets", list_collection(Collection.DATASETS), methods=["GET"]),
+    Route("/groups/{id}", object_handler(Collection.GROUPS), methods=["GET", "DELETE"]),
+    Route("/datatypes/{id}", object_handler(Collection.DATATYPES), methods=["GET", "DELETE"]),
+    Route("/datasets/{id}", object_handler(Collection.DATASETS), methods=["GET", "DELETE"]),
+    Route("/datasets/{id}/type", dataset_type, methods=["GET"]),
+    Route("/datasets/{id}/shape", dataset_shape, methods=["GET", "PUT"]),
+    Route("/groups/{id}/links", links_collection, methods=["GET", "POST", "PUT", "DELETE"]),
+    Route("/groups/{id}/links/{title:path}", link_item, methods=["GET", "PUT", "DELETE"]),
+    Route("/{collection}/{id}/attributes", attributes_collection, methods=["GET", "POST", "PUT", "DELETE"]),
+    Route("/{collection}/{id}/attributes/{name:path}", attribute_item, methods=["GET", "PUT", "DELETE"]),
+]

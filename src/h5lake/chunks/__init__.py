@@ -1,0 +1,1 @@
+"""The chunk engine: codecs, cache and bounded chunk I/O."""

@@ -1,0 +1,246 @@
+"""Reading and writing selections chunk by chunk.
+
+Every operation is: selection -> chunk projections -> locate each chunk's bytes -> fetch and
+decode (or modify, encode and store). Chunk work runs concurrently with a bound; codec and numpy
+work runs in a thread pool so the event loop keeps serving; the first failure cancels the rest.
+
+Writes are durable and lose nothing: a chunk covered completely is replaced outright; a chunk
+covered in part is read, modified and written back only if it did not change meanwhile
+(if-match, or create-only for a new chunk), retrying on a lost race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.locate import ChunkRef, NativeChunks
+from h5lake.errors import Conflict, MethodNotAllowed
+from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
+from h5lake.model.selection import PointSelection, Selection, Slice
+from h5lake.storage.base import PreconditionFailed
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2)), thread_name_prefix="h5lake-cpu")
+_MAX_RETRIES = 100
+INLINE_BYTES = 64 * 1024  # smaller codec jobs run inline: a thread hop costs more than they do
+
+
+async def cpu(fn: Callable[..., T], *args: Any, size: int = INLINE_BYTES + 1) -> T:
+    if size <= INLINE_BYTES:
+        return fn(*args)
+    return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, fn, *args)
+
+
+async def bounded(items: Iterable[Any], work: Callable[[Any], Awaitable[None]], limit: int) -> None:
+    """Run ``work`` on every item, at most ``limit`` at once; the first failure cancels the rest."""
+    iterator = iter(items)
+    running: set[asyncio.Task[None]] = set()
+    try:
+        for item in iterator:
+            if len(running) >= limit:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()
+            running.add(asyncio.ensure_future(work(item)))
+        while running:
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+    finally:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+
+
+async def fetch(ref: ChunkRef) -> bytes | None:
+    if ref.offset is None:
+        blob = await ref.source.get(ref.key)  # type: ignore[attr-defined]
+        return None if blob is None else bytes(blob.data)
+    return await ref.source.get_range(ref.key, ref.offset, ref.length or 0)
+
+
+async def load_chunk(layout: DatasetLayout, index: tuple[int, ...]) -> np.ndarray | None:
+    ref = await layout.locator.locate(index)
+    if ref is None:
+        return None
+    stored = await fetch(ref)
+    if stored is None:
+        return None
+    return await cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+async def read_selection(layout: DatasetLayout, selection: Selection, concurrency: int) -> np.ndarray:
+    out = np.empty(selection.shape, dtype=layout.dtype)
+
+    async def one(p: ChunkProjection) -> None:
+        chunk = await load_chunk(layout, p.chunk_index)
+        if chunk is None:
+            out[p.out_selection] = layout.fill
+        else:
+            out[p.out_selection] = chunk[p.chunk_selection]
+
+    await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
+    return out
+
+
+async def read_points(layout: DatasetLayout, points: PointSelection, concurrency: int) -> np.ndarray:
+    out = np.empty((points.npoints,), dtype=layout.dtype)
+
+    async def one(p: PointProjection) -> None:
+        chunk = await load_chunk(layout, p.chunk_index)
+        out[p.out_positions] = layout.fill if chunk is None else chunk[p.chunk_selection]
+
+    await bounded(project_points(points, layout.chunk_shape), one, concurrency)
+    return out
+
+
+def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int) -> list[Selection]:
+    """Split a regular selection along its first dimension into pieces of at most ``max_bytes``
+    output, cut at chunk boundaries where possible, so a huge read or write streams in order."""
+    if selection.rank == 0 or not isinstance(selection.parts[0], Slice):
+        return [selection]
+    first = selection.parts[0]
+    if first.count * row_bytes <= max_bytes:
+        return [selection]
+    rows_per_block = max(1, max_bytes // max(1, row_bytes))
+    if rows_per_block * first.step >= chunk_rows:
+        rows_per_block = max(1, (rows_per_block * first.step // chunk_rows) * chunk_rows // first.step)
+    out = []
+    for i in range(0, first.count, rows_per_block):
+        start = first.start + i * first.step
+        count = min(rows_per_block, first.count - i)
+        stop = start + (count - 1) * first.step + 1
+        out.append(Selection((Slice(start, stop, first.step),) + selection.parts[1:]))
+    return out
+
+
+async def stream_selection(
+    layout: DatasetLayout,
+    selection: Selection,
+    concurrency: int,
+    encode: Callable[[np.ndarray], bytes],
+    block_bytes: int,
+) -> AsyncIterator[bytes]:
+    """Yield the encoded selection block by block, reading the next block while one is sent."""
+    row_bytes = layout.dtype.itemsize * max(1, selection.count // max(1, selection.shape[0] if selection.shape else 1))
+    pieces = blocks(selection, layout.chunk_shape[0] if layout.chunk_shape else 1, row_bytes, block_bytes)
+    pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
+        read_selection(layout, pieces[0], concurrency)
+    )
+    try:
+        for i in range(len(pieces)):
+            assert pending is not None
+            arr = await pending
+            pending = (
+                asyncio.ensure_future(read_selection(layout, pieces[i + 1], concurrency))
+                if i + 1 < len(pieces)
+                else None
+            )
+            yield await cpu(encode, arr, size=arr.nbytes)
+    finally:
+        if pending is not None:
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+
+def _native(layout: DatasetLayout) -> NativeChunks:
+    if not isinstance(layout.locator, NativeChunks) or not layout.locator.writable:
+        raise MethodNotAllowed("this dataset is read-only (its values live in an HDF5 file)")
+    return layout.locator
+
+
+async def update_chunk(
+    layout: DatasetLayout,
+    index: tuple[int, ...],
+    modify: Callable[[np.ndarray], None],
+    complete: bool,
+) -> None:
+    """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates."""
+    chunks = _native(layout)
+    key = chunks.key(index)
+    store = chunks.store
+    if complete:
+        chunk = layout.empty_chunk()
+        modify(chunk)
+        data = await cpu(layout.codec.encode, chunk, size=chunk.nbytes)
+        await store.put(key, data)
+        return
+    for attempt in range(_MAX_RETRIES):
+        blob = await store.get(key)
+        if blob is None:
+            chunk = layout.empty_chunk()
+        else:
+            chunk = (await cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
+        modify(chunk)
+        data = await cpu(layout.codec.encode, chunk, size=chunk.nbytes)
+        try:
+            if blob is None:
+                await store.put(key, data, if_none_match=True)
+            else:
+                await store.put(key, data, if_match=blob.etag)
+            return
+        except PreconditionFailed:
+            await asyncio.sleep(random.uniform(0, 0.001 * (attempt + 1)))
+    raise Conflict(f"chunk {index} is being written too often; try again")
+
+
+async def write_selection(
+    layout: DatasetLayout, selection: Selection, values: np.ndarray, concurrency: int
+) -> list[tuple[int, ...]]:
+    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written."""
+    _native(layout)
+    written: list[tuple[int, ...]] = []
+
+    async def one(p: ChunkProjection) -> None:
+        def modify(chunk: np.ndarray) -> None:
+            chunk[p.chunk_selection] = values[p.out_selection]
+
+        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk)
+        written.append(p.chunk_index)
+
+    await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
+    return written
+
+
+async def write_points(
+    layout: DatasetLayout, points: PointSelection, values: np.ndarray, concurrency: int
+) -> list[tuple[int, ...]]:
+    _native(layout)
+    written: list[tuple[int, ...]] = []
+
+    async def one(p: PointProjection) -> None:
+        def modify(chunk: np.ndarray) -> None:
+            chunk[p.chunk_selection] = values[p.out_positions]
+
+        await update_chunk(layout, p.chunk_index, modify, False)
+        written.append(p.chunk_index)
+
+    await bounded(project_points(points, layout.chunk_shape), one, concurrency)
+    return written
+
+
+def row_split(selection: Selection, layout: DatasetLayout, max_bytes: int) -> Sequence[Selection]:
+    row_elems = 1
+    for n in selection.shape[1:]:
+        row_elems *= n
+    return blocks(
+        selection, layout.chunk_shape[0] if layout.chunk_shape else 1, row_elems * layout.dtype.itemsize, max_bytes
+    )

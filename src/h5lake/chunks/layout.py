@@ -1,0 +1,90 @@
+"""What the chunk engine needs to know about one dataset, gathered once per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from h5lake.chunks.filters import FilterPipeline
+from h5lake.chunks.locate import ChunkLocator
+from h5lake.errors import DataCorruption
+from h5lake.model.types import is_variable, to_dtype
+from h5lake.model.values import array_to_json, json_to_array
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCodec:
+    """Chunk arrays to stored bytes and back.
+
+    Fixed-size types are stored as the packed C-order array passed through the dataset's filter
+    pipeline, exactly the bytes HDF5 would keep for that chunk. Variable-length types are stored
+    as a JSON array (the seed schema's choice), also passed through the pipeline.
+    """
+
+    type_json: dict[str, Any]
+    dtype: np.dtype[Any]
+    chunk_shape: tuple[int, ...]
+    pipeline: FilterPipeline
+    variable: bool
+
+    @classmethod
+    def for_dataset(cls, type_json: dict[str, Any], chunk_shape: tuple[int, ...], filters: Any) -> ChunkCodec:
+        variable = is_variable(type_json)
+        dtype = to_dtype(type_json)
+        pipeline = FilterPipeline.from_json(filters or [], pipeline_item_size(type_json))
+        return cls(type_json, dtype, chunk_shape, pipeline, variable)
+
+    @property
+    def chunk_bytes(self) -> int:
+        n = self.dtype.itemsize
+        for c in self.chunk_shape:
+            n *= c
+        return n
+
+    def decode(self, stored: bytes, filter_mask: int = 0) -> np.ndarray:
+        raw = self.pipeline.decode(stored, filter_mask)
+        if self.variable:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise DataCorruption("a variable-length chunk is not valid JSON") from None
+            return json_to_array(value, self.type_json, self.chunk_shape)
+        if len(raw) != self.chunk_bytes:
+            raise DataCorruption(f"chunk holds {len(raw)} bytes, expected {self.chunk_bytes}")
+        return np.frombuffer(raw, dtype=self.dtype).reshape(self.chunk_shape)
+
+    def encode(self, chunk: np.ndarray) -> bytes:
+        if self.variable:
+            return self.pipeline.encode(orjson.dumps(array_to_json(chunk, self.type_json)))
+        return self.pipeline.encode(np.ascontiguousarray(chunk, dtype=self.dtype).tobytes())
+
+
+def pipeline_item_size(type_json: dict[str, Any]) -> int:
+    """The element size filters such as shuffle work with (1 for JSON-encoded variable chunks)."""
+    return 1 if is_variable(type_json) else max(1, to_dtype(type_json).itemsize)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetLayout:
+    dataset_id: str
+    domain: str
+    shape: tuple[int, ...]
+    codec: ChunkCodec
+    fill: np.ndarray  # 0-d array of the dataset's dtype
+    locator: ChunkLocator
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        return self.codec.chunk_shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.codec.dtype
+
+    def empty_chunk(self) -> np.ndarray:
+        chunk = np.empty(self.chunk_shape, dtype=self.dtype)
+        chunk[...] = self.fill
+        return chunk

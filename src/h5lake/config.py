@@ -1,0 +1,55 @@
+"""Typed settings, read once at start-up and passed in.
+
+Every setting has a type, a default and an environment variable (``H5LAKE_<NAME>``); the command
+line overrides the environment. An unknown or malformed value stops start-up with one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="H5LAKE_", extra="forbid", frozen=True)
+
+    data: Path = Field(Path("./h5lake-data"), description="local storage root")
+    storage: str | None = Field(None, description="s3://BUCKET[/PREFIX]; default: --data")
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(5101, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=256)
+    passwd: Path | None = Field(None, description="file of user:password or user:<hash> lines")
+    admin: tuple[str, ...] = ()
+    allow_source: tuple[Path, ...] = ()
+    max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
+    max_chunk_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    min_chunk_bytes: int = Field(1024 * 1024, ge=1)
+    chunk_concurrency: int = Field(16, ge=1, le=1024)
+    public_read: bool = Field(False, description="new domains readable by everyone")
+    log_level: str = "warning"
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, v: str) -> str:
+        v = v.lower()
+        if v not in {"critical", "error", "warning", "info", "debug"}:
+            raise ValueError("must be one of critical, error, warning, info, debug")
+        return v
+
+    @field_validator("passwd")
+    @classmethod
+    def _passwd_exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"no such file: {v}")
+        return v
+
+    @field_validator("storage")
+    @classmethod
+    def _storage_uri(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith("s3://"):
+            raise ValueError("must look like s3://BUCKET[/PREFIX]")
+        return v

@@ -1,0 +1,1 @@
+"""The HDF5 data model: pure functions and values, no I/O."""

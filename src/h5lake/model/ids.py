@@ -1,0 +1,171 @@
+"""Object ids and the storage key schema of the seed (001, "Group key", "Chunk key", "Domains").
+
+Ids look like ``g-b76eacdd-d16f54ec-3fe6-245559-e7dc64``: a collection letter and 32 lowercase hex
+digits grouped 8-8-4-6-6. h5pyd builds child ids itself from the root id's first 16 hex digits, so
+a root id's last 16 digits are its first 16 each shifted by 8 (mod 16), and every other object of
+the domain shares the root's first 16 digits.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+import secrets
+
+from h5lake.errors import InvalidInput
+
+
+class Collection(enum.Enum):
+    GROUPS = "g"
+    DATASETS = "d"
+    DATATYPES = "t"
+
+    @property
+    def path(self) -> str:
+        return {"g": "groups", "d": "datasets", "t": "datatypes"}[self.value]
+
+    @classmethod
+    def from_path(cls, name: str) -> Collection:
+        for c in cls:
+            if c.path == name:
+                return c
+        raise InvalidInput(f"unknown collection {name!r}")
+
+
+_ID_RE = re.compile(r"^([gdt])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
+_GROUPING = (8, 8, 4, 6, 6)
+
+
+def _format(prefix: str, hex32: str) -> str:
+    parts, pos = [], 0
+    for n in _GROUPING:
+        parts.append(hex32[pos : pos + n])
+        pos += n
+    return prefix + "-" + "-".join(parts)
+
+
+def hex_digits(obj_id: str) -> str:
+    """The 32 hex digits of an id, without dashes or prefix."""
+    return obj_id[2:].replace("-", "")
+
+
+def new_root_id() -> str:
+    first = secrets.token_hex(8)
+    second = "".join("%x" % ((int(c, 16) + 8) % 16) for c in first)
+    return _format("g", first + second)
+
+
+def new_object_id(collection: Collection, root_id: str) -> str:
+    return _format(collection.value, hex_digits(root_id)[:16] + secrets.token_hex(8))
+
+
+def strip_collection_prefix(ref: str) -> str:
+    """Accept both ``d-...`` and ``datasets/d-...`` forms."""
+    for c in Collection:
+        if ref.startswith(c.path + "/"):
+            return ref[len(c.path) + 1 :]
+    return ref
+
+
+def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
+    """Validate an object id and return its collection."""
+    if not isinstance(obj_id, str):
+        raise InvalidInput("object id must be a string")
+    m = _ID_RE.match(obj_id)
+    if m is None:
+        raise InvalidInput(f"invalid object id {obj_id!r}")
+    collection = Collection(m.group(1))
+    if expected is not None and collection is not expected:
+        raise InvalidInput(f"id {obj_id!r} is not a {expected.path[:-1]} id")
+    return collection
+
+
+def is_valid_id(obj_id: object) -> bool:
+    return isinstance(obj_id, str) and _ID_RE.match(obj_id) is not None
+
+
+def same_domain(obj_id: str, root_id: str) -> bool:
+    return hex_digits(obj_id)[:16] == hex_digits(root_id)[:16]
+
+
+def _hashed(name: str) -> str:
+    return hashlib.md5(name.encode()).hexdigest()[:5] + "-" + name
+
+
+def object_key(obj_id: str) -> str:
+    """``<md5-prefix>-g-<uuid>`` (likewise ``-d-`` and ``-t-``)."""
+    return _hashed(obj_id)
+
+
+def chunk_id(dataset_id: str, index: tuple[int, ...]) -> str:
+    # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
+    return "c-" + dataset_id[2:] + "_" + ("_".join(str(i) for i in index) or "0")
+
+
+def chunk_key(dataset_id: str, index: tuple[int, ...]) -> str:
+    """``<md5-prefix>-c-<uuid>_<i>_<j>...``"""
+    return _hashed(chunk_id(dataset_id, index))
+
+
+def parse_chunk_key(key: str) -> tuple[str, tuple[int, ...]]:
+    """Inverse of ``chunk_key``: (dataset id, chunk index)."""
+    body = key[6:]
+    if not body.startswith("c-"):
+        raise ValueError(f"not a chunk key: {key!r}")
+    uuid, *coords = body[2:].split("_")
+    return "d-" + uuid, tuple(int(c) for c in coords)
+
+
+# --- domains ---------------------------------------------------------------------------------
+
+DOMAIN_FILE = ".domain.json"
+
+
+def normalize_domain(path: str) -> str:
+    """Validate a domain path and return it as ``/a/b/c`` (no trailing slash).
+
+    Refuses ``..``, ``.``, empty components, control characters and backslashes, so a domain can
+    never name a key outside its folder.
+    """
+    if not isinstance(path, str) or not path:
+        raise InvalidInput("domain is required")
+    if len(path) > 900:
+        raise InvalidInput("domain path is too long")
+    if not path.startswith("/"):
+        path = "/" + path
+    path = path.rstrip("/") or "/"
+    if path == "/":
+        return path
+    for part in path[1:].split("/"):
+        if part in ("", ".", "..") or part.startswith(".") and part.endswith(".json"):
+            raise InvalidInput(f"invalid domain path {path!r}")
+        if any(ord(ch) < 32 or ch == "\\" for ch in part):
+            raise InvalidInput(f"invalid character in domain path {path!r}")
+    return path
+
+
+def domain_prefix(domain: str) -> str:
+    """Storage prefix of everything under a domain: ``a/b/c/``."""
+    return "" if domain == "/" else domain[1:] + "/"
+
+
+def domain_key(domain: str) -> str:
+    """``<path>/.domain.json``, stored without a leading slash."""
+    return domain_prefix(domain) + DOMAIN_FILE
+
+
+def parent_domain(domain: str) -> str | None:
+    if domain == "/":
+        return None
+    parent = domain.rsplit("/", 1)[0]
+    return parent or "/"
+
+
+def catalog_key(domain: str, name: str) -> str:
+    """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``."""
+    return domain_prefix(domain) + name
+
+
+def chunk_catalog_key(domain: str, dataset_id: str) -> str:
+    return domain_prefix(domain) + "." + dataset_id + ".chunks.txt"

@@ -1,0 +1,109 @@
+"""Dataspaces: scalar, simple (with optional maximum extents), and null."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from h5lake.errors import InvalidInput
+
+UNLIMITED = "H5S_UNLIMITED"
+MAX_RANK = 32
+
+
+class SpaceClass(enum.Enum):
+    SCALAR = "H5S_SCALAR"
+    SIMPLE = "H5S_SIMPLE"
+    NULL = "H5S_NULL"
+
+
+@dataclass(frozen=True, slots=True)
+class Space:
+    kind: SpaceClass
+    dims: tuple[int, ...] = ()
+    maxdims: tuple[int | None, ...] | None = None  # None entries are unlimited
+
+    @property
+    def count(self) -> int:
+        if self.kind is SpaceClass.NULL:
+            return 0
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"class": self.kind.value}
+        if self.kind is SpaceClass.SIMPLE:
+            out["dims"] = list(self.dims)
+            if self.maxdims is not None:
+                out["maxdims"] = [UNLIMITED if m is None else m for m in self.maxdims]
+        return out
+
+    def resized(self, dims: tuple[int, ...]) -> Space:
+        return Space(self.kind, dims, self.maxdims)
+
+
+def _dim(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{what} must be non-negative integers, got {value!r}")
+    return value
+
+
+def _maxdims(value: Any, dims: tuple[int, ...]) -> tuple[int | None, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or len(value) != len(dims):
+        raise InvalidInput("maxdims must be a list with one entry per dimension")
+    out: list[int | None] = []
+    for m, d in zip(value, dims):
+        if m == UNLIMITED or m == 0 and d != 0:
+            out.append(None)  # HSDS treats 0 as unlimited too
+            continue
+        m = _dim(m, "maxdims")
+        if m < d:
+            raise InvalidInput(f"maxdims {m} is smaller than dims {d}")
+        out.append(m)
+    return tuple(out)
+
+
+def parse_space(shape: Any, maxdims: Any = None) -> Space:
+    """Parse a dataspace as clients send it: absent (scalar), ``"H5S_NULL"``, ``[dims]``, an int,
+    or the object form ``{"class": ..., "dims": ..., "maxdims": ...}``."""
+    if isinstance(shape, dict):
+        kind = shape.get("class", SpaceClass.SIMPLE.value if "dims" in shape else None)
+        if maxdims is None:
+            maxdims = shape.get("maxdims")
+        if kind == SpaceClass.SCALAR.value:
+            return Space(SpaceClass.SCALAR)
+        if kind == SpaceClass.NULL.value:
+            return Space(SpaceClass.NULL)
+        if kind != SpaceClass.SIMPLE.value:
+            raise InvalidInput(f"unknown dataspace class {kind!r}")
+        shape = shape.get("dims")
+        if shape is None:
+            raise InvalidInput("a simple dataspace needs dims")
+    if shape is None or shape == SpaceClass.SCALAR.value:
+        return Space(SpaceClass.SCALAR)
+    if shape == SpaceClass.NULL.value:
+        return Space(SpaceClass.NULL)
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = [shape]
+    if not isinstance(shape, list):
+        raise InvalidInput(f"invalid shape {shape!r}")
+    if len(shape) > MAX_RANK:
+        raise InvalidInput(f"rank {len(shape)} exceeds the limit of {MAX_RANK}")
+    if not shape:
+        return Space(SpaceClass.SCALAR)
+    dims = tuple(_dim(d, "dims") for d in shape)
+    return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims))
+
+
+def space_from_json(doc: dict[str, Any]) -> Space:
+    """A stored (already validated) dataspace."""
+    return parse_space(doc)

@@ -1,0 +1,1 @@
+"""Use cases: what each request does, in terms of documents and chunks, never HTTP."""

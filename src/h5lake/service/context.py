@@ -1,0 +1,88 @@
+"""What every use case is handed: the service's parts and who is calling."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from h5lake.chunks.catalog import ChunkCatalog
+from h5lake.errors import AlreadyExists
+from h5lake.model import acl
+from h5lake.model.ids import domain_key
+from h5lake.service.documents import Documents
+from h5lake.storage import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    user: str | None
+    is_admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    min_chunk_size: int
+    max_chunk_size: int
+    max_request_size: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "min_chunk_size": self.min_chunk_size,
+            "max_chunk_size": self.max_chunk_size,
+            "max_request_size": self.max_request_size,
+        }
+
+
+@dataclass
+class Service:
+    store: Store
+    limits: Limits
+    admins: frozenset[str] = frozenset()
+    public_read: bool = False
+    chunk_concurrency: int = 16
+    allowed_sources: tuple[str, ...] = ()
+    started: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.docs = Documents(self.store)
+        self.catalog = ChunkCatalog(self.store)
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run clean-up work after the reply; it is never needed for correctness."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.catalog.close()
+
+    async def ensure_home_folder(self) -> None:
+        """The ``/home`` folder, where each user may make their own folder, exists from the start."""
+        ts = time.time()
+        owner = min(self.admins) if self.admins else "admin"
+        doc = {
+            "owner": owner,
+            "acls": {owner: acl.full_acl(), acl.DEFAULT: acl.acl_for(read=True)},
+            "created": ts,
+            "lastModified": ts,
+        }
+        try:
+            await self.docs.create(domain_key("/home"), doc, "folder /home")
+        except AlreadyExists:
+            pass
+
+    def caller(self, user: str | None) -> Caller:
+        return Caller(user, user is not None and user in self.admins)
+
+
+def now() -> float:
+    return time.time()

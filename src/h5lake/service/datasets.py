@@ -1,0 +1,191 @@
+"""Datasets as objects: creation (type, dataspace, layout, creation properties), type, shape."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from h5lake.errors import InvalidInput
+from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection, object_key, parse_id
+from h5lake.model.layout import adjust_chunk_shape, guess_chunk_shape
+from h5lake.model.shapes import SpaceClass, Space, parse_space, space_from_json
+from h5lake.model.types import is_variable, to_dtype
+from h5lake.model.values import json_to_array
+from h5lake.service.context import Caller, Service, now
+from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.domains import Domain, open_domain
+from h5lake.service.objects import (
+    base_doc,
+    bodies,
+    new_id_for,
+    object_json,
+    open_object,
+    parse_link_request,
+    resolve_type,
+    store_new_objects,
+)
+
+VLEN_ITEM_ESTIMATE = 64  # bytes per element assumed when sizing chunks of variable-length types
+
+
+class LayoutClass(enum.Enum):
+    CHUNKED = "H5D_CHUNKED"
+    CONTIGUOUS = "H5D_CONTIGUOUS"
+    COMPACT = "H5D_COMPACT"
+    CONTIGUOUS_REF = "H5D_CONTIGUOUS_REF"
+    CHUNKED_REF = "H5D_CHUNKED_REF"
+    CHUNKED_REF_INDIRECT = "H5D_CHUNKED_REF_INDIRECT"
+
+
+def item_size(type_json: Doc) -> int:
+    if is_variable(type_json):
+        return VLEN_ITEM_ESTIMATE
+    return max(1, to_dtype(type_json).itemsize)
+
+
+def plan_layout(space: Space, type_json: Doc, props: Doc, svc: Service) -> Doc:
+    """The chunk layout actually used. Values are always chunked in storage, whatever the
+    client asked for; what it asked for stays in ``creationProperties``."""
+    if space.kind is not SpaceClass.SIMPLE:
+        return {"class": LayoutClass.CHUNKED.value, "dims": []}
+    requested = props.get("layout")
+    size = item_size(type_json)
+    if requested is not None:
+        if not isinstance(requested, dict):
+            raise InvalidInput("layout must be an object")
+        try:
+            cls = LayoutClass(requested.get("class"))
+        except ValueError:
+            raise InvalidInput(f"unknown layout class {requested.get('class')!r}") from None
+        if cls is LayoutClass.CHUNKED and "dims" in requested:
+            dims = requested["dims"]
+            if not isinstance(dims, list):
+                raise InvalidInput("layout dims must be a list")
+            chunk = adjust_chunk_shape(tuple(dims), space.dims, size, maxdims=space.maxdims)
+            return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
+        if cls not in (LayoutClass.CHUNKED, LayoutClass.CONTIGUOUS, LayoutClass.COMPACT):
+            raise InvalidInput(f"layout {cls.value} is not supported for new datasets")
+    elif space.maxdims is not None and None in space.maxdims:
+        pass  # unlimited extents need chunks; guessed below
+    chunk = guess_chunk_shape(
+        space.dims, space.maxdims, size, min_bytes=svc.limits.min_chunk_size, max_bytes=svc.limits.max_chunk_size // 4
+    )
+    return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
+
+
+def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
+    from h5lake.chunks.filters import FilterPipeline
+
+    if props is None:
+        return {}
+    if not isinstance(props, dict):
+        raise InvalidInput("creationProperties must be an object")
+    out = dict(props)
+    if "filters" in out:
+        out["filters"] = FilterPipeline.from_json(out["filters"], item_size(type_json)).to_json()
+    if out.get("fillValue") is not None:
+        json_to_array(out["fillValue"], type_json, ())
+    return out
+
+
+async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
+    items, many = bodies(body)
+    domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
+    docs, links = [], []
+    for item in items:
+        docs.append(await _new_dataset(svc, domain, item))
+        link = parse_link_request(item)
+        if link is not None:
+            links.append((docs[-1], link))
+    await store_new_objects(svc, caller, domain, docs, links)
+    return [object_json(domain, d) for d in docs], many
+
+
+async def _new_dataset(svc: Service, domain: Domain, item: Doc) -> Doc:
+    if "type" not in item:
+        raise InvalidInput("a dataset needs a type")
+    type_json = await resolve_type(svc, domain, item["type"])
+    space = parse_space(item.get("shape"), item.get("maxdims"))
+    props = validate_creation_properties(item.get("creationProperties"), type_json)
+    doc = base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item)
+    doc["type"] = type_json
+    doc["shape"] = space.to_json()
+    doc["creationProperties"] = props
+    doc["layout"] = plan_layout(space, type_json, props, svc)
+    return doc
+
+
+async def get_type(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
+    _, found = await open_object(svc, caller, domain_path, dset_id, Permission.READ, Collection.DATASETS)
+    return {"type": found.doc["type"], "hrefs": []}
+
+
+async def get_shape(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
+    _, found = await open_object(svc, caller, domain_path, dset_id, Permission.READ, Collection.DATASETS)
+    doc = found.doc
+    return {"shape": doc["shape"], "created": doc["created"], "lastModified": doc["lastModified"], "hrefs": []}
+
+
+def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
+    if not isinstance(body, dict):
+        raise InvalidInput("body must be a JSON object")
+    if space.kind is not SpaceClass.SIMPLE:
+        raise InvalidInput("only simple dataspaces can be resized")
+    if "shape" in body:
+        shape = body["shape"]
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = [shape]
+        if not isinstance(shape, list) or len(shape) != space.rank:
+            raise InvalidInput(f"shape must be a list of {space.rank} extents")
+        dims = tuple(shape)
+    elif "extend" in body:
+        extend = body["extend"]
+        axis = body.get("extend_dim", 0)
+        if not isinstance(extend, int) or isinstance(extend, bool) or extend < 0:
+            raise InvalidInput("extend must be a non-negative integer")
+        if not isinstance(axis, int) or not 0 <= axis < space.rank:
+            raise InvalidInput(f"extend_dim must be in 0..{space.rank - 1}")
+        dims = tuple(d + extend if i == axis else d for i, d in enumerate(space.dims))
+    else:
+        raise InvalidInput("body needs shape or extend")
+    for i, (new, old) in enumerate(zip(dims, space.dims)):
+        if isinstance(new, bool) or not isinstance(new, int) or new < 0:
+            raise InvalidInput("extents must be non-negative integers")
+        if new < old:
+            raise InvalidInput(f"dimension {i} cannot shrink from {old} to {new}")
+        limit = space.maxdims[i] if space.maxdims is not None else old
+        if limit is not None and new > limit:
+            raise InvalidInput(f"dimension {i} cannot grow past its maximum {limit}")
+    return dims
+
+
+async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> tuple[int, Doc]:
+    """``PUT /datasets/{id}/shape``; returns (status, body): 201 with the new region's selection."""
+    domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
+    if found.doc.get("layout", {}).get("class", "").endswith("_REF") or "REF_" in found.doc.get("layout", {}).get("class", ""):
+        from h5lake.errors import MethodNotAllowed
+
+        raise MethodNotAllowed("datasets linked to HDF5 files are read-only")
+    _new_dims(space_from_json(found.doc["shape"]), body)  # validate before touching storage
+    old_dims: list[int] = []
+
+    def mutate(doc: Doc) -> Any:
+        space = space_from_json(doc["shape"])
+        dims = _new_dims(space, body)
+        old_dims[:] = list(space.dims)
+        if dims == space.dims:
+            return Unchanged(None)
+        doc["shape"] = space.resized(dims).to_json()
+        doc["lastModified"] = now()
+        return None
+
+    doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
+    new = doc["shape"]["dims"]
+    sel = ",".join(f"{o}:{n}" for o, n in zip(old_dims, new))
+    return 201, {"selection": f"[{sel}]", "hrefs": []}
+
+
+def dataset_id(value: str) -> str:
+    parse_id(value, Collection.DATASETS)
+    return value

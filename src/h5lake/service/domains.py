@@ -1,0 +1,279 @@
+"""Domains and folders: create, open, list, delete, and their ACLs."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from h5lake import HSDS_COMPAT_VERSION
+from h5lake.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from h5lake.model import acl as acl_model
+from h5lake.model.acl import Permission
+from h5lake.model.ids import (
+    DOMAIN_FILE,
+    domain_key,
+    domain_prefix,
+    new_root_id,
+    normalize_domain,
+    object_key,
+    parent_domain,
+)
+from h5lake.service.context import Caller, Service, now
+from h5lake.service.documents import Doc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    path: str
+    doc: Doc
+    etag: str
+
+    @property
+    def root(self) -> str | None:
+        return self.doc.get("root")
+
+    @property
+    def owner(self) -> str:
+        return str(self.doc.get("owner", ""))
+
+    @property
+    def is_folder(self) -> bool:
+        return "root" not in self.doc
+
+    def require_root(self) -> str:
+        if self.root is None:
+            raise InvalidInput(f"{self.path} is a folder, not a domain")
+        return self.root
+
+
+async def load_domain(svc: Service, path: str) -> Domain:
+    path = normalize_domain(path)
+    found = await svc.docs.get(domain_key(path))
+    if found is None:
+        raise NotFound(f"domain {path} not found")
+    return Domain(path, found.doc, found.etag)
+
+
+def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
+    if caller.is_admin:
+        return
+    if caller.user is not None and caller.user == domain.owner:
+        return
+    if acl_model.allows(domain.doc.get("acls", {}), caller.user, permission):
+        return
+    if caller.user is None:
+        raise Unauthorized(f"{permission.value} access to {domain.path} needs credentials")
+    raise Forbidden(f"user {caller.user} has no {permission.value} access to {domain.path}")
+
+
+async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
+    domain = await load_domain(svc, path)
+    authorize(caller, domain, permission)
+    return domain
+
+
+def _may_create_under(caller: Caller, parent: Domain | None, path: str) -> bool:
+    if caller.is_admin:
+        return True
+    if caller.user is None:
+        return False
+    if parent is None:
+        return False
+    # A user may make their own home folder under /home.
+    if parent.path == "/home" and path == f"/home/{caller.user}":
+        return True
+    try:
+        authorize(caller, parent, Permission.CREATE)
+    except (Forbidden, Unauthorized):
+        return False
+    return True
+
+
+async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> Domain:
+    """``PUT /``: a domain (with a new root group) or, with ``{"folder": true}``, a folder."""
+    path = normalize_domain(path)
+    if path == "/":
+        raise InvalidInput("cannot create the top-level folder")
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise InvalidInput("domain creation body must be a JSON object")
+    if caller.user is None:
+        raise Unauthorized("creating a domain needs credentials")
+    parent_path = parent_domain(path)
+    parent: Domain | None = None
+    if parent_path is not None and parent_path != "/":
+        try:
+            parent = await load_domain(svc, parent_path)
+        except NotFound:
+            raise NotFound(f"parent folder {parent_path} not found") from None
+    if not _may_create_under(caller, parent, path):
+        raise Forbidden(f"user {caller.user} may not create domains in {parent_path}")
+
+    owner = caller.user
+    if "owner" in body:
+        if not caller.is_admin and body["owner"] != caller.user:
+            raise Forbidden("only an admin may create a domain for another owner")
+        owner = body["owner"]
+        if not isinstance(owner, str):
+            raise InvalidInput("owner must be a string")
+        acl_model.validate_user_name(owner)
+    acls: dict[str, Any] = {owner: acl_model.full_acl(), "default": acl_model.acl_for(svc.public_read)}
+    ts = now()
+    doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
+    is_folder = bool(body.get("folder"))
+    root_doc: Doc | None = None
+    if not is_folder:
+        root_id = new_root_id()
+        doc["root"] = root_id
+        group_props = body.get("group", {}).get("creationProperties", {}) if isinstance(body.get("group"), dict) else {}
+        if not isinstance(group_props, dict):
+            raise InvalidInput("group creationProperties must be an object")
+        root_doc = {
+            "id": root_id,
+            "root": root_id,
+            "created": ts,
+            "lastModified": ts,
+            "links": {},
+            "attributes": {},
+            "creationProperties": group_props,
+        }
+        # The root group is stored first: a domain document never points at a missing root.
+        await svc.docs.create(object_key(root_id), root_doc, "root group")
+    etag = await svc.docs.create(domain_key(path), doc, f"domain {path}")
+    return Domain(path, doc, etag)
+
+
+async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool = False) -> None:
+    domain = await open_domain(svc, caller, path, Permission.DELETE)
+    if domain.path == "/":
+        raise Forbidden("cannot delete the top-level folder")
+    async for _ in svc.store.list(domain_prefix(domain.path), delimiter="/"):
+        if _ .endswith("/"):
+            raise Conflict(f"{domain.path} has sub-domains; delete them first")
+    await svc.store.delete(domain_key(domain.path))
+    if not keep_root and domain.root is not None:
+        from h5lake.service import reclaim  # local import: reclaim walks objects of every kind
+
+        svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))
+
+
+def domain_json(svc: Service, domain: Domain) -> Doc:
+    from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
+
+    out: Doc = {
+        "owner": domain.owner,
+        "class": "folder" if domain.is_folder else "domain",
+        "created": domain.doc.get("created"),
+        "lastModified": domain.doc.get("lastModified"),
+        "domain": domain.path,
+        "version": HSDS_COMPAT_VERSION,
+        "limits": svc.limits.to_json(),
+        "compressors": list(SUPPORTED_COMPRESSORS),
+        "hrefs": [],
+    }
+    if domain.root is not None:
+        out["root"] = domain.root
+    return out
+
+
+def domain_response_on_create(svc: Service, domain: Domain) -> Doc:
+    out = domain_json(svc, domain)
+    out["acls"] = domain.doc.get("acls", {})
+    return out
+
+
+async def list_domains(
+    svc: Service,
+    caller: Caller,
+    folder: str,
+    *,
+    limit: int | None = None,
+    marker: str | None = None,
+    pattern: str | None = None,
+    verbose: bool = False,
+) -> list[Doc]:
+    folder = normalize_domain(folder)
+    if folder != "/":
+        await open_domain(svc, caller, folder, Permission.READ)
+    prefix = domain_prefix(folder)
+    start_after = None
+    if marker:
+        marker = normalize_domain(marker)
+        start_after = domain_prefix(marker)
+    names: list[str] = []
+    async for entry in svc.store.list(prefix, delimiter="/", start_after=start_after):
+        if not entry.endswith("/"):
+            continue
+        name = "/" + entry[:-1]
+        if pattern and not fnmatch.fnmatch(name.rsplit("/", 1)[-1], pattern):
+            continue
+        names.append(name)
+        if limit is not None and len(names) >= limit * 2 + 10:
+            break
+    docs = await asyncio.gather(*(svc.docs.get(domain_prefix(n) + DOMAIN_FILE) for n in names))
+    out: list[Doc] = []
+    for name, found in zip(names, docs):
+        if found is None:
+            continue  # a prefix with no domain object (e.g. left-over catalog files)
+        d = found.doc
+        item: Doc = {
+            "name": name,
+            "class": "domain" if "root" in d else "folder",
+            "owner": d.get("owner"),
+            "created": d.get("created"),
+            "lastModified": d.get("lastModified"),
+        }
+        if "root" in d:
+            item["root"] = d["root"]
+        out.append(item)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+# --- ACLs -------------------------------------------------------------------------------------
+
+
+def _acl_entry(user: str, flags: dict[str, Any]) -> Doc:
+    entry: Doc = {f: bool(flags.get(f, False)) for f in acl_model.FLAGS}
+    entry["userName"] = user
+    return entry
+
+
+async def get_acls(svc: Service, caller: Caller, path: str) -> list[Doc]:
+    domain = await open_domain(svc, caller, path, Permission.READ_ACL)
+    return [_acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
+
+
+async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
+    domain = await load_domain(svc, path)
+    if caller.user != user:
+        authorize(caller, domain, Permission.READ_ACL)
+    acls = domain.doc.get("acls", {})
+    if user not in acls:
+        raise NotFound(f"no ACL for user {user} on {domain.path}")
+    return _acl_entry(user, acls[user])
+
+
+async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any) -> Doc:
+    acl_model.validate_user_name(user)
+    flags = acl_model.validate_acl(body)
+    domain = await open_domain(svc, caller, path, Permission.UPDATE_ACL)
+
+    def mutate(doc: Doc) -> Doc:
+        acls = doc.setdefault("acls", {})
+        entry = acls.get(user) or {f: False for f in acl_model.FLAGS}
+        entry.update(flags)
+        acls[user] = entry
+        doc["lastModified"] = now()
+        return entry
+
+    _, entry = await svc.docs.update(domain_key(domain.path), mutate, f"domain {domain.path}")
+    return _acl_entry(user, entry)
+

@@ -1,0 +1,296 @@
+"""Links inside groups: hard, soft and external; single and batch forms."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import fnmatch
+from typing import Any
+
+from h5lake.errors import Conflict, InvalidInput, NotFound
+from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection, is_valid_id, object_key, parse_id, same_domain
+from h5lake.service.context import Caller, Service, now
+from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.domains import Domain, open_domain
+from h5lake.service.objects import _timestamp, load_object
+
+
+class LinkClass(enum.Enum):
+    HARD = "H5L_TYPE_HARD"
+    SOFT = "H5L_TYPE_SOFT"
+    EXTERNAL = "H5L_TYPE_EXTERNAL"
+
+
+class PutOutcome(enum.Enum):
+    CREATED = 201
+    UNCHANGED = 200
+
+
+def validate_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidInput("link name must be a non-empty string")
+    if "/" in name:
+        raise InvalidInput(f"link name {name!r} may not contain '/'")
+    if len(name.encode()) > 4096:
+        raise InvalidInput("link name is too long")
+    return name
+
+
+def parse_link(body: Any, domain: Domain) -> Doc:
+    """A link as stored: class, created and its target fields."""
+    if not isinstance(body, dict):
+        raise InvalidInput("a link must be a JSON object")
+    cls = body.get("class")
+    if cls is None:
+        if "id" in body:
+            cls = LinkClass.HARD.value
+        elif "h5domain" in body or "file" in body or "domain" in body:
+            cls = LinkClass.EXTERNAL.value
+        elif "h5path" in body:
+            cls = LinkClass.SOFT.value
+        else:
+            raise InvalidInput("a link needs id, h5path, or h5path and h5domain")
+    try:
+        kind = LinkClass(cls)
+    except ValueError:
+        raise InvalidInput(f"unknown link class {cls!r}") from None
+    link: Doc = {"class": kind.value, "created": _timestamp(body, "created", now())}
+    if kind is LinkClass.HARD:
+        target = body.get("id")
+        if isinstance(target, str) and "/" in target:
+            target = target.split("/", 1)[1]
+        if not is_valid_id(target):
+            raise InvalidInput(f"hard link target {target!r} is not an object id")
+        assert isinstance(target, str)
+        if not same_domain(target, domain.require_root()):
+            raise InvalidInput(f"hard link target {target} is not in {domain.path}")
+        link["id"] = target
+    else:
+        path = body.get("h5path")
+        if not isinstance(path, str) or not path:
+            raise InvalidInput("soft and external links need a non-empty h5path")
+        link["h5path"] = path
+        if kind is LinkClass.EXTERNAL:
+            ext = body.get("h5domain", body.get("file", body.get("domain")))
+            if not isinstance(ext, str) or not ext:
+                raise InvalidInput("an external link needs h5domain")
+            link["h5domain"] = ext
+    return link
+
+
+def _target(link: Doc) -> tuple[Any, ...]:
+    return (link.get("class"), link.get("id"), link.get("h5path"), link.get("h5domain"))
+
+
+def link_json(link: Doc, title: str | None = None) -> Doc:
+    """A link as responses show it; external links carry ``file`` too, which h5pyd 1.0 reads."""
+    out = dict(link)
+    if "h5domain" in out:
+        out["file"] = out["h5domain"]
+    if "id" in out:
+        out["collection"] = parse_id(out["id"]).path
+    if title is not None:
+        out["title"] = title
+    return out
+
+
+def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
+    links = doc.setdefault("links", {})
+    added = False
+    for name, link in new.items():
+        existing = links.get(name)
+        if existing is not None:
+            if _target(existing) != _target(link):
+                raise Conflict(f"link {name!r} already exists")
+            continue
+        links[name] = link
+        added = True
+    if not added:
+        return Unchanged(PutOutcome.UNCHANGED)
+    doc["lastModified"] = now()
+    return PutOutcome.CREATED
+
+
+async def _put_links(svc: Service, domain: Domain, group_id: str, new: dict[str, Doc]) -> PutOutcome:
+    parse_id(group_id, Collection.GROUPS)
+    await load_object(svc, domain, group_id)  # the group must belong to this domain
+    _, outcome = await svc.docs.update(object_key(group_id), lambda d: _add_links(d, new), f"group {group_id}")
+    return outcome  # type: ignore[no-any-return]
+
+
+def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
+    if not isinstance(body, dict):
+        raise InvalidInput("links must be an object keyed by link name")
+    return {validate_name(name): parse_link(link, domain) for name, link in body.items()}
+
+
+async def put_link(
+    svc: Service, caller: Caller, domain_path: str, group_id: str, title: str, body: Any
+) -> PutOutcome:
+    domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
+    return await _put_links(svc, domain, group_id, {validate_name(title): parse_link(body, domain)})
+
+
+async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: str, body: Any) -> PutOutcome:
+    """``PUT /groups/{id}/links``: ``{"links": {...}}`` for this group or ``{"grp_ids": {...}}``."""
+    domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
+    if not isinstance(body, dict):
+        raise InvalidInput("body must be a JSON object")
+    per_group: dict[str, dict[str, Doc]] = {}
+    if "grp_ids" in body:
+        grp_ids = body["grp_ids"]
+        if not isinstance(grp_ids, dict):
+            raise InvalidInput("grp_ids must be an object keyed by group id")
+        for gid, item in grp_ids.items():
+            parse_id(gid, Collection.GROUPS)
+            links = item.get("links") if isinstance(item, dict) else None
+            per_group[gid] = _parse_links(links, domain)
+    elif "links" in body:
+        per_group[group_id] = _parse_links(body["links"], domain)
+    else:
+        raise InvalidInput("body needs links or grp_ids")
+    outcomes = await asyncio.gather(*(_put_links(svc, domain, g, l) for g, l in per_group.items()))
+    return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
+
+
+async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:
+    """The ``link`` member of a POST that creates an object: link it into a parent group."""
+    parent = request["id"]
+    link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}
+    await _put_links(svc, domain, parent, {validate_name(request["name"]): link})
+
+
+def _select(
+    links: dict[str, Doc],
+    *,
+    titles: list[str] | None = None,
+    create_order: bool = False,
+    pattern: str | None = None,
+    marker: str | None = None,
+    limit: int | None = None,
+) -> list[tuple[str, Doc]]:
+    if titles is not None:
+        return [(t, links[t]) for t in titles if t in links]
+    items = list(links.items())
+    if create_order:
+        items.sort(key=lambda kv: (kv[1].get("created", 0), kv[0]))
+    else:
+        items.sort(key=lambda kv: kv[0])
+    if pattern:
+        items = [kv for kv in items if fnmatch.fnmatchcase(kv[0], pattern)]
+    if marker is not None:
+        names = [k for k, _ in items]
+        if marker in names:
+            items = items[names.index(marker) + 1 :]
+    if limit is not None:
+        items = items[:limit]
+    return items
+
+
+async def get_link(svc: Service, caller: Caller, domain_path: str, group_id: str, title: str) -> Doc:
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    parse_id(group_id, Collection.GROUPS)
+    group = (await load_object(svc, domain, group_id)).doc
+    link = group.get("links", {}).get(title)
+    if link is None:
+        raise NotFound(f"link {title!r} not found")
+    return {
+        "link": link_json(link, title),
+        "created": link.get("created"),
+        "lastModified": link.get("created"),
+        "hrefs": [],
+    }
+
+
+async def get_links(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    group_id: str,
+    *,
+    titles: list[str] | None = None,
+    grp_ids: list[str] | None = None,
+    create_order: bool = False,
+    pattern: str | None = None,
+    marker: str | None = None,
+    limit: int | None = None,
+    follow_links: bool = False,
+) -> Doc:
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    opts = dict(titles=titles, create_order=create_order, pattern=pattern, marker=marker, limit=limit)
+
+    async def links_of(gid: str) -> list[Doc]:
+        parse_id(gid, Collection.GROUPS)
+        group = (await load_object(svc, domain, gid)).doc
+        return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
+
+    if grp_ids is not None or follow_links:
+        if grp_ids is None:
+            grp_ids = await _descendant_groups(svc, domain, group_id)
+        results = await asyncio.gather(*(links_of(g) for g in grp_ids))
+        return {"links": dict(zip(grp_ids, results)), "hrefs": []}
+    return {"links": await links_of(group_id), "hrefs": []}
+
+
+async def _descendant_groups(svc: Service, domain: Domain, start: str) -> list[str]:
+    seen = [start]
+    frontier = [start]
+    while frontier:
+        docs = await asyncio.gather(*(load_object(svc, domain, g) for g in frontier))
+        frontier = []
+        for found in docs:
+            for link in found.doc.get("links", {}).values():
+                target = link.get("id")
+                if target and target.startswith("g-") and target not in seen:
+                    seen.append(target)
+                    frontier.append(target)
+    return seen
+
+
+async def delete_links(
+    svc: Service, caller: Caller, domain_path: str, group_id: str, titles: list[str]
+) -> None:
+    domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
+    parse_id(group_id, Collection.GROUPS)
+    await load_object(svc, domain, group_id)
+    if not titles:
+        raise InvalidInput("no link names given")
+
+    def remove(doc: Doc) -> None:
+        links = doc.get("links", {})
+        missing = [t for t in titles if t not in links]
+        if missing:
+            raise NotFound(f"link {missing[0]!r} not found")
+        for t in titles:
+            del links[t]
+        doc["lastModified"] = now()
+
+    await svc.docs.update(object_key(group_id), remove, f"group {group_id}")
+
+
+async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:
+    """Follow hard links (and soft links within the domain) from the root to an object."""
+    current = (await load_object(svc, domain, domain.require_root())).doc
+    hops = 0
+    parts = [p for p in h5path.split("/") if p]
+    while parts:
+        name = parts.pop(0)
+        link = current.get("links", {}).get(name)
+        if link is None:
+            raise NotFound(f"{h5path} not found")
+        if link["class"] == LinkClass.SOFT.value:
+            hops += 1
+            if hops > 32:
+                raise InvalidInput(f"too many soft links resolving {h5path}")
+            target = link["h5path"]
+            if target.startswith("/"):
+                current = (await load_object(svc, domain, domain.require_root())).doc
+            parts = [p for p in target.split("/") if p] + parts
+            continue
+        if link["class"] != LinkClass.HARD.value:
+            raise NotFound(f"{h5path} leads through an external link")
+        current = (await load_object(svc, domain, link["id"])).doc
+        if parts and not current["id"].startswith("g-"):
+            raise NotFound(f"{h5path} not found")
+    return current

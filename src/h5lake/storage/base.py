@@ -1,0 +1,173 @@
+"""The storage contract every backend (memory, local directory, S3) implements.
+
+Keys are ``/``-separated strings without a leading slash. A missing object is ``None`` from
+``get``/``head`` (never an exception). Conditional writes are the one concurrency primitive:
+
+* ``put(key, data)`` replaces atomically (a reader sees the old bytes or the new, never a mix);
+* ``put(key, data, if_none_match=True)`` creates only; it raises ``PreconditionFailed`` when the
+  key exists;
+* ``put(key, data, if_match=etag)`` replaces only while the object's ETag is still ``etag``;
+  it raises ``PreconditionFailed`` when the object changed or vanished.
+
+A ``put`` that returns has made the bytes durable. ETags are opaque strings that change
+whenever the bytes change; every backend here uses the MD5 hex digest of the bytes (S3 objects
+written by other tools in several parts have S3's ``<md5>-<parts>`` form), so equal ETags from
+two backends mean equal bytes.
+
+Keys are checked the same way by every backend (``check_key``), so a key a unit test accepts
+on the memory store is one the local directory and S3 accept too. A portable key is at most
+1024 UTF-8 bytes of segments of at most 255 bytes; it has no empty, ``.`` or ``..`` segment, no
+backslash and no control character, and no segment starts with ``.h5lake-`` (reserved for the
+backends' own temporary and lock files). The local directory adds one rule of a file system:
+a key cannot also be the folder of other keys (``a`` and ``a/b``); such a put raises
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+MAX_KEY_BYTES = 1024
+MAX_SEGMENT_BYTES = 255
+RESERVED_SEGMENT_PREFIX = ".h5lake-"
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\\ud800-\udfff]")
+
+
+class PreconditionFailed(Exception):
+    """A conditional put lost: the object exists (create-only) or changed (if-match)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"precondition failed for {key!r}")
+        self.key = key
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it is a portable key (see the module docstring); else ``ValueError``."""
+    if not isinstance(key, str):
+        raise TypeError(f"a storage key is a string, not {key!r}")
+    if not key:
+        raise ValueError("a storage key is not empty")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"storage key {key!r} is not valid unicode") from None
+    if size > MAX_KEY_BYTES:
+        raise ValueError(f"storage key is longer than {MAX_KEY_BYTES} bytes: {key[:80]!r}...")
+    for segment in key.split("/"):
+        _check_segment(key, segment)
+    return key
+
+
+def check_prefix(prefix: str) -> str:
+    """Return ``prefix`` if some portable key could start with it; else ``ValueError``.
+
+    The last segment may be partial (``a/b`` matches ``a/b/c`` and ``a/bc``); a prefix ending
+    in ``/`` names a folder.
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(f"a key prefix is a string, not {prefix!r}")
+    if not prefix:
+        return prefix
+    *whole, partial = prefix.split("/")
+    for segment in whole:
+        _check_segment(prefix, segment)
+    if partial:
+        _check_chars(prefix, partial)
+    return prefix
+
+
+def _check_segment(key: str, segment: str) -> None:
+    if segment in ("", ".", ".."):
+        raise ValueError(f"storage key {key!r} has an empty, '.' or '..' segment")
+    if segment.startswith(RESERVED_SEGMENT_PREFIX):
+        raise ValueError(f"storage key {key!r} uses the reserved {RESERVED_SEGMENT_PREFIX!r}")
+    if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+        raise ValueError(f"storage key {key!r} has a segment over {MAX_SEGMENT_BYTES} bytes")
+    _check_chars(key, segment)
+
+
+def _check_chars(key: str, segment: str) -> None:
+    if _BAD_CHARS.search(segment):
+        raise ValueError(f"storage key {key!r} has a control character or a backslash")
+
+
+def check_delimiter(delimiter: str | None) -> None:
+    if delimiter not in (None, "/"):
+        raise ValueError(f"the only list delimiter is '/', not {delimiter!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    key: str
+    size: int
+    etag: str
+    last_modified: float
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    data: bytes
+    etag: str
+    last_modified: float
+
+
+@runtime_checkable
+class ByteRangeSource(Protocol):
+    """What a reader of byte ranges needs, and nothing more."""
+
+    async def get_range(self, key: str, offset: int, length: int) -> bytes | None:
+        """Up to ``length`` bytes from ``offset``; ``None`` when ``key`` is missing.
+
+        A range running past the end is cut short; one starting at or past the end is ``b""``.
+        A negative ``offset`` or ``length`` is a ``ValueError``.
+        """
+        ...
+
+
+@runtime_checkable
+class Store(ByteRangeSource, Protocol):
+    async def get(self, key: str) -> Blob | None: ...
+
+    async def head(self, key: str) -> ObjectInfo | None: ...
+
+    async def put(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        if_match: str | None = None,
+        if_none_match: bool = False,
+    ) -> str:
+        """Store ``data`` durably and return its new ETag.
+
+        ``if_none_match`` and ``if_match`` together are a ``ValueError``. A conditional put
+        whose outcome is unknown (the connection broke after the request was sent) raises the
+        transport's error, never a guess; a retried create that finds its own earlier write
+        reports ``PreconditionFailed``.
+        """
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key``; deleting a missing key is not an error."""
+        ...
+
+    def list(
+        self, prefix: str = "", *, delimiter: str | None = None, start_after: str | None = None
+    ) -> AsyncIterator[str]:
+        """Yield keys starting with ``prefix`` in lexical (code point = UTF-8 byte) order.
+
+        With ``delimiter="/"``, keys below the next ``/`` after the prefix are rolled up into one
+        entry ending in ``/`` (a "common prefix"), as S3 does; a common prefix appears only while
+        some key lies below it. ``start_after`` skips every entry (key or common prefix) that is
+        not greater than it, so the last entry of one page is the ``start_after`` of the next.
+
+        The listing is not a snapshot: keys put or deleted while it runs may or may not appear.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads; call it before the event loop ends."""
+        ...
