@@ -96,5 +96,21 @@ def passwd(user: str, password: str) -> None:
     click.echo(f"{user}:{hash_password(password)}")
 
 
+def _register_tools() -> None:
+    """Client tools live in their own modules; each adds its commands to ``main``."""
+    import importlib
+
+    for name in ("h5lake.tools.load", "h5lake.tools.export"):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(main)
+
+
+_register_tools()
+
 if __name__ == "__main__":
     main()

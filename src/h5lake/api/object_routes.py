@@ -17,7 +17,6 @@ from h5lake.api.http import (
     ok,
     service,
     wants_binary,
-    body_bytes,
 )
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection

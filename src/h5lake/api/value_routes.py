@@ -66,11 +66,13 @@ async def _read(request: Request, ds: OpenDataset, select: str | None) -> Respon
         if size > values.STREAM_BLOCK_BYTES:
             return StreamingResponse(chunks, media_type=OCTET, headers={"Content-Length": str(size)})
         return binary(b"".join([c async for c in chunks]))
-    count = selection.count if selection is not None else ds.require_layout().codec.dtype.itemsize
-    nbytes = (selection.count if selection is not None else int(np.prod(ds.require_layout().shape))) * ds.require_layout().dtype.itemsize
-    del count
-    if nbytes > (svc.limits.max_request_size if wants_binary(request) else JSON_LIMIT):
-        raise TooLarge(f"selection of {nbytes} bytes is too large for one {'binary' if wants_binary(request) else 'JSON'} reply")
+    layout = ds.require_layout()
+    count = selection.count if selection is not None else int(np.prod(layout.shape, dtype=np.int64))
+    nbytes = count * layout.dtype.itemsize
+    binary_reply = wants_binary(request)
+    if nbytes > (svc.limits.max_request_size if binary_reply else JSON_LIMIT):
+        kind = "binary" if binary_reply else "JSON"
+        raise TooLarge(f"selection of {nbytes} bytes is too large for one {kind} reply; read it in parts")
     arr = await values.read(svc, ds, selection, fields)
     if wants_binary(request):
         return binary(values.to_bytes(ds, arr, fields))
@@ -118,9 +120,9 @@ async def put_value(request: Request) -> Response:
     layout = ds.require_layout()
     shape = selection.shape if selection is not None else layout.shape
     if is_binary(request):
-        count = int(np.prod(shape)) if shape else 1
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
-        if fixed and count * layout.dtype.itemsize > values.STREAM_BLOCK_BYTES:
+        if fixed and count * values.wire_size(ds) > values.STREAM_BLOCK_BYTES:
             await values.write_stream(svc, ds, selection, request.stream())
             return ok({})
         data = await body_bytes(request)

@@ -1,7 +1,5 @@
 """Catalogs of a domain's objects and of each dataset's chunks (seed 001, "Domain catalog" and
-"Dataset catalog"), and the dataset statistics computed from them.
-
-Files, one space-separated line per entry:
+"Dataset catalog"), and the dataset statistics computed from them. One line per entry:
 
 * ``<domain>/.groups.txt``, ``.datatypes.txt``: ``id etag lastmodified size`` (no root group);
 * ``<domain>/.datasets.txt``: ``id etag lastmodified size allocated_chunks allocated_bytes``;
@@ -11,22 +9,22 @@ Contract: catalogs lag writes by about ``delay`` seconds, converge, survive rest
 block a write. Chunk keys cannot be listed per dataset, so catalogs follow write events:
 `ChunkCatalog.note` (synchronous, in memory) after each write, merged by a background flusher.
 
-Concurrency: several processes may share a store. Every catalog change is read, then HEAD the
-objects concerned, then write-if-unchanged (if-match, or create-only), retried from the read on a
-lost race. Because the HEADs follow the read, a stored line always reflects a HEAD made after the
-last write that was flushed, so no process can overwrite a newer line with an older one, and no
-process loses another's lines.
+Several processes may share a store. Every catalog change reads the catalog, *then* HEADs the
+objects concerned, then writes if unchanged since the read (if-match or create-only), retrying
+from the read on a lost race. As the HEADs follow the read, a stored line always reflects a HEAD
+made after the last flushed write of its object: no process loses another's lines or puts back
+an older line.
 
-Crash convergence: a process may die between acknowledging a write and flushing its note. The
-write path therefore calls `ChunkCatalog.begin` before it writes chunks: one small create-only
-object ``.h5lake/pending/<uuid>.json`` naming the dataset and the chunks the write may touch
-(a box of chunk indexes, or a list for point writes). The flusher deletes it once the write's
-note is merged; `ChunkCatalog.recover` (run by `start` every ``recover_every`` seconds, in every
-process) merges intents older than ``stale_after`` seconds, left by dead processes or failed
-writes (`abort`), by HEADing the chunks they name. We chose this over reconciling datasets by
-probing their whole chunk grid because, after a crash, nothing else says which datasets were
-written, and probing every dataset of every domain is unbounded. The cost is one create-only
-put per write request before its chunks, and one delete after the flush, off the request path.
+Crash convergence: a process may die between acknowledging a write and flushing its note, so
+the write path awaits `ChunkCatalog.begin` before it writes chunks: a small create-only object
+``.h5lake/pending/<uuid>.json`` naming the dataset and the chunks the write may touch (a box of
+chunk indexes, or a list for scattered points). The flusher deletes it once the write's note is
+merged. `ChunkCatalog.recover`, which `start` runs every ``recover_every`` seconds in every
+process, merges intents older than ``stale_after`` (left by dead processes or by `abort`) by
+HEADing the chunks they name. Reconciling by probing chunk grids instead was rejected: after a
+crash nothing says which datasets were written, and probing every dataset is unbounded. The
+price is one create-only put per write request (about 1 ms on a local disk, as much as a small
+chunk put) and one delete after the flush, off the request path.
 """
 
 from __future__ import annotations
@@ -48,15 +46,7 @@ import orjson
 
 from h5lake.chunks.engine import bounded
 from h5lake.errors import Conflict, InvalidInput
-from h5lake.model.ids import (
-    catalog_key,
-    chunk_catalog_key,
-    chunk_key,
-    hex_digits,
-    is_valid_id,
-    normalize_domain,
-    object_key,
-)
+from h5lake.model import ids
 from h5lake.model.layout import chunk_grid
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
@@ -69,25 +59,33 @@ _INTENT_KEY = re.compile(r"^\.h5lake/pending/[0-9a-f]{32}\.json$")
 _CATALOGS = {"g": ".groups.txt", "d": ".datasets.txt", "t": ".datatypes.txt"}
 _MAX_ATTEMPTS = 50
 HEAD_CONCURRENCY = 32
-GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks probes grids up to this many chunks
+GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to this many chunks
 
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line
+Known = dict[str, tuple[str | None, int, int]]  # dataset id -> (chunk catalog etag, count, bytes)
 
 
-# --- intents: which chunks a write may touch ----------------------------------------------------
+# --- intents: the chunks a write may touch ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """A durable note that a write is under way (``key`` None: it touches no chunk)."""
+
+    key: str | None
 
 
 def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
-    """Chunk indexes as stored in an intent: their bounding box ``lo <= i < hi`` when it is
-    at most twice their number (a hyperslab's chunks fill their box), else the list."""
+    """Chunk indexes as an intent stores them: their bounding box ``lo <= i < hi`` when it holds
+    at most twice as many chunks (a hyperslab's chunks fill their box), else the list."""
     found = sorted({tuple(i) for i in indexes})
     if not found:
         return {"chunks": []}
-    lo = tuple(min(c) for c in zip(*found))
-    hi = tuple(max(c) + 1 for c in zip(*found))
+    lo = [min(c) for c in zip(*found)]
+    hi = [max(c) + 1 for c in zip(*found)]
     if math.prod(h - low for low, h in zip(lo, hi)) <= 2 * len(found):
-        return {"lo": list(lo), "hi": list(hi)}
+        return {"lo": lo, "hi": hi}
     return {"chunks": [list(i) for i in found]}
 
 
@@ -97,16 +95,7 @@ def region_indexes(doc: dict[str, Any]) -> Iterator[Index]:
     return itertools.product(*(range(int(a), int(b)) for a, b in zip(doc["lo"], doc["hi"])))
 
 
-@dataclass(frozen=True, slots=True)
-class Intent:
-    """A durable note that a write is under way; ``key`` is None when there was nothing to note."""
-
-    key: str | None
-    domain: str
-    dataset_id: str
-
-
-# --- line formats ---------------------------------------------------------------------------------
+# --- catalog text ---------------------------------------------------------------------------------
 
 
 def index_name(index: Index) -> str:
@@ -126,17 +115,14 @@ def _line(name: str, info: ObjectInfo, *extra: int) -> str:
 def parse_lines(data: bytes, *, chunks: bool = False) -> Lines:
     """Parse a catalog, dropping malformed lines (logged)."""
     out: Lines = {}
-    for raw in data.decode("utf-8", "replace").splitlines():
-        fields = raw.split()
-        if not fields:
-            continue
+    for fields in (raw.split() for raw in data.decode("utf-8", "replace").splitlines()):
         try:
             if len(fields) < 4 or float(fields[2]) < 0 or any(int(f) < 0 for f in fields[3:]):
                 raise ValueError
-            if chunks:
-                _index_of(fields[0])
+            _ = _index_of(fields[0]) if chunks else None
         except ValueError:
-            log.warning("dropping malformed catalog line %r", raw)
+            if fields:
+                log.warning("dropping malformed catalog line %r", " ".join(fields))
             continue
         out[fields[0]] = " ".join(fields)
     return out
@@ -149,12 +135,8 @@ def _render(lines: Lines, chunks: bool) -> bytes:
 
 def _totals(lines: Lines) -> tuple[int, int, float]:
     """(chunk count, bytes, newest lastmodified) of a chunk catalog."""
-    size, newest = 0, 0.0
-    for line in lines.values():
-        fields = line.split()
-        size += int(fields[3])
-        newest = max(newest, float(fields[2]))
-    return len(lines), size, newest
+    fields = [line.split() for line in lines.values()]
+    return len(fields), sum(int(f[3]) for f in fields), max((float(f[2]) for f in fields), default=0.0)
 
 
 async def _edit(
@@ -167,10 +149,8 @@ async def _edit(
         lines = parse_lines(blob.data, chunks=chunks) if blob is not None else {}
         await edit(lines)
         after = _render(lines, chunks)
-        if blob is None and not lines:
-            return lines, None
-        if blob is not None and after == blob.data:
-            return lines, blob.etag
+        if blob is None and not lines or blob is not None and after == blob.data:
+            return lines, blob.etag if blob else None
         try:
             if blob is None:
                 return lines, await store.put(key, after, if_none_match=True)
@@ -190,15 +170,15 @@ async def _head_all(store: Store, keys: Iterable[str]) -> dict[str, ObjectInfo |
     return found
 
 
-# --- merging ------------------------------------------------------------------------------------
-
-Known = dict[str, tuple[str | None, int, int]]  # dataset id -> (chunk catalog etag, count, bytes)
+# --- merging what changed -----------------------------------------------------------------------
 
 
-async def merge_chunks(store: Store, domain: str, dataset_id: str, indexes: Iterable[Index]) -> tuple[str | None, int, int]:
+async def _merge_chunks(
+    store: Store, domain: str, dataset_id: str, indexes: Iterable[Index]
+) -> tuple[str | None, int, int]:
     """Bring the lines of ``indexes`` in the dataset's chunk catalog up to date with storage (a
     missing chunk loses its line); returns (catalog etag, chunk count, bytes)."""
-    wanted = {index_name(i): chunk_key(dataset_id, i) for i in indexes}
+    wanted = {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes}
 
     async def edit(lines: Lines) -> None:
         infos = await _head_all(store, wanted.values())
@@ -209,104 +189,104 @@ async def merge_chunks(store: Store, domain: str, dataset_id: str, indexes: Iter
             else:
                 lines[name] = _line(name, info)
 
-    lines, etag = await _edit(store, chunk_catalog_key(domain, dataset_id), edit, chunks=True)
+    lines, etag = await _edit(store, ids.chunk_catalog_key(domain, dataset_id), edit, chunks=True)
     count, size, _ = _totals(lines)
     return etag, count, size
 
 
+async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines:
+    blob = await store.get(ids.chunk_catalog_key(domain, dataset_id))
+    return {} if blob is None else parse_lines(blob.data, chunks=True)
+
+
 async def _chunk_totals(store: Store, domain: str, dataset_id: str, known: Known) -> tuple[int, int]:
-    key = chunk_catalog_key(domain, dataset_id)
+    """Chunk count and bytes from the chunk catalog as it is *now* (``known`` may save a read)."""
     if dataset_id in known:
-        info = await store.head(key)
+        info = await store.head(ids.chunk_catalog_key(domain, dataset_id))
         etag, count, size = known[dataset_id]
         if (info.etag if info else None) == etag:
             return count, size
-    blob = await store.get(key)
-    if blob is None:
-        return 0, 0
-    count, size, _ = _totals(parse_lines(blob.data, chunks=True))
+    count, size, _ = _totals(await _read_chunk_lines(store, domain, dataset_id))
     return count, size
 
 
 def _is_root(obj_id: str) -> bool:
-    digits = hex_digits(obj_id)
+    digits = ids.hex_digits(obj_id)
     return digits[16:] == "".join("%x" % ((int(c, 16) + 8) % 16) for c in digits[:16])
 
 
-async def record_objects(store: Store, domain: str, obj_ids: Iterable[str], known: Known | None = None) -> None:
+async def record_objects(
+    store: Store, domain: str, obj_ids: Iterable[str], known: Known | None = None
+) -> None:
     """Bring the domain catalog lines of ``obj_ids`` up to date: a missing object loses its line,
     the root group has none, a dataset's line carries its chunk totals."""
-    known = known or {}
     by_kind: dict[str, set[str]] = {}
     for obj_id in obj_ids:
-        if is_valid_id(obj_id) and not (obj_id[0] == "g" and _is_root(obj_id)):
+        if ids.is_valid_id(obj_id) and not (obj_id[0] == "g" and _is_root(obj_id)):
             by_kind.setdefault(obj_id[0], set()).add(obj_id)
-    for kind, ids in sorted(by_kind.items()):
+    for kind, group in sorted(by_kind.items()):
 
-        async def edit(lines: Lines, ids: set[str] = ids) -> None:
-            infos = await _head_all(store, (object_key(i) for i in ids))
-            for obj_id in ids:
-                info = infos[object_key(obj_id)]
+        async def edit(lines: Lines, group: set[str] = group) -> None:
+            infos = await _head_all(store, map(ids.object_key, group))
+            for obj_id in group:
+                info = infos[ids.object_key(obj_id)]
                 if info is None:
                     lines.pop(obj_id, None)
-                elif obj_id[0] == "d":
-                    lines[obj_id] = _line(obj_id, info, *await _chunk_totals(store, domain, obj_id, known))
-                else:
-                    lines[obj_id] = _line(obj_id, info)
+                    continue
+                totals: tuple[int, ...] = ()
+                if obj_id[0] == "d":
+                    totals = await _chunk_totals(store, domain, obj_id, known or {})
+                lines[obj_id] = _line(obj_id, info, *totals)
 
-        await _edit(store, catalog_key(domain, _CATALOGS[kind]), edit)
+        await _edit(store, ids.catalog_key(domain, _CATALOGS[kind]), edit)
 
 
-# --- the write-event catalog ------------------------------------------------------------------------
+def _union(into: dict[Any, set[Any]], more: dict[Any, set[Any]]) -> None:
+    for k, v in more.items():
+        into.setdefault(k, set()).update(v)
+
+
+# --- the write-event catalog ----------------------------------------------------------------------
 
 
 class ChunkCatalog:
     """Buffers write events and merges them into the catalogs in the background."""
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        delay: float = 0.5,
-        stale_after: float = 30.0,
-        recover_every: float = 30.0,
-        autostart: bool = True,
-    ) -> None:
-        self.store = store
-        self.delay = delay
-        self.stale_after = stale_after
-        self.recover_every = recover_every
-        self.autostart = autostart
+    def __init__(self, store: Store, *, delay: float = 0.5, stale_after: float = 30.0,
+                 recover_every: float = 30.0, autostart: bool = True) -> None:
+        self.store, self.delay, self.autostart = store, delay, autostart
+        self.stale_after, self.recover_every = stale_after, recover_every
         self._chunks: dict[tuple[str, str], set[Index]] = {}
         self._objects: dict[str, set[str]] = {}
         self._done: set[str] = set()  # intents to delete after the next flush
         self._mine: set[str] = set()  # intents this process has begun and not yet deleted
-        self._wake = asyncio.Event()
+        self._wake, self._stop = asyncio.Event(), asyncio.Event()  # stop: cut pauses short
         self._lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
         self._closing = False
-        self._stop = asyncio.Event()  # set by close: cut the coalescing pause short
 
-    # -- the write path -------------------------------------------------------------------
+    # -- the write path ----------------------------------------------------------------------------
 
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
         chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
         region = region_json(indexes)
         if region == {"chunks": []}:
-            return Intent(None, domain, dataset_id)
+            return Intent(None)
         key = f"{PENDING_PREFIX}{uuid.uuid4().hex}.json"
-        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
         self._mine.add(key)
         try:
+            body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
             await self.store.put(key, body, if_none_match=True)
         except BaseException:
             self._mine.discard(key)
             raise
-        return Intent(key, domain, dataset_id)
+        return Intent(key)
 
-    def note(self, domain: str, dataset_id: str, indexes: Iterable[Index], intent: Intent | None = None) -> None:
+    def note(
+        self, domain: str, dataset_id: str, indexes: Iterable[Index], intent: Intent | None = None
+    ) -> None:
         """Chunks ``indexes`` of the dataset were written (or deleted). Never blocks."""
         self._chunks.setdefault((domain, dataset_id), set()).update(tuple(i) for i in indexes)
         if intent is not None and intent.key is not None:
@@ -315,7 +295,7 @@ class ChunkCatalog:
 
     def abort(self, intent: Intent) -> None:
         """The write failed part-way: leave its intent to `recover`, which probes its chunks once
-        it is stale (a cancelled put may still land after we give up on it)."""
+        it is stale (a cancelled put may still land after we gave up on it)."""
         if intent.key is not None:
             self._mine.discard(intent.key)
 
@@ -324,10 +304,10 @@ class ChunkCatalog:
         self._objects.setdefault(domain, set()).add(obj_id)
         self._kick()
 
-    # -- lifecycle ------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the flusher and the periodic recovery of stale intents."""
+        """Start the flusher and the periodic recovery of stale intents (server start-up)."""
         self._start_flusher()
         if self._recovery is None:
             self._recovery = asyncio.create_task(self._recover_loop())
@@ -342,38 +322,33 @@ class ChunkCatalog:
         if self._flusher is not None and not self._flusher.done():
             self._wake.set()
             await self._flusher
-        elif self._pending():
+        elif self._chunks or self._objects or self._done:
             await self.flush()
 
     async def flush(self) -> None:
-        """Merge everything noted so far (waits for a flush already under way)."""
+        """Merge everything noted so far (after a flush already under way)."""
         async with self._lock:
             chunks, objects, done = self._chunks, self._objects, self._done
             self._chunks, self._objects, self._done = {}, {}, set()
             try:
                 await self._merge(chunks, objects)
-            except BaseException:
-                for k, v in chunks.items():
-                    self._chunks.setdefault(k, set()).update(v)
-                for d, ids in objects.items():
-                    self._objects.setdefault(d, set()).update(ids)
+            except BaseException:  # put the batch back for the next try
+                _union(self._chunks, chunks)
+                _union(self._objects, objects)
                 self._done |= done
                 raise
             keys = sorted(done)
-            results = await asyncio.gather(*(self.store.delete(k) for k in keys), return_exceptions=True)
+            results = await asyncio.gather(*map(self.store.delete, keys), return_exceptions=True)
             for key, result in zip(keys, results):
-                if isinstance(result, BaseException):
-                    self._done.add(key)  # merged already; try the delete again next time
-                else:
-                    self._mine.discard(key)
+                failed = isinstance(result, BaseException)  # merged already; delete it next time
+                (self._done.add if failed else self._mine.discard)(key)
 
     async def recover(self, older_than: float | None = None) -> int:
-        """Merge the intents other processes (or failed writes) left behind for more than
+        """Merge the intents other processes (or failed writes) left for more than
         ``older_than`` seconds (default ``stale_after``); returns how many were merged."""
         limit = self.stale_after if older_than is None else older_than
-        keys = [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]
         merged = 0
-        for key in keys:
+        for key in [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]:
             if not _INTENT_KEY.match(key) or key in self._mine:
                 continue
             blob = await self.store.get(key)
@@ -381,9 +356,9 @@ class ChunkCatalog:
                 continue
             try:
                 doc = orjson.loads(blob.data)
-                domain, dataset_id = normalize_domain(doc["domain"]), doc["dataset"]
+                domain, dataset_id = ids.normalize_domain(doc["domain"]), doc["dataset"]
                 indexes = set(region_indexes(doc))
-                if not is_valid_id(dataset_id):
+                if not ids.is_valid_id(dataset_id):
                     raise ValueError(dataset_id)
             except (ValueError, KeyError, TypeError, InvalidInput):
                 log.warning("dropping unreadable catalog intent %s", key)
@@ -393,10 +368,7 @@ class ChunkCatalog:
             await self.store.delete(key)
         return merged
 
-    # -- internals --------------------------------------------------------------------------------
-
-    def _pending(self) -> bool:
-        return bool(self._chunks or self._objects or self._done)
+    # -- internals ---------------------------------------------------------------------------------
 
     def _kick(self) -> None:
         if self.autostart:
@@ -405,10 +377,8 @@ class ChunkCatalog:
 
     def _start_flusher(self) -> None:
         if self._flusher is None or self._flusher.done():
-            try:
+            with contextlib.suppress(RuntimeError):  # no event loop: stay buffered until one runs
                 self._flusher = asyncio.get_running_loop().create_task(self._run())
-            except RuntimeError:  # no event loop: stay buffered until one starts us
-                pass
 
     async def _run(self) -> None:
         while True:
@@ -420,11 +390,11 @@ class ChunkCatalog:
             except Exception:
                 log.exception("catalog flush failed; retrying")
                 if self._closing:
-                    return  # intents stay behind for recovery
+                    return  # the intents stay behind for recovery
                 await self._pause(max(1.0, self.delay))
                 self._wake.set()
                 continue
-            if self._closing and not self._pending():
+            if self._closing and not (self._chunks or self._objects or self._done):
                 return
 
     async def _pause(self, seconds: float) -> None:
@@ -437,29 +407,30 @@ class ChunkCatalog:
                 await self.recover()
             except Exception:
                 log.exception("catalog recovery failed")
-            await asyncio.sleep(self.recover_every)
+            await self._pause(self.recover_every)
 
-    async def _merge(self, chunks: dict[tuple[str, str], set[Index]], objects: dict[str, set[str]]) -> None:
-        touched: dict[str, set[str]] = {d: set(ids) for d, ids in objects.items()}
+    async def _merge(
+        self, chunks: dict[tuple[str, str], set[Index]], objects: dict[str, set[str]]
+    ) -> None:
+        touched: dict[str, set[str]] = {d: set(group) for d, group in objects.items()}
         known: Known = {}
 
         async def one(item: tuple[tuple[str, str], set[Index]]) -> None:
             (domain, dataset_id), indexes = item
             touched.setdefault(domain, set()).add(dataset_id)
-            if await self.store.head(object_key(dataset_id)) is not None:  # else: deleted
-                known[dataset_id] = await merge_chunks(self.store, domain, dataset_id, indexes)
+            if await self.store.head(ids.object_key(dataset_id)) is not None:  # else: deleted
+                known[dataset_id] = await _merge_chunks(self.store, domain, dataset_id, indexes)
 
         await bounded(list(chunks.items()), one, 8)
-        await bounded(list(touched.items()), lambda kv: record_objects(self.store, kv[0], kv[1], known), 8)
+        await bounded(touched.items(), lambda dk: record_objects(self.store, *dk, known), 8)
 
 
-# --- datasets: deletion, totals, stats --------------------------------------------------------------
+# --- datasets: deletion, totals, stats ----------------------------------------------------------
 
 
 def is_linked(doc: dict[str, Any]) -> bool:
     """Values live in an HDF5 file (``H5D_*_REF`` / ``H5D_CHUNKED_REF_INDIRECT`` layouts)."""
-    cls = str(doc.get("layout", {}).get("class", ""))
-    return cls.endswith(("_REF", "_REF_INDIRECT"))
+    return str(doc.get("layout", {}).get("class", "")).endswith(("_REF", "_REF_INDIRECT"))
 
 
 def logical_grid(doc: dict[str, Any]) -> tuple[int, ...] | None:
@@ -467,75 +438,60 @@ def logical_grid(doc: dict[str, Any]) -> tuple[int, ...] | None:
     space = space_from_json(doc["shape"])
     if space.kind is SpaceClass.NULL:
         return None
-    chunks = doc.get("layout", {}).get("dims") or [max(1, d) for d in space.dims]
-    return chunk_grid(space.dims, chunks)
+    return chunk_grid(space.dims, doc.get("layout", {}).get("dims") or [max(1, d) for d in space.dims])
 
 
 def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
+    """Chunk count and bytes from a linked layout's ``chunks`` table (``"i_j": [offset, size]``)."""
     table = doc.get("layout", {}).get("chunks")
     if not isinstance(table, dict):
         return 0, 0
-    size = 0
-    for where in table.values():
-        if isinstance(where, (list, tuple)) and len(where) >= 2:
-            size += int(where[1])
-        elif isinstance(where, dict):
-            size += int(where.get("size", 0))
-    return len(table), size
-
-
-async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines:
-    blob = await store.get(chunk_catalog_key(domain, dataset_id))
-    return {} if blob is None else parse_lines(blob.data, chunks=True)
+    return len(table), sum(int(v[1]) for v in table.values() if isinstance(v, list) and len(v) > 1)
 
 
 async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str, Any]) -> int:
-    """Delete a deleted dataset's chunks (those its catalog lists, and, since the catalog may
-    lag, every chunk of a grid of up to ``GRID_PROBE_LIMIT`` chunks), its chunk catalog and its
-    ``.datasets.txt`` line. Returns the number of keys deleted (present or not)."""
+    """Delete a deleted dataset's chunks (those its catalog lists and, as the catalog may lag,
+    every chunk of a grid of up to ``GRID_PROBE_LIMIT`` chunks), its chunk catalog and its
+    ``.datasets.txt`` line. Returns the number of chunk keys deleted (present or not)."""
     dataset_id = dataset_doc["id"]
     keys: set[str] = set()
     if not is_linked(dataset_doc):
-        keys = {chunk_key(dataset_id, _index_of(n)) for n in await _read_chunk_lines(store, domain, dataset_id)}
+        listed = await _read_chunk_lines(store, domain, dataset_id)
+        keys = {ids.chunk_key(dataset_id, _index_of(n)) for n in listed}
         grid = logical_grid(dataset_doc)
         if grid is not None and math.prod(grid) <= GRID_PROBE_LIMIT:
             # A blind delete costs one request, as a HEAD would; deleting a missing key is fine.
-            keys.update(chunk_key(dataset_id, i) for i in itertools.product(*map(range, grid)))
+            keys.update(ids.chunk_key(dataset_id, i) for i in itertools.product(*map(range, grid)))
     await bounded(sorted(keys), store.delete, HEAD_CONCURRENCY)
-    await store.delete(chunk_catalog_key(domain, dataset_id))
+    await store.delete(ids.chunk_catalog_key(domain, dataset_id))
 
     async def drop(lines: Lines) -> None:  # even while a domain delete still has the object
         lines.pop(dataset_id, None)
 
-    await _edit(store, catalog_key(domain, _CATALOGS["d"]), drop)
+    await _edit(store, ids.catalog_key(domain, _CATALOGS["d"]), drop)
     return len(keys)
 
 
 async def dataset_chunk_totals(
     store: Store, domain: str, datasets: list[dict[str, Any]]
 ) -> tuple[int, int, int, int]:
-    """(num_chunks, allocated_bytes, num_linked_chunks, linked_bytes) over ``datasets``.
-
-    Native totals come from the ``.datasets.txt`` lines (one read), falling back to the dataset's
-    chunk catalog when it has no line yet; linked ones from the layout's chunk table.
-    """
-    blob = await store.get(catalog_key(domain, _CATALOGS["d"]))
+    """(num_chunks, allocated_bytes, num_linked_chunks, linked_bytes) over ``datasets``: native
+    totals from their ``.datasets.txt`` lines (one read), or from the chunk catalog of a dataset
+    without a line yet; linked ones from the layout's chunk table."""
+    blob = await store.get(ids.catalog_key(domain, _CATALOGS["d"]))
     lines = parse_lines(blob.data) if blob is not None else {}
     totals = [0, 0, 0, 0]
 
     async def one(doc: dict[str, Any]) -> None:
-        if is_linked(doc):
-            count, size = _linked_chunks(doc)
-            totals[2] += count
-            totals[3] += size
-            return
         fields = lines.get(doc["id"], "").split()
-        if len(fields) >= 6:
-            count, size = int(fields[4]), int(fields[5])
+        if is_linked(doc):
+            at, (count, size) = 2, _linked_chunks(doc)
+        elif len(fields) >= 6:
+            at, count, size = 0, int(fields[4]), int(fields[5])
         else:
-            count, size, _ = _totals(await _read_chunk_lines(store, domain, doc["id"]))
-        totals[0] += count
-        totals[1] += size
+            at, (count, size, _) = 0, _totals(await _read_chunk_lines(store, domain, doc["id"]))
+        totals[at] += count
+        totals[at + 1] += size
 
     await bounded(datasets, one, HEAD_CONCURRENCY)
     return totals[0], totals[1], totals[2], totals[3]
@@ -546,7 +502,6 @@ async def dataset_stats(
 ) -> dict[str, Any]:
     """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""
     grid = logical_grid(dataset_doc)
-    space = space_from_json(dataset_doc["shape"])
     if item_size is None:
         item_size = to_dtype(dataset_doc["type"]).itemsize
     last = float(dataset_doc.get("lastModified", 0.0))
@@ -558,7 +513,7 @@ async def dataset_stats(
     return {
         "allocatedChunkCount": count,
         "logicalChunkCount": 0 if grid is None else math.prod(grid),
-        "logicalSize": space.count * item_size,
+        "logicalSize": space_from_json(dataset_doc["shape"]).count * item_size,
         "allocatedSize": size,
         "lastModified": last,
     }

@@ -35,6 +35,7 @@ from h5lake.errors import InvalidInput
 from h5lake.model import vlen
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.types import (
+    VARIABLE,
     CharSet,
     RefKind,
     TypeClass,
@@ -193,7 +194,7 @@ def _reader(t: TypeJson) -> Reader:
         case TypeClass.FLOAT:
             return _float_reader(t)
         case TypeClass.STRING:
-            if t["length"] != "H5T_VARIABLE":
+            if t["length"] != VARIABLE:
                 return _fixed_string_reader(t["length"])
             return _read_utf8 if t["charSet"] == CharSet.UTF8 else _read_ascii
         case TypeClass.REFERENCE:

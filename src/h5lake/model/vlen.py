@@ -11,6 +11,9 @@ The wire format, learned from the client (h5json ``array_util`` copyElement/read
 - An H5T_ARRAY of a variable base is its elements in C order, each encoded by these rules, with
   no prefix of its own.
 - A fixed-size value nested in any of these is its packed bytes in its own byte order.
+- h5pyd ends some compound bodies with zero padding it never meant to send; exactly that much
+  is accepted (see ``_is_h5pyd_padding``). Forms h5pyd itself cannot encode (vlen of vlen, a
+  compound of one variable field) follow the same rules.
 
 Elements come and go in the in-memory form of :mod:`h5lake.model.values`: ``str`` (UTF-8) or
 ``bytes`` (ASCII) strings, ``bytes`` region references, 1-D ndarrays for vlens (with the base's

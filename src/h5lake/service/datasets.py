@@ -5,11 +5,11 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, MethodNotAllowed
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key, parse_id
 from h5lake.model.layout import adjust_chunk_shape, guess_chunk_shape
-from h5lake.model.shapes import SpaceClass, Space, parse_space, space_from_json
+from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import is_variable, to_dtype
 from h5lake.model.values import json_to_array
 from h5lake.service.context import Caller, Service, now
@@ -36,6 +36,19 @@ class LayoutClass(enum.Enum):
     CONTIGUOUS_REF = "H5D_CONTIGUOUS_REF"
     CHUNKED_REF = "H5D_CHUNKED_REF"
     CHUNKED_REF_INDIRECT = "H5D_CHUNKED_REF_INDIRECT"
+
+
+LINKED_LAYOUTS = frozenset(
+    {LayoutClass.CONTIGUOUS_REF, LayoutClass.CHUNKED_REF, LayoutClass.CHUNKED_REF_INDIRECT}
+)
+
+
+def is_linked(doc: Doc) -> bool:
+    """Do the dataset's values live in HDF5 files (read-only) rather than in chunk objects?"""
+    try:
+        return LayoutClass(doc.get("layout", {}).get("class")) in LINKED_LAYOUTS
+    except ValueError:
+        return False
 
 
 def item_size(type_json: Doc) -> int:
@@ -83,7 +96,9 @@ def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
         raise InvalidInput("creationProperties must be an object")
     out = dict(props)
     if "filters" in out:
-        out["filters"] = FilterPipeline.from_json(out["filters"], item_size(type_json)).to_json()
+        from h5lake.chunks.layout import pipeline_item_size
+
+        out["filters"] = FilterPipeline.from_json(out["filters"], pipeline_item_size(type_json)).to_json()
     if out.get("fillValue") is not None:
         json_to_array(out["fillValue"], type_json, ())
     return out
@@ -162,10 +177,8 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
 
 async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> tuple[int, Doc]:
     """``PUT /datasets/{id}/shape``; returns (status, body): 201 with the new region's selection."""
-    domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
-    if found.doc.get("layout", {}).get("class", "").endswith("_REF") or "REF_" in found.doc.get("layout", {}).get("class", ""):
-        from h5lake.errors import MethodNotAllowed
-
+    _domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
+    if is_linked(found.doc):
         raise MethodNotAllowed("datasets linked to HDF5 files are read-only")
     _new_dims(space_from_json(found.doc["shape"]), body)  # validate before touching storage
     old_dims: list[int] = []

@@ -218,7 +218,7 @@ async def get_links(
     follow_links: bool = False,
 ) -> Doc:
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    opts = dict(titles=titles, create_order=create_order, pattern=pattern, marker=marker, limit=limit)
+    opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
 
     async def links_of(gid: str) -> list[Doc]:
         parse_id(gid, Collection.GROUPS)

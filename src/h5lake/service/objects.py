@@ -62,10 +62,9 @@ def object_json(
 
 def _timestamp(body: Doc, key: str, default: float) -> float:
     value = body.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        # Keep the client's clock when it is near ours (creation order depends on it).
-        if abs(value - default) < 300:
-            return float(value)
+    # Keep the client's clock when it is near ours (creation order depends on it).
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - default) < 300:
+        return float(value)
     return default
 
 
@@ -191,7 +190,7 @@ async def create_datatypes(
 
 async def resolve_type(svc: Service, domain: Domain, type_json: Any) -> Doc:
     """A type given inline, or by the id of a committed datatype of this domain."""
-    if isinstance(type_json, str) and (type_json.startswith("t-") or type_json.startswith("datatypes/")):
+    if isinstance(type_json, str) and (type_json.startswith(("t-", "datatypes/"))):
         type_id = type_json.split("/", 1)[-1]
         parse_id(type_id, Collection.DATATYPES)
         committed = await load_object(svc, domain, type_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,24 +18,15 @@ from h5lake.model.projection import project, project_points
 from h5lake.model.query import query_mask
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import fill_value_array, to_dtype
+from h5lake.model.types import fill_value_array, item_size, to_dtype, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
+from h5lake.service.datasets import is_linked
 from h5lake.service.documents import Doc
 from h5lake.service.domains import Domain
 from h5lake.service.objects import open_object
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
-
-
-class LayoutKind(enum.Enum):
-    NATIVE = "native"
-    LINKED = "linked"
-
-
-def layout_kind(doc: Doc) -> LayoutKind:
-    cls = doc.get("layout", {}).get("class", "H5D_CHUNKED")
-    return LayoutKind.LINKED if cls.endswith("_REF") or cls.endswith("_REF_INDIRECT") else LayoutKind.NATIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +47,7 @@ class OpenDataset:
 
 
 async def locator_for(svc: Service, domain: Domain, doc: Doc) -> ChunkLocator:
-    if layout_kind(doc) is LayoutKind.LINKED:
+    if is_linked(doc):
         from h5lake.sources.linked import linked_locator
 
         return await linked_locator(svc, domain, doc)
@@ -159,7 +149,7 @@ def stream(svc: Service, ds: OpenDataset, selection: Selection | None) -> tuple[
     """The packed bytes of a selection as a stream of blocks, for reads of any size."""
     layout = ds.require_layout()
     sel = selection if selection is not None else Selection.all(layout.shape)
-    encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)  # noqa: E731
+    encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)
     size = sel.count * layout.dtype.itemsize
     return size, engine.stream_selection(layout, sel, svc.chunk_concurrency, encode, STREAM_BLOCK_BYTES)
 
@@ -201,10 +191,11 @@ async def write(
 ) -> None:
     layout = writable(ds)
     sel = selection if selection is not None else Selection.all(layout.shape)
+    work: Callable[[], Awaitable[Any]]
     if fields:
-        work = lambda: _write_fields(svc, layout, sel, values, fields)  # noqa: E731
+        work = lambda: _write_fields(svc, layout, sel, values, fields)
     else:
-        work = lambda: engine.write_selection(layout, sel, values, svc.chunk_concurrency)  # noqa: E731
+        work = lambda: engine.write_selection(layout, sel, values, svc.chunk_concurrency)
     await _recorded(svc, layout, _chunks_of(layout, sel), work)
 
 
@@ -254,7 +245,8 @@ async def write_stream(
     """Write a packed body of any size block by block, as it arrives (fixed-size types only)."""
     layout = writable(ds)
     sel = selection if selection is not None else Selection.all(layout.shape)
-    itemsize = layout.dtype.itemsize
+    itemsize = wire_size(ds)
+    wire = wire_dtype(ds.type_json)
     pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
     buffer = bytearray()
     expected = sel.count * itemsize
@@ -271,7 +263,9 @@ async def write_stream(
             if received > expected:
                 raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
             buffer += chunk
-        block = np.frombuffer(bytes(buffer[:need]), dtype=layout.dtype).reshape(piece.shape)
+        block = np.frombuffer(bytes(buffer[:need]), dtype=wire).reshape(piece.shape)
+        if wire != layout.dtype:
+            block = block.astype(layout.dtype)
         del buffer[:need]
         await _recorded(
             svc,
@@ -284,9 +278,17 @@ async def write_stream(
             raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
 
 
+def wire_size(ds: OpenDataset) -> int:
+    """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
+    size = item_size(ds.type_json)
+    if size is None:
+        raise InvalidInput("variable-length values have no fixed size")
+    return size
+
+
 def writable(ds: OpenDataset) -> DatasetLayout:
     layout = ds.require_layout()
-    if layout_kind(ds.doc) is LayoutKind.LINKED:
+    if is_linked(ds.doc):
         raise MethodNotAllowed("this dataset is read-only: its values live in an HDF5 file")
     return layout
 

@@ -335,8 +335,9 @@ class S3Store:
         cut = len(base)
         entries = [(meta["path"][cut:], False) for meta in listing["objects"]]
         entries += [(path[cut:], True) for path in listing["common_prefixes"]]
-        if partial:
-            entries = [e for e in entries if e[0].startswith(partial)]
+        # Drop folder markers ("base/" itself: SeaweedFS lists a folder emptied by deletes so,
+        # consoles make them) and names outside the prefix.
+        entries = [e for e in entries if e[0] and e[0].startswith(partial) and "/" not in e[0]]
         entries.sort(key=lambda e: e[0] + "/" if e[1] else e[0])
         return entries
 
