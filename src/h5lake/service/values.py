@@ -242,37 +242,46 @@ async def write_points(
 async def write_stream(
     svc: Service, ds: OpenDataset, selection: Selection | None, body: AsyncIterator[bytes]
 ) -> None:
-    """Write a packed body of any size block by block, as it arrives (fixed-size types only)."""
+    """Write a packed body of any size block by block as it arrives (fixed-size types only).
+
+    Memory stays bounded by one block: the body is never held whole, so the request-size limit
+    (which bounds buffered bodies) does not apply; the selection bounds the body instead.
+    """
     layout = writable(ds)
     sel = selection if selection is not None else Selection.all(layout.shape)
     itemsize = wire_size(ds)
     wire = wire_dtype(ds.type_json)
-    pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
-    buffer = bytearray()
     expected = sel.count * itemsize
     received = 0
+    leftover = b""
     it = body.__aiter__()
-    for piece in pieces:
+    for piece in engine.row_split(sel, layout, STREAM_BLOCK_BYTES):
         need = piece.count * itemsize
-        while len(buffer) < need:
-            try:
-                chunk = await it.__anext__()
-            except StopAsyncIteration:
-                raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
-            received += len(chunk)
-            if received > expected:
-                raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-            buffer += chunk
-        block = np.frombuffer(bytes(buffer[:need]), dtype=wire).reshape(piece.shape)
+        block = bytearray(need)
+        filled = 0
+        while filled < need:
+            if not leftover:
+                try:
+                    leftover = await it.__anext__()
+                except StopAsyncIteration:
+                    raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
+                received += len(leftover)
+                if received > expected:
+                    raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
+            take = min(len(leftover), need - filled)
+            block[filled : filled + take] = leftover[:take]
+            leftover = leftover[take:]
+            filled += take
+        values = np.frombuffer(block, dtype=wire).reshape(piece.shape)
         if wire != layout.dtype:
-            block = block.astype(layout.dtype)
-        del buffer[:need]
+            values = values.astype(layout.dtype)
         await _recorded(
             svc,
             layout,
             _chunks_of(layout, piece),
-            lambda b=block, p=piece: engine.write_selection(layout, p, b, svc.chunk_concurrency),  # type: ignore[misc]
+            lambda v=values, p=piece: engine.write_selection(layout, p, v, svc.chunk_concurrency),  # type: ignore[misc]
         )
+        del block, values
     async for extra in it:
         if extra:
             raise InvalidInput(f"body has more than the {expected} bytes the selection needs")

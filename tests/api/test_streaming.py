@@ -1,0 +1,74 @@
+"""Reading and writing 2 GiB through one request with bounded server memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import requests
+
+from tests.support.server import USERS, start_server
+
+ROWS, COLS = 16384, 32768  # float32: 2 GiB
+BLOCK_ROWS = 256
+LIMIT = 512 * 1024 * 1024
+
+
+def peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def rows(start: int, count: int) -> np.ndarray:
+    base = np.arange(start, start + count, dtype=np.float32)[:, None]
+    return base + np.arange(COLS, dtype=np.float32)[None, :] / 65536
+
+
+def test_two_gib_through_one_request(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "srv")
+    try:
+        s = requests.Session()
+        s.auth = ("admin", USERS["admin"])
+        params = {"domain": "/home/big.h5"}
+        ep = srv.endpoint
+        assert s.put(ep + "/", params=params).status_code == 201
+        root = s.get(ep + "/", params=params).json()["root"]
+        body = {"type": "H5T_IEEE_F32LE", "shape": [ROWS, COLS],
+                "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [512, 512]}},
+                "link": {"id": root, "name": "big"}}
+        did = s.post(ep + "/datasets", params=params, json=body).json()["id"]
+        baseline = peak_rss(srv.process.pid)
+
+        def generate() -> Iterator[bytes]:
+            for start in range(0, ROWS, BLOCK_ROWS):
+                yield rows(start, BLOCK_ROWS).tobytes()
+
+        r = s.put(ep + f"/datasets/{did}/value", params=params, data=generate(),
+                  headers={"Content-Type": "application/octet-stream"}, timeout=600)
+        assert r.status_code == 200, r.text
+        r = s.get(ep + f"/datasets/{did}/value", params=params, headers={"Accept": "application/octet-stream"},
+                  stream=True, timeout=600)
+        assert r.status_code == 200
+        assert int(r.headers["Content-Length"]) == ROWS * COLS * 4
+        pending = b""
+        row = 0
+        row_bytes = COLS * 4
+        for piece in r.iter_content(chunk_size=8 * 1024 * 1024):
+            pending += piece
+            n = len(pending) // row_bytes
+            if n:
+                got = np.frombuffer(pending[: n * row_bytes], np.float32).reshape(n, COLS)
+                if row % 2048 == 0 or row + n >= ROWS:  # spot-check rows as they stream by
+                    np.testing.assert_array_equal(got, rows(row, n))
+                else:
+                    assert got[0, 0] == row and got[-1, 1] == np.float32(row + n - 1 + 1 / 65536)
+                row += n
+                pending = pending[n * row_bytes :]
+        assert row == ROWS and not pending
+        peak = peak_rss(srv.process.pid)
+        assert peak < LIMIT, f"server peak RSS {peak / 2**20:.0f} MiB (baseline {baseline / 2**20:.0f} MiB)"
+    finally:
+        srv.stop()
