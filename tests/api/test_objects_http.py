@@ -168,3 +168,21 @@ def test_dataset_bad_input(client: Client) -> None:
     for body in cases:
         r = client.post("/datasets", json=body)
         assert r.status_code == 400, (body, r.text)
+
+
+def test_binary_attribute_put(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    octet = {"Content-Type": "application/octet-stream"}
+    data = np.array([[1.5, 2.5, 3.5]], "<f4")
+    r = client.put(f"/groups/{root}/attributes/b", data=data.tobytes(), headers=octet,
+                   params={"type": "H5T_IEEE_F32LE", "shape": "[1, 3]"})
+    assert r.status_code == 201, r.text
+    assert client.get(f"/groups/{root}/attributes/b").json()["value"] == [[1.5, 2.5, 3.5]]
+    # replace the value, keeping type and shape
+    r = client.put(f"/groups/{root}/attributes/b", data=(data * 2).tobytes(), headers=octet)
+    assert r.status_code == 201
+    assert client.get(f"/groups/{root}/attributes/b").json()["value"] == [[3.0, 5.0, 7.0]]
+    r = client.put(f"/groups/{root}/attributes/b", data=b"\x00" * 5, headers=octet)
+    assert r.status_code == 400
+    r = client.put(f"/groups/{root}/attributes/new", data=b"\x00" * 4, headers=octet)
+    assert r.status_code == 404

@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.s3server import S3Server, start_s3_server
 
 from h5lake.storage.base import Store
 from h5lake.storage.local import LocalStore
 from h5lake.storage.memory import MemoryStore
 from h5lake.storage.s3 import S3Store
-from tests.support.s3server import S3Server, start_s3_server
 
 BACKENDS = ("memory", "local", "s3")
 

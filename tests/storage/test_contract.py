@@ -7,22 +7,28 @@ across processes, and S3's clean interpreter exit.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
+import http.server
 import multiprocessing
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from tests.support.s3server import S3Server
 
+from h5lake.errors import StorageError
 from h5lake.storage.base import PreconditionFailed, Store
 from h5lake.storage.local import ETAG_XATTR, LOCK_DIR, TEMP_PREFIX, LocalStore
-from tests.support.s3server import S3Server
+from h5lake.storage.s3 import S3Store
 
 Listing = Callable[..., list[str]]
 
@@ -324,25 +330,25 @@ async def test_paging_with_start_after(store: Store) -> None:
 
 async def test_many_keys(store: Store, expected_listing: Listing) -> None:
     """More than one S3 page (1000) of keys, and of entries in one delimited listing."""
-    keys = [f"many/f{i:04d}" for i in range(700)] + [f"many/d{i:04d}/k" for i in range(400)]
+    keys = [f"many/f{i:04d}" for i in range(960)] + [f"many/d{i:04d}/k" for i in range(60)]
     await put_all(store, keys)
     flat = await collect(store, "many/")
     assert flat == sorted(keys)
     rolled = await collect(store, "many/", delimiter="/")
-    assert len(rolled) == 1100
+    assert len(rolled) == 1020
     assert rolled == expected_listing(keys, "many/", "/")
     assert await collect(store, delimiter="/") == ["many/"]
-    tail = await collect(store, "many/", start_after="many/f0650")
-    assert tail == [f"many/f{i:04d}" for i in range(651, 700)]
+    tail = await collect(store, "many/", start_after="many/f0900")
+    assert tail == [f"many/f{i:04d}" for i in range(901, 960)]
 
 
 # --- local directory: beyond the contract ---------------------------------------------------
 
 
 @pytest.fixture
-async def local(tmp_path: Path) -> LocalStore:
+async def local(tmp_path: Path) -> AsyncIterator[LocalStore]:
     store = LocalStore(tmp_path / "root")
-    yield store  # type: ignore[misc]
+    yield store
     await store.close()
 
 
@@ -395,7 +401,7 @@ async def test_local_failed_write_leaves_old_version(
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="disk on fire"):
+    with pytest.raises(StorageError, match="disk on fire"):
         await local.put("k", b"new")
     monkeypatch.undo()
     blob = await local.get("k")
@@ -415,6 +421,26 @@ async def test_local_etag_without_xattr(local: LocalStore) -> None:
     path.write_bytes(b"edited by hand")  # same inode, new mtime: the xattr is stale
     blob = await local.get("k")
     assert blob is not None and blob.etag == md5(b"edited by hand")
+
+
+async def test_local_on_a_file_system_without_xattrs(
+    local: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(*args: object) -> None:
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+
+    monkeypatch.setattr(os, "setxattr", unsupported)
+    big = os.urandom(1 << 20)  # past inline_read_bytes: hashed on a thread
+    etag = await local.put("k", big)
+    assert etag == md5(big)
+    assert ETAG_XATTR not in os.listxattr(local.root / "k")
+    info = await local.head("k")
+    assert info is not None and info.etag == etag
+    blob = await local.get("k")
+    assert blob is not None and blob.etag == etag
+    assert await local.put("k", b"next", if_match=etag) == md5(b"next")
+    with pytest.raises(PreconditionFailed):
+        await local.put("k", b"lost", if_match=etag)
 
 
 async def test_local_cancelled_reads_do_not_leak(local: LocalStore) -> None:
@@ -517,6 +543,50 @@ async def test_local_create_only_across_processes(tmp_path: Path) -> None:
     await store.close()
 
 
+# --- S3: retries ----------------------------------------------------------------------------
+
+
+class _Throttling(http.server.BaseHTTPRequestHandler):
+    """Answers each PUT with the next status of ``script`` (then 200), and counts them."""
+
+    script: ClassVar[list[int]] = []
+    seen: ClassVar[list[int]] = []
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        status = self.script.pop(0) if self.script else 200
+        self.seen.append(status)
+        self.send_response(status)
+        if status == 200:
+            self.send_header("ETag", '"0123456789abcdef0123456789abcdef"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_s3_retries_throttling_and_server_errors(status: int) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Throttling)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Throttling.script, _Throttling.seen = [status, status], []
+    store = S3Store(
+        "bucket",
+        endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
+        region="us-east-1",
+        access_key_id="id",
+        secret_access_key="secret",
+    )
+    try:
+        assert await store.put("k", b"x", if_none_match=True) == "0123456789abcdef0123456789abcdef"
+        assert _Throttling.seen == [status, status, 200]
+    finally:
+        await store.close()
+        server.shutdown()
+        server.server_close()
+
+
 # --- S3: a clean interpreter exit -----------------------------------------------------------
 
 _SHORT_PROCESS = textwrap.dedent(
@@ -549,9 +619,8 @@ def test_s3_short_processes_exit_cleanly(s3_server: S3Server) -> None:
     def one(i: int) -> subprocess.CompletedProcess[bytes]:
         args = [server.endpoint, server.bucket, server.access_key_id, server.secret_access_key]
         args += [f"exit-{i}", "close" if i % 2 else "no-close"]
-        return subprocess.run(
-            [sys.executable, "-c", _SHORT_PROCESS, *args], capture_output=True, timeout=60
-        )
+        command = [sys.executable, "-c", _SHORT_PROCESS, *args]
+        return subprocess.run(command, check=False, capture_output=True, timeout=60)
 
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(one, range(30)))

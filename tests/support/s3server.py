@@ -30,6 +30,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 # Flags of `weed mini` that take a port: each gets its own free one.
 _PORT_FLAGS = (
@@ -103,7 +104,7 @@ class S3Server:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> S3Server:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake.api.http import (
     binary,
+    body_bytes,
     caller,
     domain_param,
     flag,
@@ -228,13 +232,38 @@ async def attributes_collection(request: Request) -> Response:
     return ok({"attributes": items, "hrefs": []})
 
 
+async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
+    """A packed-bytes attribute value: its type and shape come from the ``type`` and ``shape``
+    query parameters (JSON), or else from the attribute being replaced."""
+    data = await body_bytes(request)
+    type_text, shape_text = request.query_params.get("type"), request.query_params.get("shape")
+    if type_text is None:
+        existing = await attributes.get_attribute(service(request), caller(request), domain_param(request), obj_id, name)
+        type_json, shape_json = existing["type"], existing["shape"]
+    else:
+        type_json = _json_param("type", type_text)
+        shape_json = _json_param("shape", shape_text) if shape_text is not None else None
+    return {"type": type_json, "shape": shape_json, "value_base64": base64.b64encode(data).decode()}
+
+
+def _json_param(name: str, text: str) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if name == "type":
+            return text  # a predefined type name such as H5T_STD_I32LE
+        raise InvalidInput(f"parameter {name} must be JSON") from None
+
+
 async def attribute_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     _collection(request)
     obj_id, name = request.path_params["id"], request.path_params["name"]
     if request.method == "PUT":
         if is_binary(request):
-            raise InvalidInput("send attribute values as JSON (use encoding=base64 for packed bytes)")
+            body = await _binary_attribute_body(request, obj_id, name)
+            outcome = await attributes.put_attribute(svc, who, path, obj_id, name, body)
+            return ok({}, outcome.value)
         body = await json_body(request)
         outcome = await attributes.put_attribute(svc, who, path, obj_id, name, body, b64=_b64(request))
         return ok({}, outcome.value)

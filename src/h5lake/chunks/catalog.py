@@ -136,7 +136,8 @@ def _render(lines: Lines, chunks: bool) -> bytes:
 def _totals(lines: Lines) -> tuple[int, int, float]:
     """(chunk count, bytes, newest lastmodified) of a chunk catalog."""
     fields = [line.split() for line in lines.values()]
-    return len(fields), sum(int(f[3]) for f in fields), max((float(f[2]) for f in fields), default=0.0)
+    newest = max((float(f[2]) for f in fields), default=0.0)
+    return len(fields), sum(int(f[3]) for f in fields), newest
 
 
 async def _edit(
@@ -199,7 +200,9 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
     return {} if blob is None else parse_lines(blob.data, chunks=True)
 
 
-async def _chunk_totals(store: Store, domain: str, dataset_id: str, known: Known) -> tuple[int, int]:
+async def _chunk_totals(
+    store: Store, domain: str, dataset_id: str, known: Known
+) -> tuple[int, int]:
     """Chunk count and bytes from the chunk catalog as it is *now* (``known`` may save a read)."""
     if dataset_id in known:
         info = await store.head(ids.chunk_catalog_key(domain, dataset_id))
@@ -398,11 +401,15 @@ class ChunkCatalog:
                 return
 
     async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), seconds)
+        # Not wait_for: on Python 3.11 it can swallow a cancellation that races the event.
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({stop}, timeout=seconds)
+        finally:
+            stop.cancel()
 
     async def _recover_loop(self) -> None:
-        while True:
+        while not self._closing:
             try:
                 await self.recover()
             except Exception:
@@ -422,7 +429,7 @@ class ChunkCatalog:
                 known[dataset_id] = await _merge_chunks(self.store, domain, dataset_id, indexes)
 
         await bounded(list(chunks.items()), one, 8)
-        await bounded(touched.items(), lambda dk: record_objects(self.store, *dk, known), 8)
+        await bounded(touched.items(), lambda dk: record_objects(self.store, dk[0], dk[1], known), 8)
 
 
 # --- datasets: deletion, totals, stats ----------------------------------------------------------
@@ -438,7 +445,8 @@ def logical_grid(doc: dict[str, Any]) -> tuple[int, ...] | None:
     space = space_from_json(doc["shape"])
     if space.kind is SpaceClass.NULL:
         return None
-    return chunk_grid(space.dims, doc.get("layout", {}).get("dims") or [max(1, d) for d in space.dims])
+    chunk_shape = doc.get("layout", {}).get("dims") or [max(1, d) for d in space.dims]
+    return chunk_grid(space.dims, chunk_shape)
 
 
 def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:

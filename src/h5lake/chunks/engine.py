@@ -21,9 +21,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from h5lake.chunks import ranges
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
-from h5lake.errors import Conflict, MethodNotAllowed
+from h5lake.errors import Conflict, DataCorruption, MethodNotAllowed
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.storage.base import PreconditionFailed
@@ -81,6 +82,51 @@ async def load_chunk(layout: DatasetLayout, index: tuple[int, ...]) -> np.ndarra
     return await cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
 
 
+PART_CONCURRENCY = 8  # ranged reads at once within one chunk
+
+
+def reads_in_part(layout: DatasetLayout, ref: ChunkRef) -> bool:
+    """True when the chunk is a byte range holding the raw array (no filter applied to it), so
+    a selection can be read from the byte ranges it touches instead of the whole chunk."""
+    codec = layout.codec
+    if ref.offset is None or codec.variable:
+        return False
+    return all(ref.filter_mask >> i & 1 for i in range(len(codec.pipeline.filters)))
+
+
+async def read_part(layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple[Any, ...]) -> np.ndarray:
+    """``chunk[chunk_selection]`` of a raw chunk, fetching only the byte ranges it touches
+    (nearby ranges merged into one request, large ones split and fetched concurrently)."""
+    plan = ranges.plan_part(chunk_selection, layout.chunk_shape, layout.dtype.itemsize)
+    box = np.empty(plan.nbytes, dtype=np.uint8)
+    base = ref.offset or 0
+
+    async def one(request: ranges.Request) -> None:
+        data = await ref.source.get_range(ref.key, base + request.start, request.length)
+        if data is None or len(data) < request.length:
+            raise DataCorruption(f"chunk bytes of {ref.key} end before the chunk does")
+        await cpu(ranges.assemble, box, request, data, size=request.length)
+
+    await bounded(ranges.group_requests(plan), one, PART_CONCURRENCY)
+    return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
+
+
+async def load_selected(
+    layout: DatasetLayout, index: tuple[int, ...], chunk_selection: tuple[Any, ...]
+) -> np.ndarray | None:
+    """``chunk[chunk_selection]`` of one chunk, or None when the chunk reads as fill."""
+    ref = await layout.locator.locate(index)
+    if ref is None:
+        return None
+    if reads_in_part(layout, ref):
+        return await read_part(layout, ref, chunk_selection)
+    stored = await fetch(ref)
+    if stored is None:
+        return None
+    chunk = await cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+    return chunk[chunk_selection]
+
+
 # --- reads ------------------------------------------------------------------------------------
 
 
@@ -88,11 +134,8 @@ async def read_selection(layout: DatasetLayout, selection: Selection, concurrenc
     out = np.empty(selection.shape, dtype=layout.dtype)
 
     async def one(p: ChunkProjection) -> None:
-        chunk = await load_chunk(layout, p.chunk_index)
-        if chunk is None:
-            out[p.out_selection] = layout.fill
-        else:
-            out[p.out_selection] = chunk[p.chunk_selection]
+        part = await load_selected(layout, p.chunk_index, p.chunk_selection)
+        out[p.out_selection] = layout.fill if part is None else part
 
     await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
     return out
@@ -102,8 +145,8 @@ async def read_points(layout: DatasetLayout, points: PointSelection, concurrency
     out = np.empty((points.npoints,), dtype=layout.dtype)
 
     async def one(p: PointProjection) -> None:
-        chunk = await load_chunk(layout, p.chunk_index)
-        out[p.out_positions] = layout.fill if chunk is None else chunk[p.chunk_selection]
+        part = await load_selected(layout, p.chunk_index, p.chunk_selection)
+        out[p.out_positions] = layout.fill if part is None else part
 
     await bounded(project_points(points, layout.chunk_shape), one, concurrency)
     return out

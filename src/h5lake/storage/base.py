@@ -143,10 +143,11 @@ class Store(ByteRangeSource, Protocol):
     ) -> str:
         """Store ``data`` durably and return its new ETag.
 
-        ``if_none_match`` and ``if_match`` together are a ``ValueError``. A conditional put
-        whose outcome is unknown (the connection broke after the request was sent) raises the
-        transport's error, never a guess; a retried create that finds its own earlier write
-        reports ``PreconditionFailed``.
+        ``if_none_match`` and ``if_match`` together are a ``ValueError``. A failure of the
+        medium is ``h5lake.errors.StorageError``; a put whose outcome is unknown (the
+        connection broke after the request left) raises it rather than guess. Over a network,
+        a conditional put retried after a lost answer may find its own first attempt and report
+        ``PreconditionFailed``: callers that retry on it re-read first, which settles it.
         """
         ...
 

@@ -1,0 +1,191 @@
+"""The few HDF5 C calls h5py does not wrap, made through ctypes on the library h5py itself loaded.
+
+Why: exact round trips need anonymous committed datatypes (``H5Tcommit_anon``, so links can be
+made later in their original creation order), user-defined links (``H5Lregister``,
+``H5Lcreate_ud``, ``H5Lget_val``) and a group's link storage thresholds
+(``H5Pget/set_link_phase_change``). Identifiers are shared with h5py because the calls go to the
+very library instance h5py uses (found in the process's memory map, else next to h5py).
+
+Every function raises :class:`NativeUnavailable` when the library cannot be found, and
+``RuntimeError`` naming the call when HDF5 reports a failure.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import re
+from typing import Any
+
+import h5py
+
+H5P_DEFAULT = 0
+LINK_CLASS_VERSION = 1  # H5L_LINK_CLASS_T_VERS
+UD_LINK_MIN = 64  # H5L_TYPE_UD_MIN
+
+hid_t = ctypes.c_int64
+herr_t = ctypes.c_int
+
+
+class NativeUnavailable(RuntimeError):
+    """The HDF5 library h5py uses cannot be reached through ctypes."""
+
+
+def _library_path() -> str:
+    h5py.h5.get_libversion()  # make sure h5py has loaded HDF5
+    try:
+        with open("/proc/self/maps") as maps:
+            found = re.findall(r"(/\S*libhdf5(?:_serial)?[-.][^/\s]*\.(?:so|dylib)[^/\s]*)", maps.read())
+    except OSError:
+        found = []
+    found = [p for p in found if "_hl" not in os.path.basename(p)]
+    if found:
+        return found[0]
+    here = os.path.dirname(h5py.__file__)
+    for pattern in ("../h5py.libs/libhdf5-*.so*", ".dylibs/libhdf5*.dylib", "libhdf5*.so*"):
+        hits = [p for p in glob.glob(os.path.join(here, pattern)) if "_hl" not in os.path.basename(p)]
+        if hits:
+            return hits[0]
+    raise NativeUnavailable("cannot find the HDF5 library h5py uses")
+
+
+@functools.cache
+def _lib() -> Any:
+    lib = ctypes.CDLL(_library_path())
+    lib.H5Tcommit_anon.argtypes = [hid_t, hid_t, hid_t, hid_t]
+    lib.H5Tcommit_anon.restype = herr_t
+    lib.H5Lcreate_ud.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, hid_t, hid_t]
+    lib.H5Lcreate_ud.restype = herr_t
+    lib.H5Lget_val.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t, hid_t]
+    lib.H5Lget_val.restype = herr_t
+    lib.H5Lget_info2.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_void_p, hid_t]
+    lib.H5Lget_info2.restype = herr_t
+    lib.H5Lis_registered.argtypes = [ctypes.c_int]
+    lib.H5Lis_registered.restype = ctypes.c_int
+    lib.H5Lregister.argtypes = [ctypes.c_void_p]
+    lib.H5Lregister.restype = herr_t
+    lib.H5Pget_link_phase_change.argtypes = [hid_t, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+    lib.H5Pget_link_phase_change.restype = herr_t
+    lib.H5Pset_link_phase_change.argtypes = [hid_t, ctypes.c_uint, ctypes.c_uint]
+    lib.H5Pset_link_phase_change.restype = herr_t
+    return lib
+
+
+def _check(result: int, call: str) -> None:
+    if result < 0:
+        raise RuntimeError(f"HDF5 {call} failed")
+
+
+def available() -> bool:
+    try:
+        _lib()
+    except (NativeUnavailable, OSError, AttributeError):
+        return False
+    return True
+
+
+def commit_anonymous(loc: Any, tid: Any) -> None:
+    """Commit ``tid`` (an h5py TypeID) as a datatype object with no name, in ``loc``'s file."""
+    _check(_lib().H5Tcommit_anon(loc.id, tid.id, H5P_DEFAULT, H5P_DEFAULT), "H5Tcommit_anon")
+
+
+# -- user-defined links ------------------------------------------------------------------------
+
+_TRAVERSE = ctypes.CFUNCTYPE(hid_t, ctypes.c_char_p, hid_t, ctypes.c_void_p, ctypes.c_size_t, hid_t, hid_t)
+_QUERY = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _LinkClass(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_int),
+        ("id", ctypes.c_int),
+        ("comment", ctypes.c_char_p),
+        ("create_func", ctypes.c_void_p),
+        ("move_func", ctypes.c_void_p),
+        ("copy_func", ctypes.c_void_p),
+        ("trav_func", _TRAVERSE),
+        ("del_func", ctypes.c_void_p),
+        ("query_func", _QUERY),
+    ]
+
+
+@_TRAVERSE
+def _no_traversal(name: bytes, cur_group: int, udata: int, udata_size: int, lapl: int, dxpl: int) -> int:
+    return -1  # these links are carried, not followed
+
+
+@_QUERY
+def _query(name: bytes, data: int, size: int, buf: int, buf_size: int) -> int:
+    if buf and data:
+        ctypes.memmove(buf, data, min(size, buf_size))
+    return size  # the value is the link's user data, as stored
+
+
+_registered: dict[int, _LinkClass] = {}  # keep the structures (and their callbacks) alive
+
+
+def ensure_link_class(class_id: int) -> None:
+    """Register user-defined link class ``class_id`` (64..255) unless the library knows it.
+
+    The class registered here cannot be traversed; it exists so links of that class can be
+    created and read back byte for byte (its query callback returns the stored user data).
+    """
+    if not UD_LINK_MIN <= class_id <= 255:
+        raise ValueError(f"user-defined link class must be 64..255, not {class_id}")
+    lib = _lib()
+    if lib.H5Lis_registered(class_id) > 0:
+        return
+    cls = _LinkClass(LINK_CLASS_VERSION, class_id, b"h5lake carried link", None, None, None, _no_traversal, None, _query)
+    _check(lib.H5Lregister(ctypes.byref(cls)), "H5Lregister")
+    _registered[class_id] = cls
+
+
+def create_ud_link(loc: Any, name: bytes, class_id: int, value: bytes, lcpl: Any = None) -> None:
+    ensure_link_class(class_id)
+    buf = ctypes.create_string_buffer(value, len(value)) if value else None
+    plist = lcpl.id if lcpl is not None else H5P_DEFAULT
+    result = _lib().H5Lcreate_ud(loc.id, name, class_id, buf, len(value), plist, H5P_DEFAULT)
+    _check(result, "H5Lcreate_ud")
+
+
+class _LinkInfo(ctypes.Structure):
+    """H5L_info2_t; the union member used here is ``val_size``."""
+
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("corder_valid", ctypes.c_bool),
+        ("corder", ctypes.c_int64),
+        ("cset", ctypes.c_int),
+        ("val_size", ctypes.c_size_t),
+        ("_token_rest", ctypes.c_uint8 * 8),
+    ]
+
+
+def ud_link_value(loc: Any, name: bytes) -> bytes:
+    """The user data of a user-defined link, byte for byte."""
+    info = _LinkInfo()
+    _check(_lib().H5Lget_info2(loc.id, name, ctypes.byref(info), H5P_DEFAULT), "H5Lget_info2")
+    size = info.val_size
+    if size == 0:
+        return b""
+    buf = ctypes.create_string_buffer(size)
+    _check(_lib().H5Lget_val(loc.id, name, buf, size, H5P_DEFAULT), "H5Lget_val")
+    return buf.raw[:size]
+
+
+# -- group link storage ------------------------------------------------------------------------
+
+
+def link_phase_change(gcpl: Any) -> tuple[int, int]:
+    max_compact, min_dense = ctypes.c_uint(), ctypes.c_uint()
+    _check(
+        _lib().H5Pget_link_phase_change(gcpl.id, ctypes.byref(max_compact), ctypes.byref(min_dense)),
+        "H5Pget_link_phase_change",
+    )
+    return max_compact.value, min_dense.value
+
+
+def set_link_phase_change(gcpl: Any, max_compact: int, min_dense: int) -> None:
+    _check(_lib().H5Pset_link_phase_change(gcpl.id, max_compact, min_dense), "H5Pset_link_phase_change")

@@ -1,0 +1,89 @@
+"""The ``h5lake`` command: settings validation, start-up message, hashed passwords, limits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+from tests.support.server import free_port, start_server
+
+
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "h5lake.cli", *args], capture_output=True, text=True,
+                          env=full, input=input, timeout=60)
+
+
+def test_bad_settings_stop_with_one_line(tmp_path: Path) -> None:
+    for args, env in [
+        (["serve", "--port", "99999"], {}),
+        (["serve", "--passwd", str(tmp_path / "missing.txt")], {}),
+        (["serve"], {"H5LAKE_PORT": "not-a-number"}),
+        (["serve"], {"H5LAKE_LOG_LEVEL": "loud"}),
+        (["serve", "--storage", "ftp://x"], {}),
+    ]:
+        result = run(*args, "--data", str(tmp_path / "d"), env=env)
+        assert result.returncode != 0, args
+        assert "Traceback" not in result.stderr
+        assert "invalid setting" in result.stderr, result.stderr
+
+
+def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
+    env.update({"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
+    proc = subprocess.Popen([sys.executable, "-m", "h5lake.cli", "serve"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}" in first
+        for _ in range(100):
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/about", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                import time
+
+                time.sleep(0.1)
+        assert (tmp_path / "data" / "home" / ".domain.json").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_hashed_passwords(tmp_path: Path) -> None:
+    line = run("passwd", "carol", "--password", "s3cret").stdout.strip()
+    assert line.startswith("carol:pbkdf2_sha256$") and "s3cret" not in line
+    srv = start_server(tmp_path / "srv")
+    srv.stop()
+    (tmp_path / "hashed.txt").write_text(line + "\n")
+    srv = start_server(tmp_path / "srv2", extra=["--passwd", str(tmp_path / "hashed.txt")])
+    try:
+        # the later --passwd wins over the default test file
+        assert requests.get(srv.endpoint + "/about", auth=("carol", "s3cret")).json()["username"] == "carol"
+        assert requests.get(srv.endpoint + "/about", auth=("carol", "wrong")).status_code == 401
+    finally:
+        srv.stop()
+
+
+def test_request_size_limit(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "srv", extra=["--max-request-bytes", "65536"])
+    try:
+        s = requests.Session()
+        s.auth = ("admin", "admin-pw")
+        params = {"domain": "/home/limits.h5"}
+        assert s.put(srv.endpoint + "/", params=params).status_code == 201
+        root = s.get(srv.endpoint + "/", params=params).json()["root"]
+        attr = {"type": "H5T_STD_I32LE", "shape": [50000], "value": list(range(50000))}
+        r = s.put(srv.endpoint + f"/groups/{root}/attributes/big", params=params, json=attr)
+        assert r.status_code == 413
+        assert "limit" in r.json()["error"]["message"]
+        assert s.get(srv.endpoint + f"/groups/{root}/attributes/big", params=params).status_code == 404
+    finally:
+        srv.stop()
