@@ -219,3 +219,29 @@ def test_chunk_objects_follow_seed_schema(client: Client, data_root) -> None:  #
     np.testing.assert_array_equal(np.frombuffer(raw, "<i4").reshape(10, 10), data[10:, :10])
     other = f"c-{did[2:]}_0_0"
     assert not (data_root / (hashlib.md5(other.encode()).hexdigest()[:5] + "-" + other)).exists()
+
+
+def test_catalogs_and_stats_converge(client: Client, data_root) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    did = make_dataset(client, [40, 40], [10, 10], "H5T_STD_I32LE")
+    block = np.ones((20, 10), "<i4")
+    client.put(f"/datasets/{did}/value", params={"select": "[0:20,0:10]"}, data=block.tobytes(), headers=PUT_OCTET)
+    catalog = data_root / client.domain.lstrip("/") / f".{did}.chunks.txt"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not catalog.exists():
+        time.sleep(0.2)
+    lines = sorted(line.split() for line in catalog.read_text().splitlines())
+    assert [line[0] for line in lines] == ["0_0", "1_0"]
+    assert all(len(line) == 4 and int(line[3]) == 400 and len(line[1]) >= 8 for line in lines)
+    stats = client.get(f"/datasets/{did}", params={"verbose": 1}).json()["stats"]
+    assert stats["allocatedChunkCount"] == 2 and stats["logicalChunkCount"] == 16
+    assert stats["allocatedSize"] == 800 and stats["logicalSize"] == 40 * 40 * 4
+    datasets_txt = data_root / client.domain.lstrip("/") / ".datasets.txt"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and did not in (datasets_txt.read_text() if datasets_txt.exists() else ""):
+        time.sleep(0.2)
+    fields = next(line.split() for line in datasets_txt.read_text().splitlines() if line.startswith(did))
+    assert fields[4:] == ["2", "800"]
+    summary = client.get("/", params={"verbose": 1}).json()
+    assert summary["num_datasets"] == 1 and summary["num_chunks"] == 2 and summary["allocated_bytes"] == 800

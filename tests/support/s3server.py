@@ -160,6 +160,11 @@ def start_s3_server(
         f"-s3.localSocket={workdir / 's3.sock'}",
         *(f"-{flag}={port}" for flag, port in ports.items()),
     ]
+    # setpriv (util-linux) makes the kernel send SIGTERM to weed when the thread that started it
+    # dies, so a killed test run leaves no server behind.
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    if setpriv is not None:
+        args = [setpriv, "--pdeathsig", "TERM", "--", *args]
     log = workdir / "weed.log"
     with log.open("wb") as out:
         process = subprocess.Popen(

@@ -63,6 +63,8 @@ async def get_domain(request: Request) -> Response:
         )
         return ok(out)
     out = domains.domain_json(svc, domain)
+    if flag(request, "getdnids"):
+        out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
     if flag(request, "verbose") and not domain.is_folder:
         out.update(await stats.domain_stats(svc, domain))
     return ok(out)

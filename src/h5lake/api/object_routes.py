@@ -90,6 +90,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             collection,
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
+            verbose=flag(request, "verbose"),
         )
         return ok(out)
 

@@ -212,9 +212,15 @@ async def get_object(
     *,
     include_links: bool,
     include_attrs: bool,
+    verbose: bool = False,
 ) -> Doc:
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ, collection)
-    return object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
+    out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
+    if verbose and collection is Collection.DATASETS:
+        from h5lake.chunks.catalog import dataset_stats
+
+        out["stats"] = await dataset_stats(svc.store, domain.path, found.doc)
+    return out
 
 
 async def delete_object(
