@@ -7,7 +7,7 @@ Figures printed:
   * 200 groups with 2 attributes each, created through h5pyd; the time includes flush and close
     (h5pyd buffers everything until then: one POST /groups, one PUT links, one PUT attributes).
   * a group with 1000 links (hard links to 1000 groups): ``list(g.keys())`` and iterating
-    ``g.items()`` (which opens every member: one GET each) through a fresh File.
+    ``g.values()`` (which opens every member: one GET each) through a fresh File.
   * single GETs of a group per second: plain ``requests.Session`` GET /groups/<id> for ~5 s, and
     the same through h5pyd (``f[name]`` with the object dropped from h5pyd's cache, so each open
     is one GET; and a fresh ``File`` open plus ``f[name]``, which is 4 requests).
@@ -20,7 +20,18 @@ import time
 
 import h5pyd
 import numpy as np
-from common import Target, add_target_args, describe, maybe_pause, rate_for, row, target, timed
+from common import (
+    CpuMeter,
+    Target,
+    add_target_args,
+    cpu_row,
+    describe,
+    maybe_pause,
+    rate_for,
+    row,
+    target,
+    timed,
+)
 
 N_GROUPS = 200
 N_LINKS = 1000
@@ -62,18 +73,32 @@ def list_links(t: Target, domain: str, n: int) -> None:
     def items() -> int:
         count = 0
         with h5pyd.File(domain, "r", **t.h5pyd_opts()) as f:
-            for _name, obj in f["many"].items():
+            for obj in f["many"].values():
                 count += obj.id.id is not None
         return count
 
     keys()  # warm up (connection, caches on the server)
+    meter = CpuMeter(t.server_pid).start()
     samples = [timed(keys) for _ in range(5)]
+    meter.stop()
     best = min(s for s, _ in samples)
     assert len(samples[0][1]) == n
-    row(f"fresh open + list(g.keys()) of {n} links", f"{best * 1000:.1f} ms", "best of 5, incl. File open (4 requests)")
+    row(
+        f"fresh open + list(g.keys()) of {n} links",
+        f"{best * 1000:.1f} ms",
+        "best of 5, incl. File open (4 requests)",
+    )
+    cpu_row(meter, 5, "listing")
+    meter = CpuMeter(t.server_pid).start()
     seconds, count = timed(items)
+    meter.stop()
     assert count == n
-    row(f"fresh open + iterate g.items() ({n} objects)", f"{seconds:.2f} s", f"{n / seconds:.0f} objects/s, one GET each")
+    row(
+        f"fresh open + iterate g.values() ({n} objects)",
+        f"{seconds:.2f} s",
+        f"{n / seconds:.0f} objects/s, one GET each",
+    )
+    cpu_row(meter, n, "object")
 
 
 def get_rates(t: Target, domain: str, seconds: float) -> None:
@@ -81,7 +106,7 @@ def get_rates(t: Target, domain: str, seconds: float) -> None:
         gid = f["g0000"].id.id
     s = t.session()
     url = f"{t.endpoint}/groups/{gid}"
-    params = {"domain": domain, "include_attrs": 1, "include_links": 1}
+    params: dict[str, str | int] = {"domain": domain, "include_attrs": 1, "include_links": 1}
 
     def plain() -> None:
         r = s.get(url, params=params, timeout=60)
@@ -89,8 +114,15 @@ def get_rates(t: Target, domain: str, seconds: float) -> None:
             raise RuntimeError(f"GET {url}: {r.status_code}")
 
     plain()
+    meter = CpuMeter(t.server_pid).start()
     calls, elapsed = rate_for(seconds, plain)
-    row("requests.Session GET /groups/<id>", f"{calls / elapsed:.0f} req/s", f"{elapsed / calls * 1000:.2f} ms each")
+    meter.stop()
+    row(
+        "requests.Session GET /groups/<id>",
+        f"{calls / elapsed:.0f} req/s",
+        f"{elapsed / calls * 1000:.2f} ms each",
+    )
+    cpu_row(meter, calls, "req")
 
     with h5pyd.File(domain, "r", **t.h5pyd_opts()) as f:
         cache = getattr(getattr(f.id, "db", None), "db", None)
@@ -102,10 +134,21 @@ def get_rates(t: Target, domain: str, seconds: float) -> None:
                 g = f["g0000"]
                 assert g.id.id == gid
 
+            meter = CpuMeter(t.server_pid).start()
             calls, elapsed = rate_for(seconds, cold_open)
-            row("h5pyd f[name], object not cached (1 GET)", f"{calls / elapsed:.0f} opens/s", f"{elapsed / calls * 1000:.2f} ms each")
+            meter.stop()
+            row(
+                "h5pyd f[name], object not cached (1 GET)",
+                f"{calls / elapsed:.0f} opens/s",
+                f"{elapsed / calls * 1000:.2f} ms each",
+            )
+            cpu_row(meter, calls, "open")
         else:
-            row("h5pyd f[name], object not cached (1 GET)", "n/a", "this h5pyd keeps no object cache we can drop")
+            row(
+                "h5pyd f[name], object not cached (1 GET)",
+                "n/a",
+                "this h5pyd keeps no object cache we can drop",
+            )
 
         def warm_open() -> None:
             f["g0000"]
@@ -117,12 +160,21 @@ def get_rates(t: Target, domain: str, seconds: float) -> None:
         with h5pyd.File(domain, "r", **t.h5pyd_opts()) as f:
             f["g0000"]
 
+    meter = CpuMeter(t.server_pid).start()
     calls, elapsed = rate_for(seconds, fresh_open)
-    row("h5pyd fresh File + f[name] (4 requests)", f"{calls / elapsed:.0f} opens/s", f"{elapsed / calls * 1000:.2f} ms each")
+    meter.stop()
+    row(
+        "h5pyd fresh File + f[name] (4 requests)",
+        f"{calls / elapsed:.0f} opens/s",
+        f"{elapsed / calls * 1000:.2f} ms each",
+    )
+    cpu_row(meter, calls, "open")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_target_args(parser)
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each rate measurement")
     parser.add_argument("--groups", type=int, default=N_GROUPS)
@@ -135,11 +187,18 @@ def main() -> None:
 
         print(f"\n## create {args.groups} groups x 2 attributes (h5pyd, one File, incl. flush/close)")
         create_groups(t, folder + "warmup.h5", 10)
+        meter = CpuMeter(t.server_pid).start()
         runs = [create_groups(t, folder + f"groups{i}.h5", args.groups) for i in range(3)]
+        meter.stop()
         total, flush = min(runs)
         check_groups(t, folder + "groups0.h5", args.groups)
-        row("total (open .. close)", f"{total * 1000:.0f} ms", f"{args.groups / total:.0f} groups/s, best of 3")
+        row(
+            "total (open .. close)",
+            f"{total * 1000:.0f} ms",
+            f"{args.groups / total:.0f} groups/s, best of 3",
+        )
         row("of which flush + close", f"{flush * 1000:.0f} ms")
+        cpu_row(meter, 3, "run")
 
         print(f"\n## list a group of {args.links} links")
         make_link_group(t, folder + "links.h5", args.links)

@@ -9,22 +9,20 @@ Contract: catalogs lag writes by about ``delay`` seconds, converge, survive rest
 block a write. Chunk keys cannot be listed per dataset, so catalogs follow write events:
 `ChunkCatalog.note` (synchronous, in memory) after each write, merged by a background flusher.
 
-Several processes may share a store. Every catalog change reads the catalog, *then* HEADs the
-objects concerned, then writes if unchanged since the read (if-match or create-only), retrying
-from the read on a lost race. As the HEADs follow the read, a stored line always reflects a HEAD
-made after the last flushed write of its object: no process loses another's lines or puts back
-an older line.
+Several processes may share a store. A catalog change reads the catalog, *then* HEADs the objects
+concerned, then writes if unchanged since the read (if-match / create-only), else retries from
+the read. So a line always reflects a HEAD made after the last flushed write of its object: no
+process loses another's lines or puts back an older one.
 
-Crash convergence: a process may die between acknowledging a write and flushing its note, so
-the write path awaits `ChunkCatalog.begin` before it writes chunks: a small create-only object
-``.h5lake/pending/<uuid>.json`` naming the dataset and the chunks the write may touch (a box of
-chunk indexes, or a list for scattered points). The flusher deletes it once the write's note is
-merged. `ChunkCatalog.recover`, which `start` runs every ``recover_every`` seconds in every
-process, merges intents older than ``stale_after`` (left by dead processes or by `abort`) by
-HEADing the chunks they name. Reconciling by probing chunk grids instead was rejected: after a
-crash nothing says which datasets were written, and probing every dataset is unbounded. The
-price is one create-only put per write request (about 1 ms on a local disk, as much as a small
-chunk put) and one delete after the flush, off the request path.
+Crash convergence: a process may die after acknowledging a write but before flushing its note,
+so the write path awaits `ChunkCatalog.begin` before writing chunks: a create-only intent
+``.h5lake/pending/<uuid>.json`` naming the dataset and the chunks the write may touch (a box, or
+a list for scattered points), deleted once the note is merged. `ChunkCatalog.recover` (run by
+`start` every ``recover_every`` s in every process) merges intents older than ``stale_after``,
+left by dead processes or `abort`, by HEADing their chunks. Probing chunk grids instead was
+rejected: after a crash nothing says which datasets were written, and probing all is unbounded.
+Price: one create-only put per write request (~1 ms on a local disk, like a small chunk put),
+and one delete after the flush, off the request path.
 """
 
 from __future__ import annotations
@@ -119,7 +117,8 @@ def parse_lines(data: bytes, *, chunks: bool = False) -> Lines:
         try:
             if len(fields) < 4 or float(fields[2]) < 0 or any(int(f) < 0 for f in fields[3:]):
                 raise ValueError
-            _ = _index_of(fields[0]) if chunks else None
+            if chunks:
+                _index_of(fields[0])  # a ValueError unless it is ``i_j...``
         except ValueError:
             if fields:
                 log.warning("dropping malformed catalog line %r", " ".join(fields))
@@ -140,9 +139,8 @@ def _totals(lines: Lines) -> tuple[int, int, float]:
     return len(fields), sum(int(f[3]) for f in fields), newest
 
 
-async def _edit(
-    store: Store, key: str, edit: Callable[[Lines], Awaitable[None]], *, chunks: bool = False
-) -> tuple[Lines, str | None]:
+async def _edit(store: Store, key: str, edit: Callable[[Lines], Awaitable[None]], *,
+                chunks: bool = False) -> tuple[Lines, str | None]:
     """Read ``key``, let ``edit`` change its lines (HEADing what it needs *after* the read) and
     write it back if unchanged since the read; retry on a lost race. Returns (lines, etag)."""
     for attempt in range(_MAX_ATTEMPTS):
@@ -153,9 +151,8 @@ async def _edit(
         if blob is None and not lines or blob is not None and after == blob.data:
             return lines, blob.etag if blob else None
         try:
-            if blob is None:
-                return lines, await store.put(key, after, if_none_match=True)
-            return lines, await store.put(key, after, if_match=blob.etag)
+            etag = blob.etag if blob else None
+            return lines, await store.put(key, after, if_match=etag, if_none_match=blob is None)
         except PreconditionFailed:
             await asyncio.sleep(random.uniform(0, 0.005 * (attempt + 1)))
     raise Conflict(f"catalog {key!r} is being updated too often")
@@ -174,9 +171,8 @@ async def _head_all(store: Store, keys: Iterable[str]) -> dict[str, ObjectInfo |
 # --- merging what changed -----------------------------------------------------------------------
 
 
-async def _merge_chunks(
-    store: Store, domain: str, dataset_id: str, indexes: Iterable[Index]
-) -> tuple[str | None, int, int]:
+async def _merge_chunks(store: Store, domain: str, dataset_id: str,
+                        indexes: Iterable[Index]) -> tuple[str | None, int, int]:
     """Bring the lines of ``indexes`` in the dataset's chunk catalog up to date with storage (a
     missing chunk loses its line); returns (catalog etag, chunk count, bytes)."""
     wanted = {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes}
@@ -184,8 +180,7 @@ async def _merge_chunks(
     async def edit(lines: Lines) -> None:
         infos = await _head_all(store, wanted.values())
         for name, key in wanted.items():
-            info = infos[key]
-            if info is None:
+            if (info := infos[key]) is None:
                 lines.pop(name, None)
             else:
                 lines[name] = _line(name, info)
@@ -200,10 +195,9 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
     return {} if blob is None else parse_lines(blob.data, chunks=True)
 
 
-async def _chunk_totals(
-    store: Store, domain: str, dataset_id: str, known: Known
-) -> tuple[int, int]:
-    """Chunk count and bytes from the chunk catalog as it is *now* (``known`` may save a read)."""
+async def _chunk_totals(store: Store, domain: str, dataset_id: str,
+                        known: Known) -> tuple[int, int]:
+    """Chunk count and bytes of the chunk catalog as it is now (``known`` may save the read)."""
     if dataset_id in known:
         info = await store.head(ids.chunk_catalog_key(domain, dataset_id))
         etag, count, size = known[dataset_id]
@@ -218,9 +212,8 @@ def _is_root(obj_id: str) -> bool:
     return digits[16:] == "".join("%x" % ((int(c, 16) + 8) % 16) for c in digits[:16])
 
 
-async def record_objects(
-    store: Store, domain: str, obj_ids: Iterable[str], known: Known | None = None
-) -> None:
+async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
+                         known: Known | None = None) -> None:
     """Bring the domain catalog lines of ``obj_ids`` up to date: a missing object loses its line,
     the root group has none, a dataset's line carries its chunk totals."""
     by_kind: dict[str, set[str]] = {}
@@ -232,8 +225,7 @@ async def record_objects(
         async def edit(lines: Lines, group: set[str] = group) -> None:
             infos = await _head_all(store, map(ids.object_key, group))
             for obj_id in group:
-                info = infos[ids.object_key(obj_id)]
-                if info is None:
+                if (info := infos[ids.object_key(obj_id)]) is None:
                     lines.pop(obj_id, None)
                     continue
                 totals: tuple[int, ...] = ()
@@ -242,11 +234,6 @@ async def record_objects(
                 lines[obj_id] = _line(obj_id, info, *totals)
 
         await _edit(store, ids.catalog_key(domain, _CATALOGS[kind]), edit)
-
-
-def _union(into: dict[Any, set[Any]], more: dict[Any, set[Any]]) -> None:
-    for k, v in more.items():
-        into.setdefault(k, set()).update(v)
 
 
 # --- the write-event catalog ----------------------------------------------------------------------
@@ -269,8 +256,7 @@ class ChunkCatalog:
         self._recovery: asyncio.Task[None] | None = None
         self._closing = False
 
-    # -- the write path ----------------------------------------------------------------------------
-
+    # -- the write path
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
         chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
@@ -278,18 +264,13 @@ class ChunkCatalog:
         if region == {"chunks": []}:
             return Intent(None)
         key = f"{PENDING_PREFIX}{uuid.uuid4().hex}.json"
+        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
+        await self.store.put(key, body, if_none_match=True)
         self._mine.add(key)
-        try:
-            body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
-            await self.store.put(key, body, if_none_match=True)
-        except BaseException:
-            self._mine.discard(key)
-            raise
         return Intent(key)
 
-    def note(
-        self, domain: str, dataset_id: str, indexes: Iterable[Index], intent: Intent | None = None
-    ) -> None:
+    def note(self, domain: str, dataset_id: str, indexes: Iterable[Index],
+             intent: Intent | None = None) -> None:
         """Chunks ``indexes`` of the dataset were written (or deleted). Never blocks."""
         self._chunks.setdefault((domain, dataset_id), set()).update(tuple(i) for i in indexes)
         if intent is not None and intent.key is not None:
@@ -307,8 +288,7 @@ class ChunkCatalog:
         self._objects.setdefault(domain, set()).add(obj_id)
         self._kick()
 
-    # -- lifecycle ---------------------------------------------------------------------------------
-
+    # -- lifecycle
     async def start(self) -> None:
         """Start the flusher and the periodic recovery of stale intents (server start-up)."""
         self._start_flusher()
@@ -316,17 +296,16 @@ class ChunkCatalog:
             self._recovery = asyncio.create_task(self._recover_loop())
 
     async def close(self) -> None:
-        """Flush what is buffered and stop (server shutdown)."""
+        """Flush what is buffered and stop (server shutdown); what fails is left to recovery."""
         self._closing = True
         self._stop.set()
         if self._recovery is not None:
             self._recovery.cancel()
             await asyncio.gather(self._recovery, return_exceptions=True)
-        if self._flusher is not None and not self._flusher.done():
-            self._wake.set()
+        self._start_flusher()  # merges what is left, logs a failure (never raises) and ends
+        self._wake.set()
+        if self._flusher is not None:
             await self._flusher
-        elif self._chunks or self._objects or self._done:
-            await self.flush()
 
     async def flush(self) -> None:
         """Merge everything noted so far (after a flush already under way)."""
@@ -336,8 +315,10 @@ class ChunkCatalog:
             try:
                 await self._merge(chunks, objects)
             except BaseException:  # put the batch back for the next try
-                _union(self._chunks, chunks)
-                _union(self._objects, objects)
+                for k, v in chunks.items():
+                    self._chunks.setdefault(k, set()).update(v)
+                for d, group in objects.items():
+                    self._objects.setdefault(d, set()).update(group)
                 self._done |= done
                 raise
             keys = sorted(done)
@@ -360,9 +341,8 @@ class ChunkCatalog:
             try:
                 doc = orjson.loads(blob.data)
                 domain, dataset_id = ids.normalize_domain(doc["domain"]), doc["dataset"]
+                ids.parse_id(dataset_id, ids.Collection.DATASETS)
                 indexes = set(region_indexes(doc))
-                if not ids.is_valid_id(dataset_id):
-                    raise ValueError(dataset_id)
             except (ValueError, KeyError, TypeError, InvalidInput):
                 log.warning("dropping unreadable catalog intent %s", key)
             else:
@@ -371,8 +351,7 @@ class ChunkCatalog:
             await self.store.delete(key)
         return merged
 
-    # -- internals ---------------------------------------------------------------------------------
-
+    # -- internals
     def _kick(self) -> None:
         if self.autostart:
             self._start_flusher()
@@ -384,7 +363,7 @@ class ChunkCatalog:
                 self._flusher = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self._closing or self._chunks or self._objects or self._done:
             await self._wake.wait()
             await self._pause(self.delay)  # coalesce a burst of writes into one merge
             self._wake.clear()
@@ -396,9 +375,6 @@ class ChunkCatalog:
                     return  # the intents stay behind for recovery
                 await self._pause(max(1.0, self.delay))
                 self._wake.set()
-                continue
-            if self._closing and not (self._chunks or self._objects or self._done):
-                return
 
     async def _pause(self, seconds: float) -> None:
         # Not wait_for: on Python 3.11 it can swallow a cancellation that races the event.
@@ -416,9 +392,8 @@ class ChunkCatalog:
                 log.exception("catalog recovery failed")
             await self._pause(self.recover_every)
 
-    async def _merge(
-        self, chunks: dict[tuple[str, str], set[Index]], objects: dict[str, set[str]]
-    ) -> None:
+    async def _merge(self, chunks: dict[tuple[str, str], set[Index]],
+                     objects: dict[str, set[str]]) -> None:
         touched: dict[str, set[str]] = {d: set(group) for d, group in objects.items()}
         known: Known = {}
 
@@ -429,7 +404,7 @@ class ChunkCatalog:
                 known[dataset_id] = await _merge_chunks(self.store, domain, dataset_id, indexes)
 
         await bounded(list(chunks.items()), one, 8)
-        await bounded(touched.items(), lambda dk: record_objects(self.store, dk[0], dk[1], known), 8)
+        await bounded(touched.items(), lambda d: record_objects(self.store, d[0], d[1], known), 8)
 
 
 # --- datasets: deletion, totals, stats ----------------------------------------------------------
@@ -480,9 +455,8 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     return len(keys)
 
 
-async def dataset_chunk_totals(
-    store: Store, domain: str, datasets: list[dict[str, Any]]
-) -> tuple[int, int, int, int]:
+async def dataset_chunk_totals(store: Store, domain: str,
+                               datasets: list[dict[str, Any]]) -> tuple[int, int, int, int]:
     """(num_chunks, allocated_bytes, num_linked_chunks, linked_bytes) over ``datasets``: native
     totals from their ``.datasets.txt`` lines (one read), or from the chunk catalog of a dataset
     without a line yet; linked ones from the layout's chunk table."""
@@ -505,9 +479,8 @@ async def dataset_chunk_totals(
     return totals[0], totals[1], totals[2], totals[3]
 
 
-async def dataset_stats(
-    store: Store, domain: str, dataset_doc: dict[str, Any], item_size: int | None = None
-) -> dict[str, Any]:
+async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
+                        item_size: int | None = None) -> dict[str, Any]:
     """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""
     grid = logical_grid(dataset_doc)
     if item_size is None:
@@ -518,10 +491,7 @@ async def dataset_stats(
     else:
         count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
         last = max(last, newest)
-    return {
-        "allocatedChunkCount": count,
-        "logicalChunkCount": 0 if grid is None else math.prod(grid),
-        "logicalSize": space_from_json(dataset_doc["shape"]).count * item_size,
-        "allocatedSize": size,
-        "lastModified": last,
-    }
+    logical_count = 0 if grid is None else math.prod(grid)
+    logical_size = space_from_json(dataset_doc["shape"]).count * item_size
+    return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
+            "logicalSize": logical_size, "allocatedSize": size, "lastModified": last}

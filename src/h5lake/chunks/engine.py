@@ -111,6 +111,57 @@ async def read_part(layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple
     return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
 
 
+NATIVE_PART_FRACTION = 4  # read a native chunk in part only when that saves 3/4 of its bytes
+
+
+def native_part(
+    layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple[Any, ...]
+) -> tuple[ranges.PartPlan, ranges.Request] | None:
+    """The one ranged read that holds ``chunk_selection`` of a whole-object, unfiltered chunk
+    (stored as the raw C-order array), when it is much smaller than the chunk; else None.
+
+    Only a single range: one read sees one version of the object, so a part read stays as
+    consistent as a whole one while a writer replaces the chunk.
+    """
+    codec = layout.codec
+    if ref.offset is not None or codec.variable or codec.pipeline.filters or not layout.chunk_shape:
+        return None
+    if not all(isinstance(s, slice) for s in chunk_selection):
+        return None  # points and lists: their planning costs more than a whole read saves
+    # The bytes from the first selected element to the last bound the one request: skip the
+    # planning when even that is too much.
+    itemsize = layout.dtype.itemsize
+    first = last = 0
+    stride = itemsize
+    for s, n in zip(reversed(chunk_selection), reversed(layout.chunk_shape)):
+        count = len(range(s.start, s.stop, s.step or 1))
+        if count == 0:
+            return None
+        first += s.start * stride
+        last += (s.start + (count - 1) * (s.step or 1)) * stride
+        stride *= n
+    if (last + itemsize - first) * NATIVE_PART_FRACTION > codec.chunk_bytes:
+        return None
+    plan = ranges.plan_part(chunk_selection, layout.chunk_shape, itemsize)
+    requests = ranges.group_requests(plan)
+    if len(requests) != 1 or requests[0].length * NATIVE_PART_FRACTION > codec.chunk_bytes:
+        return None
+    return plan, requests[0]
+
+
+async def read_native_part(
+    layout: DatasetLayout, ref: ChunkRef, plan: ranges.PartPlan, request: ranges.Request
+) -> np.ndarray | None:
+    data = await ref.source.get_range(ref.key, request.start, request.length)
+    if data is None:
+        return None  # never written: reads as fill, as a whole read would
+    if len(data) < request.length:
+        raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
+    box = np.empty(plan.nbytes, dtype=np.uint8)
+    await cpu(ranges.assemble, box, request, data, size=plan.nbytes)  # the copy is what it costs
+    return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
+
+
 async def load_selected(
     layout: DatasetLayout, index: tuple[int, ...], chunk_selection: tuple[Any, ...]
 ) -> np.ndarray | None:
@@ -120,6 +171,9 @@ async def load_selected(
         return None
     if reads_in_part(layout, ref):
         return await read_part(layout, ref, chunk_selection)
+    part = native_part(layout, ref, chunk_selection)
+    if part is not None:
+        return await read_native_part(layout, ref, *part)
     stored = await fetch(ref)
     if stored is None:
         return None
@@ -228,9 +282,16 @@ async def update_chunk(
     key = chunks.key(index)
     store = chunks.store
     if complete:
-        chunk = layout.empty_chunk()
-        modify(chunk)
-        data = await cpu(layout.codec.encode, chunk, size=chunk.nbytes)
+        interior = all((i + 1) * c <= n for i, c, n in zip(index, layout.chunk_shape, layout.shape))
+
+        def build() -> bytes:
+            # A chunk inside the dataset is overwritten whole: no fill pass. An edge chunk
+            # keeps fill beyond the dataset's extent.
+            chunk = np.empty(layout.chunk_shape, dtype=layout.dtype) if interior else layout.empty_chunk()
+            modify(chunk)
+            return layout.codec.encode(chunk)
+
+        data = await cpu(build, size=layout.codec.chunk_bytes)
         await store.put(key, data)
         return
     for attempt in range(_MAX_RETRIES):

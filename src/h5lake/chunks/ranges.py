@@ -16,6 +16,7 @@ fetched bytes into the box.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ def group_requests(plan: PartPlan, max_gap: int = MAX_GAP, max_request: int = MA
     gaps = starts[1:] - ends[:-1] if n > 1 else np.zeros(0, np.int64)
     cuts = np.flatnonzero(gaps > max_gap) + 1
     bounds = np.concatenate(([0], cuts, [n])).tolist()
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         # within a group, split further where a request would pass max_request bytes
         first = a
         while first < b:

@@ -24,13 +24,16 @@ Representation choices, fixed here once:
 - A bool is h5py's convention: an enum over a one-byte signed integer with members exactly
   ``FALSE=0`` and ``TRUE=1``, mapped to ``numpy.bool_`` (h5pyd maps the same types to bool).
 - Compound dtypes are packed unless the type gives explicit offsets. The binary wire format is
-  always packed (h5pyd ignores offsets), see :func:`wire_dtype`.
+  always packed (h5pyd ignores offsets), see :func:`wire_dtype`. Offsets and ``size`` are those
+  of the HDF5 compound type (:func:`hdf5_size`); a compound with variable-length or reference
+  members keeps them for HDF5's sake but is packed in numpy, whose sizes for those differ.
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
+import math
 from typing import Any
 
 import h5py
@@ -284,6 +287,53 @@ def _validate_compound(t: dict[str, Any], where: str, depth: int) -> TypeJson:
     return result
 
 
+_HDF5_POINTER_SIZES = {"vlen": 16, "vstring": 8, RefKind.OBJECT: 8, RefKind.REGION: 12}
+"""HDF5's in-memory sizes of the members numpy holds differently: ``hvl_t``, ``char *``,
+``hobj_ref_t`` and ``hdset_reg_ref_t``."""
+
+
+def _holds_pointers(t: TypeJson) -> bool:
+    """Whether a type has a member whose HDF5 size differs from its numpy size (a variable-length
+    member or a reference), so that HDF5 offsets cannot lay out a numpy dtype."""
+    match type_class(t):
+        case TypeClass.REFERENCE | TypeClass.VLEN:
+            return True
+        case TypeClass.STRING:
+            return bool(t["length"] == VARIABLE)
+        case TypeClass.ARRAY:
+            return _holds_pointers(t["base"])
+        case TypeClass.COMPOUND:
+            return any(_holds_pointers(f["type"]) for f in t["fields"])
+        case _:
+            return False
+
+
+def hdf5_size(t: TypeJson) -> int:
+    """Bytes an element of ``t`` takes as an HDF5 compound member, the unit of compound
+    ``offset`` and ``size``. Equal to the numpy itemsize except for variable-length members and
+    references, which HDF5 holds as ``hvl_t`` (16), ``char *`` (8), ``hobj_ref_t`` (8) or
+    ``hdset_reg_ref_t`` (12) where numpy holds objects or 48-byte ids. So a compound's offsets
+    are exactly those of the HDF5 type, and a compound holding such members is laid out packed
+    in numpy (its wire layout) whatever its offsets say."""
+    match type_class(t):
+        case TypeClass.REFERENCE:
+            return _HDF5_POINTER_SIZES[RefKind(t["base"])]
+        case TypeClass.VLEN:
+            return _HDF5_POINTER_SIZES["vlen"]
+        case TypeClass.STRING if t["length"] == VARIABLE:
+            return _HDF5_POINTER_SIZES["vstring"]
+        case TypeClass.ARRAY:
+            return math.prod(t["dims"]) * hdf5_size(t["base"])
+        case TypeClass.COMPOUND if _holds_pointers(t):
+            if "size" in t:
+                return int(t["size"])
+            if "offset" in t["fields"][0]:
+                return max(f["offset"] + hdf5_size(f["type"]) for f in t["fields"])
+            return sum(hdf5_size(f["type"]) for f in t["fields"])
+        case _:
+            return _dtype(t, packed=False).itemsize
+
+
 def _check_layout(t: TypeJson, where: str) -> None:
     """Explicit offsets are all-or-nothing, within ``size``, and fields must not overlap."""
     fields = t["fields"]
@@ -299,7 +349,8 @@ def _check_layout(t: TypeJson, where: str) -> None:
         offset = f["offset"]
         if not (_is_int(offset) and 0 <= offset <= MAX_TYPE_SIZE):
             raise InvalidInput(f"{where}: field offset must be a non-negative integer")
-        size = _check_size(f["type"], where)
+        _check_size(f["type"], where)
+        size = hdf5_size(f["type"])
         spans.append((offset, offset + size, f["name"]))
     spans.sort()
     for (_, end, a), (start, _, b) in itertools.pairwise(spans):
@@ -454,7 +505,7 @@ def _dtype(t: TypeJson, packed: bool) -> np.dtype[Any]:
         case TypeClass.COMPOUND:
             names = [f["name"] for f in t["fields"]]
             formats = [_dtype(f["type"], packed) for f in t["fields"]]
-            if packed or "offset" not in t["fields"][0]:
+            if packed or "offset" not in t["fields"][0] or _holds_pointers(t):
                 return np.dtype(list(zip(names, formats, strict=True)))
             offsets = [f["offset"] for f in t["fields"]]
             end = max(o + d.itemsize for o, d in zip(offsets, formats, strict=True))

@@ -5,7 +5,8 @@ an array nested lists; a compound element is a list of its fields (a dict keyed 
 accepted too); an enum is its int (a member name is accepted too) and a bool ``true``/``false``;
 an H5T_ARRAY element is a nested list and a vlen a list; an object reference is its id, bare
 (``g-...``) or prefixed (``groups/g-...``), kept as sent, with ``""`` or null for a null
-reference; an opaque element is base64 (``""`` when all zero, as h5json writes it); integers are
+reference; a region reference is its opaque blob (the binary element, see :mod:`vlen`) in base64,
+null for a null reference; an opaque element is base64 (``""`` when all zero, as h5json writes it); integers are
 exact, uint64 included. A float that is not finite is written as ``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"``: strict JSON has no such numbers, and h5pyd turns these strings back into
 floats. Both the strings and Python's non-finite floats are read.
@@ -302,9 +303,14 @@ def _read_obj_ref(v: Any) -> bytes:
 
 
 def _read_region_ref(v: Any) -> bytes:
-    if v is None:
-        return b""
-    raise InvalidInput("region reference values can only be sent in binary")
+    if v is None or v == "":
+        return b""  # the null reference
+    if not isinstance(v, str):
+        raise InvalidInput(f"expected a base64 string for a region reference, got {v!r:.40}")
+    try:
+        return base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput(f"region reference {v!r:.40} is not base64") from None
 
 
 def _opaque_reader(size: int) -> Reader:
@@ -360,7 +366,7 @@ def _vlen_reader(base: TypeJson) -> Reader:
 def array_to_json(arr: np.ndarray[Any, Any], t: TypeJson) -> Any:
     """The JSON value of an array of elements of ``t``: nested lists, or a bare value for a
     0-d array. The inverse of :func:`json_to_array`; see the module docstring for the forms.
-    Raises :class:`InvalidInput` for region references, which have no JSON form here."""
+    """
     dims, elem = array_dims(t)
     arr = np.asarray(arr)
     _check_dims(arr, dims)
@@ -439,10 +445,12 @@ def _write_obj_ref(x: Any) -> str:
     return bytes(x).rstrip(b"\0").decode("ascii", "replace")
 
 
-def _write_region_ref(x: Any) -> None:
-    if x is None or x == 0 or x == b"":
-        return
-    raise InvalidInput("region reference values can only be read in binary")
+def _write_region_ref(x: Any) -> str | None:
+    if x is None or (isinstance(x, int) and x == 0) or x == b"":
+        return None  # the null reference
+    if isinstance(x, bytes | bytearray | memoryview | np.bytes_):
+        return base64.b64encode(bytes(x)).decode("ascii")
+    raise InvalidInput(f"expected a region reference blob, got {type(x).__name__}")
 
 
 def _write_opaque(x: Any) -> str:

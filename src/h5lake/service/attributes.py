@@ -50,6 +50,11 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
     if space.maxdims is not None:
         raise InvalidInput("attributes cannot have maxdims")
     attr: Doc = {"type": type_json, "shape": space.to_json(), "created": _timestamp(body, "created", now())}
+    cset = body.get("nameCharSet")
+    if cset is not None:  # the character set HDF5 records for the name (h5lake load/export)
+        if cset not in ("H5T_CSET_ASCII", "H5T_CSET_UTF8"):
+            raise InvalidInput("nameCharSet must be H5T_CSET_ASCII or H5T_CSET_UTF8")
+        attr["nameCharSet"] = cset
     if space.kind is SpaceClass.NULL:
         if body.get("value") is not None:
             raise InvalidInput("a null-space attribute has no value")
@@ -75,7 +80,8 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
 
 
 def _same(a: Doc, b: Doc) -> bool:
-    return a.get("type") == b.get("type") and a.get("shape") == b.get("shape") and a.get("value") == b.get("value")
+    keys = ("type", "shape", "value", "nameCharSet")
+    return all(a.get(k) == b.get(k) for k in keys)
 
 
 def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
@@ -154,6 +160,8 @@ async def put_attributes(
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
     out: Doc = {"name": name, "type": attr["type"], "shape": attr["shape"], "created": attr.get("created")}
+    if "nameCharSet" in attr:
+        out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")
     if include_data:
         value = attr.get("value")

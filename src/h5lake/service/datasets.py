@@ -11,7 +11,7 @@ from h5lake.model.ids import Collection, object_key, parse_id
 from h5lake.model.layout import adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import is_variable, to_dtype
-from h5lake.model.values import json_to_array
+from h5lake.model.values import array_to_json, json_to_array
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.domains import Domain, open_domain
@@ -87,6 +87,68 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, svc: Service) -> Doc:
     return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
 
 
+NO_CODEC_FILTERS = frozenset({"NBIT", "SCALEOFFSET", "SNAPPY", "BLOSC2"})
+"""Known HDF5 filters ``chunks.filters`` has no codec for (it rejects them); with unknown plugin
+ids these are declared, not applied."""
+
+
+def _declared_filter_id(spec: Any) -> int | None:
+    """The id of a filter the chunk engine has no codec for, else None.
+
+    Such a filter (nbit, scaleoffset, a plugin such as bzip2...) is *declared*: it is kept in
+    the creation properties exactly as given, so clients and ``h5lake export`` see and re-create
+    it, but stored chunks are kept without it (their bytes are HDF5's with that filter skipped,
+    as if its bit were set in the chunk's filter mask). Values read back are unchanged: the
+    lossy filters among these (scaleoffset, nbit on reduced precision) were applied, if at all,
+    by whoever wrote the values.
+    """
+    from h5lake.chunks.filters import FilterId
+
+    if not isinstance(spec, dict):
+        return None
+    raw = spec.get("id")
+    if raw is None:
+        raw = next((int(f) for f in FilterId if f.class_name == spec.get("class")), None)
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        return None
+    try:
+        known = FilterId(raw)
+    except ValueError:
+        return raw if 0 < raw < 65536 else None
+    return raw if known.name in NO_CODEC_FILTERS else None
+
+
+def _declared_filter_json(spec: Doc, fid: int) -> Doc:
+    from h5lake.chunks.filters import FilterId
+
+    params = spec.get("parameters", [])
+    if not isinstance(params, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 32 for v in params
+    ):
+        raise InvalidInput(f"filter {fid}: parameters must be a list of unsigned 32-bit integers")
+    flags = spec.get("flags", 0)
+    if not isinstance(flags, int) or isinstance(flags, bool) or not 0 <= flags < 1 << 32:
+        raise InvalidInput(f"filter {fid}: flags must be an unsigned integer")
+    try:
+        known: FilterId | None = FilterId(fid)
+    except ValueError:
+        known = None
+    name = spec.get("name") if isinstance(spec.get("name"), str) else None
+    out: Doc = dict(spec)
+    out["class"] = known.class_name if known is not None else "H5Z_FILTER_USER"
+    out["id"] = fid
+    out["name"] = name or (known.canonical_name if known is not None else f"filter {fid}")
+    return out
+
+
+def codec_filters(filters: Any) -> Any:
+    """The filters the chunk engine applies to stored chunks: all but the declared ones
+    (see :func:`_declared_filter_id`). Non-lists pass through for the pipeline to reject."""
+    if not isinstance(filters, list):
+        return filters
+    return [f for f in filters if _declared_filter_id(f) is None]
+
+
 def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
     from h5lake.chunks.filters import FilterPipeline
 
@@ -98,18 +160,30 @@ def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
     if "filters" in out:
         from h5lake.chunks.layout import pipeline_item_size
 
-        out["filters"] = FilterPipeline.from_json(out["filters"], pipeline_item_size(type_json)).to_json()
+        filters = out["filters"]
+        applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json)).to_json()
+        if isinstance(filters, list) and len(applied) != len(filters):
+            normalized = iter(applied)
+            merged = []
+            for spec in filters:
+                fid = _declared_filter_id(spec)
+                merged.append(next(normalized) if fid is None else _declared_filter_json(spec, fid))
+            applied = merged
+        out["filters"] = applied
     if out.get("fillValue") is not None:
-        json_to_array(out["fillValue"], type_json, ())
+        # kept in its canonical JSON form: a NaN from a Python client is stored as "NaN", which
+        # strict JSON (our documents) can hold, instead of becoming null
+        out["fillValue"] = array_to_json(json_to_array(out["fillValue"], type_json, ()), type_json)
     return out
 
 
 async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
-    docs, links = [], []
+    docs: list[Doc] = []
+    links = []
     for item in items:
-        docs.append(await _new_dataset(svc, domain, item))
+        docs.append(await _new_dataset(svc, domain, item, docs))
         link = parse_link_request(item)
         if link is not None:
             links.append((docs[-1], link))
@@ -117,7 +191,9 @@ async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: 
     return [object_json(domain, d) for d in docs], many
 
 
-async def _new_dataset(svc: Service, domain: Domain, item: Doc) -> Doc:
+async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc] | None = None) -> Doc:
+    """``batch``: datasets made earlier in the same request (a linked dataset's chunk table
+    comes in the same POST as the dataset when h5pyd flushes)."""
     if "type" not in item:
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
@@ -127,7 +203,16 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc) -> Doc:
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
-    doc["layout"] = plan_layout(space, type_json, props, svc)
+    if is_linked({"layout": props.get("layout") if isinstance(props.get("layout"), dict) else {}}):
+        from h5lake.sources.linked import SOURCES_KEY, ingest_linked_layout
+
+        layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])
+        props["layout"] = layout
+        doc["layout"] = layout
+        if sources:
+            doc[SOURCES_KEY] = sources
+    else:
+        doc["layout"] = plan_layout(space, type_json, props, svc)
     return doc
 
 
@@ -178,7 +263,9 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
 async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> tuple[int, Doc]:
     """``PUT /datasets/{id}/shape``; returns (status, body): 201 with the new region's selection."""
     _domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
-    if is_linked(found.doc):
+    if is_linked(found.doc) and found.doc["layout"].get("class") != LayoutClass.CHUNKED_REF_INDIRECT.value:
+        # An INDIRECT dataset may grow (files appended along an axis): its chunk table says
+        # where the new chunks are, and chunks it does not list read as fill.
         raise MethodNotAllowed("datasets linked to HDF5 files are read-only")
     _new_dims(space_from_json(found.doc["shape"]), body)  # validate before touching storage
     old_dims: list[int] = []

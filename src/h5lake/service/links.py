@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import enum
 import fnmatch
 from typing import Any
@@ -20,6 +22,13 @@ class LinkClass(enum.Enum):
     HARD = "H5L_TYPE_HARD"
     SOFT = "H5L_TYPE_SOFT"
     EXTERNAL = "H5L_TYPE_EXTERNAL"
+    USER_DEFINED = "H5L_TYPE_USER_DEFINED"
+    """An HDF5 user-defined link (class 64..255), carried but never followed: ``linkClass`` is
+    its class number and ``value`` its user data in base64."""
+
+
+NAME_CHARSETS = ("H5T_CSET_ASCII", "H5T_CSET_UTF8")
+"""Values of a link's optional ``nameCharSet``: the character set HDF5 records for its name."""
 
 
 class PutOutcome(enum.Enum):
@@ -56,6 +65,13 @@ def parse_link(body: Any, domain: Domain) -> Doc:
     except ValueError:
         raise InvalidInput(f"unknown link class {cls!r}") from None
     link: Doc = {"class": kind.value, "created": _timestamp(body, "created", now())}
+    cset = body.get("nameCharSet")
+    if cset is not None:
+        if cset not in NAME_CHARSETS:
+            raise InvalidInput(f"nameCharSet must be one of {', '.join(NAME_CHARSETS)}")
+        link["nameCharSet"] = cset
+    if kind is LinkClass.USER_DEFINED:
+        return _user_defined(body, link)
     if kind is LinkClass.HARD:
         target = body.get("id")
         if isinstance(target, str) and "/" in target:
@@ -79,8 +95,30 @@ def parse_link(body: Any, domain: Domain) -> Doc:
     return link
 
 
+def _user_defined(body: Doc, link: Doc) -> Doc:
+    number, value = body.get("linkClass"), body.get("value", "")
+    if not isinstance(number, int) or isinstance(number, bool) or not 64 <= number <= 255:
+        raise InvalidInput("a user-defined link needs linkClass, an integer from 64 to 255")
+    if not isinstance(value, str):
+        raise InvalidInput("a user-defined link's value must be a base64 string")
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput("a user-defined link's value is not base64") from None
+    link["linkClass"] = number
+    link["value"] = value
+    return link
+
+
 def _target(link: Doc) -> tuple[Any, ...]:
-    return (link.get("class"), link.get("id"), link.get("h5path"), link.get("h5domain"))
+    return (
+        link.get("class"),
+        link.get("id"),
+        link.get("h5path"),
+        link.get("h5domain"),
+        link.get("linkClass"),
+        link.get("value"),
+    )
 
 
 def link_json(link: Doc, title: str | None = None) -> Doc:

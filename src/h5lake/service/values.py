@@ -21,7 +21,7 @@ from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import fill_value_array, item_size, to_dtype, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.datasets import is_linked
+from h5lake.service.datasets import codec_filters, is_linked
 from h5lake.service.documents import Doc
 from h5lake.service.domains import Domain
 from h5lake.service.objects import open_object
@@ -62,8 +62,10 @@ async def build_layout(svc: Service, domain: Domain, doc: Doc) -> DatasetLayout 
     chunk_shape = tuple(doc.get("layout", {}).get("dims", []))
     if space.kind is SpaceClass.SCALAR:
         chunk_shape = ()
-    codec = ChunkCodec.for_dataset(doc["type"], chunk_shape, props.get("filters"))
-    fill = np.asarray(fill_value_array(doc["type"], props.get("fillValue")), dtype=codec.dtype)
+    codec = ChunkCodec.for_dataset(doc["type"], chunk_shape, codec_filters(props.get("filters")))
+    fill = fill_value_array(doc["type"], props.get("fillValue"))
+    if codec.dtype.subdtype is None:  # an H5T_ARRAY fill keeps its dims as its shape (numpy folds them)
+        fill = np.asarray(fill, dtype=codec.dtype)
     locator = await locator_for(svc, domain, doc)
     return DatasetLayout(doc["id"], domain.path, space.dims, codec, fill, locator)
 
@@ -190,6 +192,7 @@ async def write(
     svc: Service, ds: OpenDataset, selection: Selection | None, values: np.ndarray, fields: list[str] | None = None
 ) -> None:
     layout = writable(ds)
+    await _register_linked_files(svc, ds, values)
     sel = selection if selection is not None else Selection.all(layout.shape)
     work: Callable[[], Awaitable[Any]]
     if fields:
@@ -235,6 +238,7 @@ async def write_points(
     svc: Service, ds: OpenDataset, points: PointSelection, values: np.ndarray
 ) -> None:
     layout = writable(ds)
+    await _register_linked_files(svc, ds, values)
     indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape)]
     await _recorded(svc, layout, indexes, lambda: engine.write_points(layout, points, values, svc.chunk_concurrency))
 
@@ -275,6 +279,7 @@ async def write_stream(
         values = np.frombuffer(block, dtype=wire).reshape(piece.shape)
         if wire != layout.dtype:
             values = values.astype(layout.dtype)
+        await _register_linked_files(svc, ds, values)
         await _recorded(
             svc,
             layout,
@@ -293,6 +298,14 @@ def wire_size(ds: OpenDataset) -> int:
     if size is None:
         raise InvalidInput("variable-length values have no fixed size")
     return size
+
+
+async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
+    """A linked dataset's chunk table names files: check and record them before storing."""
+    if ds.doc.get("chunk_table_of"):
+        from h5lake.sources.linked import register_table_sources
+
+        await register_table_sources(svc, ds.domain, ds.doc, values)
 
 
 def writable(ds: OpenDataset) -> DatasetLayout:

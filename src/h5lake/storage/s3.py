@@ -114,17 +114,19 @@ class S3Store:
             config["secret_access_key"] = secret_access_key
         if session_token:
             config["session_token"] = session_token
+        client_options: dict[str, Any] = {
+            "connect_timeout": timedelta(seconds=connect_timeout),
+            "timeout": timedelta(seconds=request_timeout),
+        }
+        if endpoint_url and endpoint_url.startswith("http://"):
+            client_options["allow_http"] = True  # else as AWS_ALLOW_HTTP says
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self._store: _ObstoreS3 | None = _ObstoreS3(
             bucket,
             prefix=self.prefix or None,
             config=config,  # type: ignore[arg-type]
-            client_options={
-                "allow_http": bool(endpoint_url and endpoint_url.startswith("http://")),
-                "connect_timeout": timedelta(seconds=connect_timeout),
-                "timeout": timedelta(seconds=request_timeout),
-            },
+            client_options=client_options,  # type: ignore[arg-type]
             retry_config={
                 "max_retries": max_retries,
                 "retry_timeout": timedelta(seconds=retry_timeout),

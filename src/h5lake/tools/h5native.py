@@ -66,6 +66,26 @@ def _lib() -> Any:
     lib.H5Lis_registered.restype = ctypes.c_int
     lib.H5Lregister.argtypes = [ctypes.c_void_p]
     lib.H5Lregister.restype = herr_t
+    lib.H5Tget_precision.argtypes = [hid_t]
+    lib.H5Tget_precision.restype = ctypes.c_size_t
+    lib.H5Tget_offset.argtypes = [hid_t]
+    lib.H5Tget_offset.restype = ctypes.c_int
+    lib.H5Pget_fill_value.argtypes = [hid_t, hid_t, ctypes.c_void_p]
+    lib.H5Pget_fill_value.restype = herr_t
+    lib.H5Pset_fill_value.argtypes = [hid_t, hid_t, ctypes.c_void_p]
+    lib.H5Pset_fill_value.restype = herr_t
+    lib.H5Acreate2.argtypes = [hid_t, ctypes.c_char_p, hid_t, hid_t, hid_t, hid_t]
+    lib.H5Acreate2.restype = hid_t
+    lib.H5Pcreate.argtypes = [hid_t]
+    lib.H5Pcreate.restype = hid_t
+    lib.H5Pclose.argtypes = [hid_t]
+    lib.H5Pclose.restype = herr_t
+    lib.H5Pset_char_encoding.argtypes = [hid_t, ctypes.c_int]
+    lib.H5Pset_char_encoding.restype = herr_t
+    lib.H5P_CLS_ATTRIBUTE_CREATE_ID_g = hid_t.in_dll(lib, "H5P_CLS_ATTRIBUTE_CREATE_ID_g")
+    lib.H5P_CLS_DATATYPE_CREATE_ID_g = hid_t.in_dll(lib, "H5P_CLS_DATATYPE_CREATE_ID_g")
+    lib.H5Oget_comment.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.H5Oget_comment.restype = ctypes.c_ssize_t
     lib.H5Pget_link_phase_change.argtypes = [hid_t, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
     lib.H5Pget_link_phase_change.restype = herr_t
     lib.H5Pset_link_phase_change.argtypes = [hid_t, ctypes.c_uint, ctypes.c_uint]
@@ -86,9 +106,66 @@ def available() -> bool:
     return True
 
 
-def commit_anonymous(loc: Any, tid: Any) -> None:
+def commit_anonymous(loc: Any, tid: Any, tcpl: Any = None) -> None:
     """Commit ``tid`` (an h5py TypeID) as a datatype object with no name, in ``loc``'s file."""
-    _check(_lib().H5Tcommit_anon(loc.id, tid.id, H5P_DEFAULT, H5P_DEFAULT), "H5Tcommit_anon")
+    plist = tcpl.id if tcpl is not None else H5P_DEFAULT
+    _check(_lib().H5Tcommit_anon(loc.id, tid.id, plist, H5P_DEFAULT), "H5Tcommit_anon")
+
+
+def precision_and_offset(tid: Any) -> tuple[int, int]:
+    """Significant bits and bit offset of an atomic type; h5py has no such call for bitfields."""
+    return int(_lib().H5Tget_precision(tid.id)), int(_lib().H5Tget_offset(tid.id))
+
+
+def datatype_create_plist() -> Any:
+    """A new datatype creation property list (h5py has no class constant for one)."""
+    lib = _lib()
+    plist = lib.H5Pcreate(lib.H5P_CLS_DATATYPE_CREATE_ID_g.value)
+    _check(plist, "H5Pcreate")
+    return h5py.h5p.PropTCID(plist)
+
+
+def create_attribute(loc: Any, name: bytes, tid: Any, space: Any, cset: int) -> Any:
+    """``H5Acreate2`` with the name's character set, which h5py's ``h5a.create`` cannot set."""
+    lib = _lib()
+    acpl = lib.H5Pcreate(lib.H5P_CLS_ATTRIBUTE_CREATE_ID_g.value)
+    _check(acpl, "H5Pcreate")
+    try:
+        _check(lib.H5Pset_char_encoding(acpl, cset), "H5Pset_char_encoding")
+        aid = lib.H5Acreate2(loc.id, name, tid.id, space.id, acpl, H5P_DEFAULT)
+        _check(aid, "H5Acreate2")
+    finally:
+        lib.H5Pclose(acpl)
+    return h5py.h5a.AttrID(aid)
+
+
+def comment(obj: Any) -> bytes:
+    """An object's comment (h5py's ``h5o.get_comment`` returns garbage in h5py 3.16)."""
+    lib = _lib()
+    size = lib.H5Oget_comment(obj.id, None, 0)
+    _check(size, "H5Oget_comment")
+    if size == 0:
+        return b""
+    buf = ctypes.create_string_buffer(size + 1)
+    _check(lib.H5Oget_comment(obj.id, buf, size + 1), "H5Oget_comment")
+    return buf.value
+
+
+# -- fill values ---------------------------------------------------------------------------------
+
+
+def fill_value(dcpl: Any, tid: Any) -> bytes:
+    """A dataset's fill value as raw bytes of ``tid`` (use the dataset's own fixed-size type for
+    the exact bytes; h5py's call always converts through a numpy dtype)."""
+    buf = ctypes.create_string_buffer(tid.get_size())
+    _check(_lib().H5Pget_fill_value(dcpl.id, tid.id, buf), "H5Pget_fill_value")
+    return buf.raw
+
+
+def set_fill_value(dcpl: Any, tid: Any, raw: bytes | None) -> None:
+    """Set the fill value from raw bytes of ``tid``; None makes it undefined."""
+    buf = ctypes.create_string_buffer(raw, len(raw)) if raw is not None else None
+    _check(_lib().H5Pset_fill_value(dcpl.id, tid.id, buf), "H5Pset_fill_value")
 
 
 # -- user-defined links ------------------------------------------------------------------------

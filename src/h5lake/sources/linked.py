@@ -1,0 +1,387 @@
+"""Datasets whose values stay in HDF5 files: linking them (ingest) and locating their chunks.
+
+Entry points, called by the dataset use cases:
+
+* `ingest_linked_layout` when ``POST /datasets`` carries a REF layout: validates the layout,
+  type and filters, checks every named file against the allowed roots and records its
+  `Fingerprint`; an INDIRECT layout's chunk table is marked so later writes to it register
+  the files they name (`register_table_sources`).
+* `linked_locator` for reads: a `ChunkLocator` answering where each chunk's bytes are. The
+  chunk engine does the rest (ranged reads, filter pipeline, assembling), as for native chunks.
+
+Fingerprints live in the document that names the file: the linked dataset's
+``linked_sources`` for a layout ``file_uri``, the chunk table's for per-chunk URIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from h5lake.chunks import engine
+from h5lake.chunks.filters import FilterPipeline
+from h5lake.chunks.layout import ChunkCodec, DatasetLayout
+from h5lake.chunks.locate import ChunkLocator, ChunkRef, NativeChunks
+from h5lake.errors import Conflict, InvalidInput, NotFound
+from h5lake.model.ids import object_key
+from h5lake.model.selection import Selection
+from h5lake.model.shapes import Space, SpaceClass, space_from_json
+from h5lake.model.types import TypeClass, fill_value_array, is_variable, to_dtype, type_class
+from h5lake.sources.files import (
+    Fingerprint,
+    PinnedFile,
+    SourceChanged,
+    SourceRegistry,
+    default_registry,
+)
+from h5lake.sources.layouts import (
+    ChunkedRef,
+    ChunkedRefIndirect,
+    ContiguousRef,
+    RefLayout,
+    is_ref_layout,
+    location_from_entry,
+    parse_ref_layout,
+)
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+SOURCES_KEY = "linked_sources"  # {file_uri: fingerprint JSON}
+TABLE_OF_KEY = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
+_REGISTRY_ATTR = "_linked_source_registry"
+
+
+# --- the source registry of a service -------------------------------------------------------
+
+
+def _s3_store_factory() -> Any:
+    """Stores for S3 sources, on the same endpoint and region as the S3 storage backend."""
+    endpoint = os.environ.get("H5LAKE_S3_ENDPOINT") or None
+    region = os.environ.get("H5LAKE_S3_REGION") or None
+
+    def make(bucket: str) -> Any:
+        from h5lake.storage.s3 import S3Store
+
+        return S3Store(bucket, endpoint_url=endpoint, region=region)
+
+    return make
+
+
+def registry_for(svc: Any) -> SourceRegistry:
+    """The service's source registry: ``svc.sources`` when the app made one, else one built
+    once from ``svc.allowed_sources`` (S3 roots are the ``s3://`` entries)."""
+    given = getattr(svc, "sources", None)
+    if isinstance(given, SourceRegistry):
+        return given
+    registry = svc.__dict__.get(_REGISTRY_ATTR)
+    if registry is None:
+        roots = tuple(svc.allowed_sources)
+        s3 = _s3_store_factory() if any(r.startswith("s3://") for r in roots) else None
+        registry = default_registry(roots, s3)
+        setattr(svc, _REGISTRY_ATTR, registry)
+    return registry
+
+
+# --- ingest -----------------------------------------------------------------------------------
+
+
+def _check_type(type_json: Doc) -> None:
+    if is_variable(type_json):
+        raise InvalidInput("variable-length data lives in the file's heaps and cannot be linked; copy it")
+    if _has_reference(type_json):
+        raise InvalidInput("references hold file addresses and cannot be linked; copy the dataset")
+
+
+def _has_reference(t: Doc) -> bool:
+    cls = type_class(t)
+    if cls is TypeClass.REFERENCE:
+        return True
+    if cls is TypeClass.COMPOUND:
+        return any(_has_reference(f["type"]) for f in t["fields"])
+    if cls is TypeClass.ARRAY:
+        return _has_reference(t["base"])
+    return False
+
+
+async def ingest_linked_layout(
+    svc: Any, domain: Any, dataset_id: str, space: Space, type_json: Doc, props: Doc, batch: list[Doc]
+) -> tuple[Doc, Doc]:
+    """Validate a REF layout for a new dataset and record its files.
+
+    ``batch`` holds datasets not yet stored that were made earlier in the same request: the
+    chunk table may be one of them.
+
+    Returns ``(layout JSON, fingerprints)`` for the dataset document. Raises `InvalidInput`
+    (400) for a malformed layout, an unlinkable type or an unsupported filter, `Forbidden`
+    (403) for a file outside the allowed roots; no file outside them is opened.
+    """
+    if space.kind is not SpaceClass.SIMPLE:
+        raise InvalidInput("linked layouts need a simple dataspace; copy scalar and null datasets")
+    _check_type(type_json)
+    dtype = to_dtype(type_json)
+    layout = parse_ref_layout(props["layout"], space.dims, dtype.itemsize)
+    filters = props.get("filters") or []
+    if isinstance(layout, ContiguousRef) and filters:
+        raise InvalidInput("contiguous HDF5 data has no filters; H5D_CONTIGUOUS_REF takes none")
+    FilterPipeline.from_json(filters, dtype, layout.dims)  # unsupported filters fail here, by name
+    if not isinstance(layout, ChunkedRefIndirect) and space.maxdims is not None and tuple(space.maxdims) != space.dims:
+        raise InvalidInput(f"{layout.layout_class.value} datasets cannot be resizable; use H5D_CHUNKED_REF_INDIRECT")
+    registry = registry_for(svc)
+    fingerprints: Doc = {}
+    if layout.file_uri is not None:
+        resolved = registry.resolve(layout.file_uri)
+        fingerprint = await registry.fingerprint(resolved)
+        _check_extent(layout, fingerprint, layout.file_uri)
+        fingerprints[layout.file_uri] = fingerprint.to_json()
+    if isinstance(layout, ChunkedRefIndirect):
+        await _adopt_chunk_table(svc, domain, dataset_id, layout, len(space.dims), batch)
+    return layout.to_json(), fingerprints
+
+
+def _check_extent(layout: RefLayout, fingerprint: Fingerprint, uri: str) -> None:
+    if isinstance(layout, ContiguousRef):
+        ends = [layout.offset + layout.size] if layout.size else []
+    elif isinstance(layout, ChunkedRef):
+        ends = [loc.offset + loc.size for loc in layout.chunks.values() if not loc.missing]
+    else:
+        return
+    if ends and max(ends) > fingerprint.size:
+        raise InvalidInput(f"the layout points past the end of {uri} ({fingerprint.size} bytes)")
+
+
+def _table_fields(type_json: Doc) -> tuple[str, str, str | None, str | None]:
+    """(offset field, size field, file_uri field or None, filter-mask field or None)."""
+    if type_class(type_json) is not TypeClass.COMPOUND or len(type_json["fields"]) < 2:
+        raise InvalidInput("a chunk table is a compound of (offset, size) or (offset, size, file_uri)")
+    names = [f["name"] for f in type_json["fields"]]
+    kinds = {f["name"]: type_class(f["type"]) for f in type_json["fields"]}
+    offset = "offset" if "offset" in names else names[0]
+    size = "size" if "size" in names else "length" if "length" in names else names[1]
+    if kinds[offset] is not TypeClass.INTEGER or kinds[size] is not TypeClass.INTEGER:
+        raise InvalidInput("chunk table offset and size must be integers")
+    uri = "file_uri" if "file_uri" in names else None
+    if uri is None and len(names) >= 3 and kinds[names[2]] is TypeClass.STRING:
+        uri = names[2]
+    if uri is not None and kinds[uri] is not TypeClass.STRING:
+        raise InvalidInput("chunk table file_uri must be a string")
+    mask = "filter_mask" if "filter_mask" in names else None
+    return offset, size, uri, mask
+
+
+async def _adopt_chunk_table(
+    svc: Any, domain: Any, dataset_id: str, layout: ChunkedRefIndirect, rank: int, batch: list[Doc]
+) -> None:
+    pending = next((d for d in batch if d.get("id") == layout.chunk_table), None)
+    if pending is not None:
+        table = pending
+    else:
+        found = await svc.docs.get(object_key(layout.chunk_table))
+        if found is None or found.doc.get("root") != domain.root:
+            raise InvalidInput(f"chunk_table {layout.chunk_table} is not a dataset of this domain")
+        table = found.doc
+    if is_ref_layout(table.get("layout")):
+        raise InvalidInput("a chunk table must be an ordinary dataset, not a linked one")
+    space = space_from_json(table["shape"])
+    if space.kind is not SpaceClass.SIMPLE or len(space.dims) != rank:
+        raise InvalidInput(f"the chunk table must have the dataset's rank, {rank}")
+    _, _, uri_field, _ = _table_fields(table["type"])
+    if uri_field is None and layout.file_uri is None:
+        raise InvalidInput("without a layout file_uri the chunk table needs a file_uri field")
+
+    def mark(doc: Doc) -> None:
+        users = doc.setdefault(TABLE_OF_KEY, [])
+        if dataset_id not in users:
+            users.append(dataset_id)
+
+    if pending is not None:
+        mark(pending)  # stored with the mark, and empty: nothing to register yet
+        return
+    await svc.docs.update(object_key(layout.chunk_table), mark, f"chunk table {layout.chunk_table}")
+    if uri_field is not None:  # a table filled before the dataset was made: register its files now
+        table_layout = _table_layout(svc, domain, table)
+        entries = await engine.read_selection(table_layout, Selection.all(table_layout.shape), svc.chunk_concurrency)
+        await register_table_sources(svc, domain, table, entries)
+
+
+def _entry_uris(type_json: Doc, values: np.ndarray) -> set[str]:
+    _, size_f, uri_f, _ = _table_fields(type_json)
+    names = values.dtype.names or ()
+    if uri_f is None or uri_f not in names:
+        return set()
+    uris = values[uri_f].reshape(-1)
+    if size_f in names:
+        uris = uris[values[size_f].reshape(-1) > 0]
+    out = set()
+    for u in uris.tolist():
+        text = u.decode("utf-8") if isinstance(u, bytes) else str(u)
+        text = text.rstrip("\x00")
+        if text:
+            out.add(text)
+    return out
+
+
+async def register_table_sources(svc: Any, domain: Any, table_doc: Doc, values: np.ndarray) -> None:
+    """Before chunk-table entries are stored: check and record every file they name.
+
+    A file outside the allowed roots is refused (403) and nothing is written; a file already
+    recorded with a different fingerprint is a `SourceChanged` (409).
+    """
+    uris = _entry_uris(table_doc["type"], values)
+    known = table_doc.get(SOURCES_KEY, {})
+    registry = registry_for(svc)
+    new: Doc = {}
+    for uri in sorted(uris):
+        resolved = registry.resolve(uri)
+        fingerprint = await registry.fingerprint(resolved)
+        if uri in known:
+            if Fingerprint.from_json(known[uri]) != fingerprint:
+                raise SourceChanged(f"{uri} has changed since it was first linked into this chunk table")
+            continue
+        new[uri] = fingerprint.to_json()
+    if not new:
+        return
+
+    def record(doc: Doc) -> None:
+        doc.setdefault(SOURCES_KEY, {}).update(new)
+
+    await svc.docs.update(object_key(table_doc["id"]), record, f"chunk table {table_doc['id']}")
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+class _Pins:
+    """Linked files of one request, each resolved (roots checked) and pinned once."""
+
+    def __init__(self, registry: SourceRegistry, recorded: Doc) -> None:
+        self.registry = registry
+        self.recorded = recorded
+        self._pins: dict[str, PinnedFile] = {}
+
+    def pin(self, uri: str) -> PinnedFile:
+        pinned = self._pins.get(uri)
+        if pinned is None:
+            resolved = self.registry.resolve(uri)  # Forbidden when outside the roots: never read
+            fingerprint = self.recorded.get(uri)
+            if fingerprint is None:
+                raise Conflict(f"{uri} was never registered as a source of this dataset; link it again")
+            pinned = self._pins[uri] = PinnedFile(resolved, Fingerprint.from_json(fingerprint))
+        return pinned
+
+
+class ContiguousRefChunks:
+    """Contiguous data cut into virtual chunks of whole trailing dimensions."""
+
+    writable = False
+
+    def __init__(self, layout: ContiguousRef, shape: tuple[int, ...], itemsize: int, pins: _Pins) -> None:
+        self.layout = layout
+        self.chunk_bytes = itemsize * int(np.prod(layout.dims))
+        self.data_bytes = itemsize * int(np.prod(shape))
+        self.pins = pins
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        if not self.layout.size:
+            return None
+        start = index[0] * self.chunk_bytes
+        if start >= self.data_bytes:
+            return None
+        length = min(self.chunk_bytes, self.data_bytes - start)
+        uri = self.layout.file_uri
+        return ChunkRef(self.pins.pin(uri), uri, self.layout.offset + start, length)
+
+
+class ChunkedRefChunks:
+    """Chunks listed in the layout itself."""
+
+    writable = False
+
+    def __init__(self, layout: ChunkedRef, pins: _Pins) -> None:
+        self.layout = layout
+        self.pins = pins
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        loc = self.layout.chunks.get(tuple(index))
+        if loc is None or loc.missing:
+            return None
+        uri = self.layout.file_uri
+        return ChunkRef(self.pins.pin(uri), uri, loc.offset, loc.size, loc.filter_mask)
+
+
+class IndirectChunks:
+    """Chunks listed in a chunk-table dataset, looked up one table chunk at a time.
+
+    Only the table chunks holding entries of the chunks a request touches are read, each once
+    per request (concurrent lookups share the read).
+    """
+
+    writable = False
+
+    def __init__(self, layout: ChunkedRefIndirect, table_doc: Doc, table: DatasetLayout, pins: _Pins) -> None:
+        self.layout = layout
+        self.table = table
+        self.fields = _table_fields(table_doc["type"])
+        self.pins = pins
+        self._table_chunks: dict[tuple[int, ...], asyncio.Future[np.ndarray | None]] = {}
+
+    async def _table_chunk(self, index: tuple[int, ...]) -> np.ndarray | None:
+        future = self._table_chunks.get(index)
+        if future is None:
+            future = self._table_chunks[index] = asyncio.ensure_future(engine.load_chunk(self.table, index))
+        return await asyncio.shield(future)
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        table_shape = self.table.shape
+        if any(i >= n for i, n in zip(index, table_shape)):
+            return None
+        tc = self.table.chunk_shape
+        chunk = await self._table_chunk(tuple(i // c for i, c in zip(index, tc)))
+        if chunk is None:
+            return None
+        entry = chunk[tuple(i % c for i, c in zip(index, tc))]
+        offset_f, size_f, uri_f, mask_f = self.fields
+        loc = location_from_entry(int(entry[offset_f]), int(entry[size_f]), int(entry[mask_f]) if mask_f else 0)
+        if loc is None:
+            return None
+        uri = None
+        if uri_f is not None:
+            raw = entry[uri_f]
+            uri = (raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)).rstrip("\x00") or None
+        uri = uri or self.layout.file_uri
+        if uri is None:
+            raise InvalidInput(f"chunk {index} names no file and the layout has no file_uri")
+        return ChunkRef(self.pins.pin(uri), uri, loc.offset, loc.size, loc.filter_mask)
+
+
+def _table_layout(svc: Any, domain: Any, table: Doc) -> DatasetLayout:
+    """The chunk table read as the native dataset it is."""
+    space = space_from_json(table["shape"])
+    chunk_shape = tuple(table.get("layout", {}).get("dims", []))
+    props = table.get("creationProperties", {})
+    codec = ChunkCodec.for_dataset(table["type"], chunk_shape, props.get("filters"))
+    fill = np.asarray(fill_value_array(table["type"], props.get("fillValue")), dtype=codec.dtype)
+    return DatasetLayout(table["id"], domain.path, space.dims, codec, fill, NativeChunks(svc.store, table["id"]))
+
+
+async def linked_locator(svc: Any, domain: Any, doc: Doc) -> ChunkLocator:
+    """The chunk locator of a linked dataset (see the module docstring)."""
+    layout = parse_ref_layout(doc["layout"], tuple(space_from_json(doc["shape"]).dims), to_dtype(doc["type"]).itemsize)
+    registry = registry_for(svc)
+    recorded: Doc = dict(doc.get(SOURCES_KEY, {}))
+    if isinstance(layout, ContiguousRef):
+        shape = tuple(space_from_json(doc["shape"]).dims)
+        return ContiguousRefChunks(layout, shape, to_dtype(doc["type"]).itemsize, _Pins(registry, recorded))
+    if isinstance(layout, ChunkedRef):
+        return ChunkedRefChunks(layout, _Pins(registry, recorded))
+    found = await svc.docs.get(object_key(layout.chunk_table))
+    if found is None or found.doc.get("root") != domain.root:
+        raise NotFound(f"the chunk table {layout.chunk_table} of this dataset is gone")
+    table_doc = found.doc
+    recorded.update(table_doc.get(SOURCES_KEY, {}))
+    table = _table_layout(svc, domain, table_doc)
+    return IndirectChunks(layout, table_doc, table, _Pins(registry, recorded))

@@ -1,0 +1,216 @@
+"""HDF5 datatypes (h5py ``TypeID``) to the service's type JSON and back, exactly.
+
+Why not numpy dtypes: a dtype cannot say string padding, bitfield, opaque tags, compound
+padding around references or variable-length members, so the tools read and build HDF5 types
+directly. :func:`type_json` refuses, with :class:`Unrepresentable`, anything the type JSON cannot
+say (non-IEEE floats, integers with a precision below their size, time types, HDF5 1.12
+references); :func:`type_id` builds the HDF5 type of any normalized type JSON.
+
+Compound ``offset``/``size`` are HDF5 member offsets and size. They are left out when the
+compound is packed, i.e. every member starts where the previous one ends in HDF5 sizes
+(:func:`h5lake.model.types.hdf5_size`), which is how h5py lays out a compound made from a numpy dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from h5py import h5t
+
+from h5lake.errors import InvalidInput
+from h5lake.tools import h5native
+from h5lake.model.types import TypeJson, hdf5_size, validate_type
+
+TypeID = Any  # h5py.h5t.TypeID and its subclasses (no stubs)
+
+
+class Unrepresentable(Exception):
+    """Something in an HDF5 file has no form in the service's model; ``feature`` says what."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(feature)
+        self.feature = feature
+
+
+_ORDER = {h5t.ORDER_LE: "LE", h5t.ORDER_BE: "BE"}
+_STRPAD = {h5t.STR_NULLTERM: "H5T_STR_NULLTERM", h5t.STR_NULLPAD: "H5T_STR_NULLPAD", h5t.STR_SPACEPAD: "H5T_STR_SPACEPAD"}
+_CSET = {h5t.CSET_ASCII: "H5T_CSET_ASCII", h5t.CSET_UTF8: "H5T_CSET_UTF8"}
+_IEEE = {2: h5t.IEEE_F16LE, 4: h5t.IEEE_F32LE, 8: h5t.IEEE_F64LE}
+
+
+def _order(tid: TypeID, what: str) -> str:
+    order = tid.get_order()
+    if order not in _ORDER:
+        raise Unrepresentable(f"{what} with byte order {order} (neither little nor big endian)")
+    return _ORDER[order]
+
+
+def _check_precision(tid: TypeID, what: str) -> None:
+    size = tid.get_size()
+    if hasattr(tid, "get_precision"):
+        precision, offset = tid.get_precision(), tid.get_offset()
+    else:  # h5py does not wrap these for bitfields
+        precision, offset = h5native.precision_and_offset(tid)
+    if precision != 8 * size or offset != 0:
+        raise Unrepresentable(
+            f"{what} of {size} bytes with {precision}-bit precision at bit offset {offset} "
+            "(only full-precision types can be represented)"
+        )
+
+
+def _integer_base(tid: TypeID, what: str, letter: str | None = None) -> str:
+    size = tid.get_size()
+    if size not in (1, 2, 4, 8):
+        raise Unrepresentable(f"{size}-byte {what}")
+    _check_precision(tid, what)
+    if letter is None:
+        letter = "I" if tid.get_sign() == h5t.SGN_2 else "U"
+    return f"H5T_STD_{letter}{8 * size}{_order(tid, what)}"
+
+
+def _float_base(tid: TypeID) -> str:
+    size = tid.get_size()
+    ieee = _IEEE.get(size)
+    same = ieee is not None and (
+        tid.get_fields() == ieee.get_fields()
+        and tid.get_ebias() == ieee.get_ebias()
+        and tid.get_norm() == ieee.get_norm()
+        and tid.get_precision() == ieee.get_precision()
+        and tid.get_offset() == 0
+    )
+    if not same:
+        spos, epos, esize, mpos, msize = tid.get_fields()
+        raise Unrepresentable(
+            f"{size}-byte float with {esize}-bit exponent and {msize}-bit mantissa "
+            "(only IEEE 754 half, single and double precision can be represented)"
+        )
+    return f"H5T_IEEE_F{8 * size}{_order(tid, 'float')}"
+
+
+def type_json(tid: TypeID) -> TypeJson:
+    """The normalized type JSON of an HDF5 datatype (committed or not); see the module doc."""
+    try:
+        return validate_type(_raw_json(tid))
+    except InvalidInput as exc:
+        raise Unrepresentable(exc.message) from None
+
+
+def _raw_json(tid: TypeID) -> TypeJson:
+    cls = tid.get_class()
+    if cls == h5t.INTEGER:
+        return {"class": "H5T_INTEGER", "base": _integer_base(tid, "integer")}
+    if cls == h5t.FLOAT:
+        return {"class": "H5T_FLOAT", "base": _float_base(tid)}
+    if cls == h5t.BITFIELD:
+        return {"class": "H5T_BITFIELD", "base": _integer_base(tid, "bitfield", "B")}
+    if cls == h5t.STRING:
+        return _string_json(tid)
+    if cls == h5t.OPAQUE:
+        out: TypeJson = {"class": "H5T_OPAQUE", "size": tid.get_size()}
+        tag = tid.get_tag()
+        if tag:
+            out["tag"] = tag.decode("utf-8", "surrogateescape")
+        return out
+    if cls == h5t.COMPOUND:
+        return _compound_json(tid)
+    if cls == h5t.ENUM:
+        return _enum_json(tid)
+    if cls == h5t.VLEN:
+        return {"class": "H5T_VLEN", "base": _raw_json(tid.get_super())}
+    if cls == h5t.ARRAY:
+        return {"class": "H5T_ARRAY", "dims": list(tid.get_array_dims()), "base": _raw_json(tid.get_super())}
+    if cls == h5t.REFERENCE:
+        if tid.equal(h5t.STD_REF_OBJ):
+            return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
+        if tid.equal(h5t.STD_REF_DSETREG):
+            return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
+        raise Unrepresentable("an HDF5 1.12 reference type (H5T_STD_REF); only object and dataset region references can be represented")
+    if cls == h5t.TIME:
+        raise Unrepresentable("the time datatype class (H5T_TIME)")
+    raise Unrepresentable(f"datatype class {cls}")
+
+
+def _string_json(tid: TypeID) -> TypeJson:
+    cset = tid.get_cset()
+    if cset not in _CSET:
+        raise Unrepresentable(f"string character set {cset}")
+    pad = tid.get_strpad()
+    length: Any = "H5T_VARIABLE" if tid.is_variable_str() else tid.get_size()
+    return {"class": "H5T_STRING", "length": length, "charSet": _CSET[cset], "strPad": _STRPAD[pad]}
+
+
+def _enum_json(tid: TypeID) -> TypeJson:
+    base = tid.get_super()
+    members = []
+    for i in range(tid.get_nmembers()):
+        name = tid.get_member_name(i).decode("utf-8", "surrogateescape")
+        members.append({"name": name, "value": int(tid.get_member_value(i))})
+    return {"class": "H5T_ENUM", "base": {"class": "H5T_INTEGER", "base": _integer_base(base, "enum base")}, "members": members}
+
+
+def _compound_json(tid: TypeID) -> TypeJson:
+    fields: list[TypeJson] = []
+    packed = True
+    end = 0
+    for i in range(tid.get_nmembers()):
+        member = tid.get_member_type(i)
+        offset = tid.get_member_offset(i)
+        name = tid.get_member_name(i).decode("utf-8", "surrogateescape")
+        fields.append({"name": name, "type": _raw_json(member), "offset": offset})
+        packed = packed and offset == end
+        end = offset + member.get_size()
+    size = tid.get_size()
+    out: TypeJson = {"class": "H5T_COMPOUND", "fields": fields}
+    if packed and size == end:
+        for f in fields:
+            del f["offset"]
+    else:
+        out["size"] = size
+    return out
+
+
+# -- type JSON to HDF5 ---------------------------------------------------------------------------
+
+
+def _atomic(t: TypeJson) -> TypeID:
+    name = t["base"].removeprefix("H5T_")
+    return getattr(h5t, name)
+
+
+def type_id(t: TypeJson) -> TypeID:
+    """A new (transient, uncommitted) HDF5 datatype for normalized type JSON ``t``."""
+    cls = t["class"]
+    if cls in ("H5T_INTEGER", "H5T_FLOAT", "H5T_BITFIELD"):
+        return _atomic(t).copy()
+    if cls == "H5T_STRING":
+        tid = h5t.C_S1.copy()
+        tid.set_size(h5t.VARIABLE if t["length"] == "H5T_VARIABLE" else int(t["length"]))
+        tid.set_strpad({v: k for k, v in _STRPAD.items()}[t["strPad"]])
+        tid.set_cset({v: k for k, v in _CSET.items()}[t["charSet"]])
+        return tid
+    if cls == "H5T_OPAQUE":
+        tid = h5t.create(h5t.OPAQUE, int(t["size"]))
+        tid.set_tag(t.get("tag", "").encode("utf-8", "surrogateescape"))
+        return tid
+    if cls == "H5T_ENUM":
+        tid = h5t.enum_create(type_id(t["base"]))
+        for m in t["members"]:
+            tid.enum_insert(m["name"].encode("utf-8", "surrogateescape"), m["value"])
+        return tid
+    if cls == "H5T_VLEN":
+        return h5t.vlen_create(type_id(t["base"]))
+    if cls == "H5T_ARRAY":
+        return h5t.array_create(type_id(t["base"]), tuple(t["dims"]))
+    if cls == "H5T_REFERENCE":
+        return (h5t.STD_REF_OBJ if t["base"] == "H5T_STD_REF_OBJ" else h5t.STD_REF_DSETREG).copy()
+    if cls == "H5T_COMPOUND":
+        tid = h5t.create(h5t.COMPOUND, hdf5_size(t))
+        offset = 0
+        for f in t["fields"]:
+            member = type_id(f["type"])
+            at = f.get("offset", offset)
+            tid.insert(f["name"].encode("utf-8", "surrogateescape"), at, member)
+            offset = at + member.get_size()
+        return tid
+    raise ValueError(f"unknown type class {cls!r}")

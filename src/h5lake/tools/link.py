@@ -1,0 +1,419 @@
+"""``h5lake load --link``: the per-dataset step that links a dataset instead of copying it.
+
+The loader asks `plan_link` about each h5py dataset. The answer is either ``None`` with a
+reason from `copy_reason` (scalars, null and empty datasets, compact or external or virtual
+storage, variable-length and reference types, filters the server cannot decode: these are
+copied), or a `LinkPlan`: the ``creationProperties`` for ``POST /datasets`` with one of the
+three REF layouts, and, for ``H5D_CHUNKED_REF_INDIRECT``, the chunk table to create first.
+
+Chunk locations come from one ``dsid.chunk_iter`` pass (HDF5 >= 1.12.3 / 1.14), never one call
+per chunk. Up to `INLINE_CHUNKS` chunks go in the layout itself (``H5D_CHUNKED_REF``); more go in
+a chunk table of ``(offset, size)`` elements (``file_uri`` is in the layout). With
+``aggregate=True`` (``--append``) every dataset with chunks is planned as INDIRECT with a
+``file_uri`` per entry and an unlimited extension axis, so later files can be appended
+(`plan_append`): 365 daily files become one dataset, each chunk pointing into its own file.
+
+Wiring in ``load.py`` (one dataset ``dset`` of the source, ``uri`` its ``file_uri``)::
+
+    plan = link.plan_link(dset, uri, type_json=t, base_props=props, aggregate=append, axis=axis)
+    if plan is None:
+        copied.append((dset.name, link.copy_reason(dset, t)))  # copy as usual
+    else:
+        if plan.table is not None:
+            tid = <POST /datasets> {"type": plan.table.type_json, "shape": list(plan.table.shape),
+                                    "maxdims": plan.table.maxdims,
+                                    "creationProperties": plan.table.creation_properties()}
+            <PUT /datasets/tid/value> plan.table.body()  (content type: plan.table.content_type)
+        <POST /datasets> {..., "maxdims": plan.maxdims, "creationProperties": plan.with_table(tid)}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
+from h5lake.errors import H5LakeError
+
+INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
+TABLE_CHUNK_ENTRIES = 64 * 1024  # entries per chunk table chunk: 768 KiB of (offset, size)
+URI_TABLE_CHUNK_ENTRIES = 4 * 1024  # with file URIs (variable-length): each chunk decodes in ~30 ms
+Doc = dict[str, Any]
+
+
+class LinkError(Exception):
+    """A file cannot be appended to the linked datasets of a domain (mismatch, not aligned)."""
+
+
+# --- what can be linked -------------------------------------------------------------------
+
+
+def copy_reason(dset: Any, type_json: Doc | None = None) -> str | None:
+    """Why ``dset`` must be copied rather than linked, or None when it can be linked."""
+    import h5py
+
+    if dset.shape is None:
+        return "null dataspace"
+    if dset.shape == ():
+        return "scalar"
+    if math.prod(dset.shape) == 0:
+        return "no elements"
+    dt = dset.dtype
+    if _has_vlen_or_ref(dt):
+        return "variable-length or reference type"
+    plist = dset.id.get_create_plist()
+    layout = plist.get_layout()
+    if layout == h5py.h5d.COMPACT:
+        return "compact storage"
+    if layout == h5py.h5d.VIRTUAL:
+        return "virtual dataset"
+    if plist.get_external_count() > 0:
+        return "external storage"
+    if layout == h5py.h5d.CONTIGUOUS and dset.id.get_offset() is None:
+        return "no data written"
+    filters = from_h5py_dcpl(dset)
+    try:
+        FilterPipeline.from_json(filters, dt, dset.chunks)
+    except H5LakeError as exc:
+        return f"filter not readable by the server ({exc})"
+    return None
+
+
+def _has_vlen_or_ref(dt: np.dtype[Any]) -> bool:
+    import h5py
+
+    if dt.names:
+        fields: Any = dt.fields or {}
+        return any(_has_vlen_or_ref(fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        return _has_vlen_or_ref(dt.subdtype[0])
+    return dt.kind == "O" or h5py.check_ref_dtype(dt) is not None
+
+
+# --- chunk tables -------------------------------------------------------------------------
+
+
+def table_dtype(with_uri: bool, with_mask: bool = False) -> np.dtype[Any]:
+    fields: list[tuple[str, Any]] = [("offset", "<i8"), ("size", "<i4")]
+    if with_uri:
+        fields.append(("file_uri", object))
+    if with_mask:
+        fields.append(("filter_mask", "<u4"))
+    return np.dtype(fields)
+
+
+def table_type_json(with_uri: bool, with_mask: bool = False) -> Doc:
+    """h5pyd's chunk-table type, plus a ``filter_mask`` field (an h5lake extension, for files
+    where some chunks skipped an optional filter) only when a chunk needs it."""
+    fields: list[Doc] = [
+        {"name": "offset", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}},
+        {"name": "size", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}},
+    ]
+    if with_uri:  # the type h5pyd's hsload uses: a variable-length ASCII string
+        fields.append(
+            {
+                "name": "file_uri",
+                "type": {"class": "H5T_STRING", "length": "H5T_VARIABLE", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM"},
+            }
+        )
+    if with_mask:
+        fields.append({"name": "filter_mask", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_U32LE"}})
+    return {"class": "H5T_COMPOUND", "fields": fields}
+
+
+@dataclass
+class ChunkTable:
+    """A chunk-table dataset to create: its entries and how to store them."""
+
+    entries: np.ndarray  # structured, table_dtype(with_uri)
+    with_uri: bool
+    maxdims: list[int | None] | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.entries.shape)
+
+    @property
+    def with_mask(self) -> bool:
+        return "filter_mask" in (self.entries.dtype.names or ())
+
+    @property
+    def type_json(self) -> Doc:
+        return table_type_json(self.with_uri, self.with_mask)
+
+    def chunk_dims(self) -> list[int]:
+        grow = self.maxdims.index(None) if self.maxdims and None in self.maxdims else None
+        return table_chunk_dims(self.shape, grow, URI_TABLE_CHUNK_ENTRIES if self.with_uri else TABLE_CHUNK_ENTRIES)
+
+    def creation_properties(self) -> Doc:
+        return {"layout": {"class": "H5D_CHUNKED", "dims": self.chunk_dims()}}
+
+    @property
+    def content_type(self) -> str:
+        return "application/json" if self.with_uri else "application/octet-stream"
+
+    def body(self) -> bytes | Doc:
+        """The ``PUT value`` body: packed bytes, or JSON ``{"value": ...}`` with file URIs."""
+        if not self.with_uri:
+            return np.ascontiguousarray(self.entries).tobytes()
+        return {"value": entries_json(self.entries)}
+
+
+def entries_json(entries: np.ndarray) -> Any:
+    names = entries.dtype.names or ()
+
+    def one(e: Any) -> list[Any]:
+        uri = e["file_uri"]
+        out = [int(e["offset"]), int(e["size"]), uri.decode() if isinstance(uri, bytes) else (uri or "")]
+        if "filter_mask" in names:
+            out.append(int(e["filter_mask"]))
+        return out
+
+    flat = [one(e) for e in entries.reshape(-1)]
+    arr = np.empty(len(flat), dtype=object)
+    arr[:] = flat
+    return arr.reshape(entries.shape).tolist() if entries.ndim else flat[0]
+
+
+def table_chunk_dims(shape: tuple[int, ...], grow_axis: int | None = None, budget: int = TABLE_CHUNK_ENTRIES) -> list[int]:
+    """About ``budget`` entries per chunk, whole along the trailing dimensions; the axis files
+    are appended along gets whatever the budget leaves, to leave room to grow."""
+    out: list[int] = []
+    for d in reversed(range(len(shape))):
+        n = max(1, shape[d])
+        if d == grow_axis:
+            n = max(n, budget)
+        take = max(1, min(n, budget))
+        out.insert(0, take)
+        budget = max(1, budget // take)
+    return out
+
+
+def chunk_locations(dset: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk indexes ``(n, rank)``, offsets, sizes, filter masks) of every allocated chunk,
+    in one ``chunk_iter`` pass."""
+    offsets: list[tuple[int, ...]] = []
+    addrs: list[int] = []
+    sizes: list[int] = []
+    masks: list[int] = []
+
+    def visit(info: Any) -> None:
+        offsets.append(info.chunk_offset)
+        addrs.append(info.byte_offset)
+        sizes.append(info.size)
+        masks.append(info.filter_mask)
+
+    dset.id.chunk_iter(visit)
+    rank = len(dset.shape)
+    coords = np.asarray(offsets, dtype=np.int64).reshape(-1, rank) // np.asarray(dset.chunks, dtype=np.int64)
+    return coords, np.asarray(addrs, np.int64), np.asarray(sizes, np.int64), np.asarray(masks, np.int64)
+
+
+def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(-(-n // c) for n, c in zip(shape, chunks))
+
+
+def build_table(dset: Any, file_uri: str | None, with_mask: bool | None = None) -> np.ndarray:
+    """The chunk table of ``dset``: one ``(offset, size[, file_uri][, filter_mask])`` per chunk
+    of its grid, zeros (and ``""``) for chunks never written. The mask field is added when a
+    chunk skipped a filter, or always/never with ``with_mask``."""
+    coords, addrs, sizes, masks = chunk_locations(dset)
+    mask_field = bool(masks.any()) if with_mask is None else with_mask
+    if masks.any() and not mask_field:
+        raise LinkError(f"{dset.name}: some chunks skip a filter but the existing chunk table has no filter_mask")
+    table = np.zeros(_grid(dset.shape, dset.chunks), dtype=table_dtype(file_uri is not None, mask_field))
+    if file_uri is not None:
+        table["file_uri"] = ""
+    if coords.size:
+        idx = tuple(coords.T)
+        table["offset"][idx] = addrs
+        table["size"][idx] = sizes
+        if file_uri is not None:
+            table["file_uri"][idx] = file_uri
+        if mask_field:
+            table["filter_mask"][idx] = masks
+    return table
+
+
+# --- plans ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LinkPlan:
+    """What to send for one linked dataset (see the module docstring)."""
+
+    creation_properties: Doc
+    shape: list[int]
+    maxdims: list[int | None] | None = None
+    table: ChunkTable | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def with_table(self, table_id: str | None) -> Doc:
+        props = dict(self.creation_properties)
+        if self.table is not None:
+            if table_id is None:
+                raise ValueError("this plan needs the id of its chunk table")
+            props["layout"] = dict(props["layout"], chunk_table=table_id)
+        return props
+
+
+def _base_props(dset: Any, base_props: Doc | None) -> Doc:
+    props = {k: v for k, v in (base_props or {}).items() if k not in ("layout",)}
+    filters = from_h5py_dcpl(dset)
+    if filters:
+        props["filters"] = filters
+    else:
+        props.pop("filters", None)
+    return props
+
+
+def plan_link(
+    dset: Any,
+    file_uri: str,
+    *,
+    base_props: Doc | None = None,
+    type_json: Doc | None = None,
+    aggregate: bool = False,
+    axis: int | None = None,
+    inline_chunks: int = INLINE_CHUNKS,
+) -> LinkPlan | None:
+    """How to link ``dset`` of the file at ``file_uri``, or None when it must be copied.
+
+    ``base_props`` are the creationProperties the loader would send for a copy (fill value,
+    track order...); the layout and filters are set here. With ``aggregate`` the dataset is
+    planned for appends along ``axis`` (unlimited there); contiguous data then becomes a
+    one-entry-per-virtual-chunk table as well.
+    """
+    import h5py
+
+    if copy_reason(dset, type_json) is not None:
+        return None
+    props = _base_props(dset, base_props)
+    shape = list(dset.shape)
+    layout = dset.id.get_create_plist().get_layout()
+    if aggregate:
+        if axis is None:
+            raise ValueError("aggregate needs the axis files are appended along")
+        if layout != h5py.h5d.CHUNKED:
+            return None  # contiguous data cannot be cut along an arbitrary axis: copy it
+        table = build_table(dset, file_uri, with_mask=True)  # later files may need it
+        maxdims: list[int | None] = list(dset.maxshape)
+        maxdims[axis] = None
+        tmax: list[int | None] = list(table.shape)
+        tmax[axis] = None
+        props["layout"] = {"class": "H5D_CHUNKED_REF_INDIRECT", "dims": list(dset.chunks), "chunk_table": None}
+        return LinkPlan(props, shape, maxdims, ChunkTable(table, True, tmax))
+    if layout == h5py.h5d.CONTIGUOUS:
+        props.pop("filters", None)
+        props["layout"] = {
+            "class": "H5D_CONTIGUOUS_REF",
+            "file_uri": file_uri,
+            "offset": int(dset.id.get_offset()),
+            "size": int(dset.id.get_storage_size()),
+        }
+        return LinkPlan(props, shape, None)
+    maxshape = list(dset.maxshape)
+    resizable = maxshape != shape
+    grid_count = math.prod(_grid(dset.shape, dset.chunks))
+    if grid_count <= inline_chunks and not resizable:
+        coords, addrs, sizes, masks = chunk_locations(dset)
+        chunks: Doc = {}
+        for c, a, s, m in zip(coords.tolist(), addrs.tolist(), sizes.tolist(), masks.tolist()):
+            chunks["_".join(str(i) for i in c)] = [a, s, m] if m else [a, s]
+        props["layout"] = {"class": "H5D_CHUNKED_REF", "file_uri": file_uri, "dims": list(dset.chunks), "chunks": chunks}
+        return LinkPlan(props, shape, None)
+    table = build_table(dset, None)
+    props["layout"] = {"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": file_uri, "dims": list(dset.chunks), "chunk_table": None}
+    return LinkPlan(props, shape, [None if m is None else m for m in maxshape] if resizable else None, ChunkTable(table, False))
+
+
+def link_properties(dset: Any, file_uri: str, *, table_id: str | None = None, **kw: Any) -> Doc | None:
+    """The creationProperties of a linked ``dset``, or None when it must be copied (the
+    brief's one-call form; an INDIRECT plan needs ``table_id``, see `plan_link`)."""
+    plan = plan_link(dset, file_uri, **kw)
+    if plan is None:
+        return None
+    return plan.with_table(table_id) if plan.table is not None else plan.creation_properties
+
+
+# --- appending along an axis --------------------------------------------------------------
+
+
+def resolve_axis(dset: Any, spec: str | int) -> int | None:
+    """The axis of ``dset`` named by ``spec``: an integer, or the name (or path) of a
+    dimension scale attached to it. None when ``dset`` has no such dimension."""
+    if isinstance(spec, int) or (isinstance(spec, str) and spec.lstrip("-").isdigit()):
+        axis = int(spec)
+        return axis if 0 <= axis < len(dset.shape or ()) else None
+    name = str(spec).strip("/")
+    if dset.name.strip("/") == name or dset.name.rsplit("/", 1)[-1] == name:
+        return 0 if len(dset.shape or ()) == 1 else None  # the scale itself
+    for i, dim in enumerate(dset.dims):
+        if dim.label == name:
+            return i
+        for scale in dim.values():
+            if scale.name.strip("/") == name or scale.name.rsplit("/", 1)[-1] == name:
+                return i
+    return None
+
+
+@dataclass
+class AppendPlan:
+    """Growing one aggregated dataset by another file's dataset along ``axis``."""
+
+    axis: int
+    new_shape: list[int]
+    table_shape: list[int]
+    table_select: str  # the slab of the chunk table the new entries fill, as select syntax
+    entries: np.ndarray
+
+
+def plan_append(dset: Any, file_uri: str, target: Doc, table: Doc, axis: int) -> AppendPlan:
+    """Add ``dset`` (in ``file_uri``) to the aggregated ``target`` (``GET /datasets`` JSON,
+    ``table`` likewise for its chunk table) along ``axis``. `LinkError` when they do not fit."""
+    layout = target.get("creationProperties", {}).get("layout", {})
+    name = dset.name
+    if layout.get("class") != "H5D_CHUNKED_REF_INDIRECT" or layout.get("file_uri"):
+        raise LinkError(
+            f"{name}: the existing dataset does not aggregate files; load the first file with --append too"
+        )
+    if copy_reason(dset) is not None or dset.chunks is None:
+        raise LinkError(f"{name}: cannot be linked ({copy_reason(dset) or 'contiguous'}); it cannot be appended")
+    if list(dset.chunks) != list(layout["dims"]):
+        raise LinkError(f"{name}: chunks {list(dset.chunks)} differ from the existing {layout['dims']}")
+    old = list(target["shape"]["dims"])
+    if len(old) != len(dset.shape):
+        raise LinkError(f"{name}: rank {len(dset.shape)} differs from the existing {len(old)}")
+    for d, (a, b) in enumerate(zip(old, dset.shape)):
+        if d != axis and a != b:
+            raise LinkError(f"{name}: extent {b} of dimension {d} differs from the existing {a}")
+    filters = from_h5py_dcpl(dset)
+    have = target.get("creationProperties", {}).get("filters", [])
+    if [f.get("id") for f in filters] != [f.get("id") for f in have]:
+        raise LinkError(f"{name}: filters differ from the existing dataset's")
+    c = dset.chunks[axis]
+    if old[axis] % c:
+        raise LinkError(
+            f"{name}: the existing extent {old[axis]} along axis {axis} is not a multiple of the chunk"
+            f" extent {c}, so the new file's chunks would not line up"
+        )
+    table_fields = [f["name"] for f in table["type"].get("fields", [])]
+    entries = build_table(dset, file_uri, with_mask="filter_mask" in table_fields)
+    start = old[axis] // c
+    table_shape = list(table["shape"]["dims"])
+    table_shape[axis] = max(table_shape[axis], start + entries.shape[axis])
+    new_shape = list(old)
+    new_shape[axis] = old[axis] + dset.shape[axis]
+    parts = [f"{start}:{start + entries.shape[axis]}" if d == axis else f"0:{n}" for d, n in enumerate(entries.shape)]
+    return AppendPlan(axis, new_shape, table_shape, "[" + ",".join(parts) + "]", entries)
+
+
+def append_selection(old_shape: list[int], added: tuple[int, ...], axis: int) -> tuple[list[int], str]:
+    """For a copied dataset appended along ``axis``: its new shape, and where the new values go."""
+    new = list(old_shape)
+    new[axis] += added[axis]
+    parts = [f"{old_shape[axis]}:{new[axis]}" if d == axis else f"0:{n}" for d, n in enumerate(new)]
+    return new, "[" + ",".join(parts) + "]"

@@ -1,0 +1,689 @@
+"""``h5lake load SOURCE.h5 DOMAIN``: copy an HDF5 file into a domain, keeping everything.
+
+Two phases. :class:`Planner` walks the file with h5py (metadata only) into a :class:`Plan`,
+refusing anything the service cannot represent with :class:`~h5lake.tools.h5types.Unrepresentable`
+before a single request is made. :class:`Uploader` then creates the domain and sends, in order:
+committed datatypes, groups and datasets (batched POSTs with ids chosen here), links and
+attributes (batched PUTs), and values (binary PUTs of one source chunk, or block, each, from a
+thread pool). If anything fails the domain is deleted, unless ``--keep-partial``.
+
+What is kept and how is in docs/fidelity.md. Linking datasets in place instead of copying them
+is one pluggable step, :data:`LinkStep`: given an h5py dataset it returns creation properties
+with a reference layout, or None to copy the values.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import h5py
+import numpy as np
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
+
+from h5lake.model.ids import Collection, new_object_id
+from h5lake.model.types import TypeJson, is_variable, item_size
+from h5lake.model.values import array_to_json, bytes_to_array
+from h5lake.tools import h5native, h5values
+from h5lake.tools.common import MIB, ToolError, check_domain, connection_options, progress, rate, report_notes, settings_from
+from h5lake.tools.h5props import dataset_properties, datatype_properties, group_properties
+from h5lake.tools.h5types import Unrepresentable, type_json
+from h5lake.tools.rest import RestClient, RestError
+
+log = logging.getLogger(__name__)
+
+LinkStep = Callable[[h5py.Dataset], dict[str, Any] | None]
+"""Decides, per dataset, whether to link it in place: returns its creation properties (with a
+reference layout; they replace the planned ones key by key) or None to copy its values."""
+
+
+def copy_values(dataset: h5py.Dataset) -> None:
+    """The default :data:`LinkStep`: never link, always copy."""
+    return None
+
+
+POST_BATCH = 300  # objects per POST, as h5pyd sends them
+LINK_BATCH = 2000  # links per PUT
+ATTR_BATCH_BYTES = 8 * MIB  # attribute values per PUT
+BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
+TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order
+_TYPE_CLASSES = {h5o.TYPE_GROUP: Collection.GROUPS, h5o.TYPE_DATASET: Collection.DATASETS, h5o.TYPE_NAMED_DATATYPE: Collection.DATATYPES}
+_CSETS = {h5t.CSET_ASCII: "H5T_CSET_ASCII", h5t.CSET_UTF8: "H5T_CSET_UTF8"}
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass
+class AttrPlan:
+    name: str
+    type: TypeJson
+    committed: int | None  # node index of the committed datatype it shares
+    space: dict[str, Any]
+    dims: tuple[int, ...]
+    name_cset: str | None
+
+
+@dataclass
+class LinkPlan:
+    name: str
+    body: dict[str, Any]  # link JSON without `id` (hard links) and `created`
+    target: int | None = None  # node index of a hard link's target
+
+
+@dataclass
+class Node:
+    index: int
+    kind: Collection
+    path: str  # a path to the object, for messages; "(anonymous)" when it has none
+    handle: Any  # an open h5py ObjectID
+    props: dict[str, Any] = field(default_factory=dict)
+    attrs: list[AttrPlan] = field(default_factory=list)
+    links: list[LinkPlan] = field(default_factory=list)
+    type: TypeJson | None = None
+    committed: int | None = None  # node index of a committed datatype the dataset shares
+    space: dict[str, Any] | None = None
+    copy_values: bool = True
+
+    def describe(self) -> str:
+        kind = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}[self.kind]
+        return f"{kind} {self.path}"
+
+
+@dataclass
+class Plan:
+    nodes: list[Node]
+    notes: list[str]
+
+    def of_kind(self, kind: Collection) -> list[Node]:
+        return [n for n in self.nodes if n.kind is kind and n.index != 0]
+
+
+def _name(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _default_cset(name: str) -> str:
+    """The character set h5lake export gives a name unless told otherwise (h5py's choice)."""
+    return "H5T_CSET_ASCII" if name.isascii() else "H5T_CSET_UTF8"
+
+
+def _space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
+    kind = space.get_simple_extent_type()
+    if kind == h5s.NULL:
+        return {"class": "H5S_NULL"}, ()
+    if kind == h5s.SCALAR:
+        return {"class": "H5S_SCALAR"}, ()
+    dims = tuple(int(d) for d in space.shape)
+    out: dict[str, Any] = {"class": "H5S_SIMPLE", "dims": list(dims)}
+    maxdims = space.get_simple_extent_dims(True)
+    if tuple(maxdims) != dims:
+        out["maxdims"] = ["H5S_UNLIMITED" if m == h5s.UNLIMITED else int(m) for m in maxdims]
+    return out, dims
+
+
+class Planner:
+    """Walks a file from its root group, breadth first, into a :class:`Plan`."""
+
+    def __init__(self, f: h5py.File, link_step: LinkStep = copy_values) -> None:
+        self.file = f
+        self.link_step = link_step
+        self.nodes: list[Node] = []
+        self.by_addr: dict[int, int] = {}
+        self.notes: list[str] = []
+
+    def plan(self) -> Plan:
+        ublock = self.file.id.get_create_plist().get_userblock()
+        if ublock:
+            raise Unrepresentable(f"the file has a user block of {ublock} bytes")
+        root = h5o.open(self.file.id, b"/")
+        self._node(root, "/")
+        done = 0
+        while done < len(self.nodes):  # nodes are appended as they are found
+            node = self.nodes[done]
+            try:
+                self._fill(node)
+            except Unrepresentable as exc:
+                raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+            done += 1
+        return Plan(self.nodes, self.notes)
+
+    def _node(self, oid: Any, path: str) -> int:
+        info = h5o.get_info(oid)
+        found = self.by_addr.get(info.addr)
+        if found is not None:
+            return found
+        if info.type not in _TYPE_CLASSES:
+            raise Unrepresentable(f"object type {info.type} at {path}")
+        index = len(self.nodes)
+        self.by_addr[info.addr] = index
+        self.nodes.append(Node(index, _TYPE_CLASSES[info.type], path, oid))
+        return index
+
+    def _fill(self, node: Node) -> None:
+        oid = node.handle
+        if node.kind is Collection.GROUPS:
+            node.props = group_properties(oid)
+            self._links(node)
+        elif node.kind is Collection.DATATYPES:
+            node.type = type_json(oid)
+            node.props = datatype_properties(oid)
+        else:
+            self._dataset(node)
+        self._attributes(node)
+
+    # -- links --
+
+    def _links(self, node: Node) -> None:
+        gid = node.handle
+        tracked = bool(gid.get_create_plist().get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
+        names: list[bytes] = []
+        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
+        infos = [(name, gid.links.get_info(name)) for name in names]
+        if tracked:
+            infos.sort(key=lambda item: item[1].corder)
+        base = node.path.rstrip("/")
+        for raw, info in infos:
+            name = _name(raw)
+            where = f"{base}/{name}"
+            body: dict[str, Any]
+            target = None
+            if info.type == h5l.TYPE_HARD:
+                target = self._node(h5o.open(gid, raw), where)
+                body = {"class": "H5L_TYPE_HARD"}
+            elif info.type == h5l.TYPE_SOFT:
+                body = {"class": "H5L_TYPE_SOFT", "h5path": _name(gid.links.get_val(raw))}
+            elif info.type == h5l.TYPE_EXTERNAL:
+                filename, objpath = gid.links.get_val(raw)
+                body = {"class": "H5L_TYPE_EXTERNAL", "h5domain": _name(filename), "h5path": _name(objpath)}
+            else:
+                body = self._user_defined(gid, raw, int(info.type), where)
+            cset = _CSETS.get(info.cset)
+            if cset is None:
+                raise Unrepresentable(f"link {name!r} with character set {info.cset}")
+            if cset != _default_cset(name):
+                body["nameCharSet"] = cset
+            node.links.append(LinkPlan(name, body, target))
+
+    def _user_defined(self, gid: Any, raw: bytes, number: int, where: str) -> dict[str, Any]:
+        import base64
+
+        if not h5native.available():
+            raise Unrepresentable(f"user-defined link {where} (class {number}): HDF5 library not reachable to read it")
+        h5native.ensure_link_class(number)
+        value = h5native.ud_link_value(gid, raw)
+        self.notes.append(f"user-defined link {where} (class {number}, {len(value)} bytes) kept as data; it is not followed")
+        return {"class": "H5L_TYPE_USER_DEFINED", "linkClass": number, "value": base64.b64encode(value).decode()}
+
+    # -- attributes --
+
+    def _attributes(self, node: Node) -> None:
+        oid = node.handle
+        names: list[bytes] = []
+        h5a.iterate(oid, names.append, index_type=h5.INDEX_NAME)
+        infos = [(name, h5a.get_info(oid, name)) for name in names]
+        if any(info.corder_valid for _, info in infos):
+            infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
+        for raw, info in infos:
+            name = _name(raw)
+            try:
+                aid = h5a.open(oid, raw)
+                tid = aid.get_type()
+                t = type_json(tid)
+                committed = self._committed(tid)
+                space, dims = _space_json(aid.get_space())
+            except Unrepresentable as exc:
+                raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
+            cset = _CSETS.get(info.cset, "H5T_CSET_ASCII")
+            node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != "H5T_CSET_ASCII" else None))
+            if h5values.has_reference(t):
+                self._scan_references(lambda: h5values.read_attribute(aid, t, dims, _Scanner(self)))
+
+    def _committed(self, tid: Any) -> int | None:
+        if not tid.committed():
+            return None
+        return self._node(tid, "(anonymous)")
+
+    def _scan_references(self, read: Callable[[], Any]) -> None:
+        """Read values once to find every object they reference, so that an object reachable
+        only through a reference is found (and created) too."""
+        read()
+
+    # -- datasets --
+
+    def _dataset(self, node: Node) -> None:
+        dsid = node.handle
+        tid = dsid.get_type()
+        node.type = type_json(tid)
+        node.committed = self._committed(tid)
+        node.space, dims = _space_json(dsid.get_space())
+        fill_json = self._fill_value(dsid, tid, node.type)
+        node.props = dataset_properties(dsid, fill_json, self.notes)
+        if "externalStorage" in node.props.get("layout", {}):
+            files = len(node.props["layout"]["externalStorage"])
+            self.notes.append(f"dataset {node.path}: values from {files} external file(s) copied in")
+        linked = self.link_step(h5py.Dataset(dsid))
+        if linked is not None:
+            node.props = {**node.props, **linked}
+            node.copy_values = False
+        elif h5values.has_reference(node.type) and node.space["class"] == "H5S_SIMPLE" and math.prod(dims):
+            self._scan_references(lambda: h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self)))
+
+    def _fill_value(self, dsid: Any, tid: Any, t: TypeJson) -> Any:
+        dcpl = dsid.get_create_plist()
+        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+            return None
+        try:
+            if h5values.is_raw(t):
+                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, tid), t)
+                return array_to_json(bytes_to_array(wire, t, ()), t)
+            arr = np.empty((), dtype=h5values.h5py_dtype(t))
+            dcpl.get_fill_value(arr)
+            return array_to_json(h5values.to_model(arr, t, _Scanner(self)), t)
+        except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
+            raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+class _Scanner:
+    """References while planning: finds their targets; the bytes produced are thrown away."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if not ref:
+            return b""
+        target = h5r.dereference(ref, self.planner.file.id)
+        self.planner._node(target, "(reached only by a reference)")
+        return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+# -- the upload --------------------------------------------------------------------------------
+
+
+class _Ids:
+    """References while uploading: HDF5 references to the ids chosen for their targets."""
+
+    def __init__(self, f: h5py.File, by_addr: dict[int, int], ids: list[str]) -> None:
+        self.file, self.by_addr, self.ids = f, by_addr, ids
+
+    def id_of(self, oid: Any) -> str:
+        return self.ids[self.by_addr[h5o.get_info(oid).addr]]
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if not ref:
+            return b""
+        target = h5r.dereference(ref, self.file.id)
+        oid = self.id_of(target)
+        if not region:
+            return f"{parse_collection(oid)}/{oid}".encode()
+        return h5values.region_blob(f"datasets/{oid}", h5r.get_region(ref, target))
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+def parse_collection(obj_id: str) -> str:
+    return {"g": "groups", "d": "datasets", "t": "datatypes"}[obj_id[0]]
+
+
+@dataclass
+class LoadStats:
+    groups: int = 0
+    datasets: int = 0
+    datatypes: int = 0
+    links: int = 0
+    attributes: int = 0
+    value_bytes: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+
+    @property
+    def objects(self) -> int:
+        return self.groups + self.datasets + self.datatypes + self.links + self.attributes
+
+    def summary(self, source: str, domain: str) -> str:
+        mib = self.value_bytes / MIB
+        return (
+            f"loaded {source} into {domain}: {self.groups} groups, {self.datasets} datasets, "
+            f"{self.datatypes} datatypes, {self.links} links, {self.attributes} attributes, "
+            f"{mib:.1f} MiB of values in {self.seconds:.1f} s "
+            f"({rate(mib, self.seconds):.1f} MiB/s, {rate(self.objects, self.seconds):.0f} objects/s)"
+        )
+
+
+class Uploader:
+    def __init__(self, client: RestClient, f: h5py.File, plan: Plan, by_addr: dict[int, int], *, workers: int = 8, quiet: bool = True) -> None:
+        self.client = client
+        self.file = f
+        self.plan = plan
+        self.by_addr = by_addr
+        self.workers = workers
+        self.quiet = quiet
+        self.ids: list[str] = []
+        self.stats = LoadStats()
+
+    def run(self) -> LoadStats:
+        started = time.monotonic()
+        root = self.plan.nodes[0]
+        reply = self.client.put_json("/", {"group": {"creationProperties": root.props}})
+        root_id = reply["root"]
+        self.ids = [root_id if n.index == 0 else new_object_id(n.kind, root_id) for n in self.plan.nodes]
+        refs = _Ids(self.file, self.by_addr, self.ids)
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load") as pool:
+            for kind in (Collection.DATATYPES, Collection.GROUPS, Collection.DATASETS):
+                self._all(pool, [lambda b=b: self._post(kind, b) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
+            self._all(pool, [lambda b=b: self._put_links(b) for b in self._link_batches()])
+            self._all(pool, [lambda b=b: self._put_attributes(b, refs) for b in self._attribute_batches()])
+            self._values(pool, refs)
+        self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
+        self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
+        self.stats.datatypes = len(self.plan.of_kind(Collection.DATATYPES))
+        self.stats.seconds = time.monotonic() - started
+        return self.stats
+
+    def _all(self, pool: ThreadPoolExecutor, tasks: list[Callable[[], Any]]) -> None:
+        """Run tasks concurrently; the first failure cancels the rest and is raised."""
+        futures = [pool.submit(task) for task in tasks]
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        for fut in pending:
+            fut.cancel()
+        for fut in futures:
+            if fut.done() and not fut.cancelled() and fut.exception() is not None:
+                raise fut.exception()  # type: ignore[misc]
+        wait(futures)
+
+    # -- objects --
+
+    def _type_ref(self, t: TypeJson | None, committed: int | None) -> Any:
+        return self.ids[committed] if committed is not None else t
+
+    def _post(self, kind: Collection, nodes: list[Node]) -> None:
+        body = []
+        for node in nodes:
+            item: dict[str, Any] = {"id": self.ids[node.index], "creationProperties": node.props}
+            if kind is Collection.DATATYPES:
+                item["type"] = node.type
+            elif kind is Collection.DATASETS:
+                item["type"] = self._type_ref(node.type, node.committed)
+                item["shape"] = node.space
+            body.append(item)
+        try:
+            self.client.post_json(f"/{kind.path}", body)
+        except RestError as exc:
+            names = ", ".join(n.path for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
+            raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
+        self.stats.requests += 1
+
+    # -- links --
+
+    def _link_batches(self) -> Iterator[dict[str, dict[str, Any]]]:
+        batch: dict[str, dict[str, Any]] = {}
+        count = 0
+        for node in self.plan.nodes:
+            if not node.links:
+                continue
+            for part in _batches(node.links, LINK_BATCH):
+                if count + len(part) > LINK_BATCH and batch:
+                    yield batch
+                    batch, count = {}, 0
+                gid = self.ids[node.index]
+                if gid in batch:  # a big group goes in its own batches, one after another
+                    yield batch
+                    batch, count = {}, 0
+                batch[gid] = {"node": node, "links": part}
+                count += len(part)
+        if batch:
+            yield batch
+
+    def _put_links(self, batch: dict[str, dict[str, Any]]) -> None:
+        body: dict[str, Any] = {}
+        for gid, entry in batch.items():
+            node: Node = entry["node"]
+            first = node.links.index(entry["links"][0])
+            stamp = time.time()
+            links = {}
+            for i, link in enumerate(entry["links"]):
+                item = dict(link.body, created=stamp + (first + i) * TIME_STEP)
+                if link.target is not None:
+                    item["id"] = self.ids[link.target]
+                links[link.name] = item
+            body[gid] = {"links": links}
+            self.stats.links += len(links)
+        self.client.put_json(f"/groups/{self.ids[0]}/links", {"grp_ids": body})
+        self.stats.requests += 1
+
+    # -- attributes --
+
+    def _attribute_batches(self) -> Iterator[list[Node]]:
+        batch: list[Node] = []
+        size = 0
+        for node in self.plan.nodes:
+            if not node.attrs:
+                continue
+            weight = sum(_attr_weight(a) for a in node.attrs)
+            if batch and size + weight > ATTR_BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
+            batch.append(node)
+            size += weight
+        if batch:
+            yield batch
+
+    def _put_attributes(self, nodes: list[Node], refs: _Ids) -> None:
+        import base64
+
+        body: dict[str, Any] = {}
+        for node in nodes:
+            stamp = time.time()
+            attrs = {}
+            for i, a in enumerate(node.attrs):
+                item: dict[str, Any] = {"type": self._type_ref(a.type, a.committed), "shape": a.space, "created": stamp + i * TIME_STEP}
+                if a.name_cset:
+                    item["nameCharSet"] = a.name_cset
+                if a.space["class"] != "H5S_NULL":
+                    aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
+                    wire = h5values.read_attribute(aid, a.type, a.dims, refs)
+                    item["value_base64"] = base64.b64encode(wire).decode()
+                attrs[a.name] = item
+            body[self.ids[node.index]] = {"attributes": attrs}
+            self.stats.attributes += len(attrs)
+        try:
+            self.client.put_json(f"/groups/{self.ids[0]}/attributes", {"obj_ids": body})
+        except RestError as exc:
+            raise ToolError(f"attributes of {', '.join(n.path for n in nodes[:3])}: {exc.message}") from None
+        self.stats.requests += 1
+
+    # -- values --
+
+    def _values(self, pool: ThreadPoolExecutor, refs: _Ids) -> None:
+        work: list[tuple[Node, h5values.Selection | None, int]] = []
+        for node in self.plan.of_kind(Collection.DATASETS):
+            if node.copy_values:
+                work.extend((node, sel, nbytes) for sel, nbytes in _value_boxes(node))
+        total = sum(n for _, _, n in work)
+        with progress(total, "values", self.quiet) as bar:
+            in_flight: set[Future[int]] = set()
+            for node, sel, nbytes in work:
+                if len(in_flight) >= 2 * self.workers:
+                    done, in_flight = wait(in_flight, return_when=FIRST_EXCEPTION)
+                    self._finish(done, bar)
+                in_flight.add(pool.submit(self._put_values, node, sel, refs))
+            done, _ = wait(in_flight)
+            self._finish(done, bar)
+
+    def _finish(self, done: set[Future[int]], bar: Any) -> None:
+        for fut in done:
+            nbytes = fut.result()  # raises the task's error
+            self.stats.value_bytes += nbytes
+            self.stats.requests += 1
+            bar.update(nbytes)
+
+    def _put_values(self, node: Node, sel: h5values.Selection | None, refs: _Ids) -> int:
+        assert node.type is not None
+        tid = node.handle.get_type()
+        try:
+            data = h5values.read_dataset(node.handle, tid, node.type, sel, refs)
+        except (OSError, ValueError, TypeError) as exc:
+            raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
+        try:
+            self.client.put_bytes(f"/datasets/{self.ids[node.index]}/value", data, **h5values.select_text(sel))
+        except RestError as exc:
+            raise ToolError(f"dataset {node.path}: writing values failed: {exc.message}") from None
+        return len(data)
+
+
+def _attr_weight(a: AttrPlan) -> int:
+    size = 64 if is_variable(a.type) else item_size(a.type) or 64
+    return 256 + size * math.prod(a.dims)
+
+
+def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:
+    """The boxes of a dataset to copy, one PUT each: every allocated chunk (split when bigger
+    than a block), or blocks of the whole extent for other layouts. Nothing for null and empty
+    dataspaces or contiguous storage never allocated (its values are all the fill value)."""
+    assert node.space is not None and node.type is not None
+    if node.space["class"] == "H5S_NULL":
+        return
+    dsid = node.handle
+    itemsize = 64 if is_variable(node.type) else max(1, dsid.get_type().get_size())
+    if node.space["class"] == "H5S_SCALAR":
+        yield None, itemsize
+        return
+    shape = tuple(node.space["dims"])
+    if math.prod(shape) == 0:
+        return
+    layout = node.props.get("layout", {})
+    if layout.get("class") == "H5D_CHUNKED":
+        chunk = tuple(layout["dims"])
+        for offset in _allocated_chunks(dsid):
+            box = tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, chunk, shape, strict=True))
+            yield from h5values.split_box(box, itemsize, BLOCK_BYTES)
+        return
+    external = "externalStorage" in layout
+    if not external and dsid.get_space_status() == h5d.SPACE_STATUS_NOT_ALLOCATED:
+        return
+    yield from h5values.split_box(tuple(slice(0, n) for n in shape), itemsize, BLOCK_BYTES)
+
+
+def _allocated_chunks(dsid: Any) -> list[tuple[int, ...]]:
+    offsets: list[tuple[int, ...]] = []
+    if hasattr(dsid, "chunk_iter"):
+        dsid.chunk_iter(lambda info: offsets.append(tuple(info.chunk_offset)))
+    else:
+        for i in range(dsid.get_num_chunks()):
+            offsets.append(tuple(dsid.get_chunk_info(i).chunk_offset))
+    return offsets
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+@contextmanager
+def working_directory(folder: str | None) -> Iterator[None]:
+    """Run in ``folder`` (if given): HDF5 resolves relative external file names against the
+    working directory, and a per-dataset prefix conflicts with HDF5's own reopening of the
+    dataset (attribute iteration, dereferencing), so this is the one reliable way."""
+    if folder is None:
+        yield
+        return
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def open_source(source: Path) -> h5py.File:
+    import hdf5plugin  # noqa: F401  (registers the plugin filters h5py can then decode)
+
+    if not source.exists():
+        raise ToolError(f"{source}: no such file")
+    try:
+        if not h5py.is_hdf5(str(source)):
+            raise ToolError(f"{source} is not an HDF5 file")
+        return h5py.File(source, "r")
+    except OSError as exc:
+        raise ToolError(f"{source} cannot be opened as an HDF5 file: {exc}") from None
+
+
+def load_file(
+    source: Path,
+    client: RestClient,
+    *,
+    link_step: LinkStep = copy_values,
+    keep_partial: bool = False,
+    overwrite: bool = False,
+    workers: int = 8,
+    quiet: bool = True,
+) -> tuple[LoadStats, list[str]]:
+    """Copy ``source`` into ``client.domain``; returns the counts and the notes to report."""
+    with open_source(source) as f:
+        planner = Planner(f, link_step)
+        try:
+            plan = planner.plan()
+        except Unrepresentable as exc:
+            raise ToolError(f"{source}: {exc.feature} cannot be represented in h5lake; nothing was loaded") from None
+        if client.domain_exists():
+            if not overwrite:
+                raise ToolError(f"domain {client.domain} already exists (use --overwrite to replace it)")
+            client.delete("/")
+        uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
+        external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
+        try:
+            with working_directory(str(source.resolve().parent) if external else None):
+                stats = uploader.run()
+        except BaseException as exc:
+            if uploader.ids and not keep_partial:
+                _delete_quietly(client)
+            if isinstance(exc, ToolError | KeyboardInterrupt):
+                raise
+            if isinstance(exc, RestError):
+                raise ToolError(str(exc)) from None
+            raise
+    return stats, plan.notes
+
+
+def _delete_quietly(client: RestClient) -> None:
+    try:
+        client.delete("/")
+    except RestError as exc:
+        log.warning("could not delete the partial domain %s: %s", client.domain, exc)
+
+
+def register(group: click.Group) -> None:
+    @group.command("load")
+    @click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
+    @click.argument("domain")
+    @connection_options
+    @click.option("--keep-partial", is_flag=True, help="On failure, keep what was loaded instead of deleting the domain.")
+    @click.option("--overwrite", is_flag=True, help="Replace the domain if it exists.")
+    @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
+    @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
+    def load(source: Path, domain: str, keep_partial: bool, overwrite: bool, workers: int, quiet: bool, **options: Any) -> None:
+        """Copy the HDF5 file SOURCE into DOMAIN (e.g. /home/me/file.h5), keeping every object,
+        type, property and value exactly; see docs/fidelity.md."""
+        settings = settings_from(options)
+        client = RestClient(settings, check_domain(domain), pool_size=workers)
+        stats, notes = load_file(source, client, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet)
+        report_notes(notes, quiet)
+        if not quiet:
+            click.echo(stats.summary(str(source), domain))

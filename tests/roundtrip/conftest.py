@@ -1,0 +1,76 @@
+"""Fixtures for the round-trip suite: the corpus, made once per session, and cached round trips."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.roundtrip.compare import compare_files
+from tests.roundtrip.corpus import CORPUS, build_all
+from tests.support.server import USERS, Server
+
+from h5lake.tools.export import export_domain
+from h5lake.tools.load import load_file
+from h5lake.tools.rest import RestClient, Settings
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_all(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="session")
+def settings(server: Server) -> Settings:
+    return Settings(server.endpoint, "test_user1", USERS["test_user1"])
+
+
+@pytest.fixture(scope="session")
+def new_domain(home_folder: str) -> Callable[[str], str]:
+    def make(stem: str) -> str:
+        return f"{home_folder}/{stem}-{uuid.uuid4().hex[:8]}.h5"
+
+    return make
+
+
+@dataclass
+class RoundTrip:
+    source: Path
+    domain: str
+    exported: Path
+    diffs: list[str] = field(default_factory=list)
+    load_notes: list[str] = field(default_factory=list)
+    export_notes: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def round_trip(
+    corpus: dict[str, Path], settings: Settings, new_domain: Callable[[str], str], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], RoundTrip]:
+    """``round_trip(name)``: load a corpus file, export it again, compare; done once per name.
+
+    Each export goes to a folder of its own, so external raw files re-created next to it never
+    meet the source's.
+    """
+    done: dict[str, RoundTrip] = {}
+    out = tmp_path_factory.mktemp("exported")
+
+    def run(name: str) -> RoundTrip:
+        if name not in done:
+            source = corpus[name]
+            domain = new_domain(name)
+            target = out / name / source.name
+            target.parent.mkdir()
+            client = RestClient(settings, domain)
+            _, load_notes = load_file(source, client, workers=4)
+            _, export_notes = export_domain(client, target, workers=4, external_files=True)
+            done[name] = RoundTrip(source, domain, target, compare_files(str(source), str(target)), load_notes, export_notes)
+        return done[name]
+
+    return run
+
+
+CORPUS_NAMES = sorted(CORPUS)

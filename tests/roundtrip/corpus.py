@@ -1,0 +1,574 @@
+"""The round-trip corpus: one small HDF5 file per feature, made with h5py at test time.
+
+Each builder writes one file and returns nothing; ``build(name, directory)`` makes one and
+``build_all(directory)`` every one. The low-level h5py API is used wherever the high-level one
+cannot say exactly what HDF5 can (string padding, bitfields, opaque tags, big-endian types,
+region references, fill and allocation times, filters by id, link and attribute creation order).
+``REFUSED`` builds files h5lake must refuse, each with the words its error must contain.
+
+Run as a script to write the corpus into a directory: ``python -m tests.roundtrip.corpus DIR``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import h5py
+import hdf5plugin
+import numpy as np
+from h5py import h5a, h5d, h5p, h5r, h5s, h5t
+
+from h5lake.tools import h5native
+
+Builder = Callable[[Path], None]
+CORPUS: dict[str, Builder] = {}
+REFUSED: dict[str, tuple[Builder, tuple[str, ...]]] = {}
+
+
+def feature(name: str) -> Callable[[Builder], Builder]:
+    def register(fn: Builder) -> Builder:
+        CORPUS[name] = fn
+        return fn
+
+    return register
+
+
+def refused(name: str, *words: str) -> Callable[[Builder], Builder]:
+    def register(fn: Builder) -> Builder:
+        REFUSED[name] = (fn, words)
+        return fn
+
+    return register
+
+
+# -- low-level helpers ---------------------------------------------------------------------------
+
+
+def _space(shape: tuple[int, ...] | None, maxshape: tuple[int | None, ...] | None = None) -> Any:
+    if shape is None:
+        return h5s.create(h5s.NULL)
+    if shape == ():
+        return h5s.create(h5s.SCALAR)
+    maxdims = None if maxshape is None else tuple(h5s.UNLIMITED if m is None else m for m in maxshape)
+    return h5s.create_simple(shape, maxdims)
+
+
+def raw_dataset(
+    loc: Any,
+    name: str,
+    tid: Any,
+    shape: tuple[int, ...] | None,
+    raw: bytes | np.ndarray | None = None,
+    dcpl: Any = None,
+    maxshape: tuple[int | None, ...] | None = None,
+) -> Any:
+    """A dataset of exactly type ``tid``, written from raw bytes in that type's own layout."""
+    dset = h5d.create(loc.id, name.encode(), tid, _space(shape, maxshape), dcpl=dcpl)
+    if raw is not None:
+        buf = np.frombuffer(bytes(raw), dtype=np.uint8).copy()
+        dset.write(h5s.ALL, h5s.ALL, buf, mtype=tid)
+    return dset
+
+
+def raw_attr(obj: Any, name: str, tid: Any, shape: tuple[int, ...] | None, raw: bytes | None = None) -> None:
+    attr = h5a.create(obj.id, name.encode(), tid, _space(shape))
+    if raw is not None:
+        attr.write(np.frombuffer(raw, dtype=np.uint8).copy(), mtype=tid)
+
+
+def string_type(length: int | None, pad: int = h5t.STR_NULLPAD, cset: int = h5t.CSET_ASCII) -> Any:
+    tid = h5t.C_S1.copy()
+    tid.set_size(h5t.VARIABLE if length is None else length)
+    tid.set_strpad(pad)
+    tid.set_cset(cset)
+    return tid
+
+
+# -- the corpus ----------------------------------------------------------------------------------
+
+
+@feature("empty")
+def empty(path: Path) -> None:
+    with h5py.File(path, "w"):
+        pass
+
+
+@feature("groups_links")
+def groups_links(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        a = f.create_group("a")
+        b = a.create_group("b")
+        c = b.create_group("c")
+        d = c.create_dataset("data", data=np.arange(6, dtype="i4").reshape(2, 3))
+        f["hard_to_data"] = d  # a second hard link to one dataset
+        a["hard_to_c"] = c  # and to one group
+        b["loop"] = a  # a cycle
+        f["soft"] = h5py.SoftLink("/a/b/c/data")
+        f["soft_relative"] = h5py.SoftLink("b/c")
+        a["dangling"] = h5py.SoftLink("/nowhere")
+        f["external"] = h5py.ExternalLink("other.h5", "/some/path")
+        a["external_root"] = h5py.ExternalLink("/abs/dir/file.h5", "/")
+        f.create_group("empty_group")
+        f.create_group("nameé ü")  # a UTF-8 link name
+
+
+@feature("creation_order")
+def creation_order(path: Path) -> None:
+    with h5py.File(path, "w", track_order=True) as f:
+        for name in ("zeta", "alpha", "mu", "beta"):
+            f.create_group(name, track_order=True)
+        f["zeta"].create_dataset("z2", data=[1])
+        f["zeta"].create_dataset("a1", data=[2])
+        f["zeta"]["s"] = h5py.SoftLink("/alpha")
+        for name in ("z", "y", "b", "a"):
+            f.attrs[name] = len(name)
+        d = f.create_dataset("tracked", data=np.arange(3), track_order=True)
+        for name in ("c", "b", "a"):
+            d.attrs[name] = name
+        untracked = f.create_group("untracked", track_order=False)
+        for name in ("z", "a", "m"):
+            untracked.create_group(name)
+            untracked.attrs[name] = 1
+
+
+@feature("attr_spaces")
+def attr_spaces(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        d = f.create_dataset("d", data=[1.0, 2.0])
+        f["committed"] = np.dtype("<i2")
+        for obj in (f, g, d, f["committed"]):
+            obj.attrs["scalar"] = np.int32(7)
+            obj.attrs["simple"] = np.arange(6, dtype="f8").reshape(2, 3)
+            obj.attrs["null"] = h5py.Empty("f4")
+            obj.attrs["null_str"] = h5py.Empty(h5py.string_dtype())
+            obj.attrs["one"] = np.array([5], dtype="u1")
+            obj.attrs["zero_size"] = np.zeros((0,), dtype="i8")
+            obj.attrs["scalar_str"] = "text"
+        f.attrs["name with space"] = 1
+        f.attrs["ünïcode"] = 2
+
+
+@feature("integers_floats")
+def integers_floats(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        for kind in "iu":
+            for size in (1, 2, 4, 8):
+                for order in "<>":
+                    dt = np.dtype(f"{order}{kind}{size}")
+                    info = np.iinfo(dt)
+                    values = np.array([info.min, 0, 1, info.max], dtype=dt)
+                    f.create_dataset(f"{kind}{size}{'le' if order == '<' else 'be'}", data=values)
+                    f.attrs[f"{kind}{size}{order}"] = values
+        for size in (2, 4, 8):
+            for order in "<>":
+                dt = np.dtype(f"{order}f{size}")
+                values = np.array([np.finfo(dt).min, -0.0, 1.5, np.finfo(dt).max, np.finfo(dt).tiny], dtype=dt)
+                f.create_dataset(f"f{size}{'le' if order == '<' else 'be'}", data=values)
+                f.attrs[f"f{size}{order}"] = values
+        f.create_dataset("scalar_int", data=np.int64(-5))
+
+
+@feature("nan_values")
+def nan_values(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        values = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-310], dtype="f8")
+        f.create_dataset("f8", data=values)
+        f.create_dataset("f4be", data=values.astype(">f4"))
+        f.create_dataset("f2", data=values.astype("f2"))
+        f.attrs["nan"] = np.nan
+        f.attrs["list"] = values
+        f.attrs["f4"] = values.astype("f4")
+        f.create_dataset("fill_nan", shape=(4,), dtype="f8", fillvalue=np.nan, chunks=(2,))
+        cplx = np.array([1 + 2j, np.nan + 1j], dtype="c16")
+        f.create_dataset("complex", data=cplx)
+        f.attrs["complex"] = cplx
+
+
+@feature("bitfield")
+def bitfield(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        for bits in (8, 16, 32, 64):
+            for order in ("LE", "BE"):
+                tid = getattr(h5t, f"STD_B{bits}{order}")
+                dt = np.dtype(f"{'<' if order == 'LE' else '>'}u{bits // 8}")
+                raw = np.array([0, 1, 2**bits - 1, 0xA5], dtype=dt).tobytes()
+                raw_dataset(f, f"b{bits}{order.lower()}", tid, (4,), raw)
+                raw_attr(f, f"b{bits}{order.lower()}", tid, (4,), raw)
+        raw_attr(f, "scalar", h5t.STD_B8LE, (), b"\x81")
+
+
+@feature("opaque")
+def opaque(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        tagged = h5t.create(h5t.OPAQUE, 6)
+        tagged.set_tag(b"vendor sample v1")
+        raw = bytes(range(6)) + b"\xff" * 6 + b"\x00" * 6
+        raw_dataset(f, "tagged", tagged, (3,), raw)
+        raw_attr(f, "tagged", tagged, (3,), raw)
+        untagged = h5t.create(h5t.OPAQUE, 3)
+        untagged.set_tag(b"")
+        raw_dataset(f, "untagged", untagged, (2,), b"abcdef")
+        raw_attr(f, "scalar", tagged, (), b"\x01\x02\x03\x04\x05\x06")
+        tagged.copy().commit(f.id, b"committed_opaque")
+
+
+@feature("strings_fixed")
+def strings_fixed(path: Path) -> None:
+    pads = {"nullterm": h5t.STR_NULLTERM, "nullpad": h5t.STR_NULLPAD, "spacepad": h5t.STR_SPACEPAD}
+    csets = {"ascii": h5t.CSET_ASCII, "utf8": h5t.CSET_UTF8}
+    with h5py.File(path, "w") as f:
+        for pname, pad in pads.items():
+            for cname, cset in csets.items():
+                tid = string_type(8, pad, cset)
+                text = ["ab", "", "12345678", "x y"] if cname == "ascii" else ["ab", "", "héllo", "€12"]
+                filler = b" " if pad == h5t.STR_SPACEPAD else b"\0"
+                raw = b"".join(t.encode().ljust(8, filler)[:8] for t in text)
+                raw_dataset(f, f"{pname}_{cname}", tid, (4,), raw)
+                raw_attr(f, f"{pname}_{cname}", tid, (4,), raw)
+                raw_attr(f, f"scalar_{pname}_{cname}", tid, (), raw[:8])
+        f.attrs["numpy_bytes"] = np.bytes_(b"plain")
+        f.create_dataset("one_char", data=np.array([b"a", b"b"], dtype="S1"))
+
+
+@feature("strings_vlen")
+def strings_vlen(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        utf8 = h5py.string_dtype("utf-8")
+        ascii_ = h5py.string_dtype("ascii")
+        f.create_dataset("utf8", data=np.array(["", "héllo", "ünï €", "a" * 300], dtype=object), dtype=utf8)
+        f.create_dataset("ascii", data=np.array([b"abc", b"", b"z"], dtype=object), dtype=ascii_)
+        f.create_dataset("scalar", data="just one", dtype=utf8)
+        f.create_dataset("empty2d", shape=(2, 2), dtype=utf8)
+        f.attrs["utf8"] = "ünïcode"
+        f.attrs.create("ascii", b"bytes", dtype=ascii_)
+        f.attrs.create("list", ["a", "bb", ""], dtype=utf8)
+        raw_attr(f, "spacepad_vlen", string_type(None, h5t.STR_SPACEPAD, h5t.CSET_ASCII), None)
+
+
+@feature("compound")
+def compound(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        inner = np.dtype([("x", "<f4"), ("y", ">i2")])
+        dt = np.dtype([("id", "<u8"), ("pos", inner), ("name", "S5"), ("arr", "<i4", (2,))])
+        data = np.zeros(3, dtype=dt)
+        data["id"] = [1, 2, 2**64 - 1]
+        data["pos"]["x"] = [0.5, np.nan, -1]
+        data["pos"]["y"] = [-3, 4, 5]
+        data["name"] = [b"a", b"bcdef", b""]
+        data["arr"] = [[1, 2], [3, 4], [5, 6]]
+        f.create_dataset("nested", data=data)
+        f.attrs["nested"] = data
+        padded = np.dtype({"names": ["a", "b"], "formats": ["u1", "<f8"], "offsets": [0, 8], "itemsize": 24})
+        pdata = np.zeros(2, dtype=padded)
+        pdata["a"], pdata["b"] = [1, 2], [1.5, 2.5]
+        f.create_dataset("padded", data=pdata)
+        f.attrs["padded"] = pdata[0]
+        # a field order that differs from the offset order
+        tid = h5t.create(h5t.COMPOUND, 12)
+        tid.insert(b"late", 8, h5t.STD_I32BE)
+        tid.insert(b"early", 0, h5t.IEEE_F64LE)
+        raw_dataset(f, "reordered", tid, (1,), np.array([2.5], "<f8").tobytes() + np.array([7], ">i4").tobytes())
+
+
+@feature("array_types")
+def array_types(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        raw_dataset(f, "int_3", h5t.array_create(h5t.STD_I32LE, (3,)), (4,), np.arange(12, dtype="<i4").tobytes())
+        arr2d = np.arange(2 * 2 * 3, dtype=">f8")
+        raw_dataset(f, "f8be_2x3", h5t.array_create(h5t.IEEE_F64BE, (2, 3)), (2,), arr2d.tobytes())
+        comp = h5t.create(h5t.COMPOUND, 4)
+        comp.insert(b"a", 0, h5t.STD_I16LE)
+        comp.insert(b"b", 2, string_type(2))
+        raw_dataset(f, "of_compound", h5t.array_create(comp, (2,)), (2,), b"\x01\x00ab\x02\x00cd" * 2)
+        raw_attr(f, "array_attr", h5t.array_create(h5t.STD_U16LE, (3,)), (2,), np.arange(6, dtype="<u2").tobytes())
+        raw_dataset(f, "scalar_array", h5t.array_create(h5t.STD_I64LE, (4,)), (), np.arange(4, dtype="<i8").tobytes())
+
+
+@feature("enums")
+def enums(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        colors = h5py.enum_dtype({"RED": 0, "GREEN": 1, "BLUE": 42}, basetype="i1")
+        f.create_dataset("colors", data=np.array([0, 42, 1], dtype="i1"), dtype=colors)
+        f.attrs.create("color", 42, dtype=colors)
+        big = h5py.enum_dtype({"LOW": -(2**40), "HIGH": 2**40}, basetype=">i8")
+        f.create_dataset("big", data=np.array([2**40], dtype=">i8"), dtype=big)
+        unsigned = h5py.enum_dtype({"A": 0, "B": 65535}, basetype="<u2")
+        f.create_dataset("unsigned", data=np.array([65535, 0], dtype="<u2"), dtype=unsigned)
+        f.create_dataset("bools", data=np.array([True, False, True]))
+        f.attrs["bool"] = np.bool_(True)
+
+
+@feature("vlen_sequences")
+def vlen_sequences(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        vi = h5py.vlen_dtype(np.dtype("i4"))
+        d = f.create_dataset("vlen_int", shape=(3,), dtype=vi)
+        d[0], d[1], d[2] = np.arange(3, dtype="i4"), np.array([], dtype="i4"), np.arange(10, dtype="i4")
+        vf = h5py.vlen_dtype(np.dtype(">f8"))
+        d = f.create_dataset("vlen_f8be", shape=(2,), dtype=vf)
+        d[0], d[1] = np.array([1.5, np.nan]), np.array([-1.0])
+        comp = np.dtype([("n", "i2"), ("seq", vi), ("s", h5py.string_dtype())])
+        d = f.create_dataset("in_compound", shape=(2,), dtype=comp)
+        d[0] = (1, np.array([1, 2], dtype="i4"), "one")
+        d[1] = (2, np.array([], dtype="i4"), "")
+        arr = np.dtype((vi, (2,)))
+        d = f.create_dataset("in_array", shape=(2,), dtype=arr)
+        d[0] = np.array([np.array([1], "i4"), np.array([2, 3], "i4")], dtype=object)
+        strarr = np.dtype((h5py.string_dtype(), (2,)))
+        d = f.create_dataset("strings_in_array", shape=(2,), dtype=strarr)
+        d[0] = np.array(["a", "bb"], dtype=object)
+        f.attrs.create("vlen_attr", np.array([np.arange(2, dtype="i4"), np.arange(3, dtype="i4")], dtype=object), dtype=vi)
+        vv = h5py.vlen_dtype(vi)
+        d = f.create_dataset("vlen_of_vlen", shape=(1,), dtype=vv)
+        d[0] = np.array([np.array([1, 2], "i4"), np.array([3], "i4")], dtype=object)
+        vc = h5py.vlen_dtype(np.dtype([("a", "u1"), ("b", "<f4")]))
+        d = f.create_dataset("vlen_of_compound", shape=(1,), dtype=vc)
+        d[0] = np.array([(1, 0.5), (2, 1.5)], dtype=[("a", "u1"), ("b", "<f4")])
+
+
+@feature("object_refs")
+def object_refs(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        d = g.create_dataset("d", data=[1, 2, 3])
+        f["t"] = np.dtype("<i8")
+        refs = np.array([f.ref, g.ref, d.ref, f["t"].ref, h5r.Reference()], dtype=h5py.ref_dtype)
+        f.create_dataset("refs", data=refs)
+        f.attrs["to_group"] = g.ref
+        f.attrs["refs"] = refs
+        d.attrs["self"] = d.ref
+        f.create_dataset("refs2d", data=refs[:4].reshape(2, 2))
+        comp = np.dtype([("target", h5py.ref_dtype), ("n", "i4")])
+        f.create_dataset("in_compound", data=np.array([(g.ref, 1), (d.ref, 2)], dtype=comp))
+        f.create_dataset("scalar_ref", data=d.ref, dtype=h5py.ref_dtype)
+
+
+@feature("region_refs")
+def region_refs(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(100).reshape(10, 10))
+        box = d.regionref[1:3, 2:5]
+        points = d.id.get_space()
+        points.select_elements(np.array([[0, 0], [9, 9], [3, 4]]))
+        pref = h5r.create(d.id, b".", h5r.DATASET_REGION, points)
+        strided = d.id.get_space()
+        strided.select_hyperslab((0, 0), (2, 2), (2, 3), (1, 2))
+        sref = h5r.create(d.id, b".", h5r.DATASET_REGION, strided)
+        union = d.id.get_space()
+        union.select_hyperslab((0, 0), (1, 1), None, (2, 2))
+        union.select_hyperslab((5, 5), (1, 1), None, (3, 3), op=h5s.SELECT_OR)
+        uref = h5r.create(d.id, b".", h5r.DATASET_REGION, union)
+        whole = d.regionref[...]
+        refs = np.array([box, pref, sref, uref, whole, h5r.RegionReference()], dtype=h5py.regionref_dtype)
+        f.create_dataset("regions", data=refs)
+        f.attrs["region"] = box
+        f.attrs["regions"] = refs[:3]
+
+
+@feature("committed_types")
+def committed_types(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        f["types/point"] = np.dtype([("x", "<f8"), ("y", "<f8")])
+        f["types/label"] = h5py.string_dtype("utf-8", 12)
+        point, label = f["types/point"], f["types/label"]
+        point.attrs["units"] = "m"
+        f.create_dataset("a", data=np.zeros(2, dtype=point.dtype), dtype=point)
+        f.create_dataset("b", shape=(3,), dtype=point)
+        f.create_dataset("labels", data=np.array([b"x", b"y"], dtype=label.dtype), dtype=label)
+        f.attrs.create("origin", np.zeros((), dtype=point.dtype), dtype=point)
+        f["a"].attrs.create("label", np.array(b"abc", dtype=label.dtype), dtype=label)
+        f["alias_of_point"] = point  # a second hard link to the committed type
+        f["types/unused"] = np.dtype(">u4")
+
+
+@feature("dataspaces")
+def dataspaces(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("null", data=h5py.Empty("i4"))
+        f.create_dataset("null_str", data=h5py.Empty(h5py.string_dtype()))
+        f.create_dataset("scalar", data=np.float32(2.5))
+        f.create_dataset("empty_1d", shape=(0,), dtype="i4")
+        f.create_dataset("empty_2d", shape=(3, 0), dtype="f8")
+        f.create_dataset("empty_growable", shape=(0, 4), maxshape=(None, 4), dtype="i2", chunks=(8, 4))
+        d = f.create_dataset("growable", shape=(5, 3), maxshape=(None, 10), dtype="i4", chunks=(2, 2))
+        d[...] = np.arange(15).reshape(5, 3)
+        f.create_dataset("rank3", data=np.arange(24, dtype="u1").reshape(2, 3, 4))
+        f.create_dataset("bounded", shape=(4,), maxshape=(8,), dtype="i4", chunks=(3,), data=[1, 2, 3, 4])
+
+
+@feature("fill_alloc")
+def fill_alloc(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("int_fill", shape=(10,), dtype="i4", fillvalue=-1, chunks=(4,))[2:3] = 5
+        f.create_dataset("float_fill_contig", shape=(4,), dtype="f8", fillvalue=2.5)
+        comp = np.dtype([("a", "i2"), ("b", "S3")])
+        fv = np.array((7, b"abc"), dtype=comp)
+        f.create_dataset("compound_fill", shape=(3,), dtype=comp, fillvalue=fv, chunks=(2,))
+        f.create_dataset("string_fill", shape=(2,), dtype="S4", fillvalue=b"none")
+        f.create_dataset("zero_user_fill", shape=(2,), dtype="i2", fillvalue=0)
+        for time_name, fill_time in (("never", h5d.FILL_TIME_NEVER), ("alloc", h5d.FILL_TIME_ALLOC), ("ifset", h5d.FILL_TIME_IFSET)):
+            for alloc_name, alloc in (("early", h5d.ALLOC_TIME_EARLY), ("late", h5d.ALLOC_TIME_LATE), ("incr", h5d.ALLOC_TIME_INCR)):
+                dcpl = h5p.create(h5p.DATASET_CREATE)
+                dcpl.set_chunk((4,))
+                dcpl.set_fill_time(fill_time)
+                dcpl.set_alloc_time(alloc)
+                dcpl.set_fill_value(np.array(9, dtype="<i4"))
+                d = raw_dataset(f, f"fill_{time_name}_{alloc_name}", h5t.STD_I32LE, (6,), None, dcpl)
+                if time_name == "never":  # unwritten elements would be undefined: write them all
+                    d.write(h5s.ALL, h5s.ALL, np.arange(6, dtype="<i4"))
+                else:  # the second chunk stays unwritten and reads as the fill value
+                    space = d.get_space()
+                    space.select_hyperslab((0,), (3,))
+                    d.write(h5s.create_simple((3,)), space, np.arange(3, dtype="<i4"))
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_fill_value(np.array(b"\x01\x02", dtype="V2"))
+        raw_dataset(f, "opaque_fill", h5t.create(h5t.OPAQUE, 2), (3,), None, dcpl)
+
+
+@feature("layouts")
+def layouts(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        data = np.arange(60, dtype="<i8").reshape(6, 10)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_layout(h5d.COMPACT)
+        raw_dataset(f, "compact", h5t.STD_I64LE, (6, 10), data.tobytes(), dcpl)
+        f.create_dataset("contiguous", data=data)
+        f.create_dataset("chunked_edges", data=data, chunks=(4, 3))
+        f.create_dataset("chunked_one", data=data, chunks=(6, 10))
+        f.create_dataset("chunked_tiny", data=data, chunks=(1, 1))
+        sparse = f.create_dataset("sparse", shape=(100, 100), dtype="f4", chunks=(10, 10), fillvalue=-1)
+        sparse[0:10, 0:10] = 1
+        sparse[55, 55] = 2
+        f.create_dataset("compact_scalar", data=np.int16(3))
+
+
+@feature("filters")
+def filters(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        data = np.arange(2000, dtype="<i4").reshape(40, 50) % 97
+        floats = np.linspace(0, 1, 2000).reshape(40, 50)
+        f.create_dataset("gzip", data=data, chunks=(10, 25), compression="gzip", compression_opts=7)
+        f.create_dataset("shuffle_gzip", data=data, chunks=(10, 25), shuffle=True, compression="gzip")
+        f.create_dataset("fletcher32", data=data, chunks=(10, 25), fletcher32=True)
+        f.create_dataset("all_three", data=data, chunks=(10, 25), shuffle=True, compression="gzip", fletcher32=True)
+        f.create_dataset("scaleoffset_int", data=data, chunks=(10, 25), scaleoffset=0)
+        f.create_dataset("scaleoffset_float", data=floats, chunks=(10, 25), scaleoffset=3)
+        f.create_dataset("lzf", data=data, chunks=(10, 25), compression="lzf")
+        if h5py.h5z.filter_avail(h5py.h5z.FILTER_SZIP):
+            f.create_dataset("szip", data=data, chunks=(10, 25), compression="szip", compression_opts=("nn", 8))
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((10, 25))
+        dcpl.set_filter(h5py.h5z.FILTER_NBIT, 0, ())
+        raw_dataset(f, "nbit", h5t.STD_I32LE, (40, 50), data.tobytes(), dcpl)
+        f.create_dataset("gzip_edge", data=np.arange(1001, dtype="f8"), chunks=(100,), compression="gzip")
+
+
+@feature("plugin_filters")
+def plugin_filters(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        data = (np.arange(4000, dtype="<u2") % 251).reshape(40, 100)
+        f.create_dataset("blosc_lz4", data=data, chunks=(20, 50), **hdf5plugin.Blosc(cname="lz4", clevel=5))
+        f.create_dataset("blosc_zstd_bitshuffle", data=data, chunks=(20, 50),
+                         **hdf5plugin.Blosc(cname="zstd", clevel=3, shuffle=hdf5plugin.Blosc.BITSHUFFLE))
+        f.create_dataset("lz4", data=data, chunks=(20, 50), **hdf5plugin.LZ4())
+        f.create_dataset("zstd", data=data, chunks=(20, 50), **hdf5plugin.Zstd(clevel=9))
+        f.create_dataset("bitshuffle_lz4", data=data, chunks=(20, 50), **hdf5plugin.Bitshuffle(cname="lz4"))
+        f.create_dataset("bzip2", data=data, chunks=(20, 50), **hdf5plugin.BZip2(blocksize=5))
+
+
+@feature("external_storage")
+def external_storage(path: Path) -> None:
+    folder = path.parent
+    with h5py.File(path, "w") as f:
+        ext = [(f"{path.stem}_a.raw", 0, 24), (f"{path.stem}_b.raw", 8, 16)]
+        d = f.create_dataset("external", shape=(5,), dtype="<i8", external=ext, efile_prefix=str(folder))
+        d[...] = np.arange(5) * 11
+
+
+@feature("dimension_scales")
+def dimension_scales(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        data = f.create_dataset("data", data=np.zeros((3, 4)))
+        x = f.create_dataset("x", data=np.arange(4.0))
+        y = f.create_dataset("y", data=np.arange(3.0))
+        y2 = f.create_dataset("y2", data=np.arange(3) * 2)
+        x.make_scale("the x")
+        y.make_scale()
+        y2.make_scale("alternate y")
+        data.dims[0].attach_scale(y)
+        data.dims[0].attach_scale(y2)
+        data.dims[1].attach_scale(x)
+        data.dims[0].label = "rows"
+        other = f.create_dataset("other", data=np.ones(4))
+        other.dims[0].attach_scale(x)
+
+
+@feature("user_defined_links")
+def user_defined_links(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+        h5native.create_ud_link(f.id, b"ud_link", 187, b"opaque user data \x00\x01")
+        h5native.create_ud_link(f["g"].id, b"empty_ud", 200, b"")
+
+
+@feature("unicode_names")
+def unicode_names(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        g = f.create_group("grüße")
+        g.create_dataset("данные", data=[1, 2])
+        g.attrs["ключ"] = "значение"
+        f["ссылка"] = h5py.SoftLink("/grüße/данные")
+        f.create_group("with.dots and spaces")
+        f.create_group("pipe|and%percent")
+
+
+@feature("many_chunks")
+def many_chunks(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        rng = np.random.default_rng(7)
+        data = rng.integers(0, 1000, size=(300, 200)).astype("<i4")
+        f.create_dataset("gzip_chunks", data=data, chunks=(16, 16), compression="gzip", shuffle=True)
+        f.create_dataset("big_contig", data=rng.random((1100, 1000)))
+
+
+@refused("long_double", "/ld", "float")
+def long_double(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("ld", data=np.array([1.5], dtype=np.longdouble))
+
+
+@refused("not_hdf5", "not an HDF5 file")
+def not_hdf5(path: Path) -> None:
+    path.write_bytes(b"this is plain text, not HDF5\n" * 10)
+
+
+@refused("integer_precision", "/twelve_bits", "precision")
+def integer_precision(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        tid = h5t.STD_I16LE.copy()
+        tid.set_precision(12)
+        raw_dataset(f, "twelve_bits", tid, (2,), np.array([1, 2], "<i2").tobytes())
+
+
+def build(name: str, directory: Path) -> Path:
+    path = directory / f"{name}.h5"
+    builder = CORPUS[name] if name in CORPUS else REFUSED[name][0]
+    builder(path)
+    return path
+
+
+def build_all(directory: Path) -> dict[str, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    return {name: build(name, directory) for name in CORPUS}
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "corpus")
+    for name, p in build_all(out).items():
+        print(name, p)
+    for name in REFUSED:
+        print("refused:", name, build(name, out))
