@@ -19,6 +19,7 @@ path of what they point at, region references by their selection too.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -382,7 +383,7 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or (a != a and b != b)
+        return a == b or (math.isnan(a) and math.isnan(b))
     return bool(a == b)
 
 

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.roundtrip.compare import compare_files
-from tests.roundtrip.corpus import CORPUS, build_all
-from tests.support.server import USERS, Server
-
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
+from tests.roundtrip.compare import compare_files
+from tests.roundtrip.corpus import CORPUS, build_all
+from tests.support.server import USERS, Server
 
 
 @pytest.fixture(scope="session")

@@ -138,8 +138,10 @@ def normalize_domain(path: str) -> str:
     if path == "/":
         return path
     for part in path[1:].split("/"):
-        if part in ("", ".", "..") or part.startswith(".") and part.endswith(".json"):
+        if part in ("", ".", "..") or part.startswith(".") and part.endswith((".json", ".txt")):
             raise InvalidInput(f"invalid domain path {path!r}")
+        if part.startswith((".h5lake", "-")) or len(part.encode()) > 255:
+            raise InvalidInput(f"domain path component {part[:40]!r} is reserved or too long")
         if any(ord(ch) < 32 or ch == "\\" for ch in part):
             raise InvalidInput(f"invalid character in domain path {path!r}")
     return path

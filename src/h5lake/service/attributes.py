@@ -104,6 +104,7 @@ def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
     await load_object(svc, domain, obj_id)
     _, outcome = await svc.docs.update(object_key(obj_id), lambda d: _add_attributes(d, new), f"object {obj_id}")
+    svc.catalog.note_object(domain.path, obj_id)
     return outcome  # type: ignore[no-any-return]
 
 
@@ -271,6 +272,7 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
         doc["lastModified"] = now()
 
     await svc.docs.update(object_key(obj_id), remove, f"object {obj_id}")
+    svc.catalog.note_object(domain.path, obj_id)
 
 
 def binary_value(attr: Doc) -> bytes:

@@ -88,8 +88,9 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, svc: Service) -> Doc:
 
 
 NO_CODEC_FILTERS = frozenset({"NBIT", "SCALEOFFSET", "SNAPPY", "BLOSC2"})
-"""Known HDF5 filters ``chunks.filters`` has no codec for (it rejects them); with unknown plugin
-ids these are declared, not applied."""
+"""Known HDF5 filters ``chunks.filters`` has no codec for; with unknown plugin ids flagged
+optional (which HDF5 itself may skip) these are declared, not applied. Any other unknown filter
+is refused at creation."""
 
 
 def _declared_filter_id(spec: Any) -> int | None:
@@ -114,7 +115,10 @@ def _declared_filter_id(spec: Any) -> int | None:
     try:
         known = FilterId(raw)
     except ValueError:
-        return raw if 0 < raw < 65536 else None
+        # An unknown filter is refused (400) unless HDF5 itself may skip it: H5Z_FLAG_OPTIONAL.
+        flags = spec.get("flags", 0)
+        optional = isinstance(flags, int) and bool(flags & 1)
+        return raw if 0 < raw < 65536 and optional else None
     return raw if known.name in NO_CODEC_FILTERS else None
 
 
@@ -262,7 +266,7 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
 
 async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> tuple[int, Doc]:
     """``PUT /datasets/{id}/shape``; returns (status, body): 201 with the new region's selection."""
-    _domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
+    domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
     if is_linked(found.doc) and found.doc["layout"].get("class") != LayoutClass.CHUNKED_REF_INDIRECT.value:
         # An INDIRECT dataset may grow (files appended along an axis): its chunk table says
         # where the new chunks are, and chunks it does not list read as fill.
@@ -281,6 +285,7 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
         return None
 
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
+    svc.catalog.note_object(domain.path, dset_id)
     new = doc["shape"]["dims"]
     sel = ",".join(f"{o}:{n}" for o, n in zip(old_dims, new))
     return 201, {"selection": f"[{sel}]", "hrefs": []}

@@ -153,14 +153,28 @@ async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool
     domain = await open_domain(svc, caller, path, Permission.DELETE)
     if domain.path == "/":
         raise Forbidden("cannot delete the top-level folder")
-    async for _ in svc.store.list(domain_prefix(domain.path), delimiter="/"):
-        if _ .endswith("/"):
+    async for entry in svc.store.list(domain_prefix(domain.path), delimiter="/"):
+        if entry.endswith("/") and await _holds_domains(svc, entry):
             raise Conflict(f"{domain.path} has sub-domains; delete them first")
     await svc.store.delete(domain_key(domain.path))
     if not keep_root and domain.root is not None:
         from h5lake.service import reclaim  # local import: reclaim walks objects of every kind
 
         svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))
+
+
+async def _holds_domains(svc: Service, prefix: str) -> bool:
+    """Whether storage prefix ``a/b/`` is a live domain or folder, or has one below it.
+
+    A deleted domain leaves catalog files under its prefix until its background reclaim has
+    run; they must not keep its parent folder from being deleted (``hsrm d; hsrm folder/``).
+    """
+    if await svc.store.head(prefix + DOMAIN_FILE) is not None:
+        return True
+    async for entry in svc.store.list(prefix, delimiter="/"):
+        if entry.endswith("/") and await _holds_domains(svc, entry):
+            return True
+    return False
 
 
 def domain_json(svc: Service, domain: Domain) -> Doc:

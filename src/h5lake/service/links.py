@@ -154,6 +154,7 @@ async def _put_links(svc: Service, domain: Domain, group_id: str, new: dict[str,
     parse_id(group_id, Collection.GROUPS)
     await load_object(svc, domain, group_id)  # the group must belong to this domain
     _, outcome = await svc.docs.update(object_key(group_id), lambda d: _add_links(d, new), f"group {group_id}")
+    svc.catalog.note_object(domain.path, group_id)
     return outcome  # type: ignore[no-any-return]
 
 
@@ -305,6 +306,7 @@ async def delete_links(
         doc["lastModified"] = now()
 
     await svc.docs.update(object_key(group_id), remove, f"group {group_id}")
+    svc.catalog.note_object(domain.path, group_id)
 
 
 async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:

@@ -119,6 +119,8 @@ async def store_new_objects(
                 raise
 
     await asyncio.gather(*(create(d) for d in docs))
+    for d in docs:
+        svc.catalog.note_object(domain.path, d["id"])
     if link_requests:
         from h5lake.service.links import link_new_object
 
@@ -230,6 +232,7 @@ async def delete_object(
     if obj_id == domain.root:
         raise Forbidden("the root group cannot be deleted")
     await svc.docs.delete(object_key(obj_id))
+    svc.catalog.note_object(domain.path, obj_id)
     if collection is Collection.DATASETS:
         from h5lake.service import reclaim
 

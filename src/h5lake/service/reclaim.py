@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from h5lake.model.ids import object_key
+from h5lake.model.ids import catalog_key, object_key
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import Domain
@@ -28,6 +28,9 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
             if doc["id"].startswith("d-"):
                 await reclaim_dataset_chunks(svc, path, doc)
         await asyncio.gather(*(svc.store.delete(object_key(d["id"])) for d in docs))
+        await asyncio.gather(
+            *(svc.store.delete(catalog_key(path, name)) for name in (".groups.txt", ".datasets.txt", ".datatypes.txt"))
+        )
     except Exception:  # background clean-up: log, never crash the server
         log.exception("reclaiming domain %s failed", path)
 

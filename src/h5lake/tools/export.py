@@ -18,7 +18,7 @@ import base64
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +26,22 @@ from typing import Any
 
 import click
 import h5py
-import numpy as np
 from h5py import h5d, h5f, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.model.types import TypeJson, is_variable, validate_type, wire_dtype
-from h5lake.model.values import array_to_bytes, bytes_to_array, json_to_array
+from h5lake.model.ids import is_valid_id
+from h5lake.model.types import TypeJson, fill_value_array, is_variable, validate_type, wire_dtype
+from h5lake.model.values import array_to_bytes, json_to_array
 from h5lake.tools import h5native, h5values
-from h5lake.tools.common import MIB, ToolError, check_domain, connection_options, progress, rate, report_notes, settings_from
+from h5lake.tools.common import (
+    MIB,
+    ToolError,
+    check_domain,
+    connection_options,
+    progress,
+    rate,
+    report_notes,
+    settings_from,
+)
 from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl
 from h5lake.tools.h5types import Unrepresentable, type_id
 from h5lake.tools.rest import RestClient, RestError
@@ -188,7 +197,7 @@ class Writer:
         return type_id(t)
 
     def build_tree(self, root: str) -> None:
-        for oid, doc in self.fetcher.docs.items():
+        for oid in list(self.fetcher.docs):
             if oid.startswith("t-"):
                 self.committed(oid)
         self.paths[root] = "/"
@@ -218,7 +227,7 @@ class Writer:
             group.links.create_soft(raw, link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
             return None
         if cls == "H5L_TYPE_EXTERNAL":
-            filename = link.get("h5domain") or link.get("file")
+            filename = str(link.get("h5domain") or link.get("file") or "")
             group.links.create_external(raw, filename.encode("utf-8", "surrogateescape"), link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
             return None
         if cls == "H5L_TYPE_USER_DEFINED":
@@ -395,8 +404,6 @@ class Writer:
         return len(data) % len(fill) == 0 and data == fill * (len(data) // len(fill))
 
     def _fill_wire(self, t: TypeJson, props: Doc) -> bytes:
-        from h5lake.model.types import fill_value_array
-
         try:
             return array_to_bytes(fill_value_array(t, props.get("fillValue")), t)
         except Exception:  # noqa: BLE001 - an odd fill value only disables the shortcut
@@ -426,8 +433,10 @@ class ExportRefs:
         if not value:
             return h5values.null_reference(region)
         if not region:
-            obj = self.writer.open(bare_id(value.decode("ascii")))
-            return h5r.create(obj, b".", h5r.OBJECT)
+            text = value.decode("ascii", "replace")
+            if not is_valid_id(bare_id(text)):
+                raise ToolError(f"a reference holds {text!r}, which is not an object id")
+            return h5r.create(self.writer.open(bare_id(text)), b".", h5r.OBJECT)
         try:
             blob = h5values.decode_region_blob(value)
         except ValueError:

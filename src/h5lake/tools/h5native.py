@@ -53,7 +53,7 @@ def _library_path() -> str:
 
 @functools.cache
 def _lib() -> Any:
-    lib = ctypes.CDLL(_library_path())
+    lib: Any = ctypes.CDLL(_library_path())
     lib.H5Tcommit_anon.argtypes = [hid_t, hid_t, hid_t, hid_t]
     lib.H5Tcommit_anon.restype = herr_t
     lib.H5Lcreate_ud.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, hid_t, hid_t]
@@ -82,8 +82,8 @@ def _lib() -> Any:
     lib.H5Pclose.restype = herr_t
     lib.H5Pset_char_encoding.argtypes = [hid_t, ctypes.c_int]
     lib.H5Pset_char_encoding.restype = herr_t
-    lib.H5P_CLS_ATTRIBUTE_CREATE_ID_g = hid_t.in_dll(lib, "H5P_CLS_ATTRIBUTE_CREATE_ID_g")
-    lib.H5P_CLS_DATATYPE_CREATE_ID_g = hid_t.in_dll(lib, "H5P_CLS_DATATYPE_CREATE_ID_g")
+    lib.acpl_class = hid_t.in_dll(lib, "H5P_CLS_ATTRIBUTE_CREATE_ID_g")
+    lib.tcpl_class = hid_t.in_dll(lib, "H5P_CLS_DATATYPE_CREATE_ID_g")
     lib.H5Oget_comment.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_size_t]
     lib.H5Oget_comment.restype = ctypes.c_ssize_t
     lib.H5Pget_link_phase_change.argtypes = [hid_t, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
@@ -120,7 +120,7 @@ def precision_and_offset(tid: Any) -> tuple[int, int]:
 def datatype_create_plist() -> Any:
     """A new datatype creation property list (h5py has no class constant for one)."""
     lib = _lib()
-    plist = lib.H5Pcreate(lib.H5P_CLS_DATATYPE_CREATE_ID_g.value)
+    plist = lib.H5Pcreate(lib.tcpl_class.value)
     _check(plist, "H5Pcreate")
     return h5py.h5p.PropTCID(plist)
 
@@ -128,7 +128,7 @@ def datatype_create_plist() -> Any:
 def create_attribute(loc: Any, name: bytes, tid: Any, space: Any, cset: int) -> Any:
     """``H5Acreate2`` with the name's character set, which h5py's ``h5a.create`` cannot set."""
     lib = _lib()
-    acpl = lib.H5Pcreate(lib.H5P_CLS_ATTRIBUTE_CREATE_ID_g.value)
+    acpl = lib.H5Pcreate(lib.acpl_class.value)
     _check(acpl, "H5Pcreate")
     try:
         _check(lib.H5Pset_char_encoding(acpl, cset), "H5Pset_char_encoding")

@@ -207,7 +207,7 @@ def make_dcpl(props: Doc, type_json: TypeJson, fill_raw: bytes | None, fill_tid:
     ``fill_tid`` (the dataset's type), or None for the default one."""
     dcpl = h5p.create(h5p.DATASET_CREATE)
     layout = props.get("layout") or {"class": "H5D_CONTIGUOUS"}
-    cls = _invert(LAYOUTS).get(layout.get("class"), h5d.CONTIGUOUS)
+    cls = _invert(LAYOUTS).get(str(layout.get("class")), h5d.CONTIGUOUS)
     external = layout.get("externalStorage")
     if cls == h5d.CHUNKED and layout.get("dims"):
         dcpl.set_chunk(tuple(layout["dims"]))

@@ -13,14 +13,13 @@ compound is packed, i.e. every member starts where the previous one ends in HDF5
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from h5py import h5t
 
 from h5lake.errors import InvalidInput
-from h5lake.tools import h5native
 from h5lake.model.types import TypeJson, hdf5_size, validate_type
+from h5lake.tools import h5native
 
 TypeID = Any  # h5py.h5t.TypeID and its subclasses (no stubs)
 
@@ -80,7 +79,7 @@ def _float_base(tid: TypeID) -> str:
         and tid.get_offset() == 0
     )
     if not same:
-        spos, epos, esize, mpos, msize = tid.get_fields()
+        _, _, esize, _, msize = tid.get_fields()
         raise Unrepresentable(
             f"{size}-byte float with {esize}-bit exponent and {msize}-bit mantissa "
             "(only IEEE 754 half, single and double precision can be represented)"

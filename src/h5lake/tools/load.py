@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,16 @@ from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
-from h5lake.tools.common import MIB, ToolError, check_domain, connection_options, progress, rate, report_notes, settings_from
+from h5lake.tools.common import (
+    MIB,
+    ToolError,
+    check_domain,
+    connection_options,
+    progress,
+    rate,
+    report_notes,
+    settings_from,
+)
 from h5lake.tools.h5props import dataset_properties, datatype_properties, group_properties
 from h5lake.tools.h5types import Unrepresentable, type_json
 from h5lake.tools.rest import RestClient, RestError
@@ -48,7 +58,7 @@ reference layout; they replace the planned ones key by key) or None to copy its 
 
 def copy_values(dataset: h5py.Dataset) -> None:
     """The default :data:`LinkStep`: never link, always copy."""
-    return None
+    return
 
 
 POST_BATCH = 300  # objects per POST, as h5pyd sends them
@@ -246,17 +256,12 @@ class Planner:
             cset = _CSETS.get(info.cset, "H5T_CSET_ASCII")
             node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != "H5T_CSET_ASCII" else None))
             if h5values.has_reference(t):
-                self._scan_references(lambda: h5values.read_attribute(aid, t, dims, _Scanner(self)))
+                h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
 
     def _committed(self, tid: Any) -> int | None:
         if not tid.committed():
             return None
         return self._node(tid, "(anonymous)")
-
-    def _scan_references(self, read: Callable[[], Any]) -> None:
-        """Read values once to find every object they reference, so that an object reachable
-        only through a reference is found (and created) too."""
-        read()
 
     # -- datasets --
 
@@ -275,8 +280,10 @@ class Planner:
         if linked is not None:
             node.props = {**node.props, **linked}
             node.copy_values = False
-        elif h5values.has_reference(node.type) and node.space["class"] == "H5S_SIMPLE" and math.prod(dims):
-            self._scan_references(lambda: h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self)))
+        elif h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims):
+            # read once to find what the values reference: an object reached only that way is
+            # found (and created) too
+            h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
 
     def _fill_value(self, dsid: Any, tid: Any, t: TypeJson) -> Any:
         dcpl = dsid.get_create_plist()
@@ -384,9 +391,9 @@ class Uploader:
         refs = _Ids(self.file, self.by_addr, self.ids)
         with ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load") as pool:
             for kind in (Collection.DATATYPES, Collection.GROUPS, Collection.DATASETS):
-                self._all(pool, [lambda b=b: self._post(kind, b) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
-            self._all(pool, [lambda b=b: self._put_links(b) for b in self._link_batches()])
-            self._all(pool, [lambda b=b: self._put_attributes(b, refs) for b in self._attribute_batches()])
+                self._all(pool, [partial(self._post, kind, b) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
+            self._all(pool, [partial(self._put_links, b) for b in self._link_batches()])
+            self._all(pool, [partial(self._put_attributes, b, refs) for b in self._attribute_batches()])
             self._values(pool, refs)
         self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
         self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
@@ -397,7 +404,7 @@ class Uploader:
     def _all(self, pool: ThreadPoolExecutor, tasks: list[Callable[[], Any]]) -> None:
         """Run tasks concurrently; the first failure cancels the rest and is raised."""
         futures = [pool.submit(task) for task in tasks]
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        _, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for fut in pending:
             fut.cancel()
         for fut in futures:
@@ -642,10 +649,13 @@ def load_file(
             plan = planner.plan()
         except Unrepresentable as exc:
             raise ToolError(f"{source}: {exc.feature} cannot be represented in h5lake; nothing was loaded") from None
-        if client.domain_exists():
-            if not overwrite:
-                raise ToolError(f"domain {client.domain} already exists (use --overwrite to replace it)")
-            client.delete("/")
+        try:
+            if client.domain_exists():
+                if not overwrite:
+                    raise ToolError(f"domain {client.domain} already exists (use --overwrite to replace it)")
+                client.delete("/")
+        except RestError as exc:
+            raise ToolError(f"cannot use {client.domain} on {client.settings.endpoint}: {exc}") from None
         uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
         external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
         try:
