@@ -11,6 +11,10 @@ Figures printed:
   * single GETs of a group per second: plain ``requests.Session`` GET /groups/<id> for ~5 s, and
     the same through h5pyd (``f[name]`` with the object dropped from h5pyd's cache, so each open
     is one GET; and a fresh ``File`` open plus ``f[name]``, which is 4 requests).
+
+Under each figure a ``cpu:`` line gives the CPU milliseconds per operation of the server (only
+when this script started it) and of this client, beside the wall time. When their sum is well
+below the wall time, the time goes to waiting: fsync, or a busy machine's scheduler.
 """
 
 from __future__ import annotations

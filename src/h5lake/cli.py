@@ -38,7 +38,26 @@ def _export(settings: Any) -> None:
             os.environ[key] = str(value)
 
 
-@click.group()
+class _Commands(click.Group):
+    """Serving needs none of the client tools, so their modules load only when asked for."""
+
+    lazy = {"load": "h5lake.tools.load", "export": "h5lake.tools.export"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in self.lazy:
+            import importlib
+
+            holder = click.Group()
+            importlib.import_module(self.lazy[name]).register(holder)
+            command = holder.commands.get(name)
+        return command
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="h5lake")
 def main() -> None:
     """h5lake: the HDF5 data model in object storage, served over the HDF REST API."""
@@ -95,22 +114,6 @@ def passwd(user: str, password: str) -> None:
         raise click.UsageError("user names may not be empty or contain ':'")
     click.echo(f"{user}:{hash_password(password)}")
 
-
-def _register_tools() -> None:
-    """Client tools live in their own modules; each adds its commands to ``main``."""
-    import importlib
-
-    for name in ("h5lake.tools.load", "h5lake.tools.export"):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(main)
-
-
-_register_tools()
 
 if __name__ == "__main__":
     main()

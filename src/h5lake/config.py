@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
     chunk_concurrency: int = Field(16, ge=1, le=1024)
     public_read: bool = Field(False, description="new domains readable by everyone")
+    catalog_stale_after: float = Field(
+        30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"
+    )
+    catalog_recover_every: float = Field(30.0, gt=0, description="seconds between recoveries of stale intents")
     log_level: str = "warning"
 
     @field_validator("log_level")

@@ -8,7 +8,7 @@ import uuid
 
 import requests
 
-from tests.conftest import Client, auth
+from tests.conftest import Client, RawStore, auth
 
 ID_RE = re.compile(r"^g-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{6}-[0-9a-f]{6}$")
 
@@ -150,16 +150,16 @@ def test_flush_and_verbose(client: Client) -> None:
     assert body["num_groups"] == 1 and body["num_datasets"] == 0
 
 
-def test_storage_layout_follows_seed_schema(client: Client, data_root) -> None:  # type: ignore[no-untyped-def]
+def test_storage_layout_follows_seed_schema(client: Client, raw_store: RawStore) -> None:
     import hashlib
 
     root = client.get("/").json()["root"]
-    dom = json.loads((data_root / client.domain.lstrip("/") / ".domain.json").read_text())
+    dom = json.loads(raw_store.read(client.domain.lstrip("/") + "/.domain.json") or b"null")
     assert dom["owner"] == "test_user1" and dom["root"] == root
     assert set(dom["acls"]["test_user1"]) == {"create", "read", "update", "delete", "readACL", "updateACL"}
     assert isinstance(dom["created"], float) and isinstance(dom["lastModified"], float)
     key = hashlib.md5(root.encode()).hexdigest()[:5] + "-" + root
-    group = json.loads((data_root / key).read_text())
+    group = json.loads(raw_store.read(key) or b"null")
     assert group["id"] == root and group["root"] == root
     assert group["links"] == {} and group["attributes"] == {}
     assert isinstance(group["created"], float)

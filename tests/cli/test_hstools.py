@@ -381,7 +381,7 @@ def test_hsinfo_server(hs: Run, endpoint: str, home_folder: str) -> None:
     assert f"home: {home_folder}/" in lines
     assert "node count: 1" in lines
     assert any(re.fullmatch(r"server version: \d+\.\d+\.\d+", line) for line in lines)
-    assert any(re.fullmatch(r"up: \d+ (sec|min|hour|hours|days?)", line) for line in lines), lines
+    assert any(re.fullmatch(r"up: \d+ (sec|min|hour|day).*", line) for line in lines), lines
 
     # A wrong password (401 on /about) is reported, though hsinfo still exits 0.
     proc = hs("hsinfo", password="wrong")
@@ -471,6 +471,29 @@ def test_hsrm_domain_and_empty_folder(hs: Run, endpoint: str, workspace: str) ->
 
     entries, _ = folder_listing(ok(hs("hsls", workspace)))
     assert [e.path for e in entries] == [workspace, workspace + "full/", workspace + "kept.h5"]
+
+
+def test_hsrm_folder_right_after_its_domain(hs: Run, endpoint: str, workspace: str) -> None:
+    """A folder may be removed as soon as its last domain is: what a deleted domain leaves
+    for background clean-up (chunk catalogs) does not count as a sub-domain."""
+    for name in ("a", "b"):
+        ok(hs("hstouch", f"{workspace}{name}/"))
+        with open_file(endpoint, f"{workspace}{name}/data.h5", "w") as f:
+            d = f.create_dataset("many", shape=(300,), dtype="i4", chunks=(1,))
+            d[...] = np.arange(300)  # 300 chunks: their clean-up takes a while
+    ok(hs("hsrm", workspace + "a/data.h5"))
+    r = requests.delete(
+        endpoint + "/",
+        params={"domain": workspace + "a"},
+        auth=("test_user1", USERS["test_user1"]),
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+
+    ok(hs("hsrm", workspace + "b/data.h5"))
+    ok(hs("hsrm", workspace + "b/"))
+    entries, _ = folder_listing(ok(hs("hsls", workspace)))
+    assert [e.path for e in entries] == [workspace]
 
 
 # --- hsload ----------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ def build_service(settings: Settings, store: Store) -> Service:
         public_read=settings.public_read,
         chunk_concurrency=settings.chunk_concurrency,
         allowed_sources=tuple(str(p.resolve()) for p in settings.allow_source),
+        catalog_stale_after=settings.catalog_stale_after,
+        catalog_recover_every=settings.catalog_recover_every,
     )
 
 

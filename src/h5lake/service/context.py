@@ -47,11 +47,15 @@ class Service:
     public_read: bool = False
     chunk_concurrency: int = 16
     allowed_sources: tuple[str, ...] = ()
+    catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
+    catalog_recover_every: float = 30.0
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
-        self.catalog = ChunkCatalog(self.store)
+        self.catalog = ChunkCatalog(
+            self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
+        )
         self._background: set[asyncio.Task[Any]] = set()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:

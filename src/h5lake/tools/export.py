@@ -119,6 +119,7 @@ class ExportStats:
     attributes: int = 0
     value_bytes: int = 0
     seconds: float = 0.0
+    metadata_seconds: float = 0.0  # reading every object and writing all but the values
 
     @property
     def objects(self) -> int:
@@ -496,6 +497,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             writer.write_attributes(refs)
             from h5lake.tools.load import working_directory  # HDF5 writes external files there
 
+            writer.stats.metadata_seconds = time.monotonic() - started
             with working_directory(str(writer.target_dir) if writer.has_external else None):
                 writer.write_values(pool, refs)
             fid.close()

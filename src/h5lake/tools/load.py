@@ -356,6 +356,7 @@ class LoadStats:
     value_bytes: int = 0
     requests: int = 0
     seconds: float = 0.0
+    metadata_seconds: float = 0.0  # creating the domain, objects, links and attributes
 
     @property
     def objects(self) -> int:
@@ -394,6 +395,7 @@ class Uploader:
                 self._all(pool, [partial(self._post, kind, b) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
             self._all(pool, [partial(self._put_links, b) for b in self._link_batches()])
             self._all(pool, [partial(self._put_attributes, b, refs) for b in self._attribute_batches()])
+            self.stats.metadata_seconds = time.monotonic() - started
             self._values(pool, refs)
         self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
         self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
