@@ -2,7 +2,8 @@
 
 * ``server`` (session): ``h5lake serve`` on a local directory (``[local]``) and on S3 against a
   SeaweedFS the session starts (``[s3]``). It is parametrized, so every test that uses it (or
-  ``endpoint``, ``domain``, ``client``...) runs once per backend; ``-k local`` or ``-k s3`` picks one.
+  ``endpoint``, ``domain``, ``client``...) runs once per backend; ``-k local`` or ``-k s3`` picks one
+  (or ``H5LAKE_TEST_BACKENDS=local``).
 * ``s3_server`` (session): that SeaweedFS, started only when an ``[s3]`` test runs.
 * ``backing``: where the current ``server`` keeps its objects (a ``Backing``), from which tests
   start more servers on the same store (``tests/scale``).
@@ -24,7 +25,8 @@ import requests
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
 
-BACKENDS = ("local", "s3")
+# Every backend by default (CI); H5LAKE_TEST_BACKENDS=local (comma-separated) narrows a local run.
+BACKENDS = tuple(b for b in os.environ.get("H5LAKE_TEST_BACKENDS", "local,s3").split(",") if b)
 
 
 # --- where a server keeps its objects --------------------------------------------------------
@@ -35,7 +37,7 @@ class RawStore(Protocol):
 
     def read(self, key: str) -> bytes | None: ...
 
-    def keys(self, prefix: str = "") -> list[str]: ...
+    def list_keys(self, prefix: str = "") -> list[str]: ...
 
 
 class LocalRaw:
@@ -46,14 +48,14 @@ class LocalRaw:
         path = self.root / key
         return path.read_bytes() if path.is_file() else None
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         """Every object key under ``prefix`` (the store's own lock and temporary files left out)."""
         found = []
         for path in self.root.rglob("*"):
             rel = path.relative_to(self.root).as_posix()
-            if path.is_file() and not any(p.startswith(".h5lake-") for p in rel.split("/")):
-                if rel.startswith(prefix):
-                    found.append(rel)
+            reserved = any(p.startswith(".h5lake-") for p in rel.split("/"))
+            if path.is_file() and not reserved and rel.startswith(prefix):
+                found.append(rel)
         return sorted(found)
 
 
@@ -79,7 +81,7 @@ class S3Raw:
         except FileNotFoundError:
             return None
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         import obstore
 
         return sorted(meta["path"] for batch in obstore.list(self._store, prefix or None) for meta in batch)
@@ -217,5 +219,5 @@ def client(endpoint: str, domain: str) -> Client:
 
 @pytest.fixture
 def raw_store(server: Server, backing: Backing) -> RawStore:
-    """The session server's store, read directly: ``read(key) -> bytes | None``, ``keys(prefix)``."""
+    """The session server's store, read directly: ``read(key) -> bytes | None``, ``list_keys(prefix)``."""
     return backing.raw()

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 from pydantic import ValidationError
@@ -41,7 +41,7 @@ def _export(settings: Any) -> None:
 class _Commands(click.Group):
     """Serving needs none of the client tools, so their modules load only when asked for."""
 
-    lazy = {"load": "h5lake.tools.load", "export": "h5lake.tools.export"}
+    lazy: ClassVar[dict[str, str]] = {"load": "h5lake.tools.load", "export": "h5lake.tools.export"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))

@@ -45,9 +45,13 @@ class Walk:
     objects: dict[str, Any] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
 
-    def canonical(self, oid: Any) -> str:
+    def canonical(self, oid: Any, seen_from: str = "?") -> str:
+        """The object's path; an object with no name (a committed type that datasets share, say)
+        is named after where the walk first met it, the same place in both files."""
         addr = h5o.get_info(oid).addr
-        return self.path_of.get(addr, f"<unlinked object at {addr}>")
+        if addr not in self.path_of:
+            self.path_of[addr] = f"<unnamed, first seen from {seen_from}>"
+        return self.path_of[addr]
 
 
 def walk(f: h5py.File) -> Walk:
@@ -171,7 +175,7 @@ class Comparer:
         if ca != cb:
             self.diff(where, f"{what} committed", ca, cb)
         elif ca:
-            self.same(where, f"{what} shared with", self.a.canonical(ta), self.b.canonical(tb))
+            self.same(where, f"{what} shared with", self.a.canonical(ta, where), self.b.canonical(tb, where))
 
     def spaces(self, where: str, sa: Any, sb: Any) -> None:
         self.same(where, "dataspace class", sa.get_simple_extent_type(), sb.get_simple_extent_type())

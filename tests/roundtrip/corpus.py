@@ -427,6 +427,8 @@ def fill_alloc(path: Path) -> None:
         dcpl = h5p.create(h5p.DATASET_CREATE)
         dcpl.set_fill_value(np.array(b"\x01\x02", dtype="V2"))
         raw_dataset(f, "opaque_fill", h5t.create(h5t.OPAQUE, 2), (3,), None, dcpl)
+        vstr = f.create_dataset("vlen_string_fill", shape=(4,), dtype=h5py.string_dtype(), fillvalue="n/a", chunks=(2,))
+        vstr[0], vstr[3] = "set", "end"  # HDF5 cannot read an unallocated chunk of this read-only
 
 
 @feature("layouts")
@@ -505,6 +507,26 @@ def dimension_scales(path: Path) -> None:
         data.dims[0].label = "rows"
         other = f.create_dataset("other", data=np.ones(4))
         other.dims[0].attach_scale(x)
+
+
+@feature("comments")
+def comments(path: Path) -> None:
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        d = g.create_dataset("d", data=[1, 2])
+        f["t"] = np.dtype("<u2")
+        for obj, text in ((f, "the root"), (g, "a group"), (d, "a dataset, with ünïcode"), (f["t"], "a type")):
+            h5py.h5o.set_comment(obj.id, text.encode())
+
+
+@feature("anonymous_datatype")
+def anonymous_datatype(path: Path) -> None:
+    """A committed datatype with no name, kept alive by the datasets that share it."""
+    with h5py.File(path, "w") as f:
+        tid = h5t.STD_I16BE.copy()
+        h5native.commit_anonymous(f.id, tid)
+        raw_dataset(f, "first", tid, (2,), np.array([1, 2], ">i2").tobytes())
+        raw_dataset(f, "second", tid, (), np.array([3], ">i2").tobytes())
 
 
 @feature("user_defined_links")

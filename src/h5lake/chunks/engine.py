@@ -27,7 +27,7 @@ from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import Conflict, DataCorruption, MethodNotAllowed
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
-from h5lake.storage.base import PreconditionFailed
+from h5lake.storage.base import GetRanges, PreconditionFailed
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -162,11 +162,73 @@ async def read_native_part(
     return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
 
 
-async def load_selected(
-    layout: DatasetLayout, index: tuple[int, ...], chunk_selection: tuple[Any, ...]
+POINT_GAP = 4096  # points of one chunk closer than this share one ranged read
+MAX_POINT_RANGES = 256  # more ranges than this in one chunk: read the chunk whole
+POINT_FRACTION = 4  # read points in part only when their ranges save 3/4 of the chunk's bytes
+
+
+def point_ranges(layout: DatasetLayout, ref: ChunkRef, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ranged reads (``(n, 2)`` start, length) that hold the points ``coords`` (``(k, rank)``,
+    chunk-relative) of a whole-object, unfiltered chunk, and each point's element index in the
+    concatenated ranges; None when a whole read is the better (or the only) way."""
+    codec = layout.codec
+    if ref.offset is not None or codec.variable or codec.pipeline.filters or not layout.chunk_shape:
+        return None
+    if not isinstance(ref.source, GetRanges):
+        return None
+    itemsize = layout.dtype.itemsize
+    if coords.shape[0] * itemsize * POINT_FRACTION > codec.chunk_bytes:
+        return None
+    flat = np.ravel_multi_index(tuple(coords.T), layout.chunk_shape) * itemsize
+    starts = np.unique(flat)
+    breaks = np.flatnonzero(np.diff(starts) > POINT_GAP) + 1
+    if breaks.size + 1 > MAX_POINT_RANGES:
+        return None
+    first = starts[np.concatenate(([0], breaks))]
+    last = starts[np.concatenate((breaks - 1, [starts.size - 1]))] + itemsize
+    lengths = last - first
+    if int(lengths.sum()) * POINT_FRACTION > codec.chunk_bytes:
+        return None
+    base = np.concatenate(([0], np.cumsum(lengths)[:-1]))  # where each range lands when joined
+    which = np.searchsorted(first, flat, side="right") - 1
+    return np.stack((first, lengths), axis=1), (base[which] + flat - first[which]) // itemsize
+
+
+async def read_point_ranges(
+    layout: DatasetLayout, ref: ChunkRef, plan: tuple[np.ndarray, np.ndarray]
 ) -> np.ndarray | None:
-    """``chunk[chunk_selection]`` of one chunk, or None when the chunk reads as fill."""
-    ref = await layout.locator.locate(index)
+    requests, elements = plan
+    pieces = await ref.source.get_ranges(ref.key, requests.tolist())  # type: ignore[attr-defined]
+    if pieces is None:
+        return None  # never written: reads as fill, as a whole read would
+    if any(len(piece) != n for piece, n in zip(pieces, requests[:, 1].tolist())):
+        raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
+    joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    return np.frombuffer(joined, dtype=layout.dtype)[elements]
+
+
+async def load_points(layout: DatasetLayout, p: PointProjection) -> np.ndarray | None:
+    """The points of one chunk, from their own bytes when that is much less than the chunk."""
+    ref = await layout.locator.locate(p.chunk_index)
+    if ref is None:
+        return None
+    plan = point_ranges(layout, ref, p.chunk_coords)
+    if plan is not None:
+        return await read_point_ranges(layout, ref, plan)
+    return await load_selected(layout, p.chunk_index, p.chunk_selection, ref)
+
+
+async def load_selected(
+    layout: DatasetLayout,
+    index: tuple[int, ...],
+    chunk_selection: tuple[Any, ...],
+    ref: ChunkRef | None = None,
+) -> np.ndarray | None:
+    """``chunk[chunk_selection]`` of one chunk, or None when the chunk reads as fill.
+
+    ``ref`` is the chunk's location when the caller has already looked it up."""
+    if ref is None:
+        ref = await layout.locator.locate(index)
     if ref is None:
         return None
     if reads_in_part(layout, ref):
@@ -199,7 +261,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, concurrency
     out = np.empty((points.npoints,), dtype=layout.dtype)
 
     async def one(p: PointProjection) -> None:
-        part = await load_selected(layout, p.chunk_index, p.chunk_selection)
+        part = await load_points(layout, p)
         out[p.out_positions] = layout.fill if part is None else part
 
     await bounded(project_points(points, layout.chunk_shape), one, concurrency)

@@ -57,10 +57,13 @@ class ChunkCodec:
             raise DataCorruption(f"chunk holds {len(raw)} bytes, expected {self.chunk_bytes}")
         return np.frombuffer(raw, dtype=self.dtype).reshape(self.chunk_shape)
 
-    def encode(self, chunk: np.ndarray) -> bytes:
+    def encode(self, chunk: np.ndarray) -> bytes | memoryview:
+        """The bytes to store for ``chunk``: without filters, a view of the C-order array (no
+        copy of what may be megabytes; a store's ``put`` takes any contiguous buffer)."""
         if self.variable:
             return self.pipeline.encode(array_to_bytes(chunk, self.type_json))
-        return self.pipeline.encode(np.ascontiguousarray(chunk, dtype=self.dtype).tobytes())
+        raw = np.ascontiguousarray(chunk, dtype=self.dtype).reshape(-1).view(np.uint8).data
+        return self.pipeline.encode(raw) if self.pipeline.filters else raw
 
 
 def pipeline_item_size(type_json: dict[str, Any]) -> int:

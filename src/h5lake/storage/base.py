@@ -26,7 +26,7 @@ a key cannot also be the folder of other keys (``a`` and ``a/b``); such a put ra
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -123,6 +123,18 @@ class ByteRangeSource(Protocol):
 
         A range running past the end is cut short; one starting at or past the end is ``b""``.
         A negative ``offset`` or ``length`` is a ``ValueError``.
+        """
+        ...
+
+
+@runtime_checkable
+class GetRanges(Protocol):
+    """An optional capability: several byte ranges of one version of one object."""
+
+    async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        """The bytes of each ``(offset, length)`` range, all read from the same version of
+        ``key``; ``None`` when ``key`` is missing. Ranges are cut short at the end as in
+        ``get_range``; a negative offset or length is a ``ValueError``.
         """
         ...
 

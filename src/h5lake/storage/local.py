@@ -85,7 +85,7 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-def _md5(data: bytes) -> str:
+def _md5(data: bytes | memoryview) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
@@ -133,6 +133,16 @@ class LocalStore:
             return self._inline(self._read_range, path, offset, length)
         return await self._run(self._read_range, path, offset, length)
 
+    async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        """Several ranges from one open file: one version of the object, as a rename-replace
+        never changes an open file's bytes."""
+        if any(offset < 0 or length < 0 for offset, length in ranges):
+            raise ValueError(f"negative range in {ranges!r}")
+        path = self._path(key)
+        if sum(length for _, length in ranges) <= self._inline_read_bytes:
+            return self._inline(self._read_ranges, path, ranges)
+        return await self._run(self._read_ranges, path, ranges)
+
     async def put(
         self,
         key: str,
@@ -144,7 +154,10 @@ class LocalStore:
         path = self._path(key)
         if if_match is not None and if_none_match:
             raise ValueError("if_match and if_none_match exclude each other")
-        return await self._run(self._put, key, path, bytes(data), if_match, if_none_match)
+        # No copy: the caller keeps its buffer unchanged until the put returns (the engine
+        # hands over chunk arrays of its own), and the bytes are written before it does.
+        view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+        return await self._run(self._put, key, path, view, if_match, if_none_match)
 
     async def delete(self, key: str) -> None:
         await self._run(self._delete, key, self._path(key))
@@ -226,6 +239,20 @@ class LocalStore:
         finally:
             os.close(fd)
 
+    def _read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        opened = _open(path)
+        if opened is None:
+            return None
+        fd, st = opened
+        try:
+            out = []
+            for offset, length in ranges:
+                end = min(offset + length, st.st_size)
+                out.append(_read_all(fd, end - offset, offset) if end > offset else b"")
+            return out
+        finally:
+            os.close(fd)
+
     def _head(self, path: str, key: str, may_hash: bool) -> ObjectInfo | None | _Deferred:
         """Size and ETag; ``_DEFERRED`` when the ETag needs hashing and ``may_hash`` is false."""
         opened = _open(path)
@@ -261,7 +288,7 @@ class LocalStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def _put(self, key: str, path: str, data: bytes, if_match: str | None, if_none_match: bool) -> str:
+    def _put(self, key: str, path: str, data: bytes | memoryview, if_match: str | None, if_none_match: bool) -> str:
         etag = _md5(data)
         folder = os.path.dirname(path)
         temp = self._write_temp(key, folder, data, etag)
@@ -287,7 +314,7 @@ class LocalStore:
                 os.unlink(temp)  # still there after a link, a refusal or an error
         return etag
 
-    def _write_temp(self, key: str, folder: str, data: bytes, etag: str) -> str:
+    def _write_temp(self, key: str, folder: str, data: bytes | memoryview, etag: str) -> str:
         """Write ``data`` to a new fsync'ed temporary file in ``folder`` and return its path."""
         name = os.path.join(folder, TEMP_PREFIX + secrets.token_hex(8))
         for _ in range(_MAKE_DIRS_TRIES):

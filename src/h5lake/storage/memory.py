@@ -11,7 +11,7 @@ import bisect
 import hashlib
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from h5lake.storage.base import (
     Blob,
@@ -53,6 +53,14 @@ class MemoryStore:
         with self._lock:
             blob = self._objects.get(key)
         return None if blob is None else blob.data[offset : offset + length]
+
+    async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        check_key(key)
+        if any(offset < 0 or length < 0 for offset, length in ranges):
+            raise ValueError(f"negative range in {ranges!r}")
+        with self._lock:
+            blob = self._objects.get(key)
+        return None if blob is None else [blob.data[o : o + n] for o, n in ranges]
 
     async def put(
         self,

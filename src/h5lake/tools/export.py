@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 import h5py
+import numpy as np
 from h5py import h5d, h5f, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.model.ids import is_valid_id
@@ -188,6 +189,7 @@ class Writer:
             doc = self.fetcher.get(obj_id)
             tid = type_id(_type_of(doc["type"]))
             h5native.commit_anonymous(self.fid, tid, make_tcpl(doc.get("creationProperties") or {}))
+            self._comment(tid, doc)
             self.types[obj_id] = tid
             self.stats.datatypes += 1
         return self.types[obj_id]
@@ -293,14 +295,15 @@ class Writer:
             if (self.target_dir / name).exists():
                 raise ToolError(f"dataset {where}: external file {self.target_dir / name} already exists")
 
-    def _fill_raw(self, props: Doc, t: TypeJson, tid: Any) -> bytes | None:
+    def _fill_raw(self, props: Doc, t: TypeJson, tid: Any) -> bytes | np.ndarray | None:
+        """The fill value as raw bytes of the dataset's type, or (for a type with variable-length
+        parts or references) as a one-element array h5py converts."""
         if props.get("fillValue") is None:
             return None
         arr = json_to_array(props["fillValue"], t, ())
         if h5values.is_raw(t):
             return h5values.wire_to_raw(array_to_bytes(arr, t), t)
-        self.notes.append("a fill value of a variable-length type is not written")
-        return None
+        return h5values.from_model(arr.reshape((1,) + arr.shape), t, ExportRefs(self))
 
     # -- attributes --
 
@@ -379,9 +382,7 @@ class Writer:
         if not chunk:
             yield from ((oid, b, n) for b, n in h5values.split_box(tuple(slice(0, d) for d in dims), itemsize, BLOCK_BYTES))
             return
-        grid = [range(0, d, c) for d, c in zip(dims, chunk, strict=True)]
-        for corner in h5values._product(grid):
-            box = tuple(slice(o, min(o + c, d)) for o, c, d in zip(corner, chunk, dims, strict=True))
+        for box in h5values.chunk_groups(dims, tuple(chunk), itemsize, BLOCK_BYTES):
             yield from ((oid, b, n) for b, n in h5values.split_box(box, itemsize, BLOCK_BYTES))
 
     def _fetch(self, oid: str, sel: Any) -> bytes | None:
@@ -396,9 +397,18 @@ class Writer:
             shape = tuple(s.stop - s.start for s in sel) if sel is not None else tuple(doc["shape"].get("dims", ()))
             data = array_to_bytes(json_to_array(reply["value"], t, shape), t)
         props = doc.get("creationProperties") or {}
-        if props.get("fillTime") != "H5D_FILL_TIME_NEVER" and self._all_fill(data, t, props):
+        if self._may_skip(t, props) and self._all_fill(data, t, props):
             return None  # leave it unwritten, as the source most likely had it: it reads the same
         return data
+
+    @staticmethod
+    def _may_skip(t: TypeJson, props: Doc) -> bool:
+        """Whether a block holding only the fill value may be left unwritten: not when the fill
+        is never written (the storage would hold garbage), nor for a variable-length type with
+        a fill value (HDF5 cannot read such an unallocated chunk from a read-only file)."""
+        if props.get("fillTime") == "H5D_FILL_TIME_NEVER":
+            return False
+        return not (is_variable(t) and props.get("fillValue") is not None)
 
     def _all_fill(self, data: bytes, t: TypeJson, props: Doc) -> bool:
         fill = self._fill_wire(t, props)
@@ -415,9 +425,37 @@ class Writer:
         t = _type_of(doc["type"])
         dsid = self.open(oid)
         try:
-            h5values.write_dataset(dsid, dsid.get_type(), t, sel, data, refs)
+            for part, part_data in self._unfilled_chunks(doc, t, sel, data):
+                h5values.write_dataset(dsid, dsid.get_type(), t, part, part_data, refs)
         except (ValueError, RuntimeError, OSError, TypeError) as exc:
             raise ToolError(f"values of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
+
+    def _unfilled_chunks(self, doc: Doc, t: TypeJson, sel: Any, data: bytes) -> Iterator[tuple[Any, bytes]]:
+        """The block as one write, or, for a block of several chunks of a fixed-size type where
+        some hold only the fill value, each other chunk alone: those stay unwritten (sparse)."""
+        props = doc.get("creationProperties") or {}
+        layout = props.get("layout") or {}
+        chunk = tuple(layout.get("dims") or ()) if layout.get("class") == "H5D_CHUNKED" else ()
+        if sel is None or not chunk or is_variable(t) or not self._may_skip(t, props):
+            yield sel, data
+            return
+        parts = list(h5values.chunks_in(sel, chunk))
+        if len(parts) == 1:
+            yield sel, data
+            return
+        itemsize = wire_dtype(t).itemsize
+        box = np.frombuffer(data, dtype=f"V{itemsize}").reshape(tuple(s.stop - s.start for s in sel))
+        fill = np.frombuffer(self._fill_wire(t, props), dtype=f"V{itemsize}")[0]
+        kept = []
+        for part in parts:
+            local = tuple(slice(p.start - s.start, p.stop - s.start) for p, s in zip(part, sel, strict=True))
+            if not (box[local] == fill).all():
+                kept.append((part, local))
+        if len(kept) == len(parts):
+            yield sel, data
+            return
+        for part, local in kept:
+            yield part, np.ascontiguousarray(box[local]).tobytes()
 
 
 class ExportRefs:
@@ -490,6 +528,9 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         except RestError as exc:
             raise ToolError(f"reading {client.domain} failed: {exc}") from None
         fid = _create_file(partial, fetcher.docs[root])
+        comment = (fetcher.docs[root].get("creationProperties") or {}).get("comment")
+        if comment:
+            h5o.set_comment(fid, comment.encode("utf-8", "surrogateescape"))
         writer = Writer(client, fetcher, fid, target.resolve().parent, workers=workers, quiet=quiet, external_files=external_files)
         try:
             writer.build_tree(root)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from h5py import h5d, h5p, h5z
 
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
@@ -202,9 +203,9 @@ def filter_triples(filters: list[Doc], type_json: TypeJson, chunk: list[int] | N
     return out
 
 
-def make_dcpl(props: Doc, type_json: TypeJson, fill_raw: bytes | None, fill_tid: Any) -> Any:
-    """A dataset creation property list. ``fill_raw`` is the fill value as raw bytes of
-    ``fill_tid`` (the dataset's type), or None for the default one."""
+def make_dcpl(props: Doc, type_json: TypeJson, fill: bytes | np.ndarray | None, fill_tid: Any) -> Any:
+    """A dataset creation property list. ``fill`` is the fill value as raw bytes of ``fill_tid``
+    (the dataset's type), or as a one-element array h5py converts, or None for the default."""
     dcpl = h5p.create(h5p.DATASET_CREATE)
     layout = props.get("layout") or {"class": "H5D_CONTIGUOUS"}
     cls = _invert(LAYOUTS).get(str(layout.get("class")), h5d.CONTIGUOUS)
@@ -223,8 +224,10 @@ def make_dcpl(props: Doc, type_json: TypeJson, fill_raw: bytes | None, fill_tid:
                 dcpl.set_filter(fid, flags, cd)
     if props.get("fillValueUndefined"):
         h5native.set_fill_value(dcpl, fill_tid, None)
-    elif fill_raw is not None:
-        h5native.set_fill_value(dcpl, fill_tid, fill_raw)
+    elif isinstance(fill, bytes):
+        h5native.set_fill_value(dcpl, fill_tid, fill)
+    elif fill is not None:
+        dcpl.set_fill_value(fill)
     if props.get("fillTime") in _invert(FILL_TIMES):
         dcpl.set_fill_time(_invert(FILL_TIMES)[props["fillTime"]])
     if props.get("allocTime") in _invert(ALLOC_TIMES):

@@ -145,6 +145,32 @@ def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
             yield (i, *rest)
 
 
+def chunk_groups(shape: tuple[int, ...], chunk: tuple[int, ...], itemsize: int, limit: int) -> Iterator[Selection]:
+    """Boxes of whole chunks (clipped to ``shape``) of about ``limit`` bytes at most, covering
+    the extent in C order: one request per box instead of one per chunk, and every chunk the
+    server stores is written whole. Boxes grow along the last axes first; a single chunk larger
+    than ``limit`` is one box (the caller splits it)."""
+    grid = [-(-n // c) for n, c in zip(shape, chunk, strict=True)]
+    per = [1] * len(chunk)
+    for axis in reversed(range(len(chunk))):
+        one = math.prod(c * f for c, f in zip(chunk, per, strict=True)) * itemsize
+        per[axis] = max(1, min(grid[axis], limit // max(one, 1)))
+        if per[axis] < grid[axis]:
+            break
+    steps = [range(0, g, f) for g, f in zip(grid, per, strict=True)]
+    for corner in _product(steps):
+        yield tuple(
+            slice(i * c, min((i + f) * c, n)) for i, c, f, n in zip(corner, chunk, per, shape, strict=True)
+        )
+
+
+def chunks_in(box: Selection, chunk: tuple[int, ...]) -> Iterator[Selection]:
+    """The chunk-aligned boxes (clipped) inside a box made of whole chunks."""
+    steps = [range(s.start, s.stop, c) for s, c in zip(box, chunk, strict=True)]
+    for corner in _product(steps):
+        yield tuple(slice(o, min(o + c, s.stop)) for o, c, s in zip(corner, chunk, box, strict=True))
+
+
 def select_text(sel: Selection | None) -> dict[str, str]:
     """The ``select`` query parameter for a box (none for the whole dataset)."""
     if sel is None:

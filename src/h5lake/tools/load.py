@@ -293,9 +293,9 @@ class Planner:
             if h5values.is_raw(t):
                 wire = h5values.raw_to_wire(h5native.fill_value(dcpl, tid), t)
                 return array_to_json(bytes_to_array(wire, t, ()), t)
-            arr = np.empty((), dtype=h5values.h5py_dtype(t))
+            arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
-            return array_to_json(h5values.to_model(arr, t, _Scanner(self)), t)
+            return array_to_json(h5values.to_model(arr, t, _Scanner(self)).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
 
@@ -565,9 +565,10 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def _value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:
-    """The boxes of a dataset to copy, one PUT each: every allocated chunk (split when bigger
-    than a block), or blocks of the whole extent for other layouts. Nothing for null and empty
-    dataspaces or contiguous storage never allocated (its values are all the fill value)."""
+    """The boxes of a dataset to copy, one PUT each: groups of whole chunks when every chunk is
+    allocated, else each allocated chunk (split when bigger than a block), or blocks of the
+    whole extent for other layouts. Nothing for null and empty dataspaces or contiguous storage
+    never allocated (its values are all the fill value)."""
     assert node.space is not None and node.type is not None
     if node.space["class"] == "H5S_NULL":
         return
@@ -582,8 +583,12 @@ def _value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:
     layout = node.props.get("layout", {})
     if layout.get("class") == "H5D_CHUNKED":
         chunk = tuple(layout["dims"])
-        for offset in _allocated_chunks(dsid):
-            box = tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, chunk, shape, strict=True))
+        allocated = _allocated_chunks(dsid)
+        if len(allocated) == math.prod(-(-n // c) for n, c in zip(shape, chunk, strict=True)):
+            boxes: Iterator[h5values.Selection] = h5values.chunk_groups(shape, chunk, itemsize, BLOCK_BYTES)
+        else:  # a sparse dataset: just its allocated chunks, so it stays sparse
+            boxes = (tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, chunk, shape, strict=True)) for offset in allocated)
+        for box in boxes:
             yield from h5values.split_box(box, itemsize, BLOCK_BYTES)
         return
     external = "externalStorage" in layout
