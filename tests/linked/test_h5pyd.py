@@ -33,6 +33,12 @@ def _source(folder: Path) -> Path:
     return path
 
 
+def _opts(lc: Client) -> dict[str, str]:
+    """Explicit connection options: h5pyd caches HS_* settings process-wide on first use."""
+    user, password = lc.session.auth  # type: ignore[misc]
+    return {"endpoint": lc.endpoint, "username": user, "password": password}
+
+
 @pytest.mark.usefixtures("h5pyd_env")
 def test_reads_through_h5pyd_match_h5py(lc: Client, sources: Path) -> None:
     path = _source(sources)
@@ -44,7 +50,7 @@ def test_reads_through_h5pyd_match_h5py(lc: Client, sources: Path) -> None:
         for name, did in ids.items():
             r = lc.put("/groups/" + lc.get("/").json()["root"] + "/links/" + name, json={"id": did})
             assert r.status_code == 201, r.text
-    with h5py.File(path) as src, h5pyd.File(lc.domain, "r") as out:
+    with h5py.File(path) as src, h5pyd.File(lc.domain, "r", **_opts(lc)) as out:
         for name in ids:
             a, b = src[name], out[name]
             assert b.shape == a.shape and b.dtype == a.dtype
@@ -80,7 +86,7 @@ def test_hsload_link_requests_are_accepted_and_read_back(lc: Client, sources: Pa
     ``create_chunktable``, chunk tables filled by its ``update_chunktable``) work here."""
     path = _source(sources)
     logging.getLogger().setLevel(logging.WARNING)
-    with h5py.File(path) as src, h5pyd.File(lc.domain, "a") as fout:
+    with h5py.File(path) as src, h5pyd.File(lc.domain, "a", **_opts(lc)) as fout:
         ctx: dict[str, Any] = {"fout": fout, "dataload": "link", "s3path": str(path), "verbose": False, "ignore_error": False}
         layouts = {}
         for name in ("contig", "few", "many"):
@@ -104,11 +110,11 @@ def test_hsload_link_requests_are_accepted_and_read_back(lc: Client, sources: Pa
             r = lc.post("/datasets", data=orjson.dumps(body))
             assert r.status_code == 201, r.text
         assert {layouts[n]["class"] for n in layouts} == {"H5D_CONTIGUOUS_REF", "H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT"}
-    with h5py.File(path) as src, h5pyd.File(lc.domain, "r+") as fout:
+    with h5py.File(path) as src, h5pyd.File(lc.domain, "r+", **_opts(lc)) as fout:
         ctx = {"fout": fout, "dataload": "link", "s3path": str(path), "verbose": False, "ignore_error": False}
         for name in ("contig", "few", "many"):
             utillib.update_chunktable(src[name], fout[name], ctx)
-    with h5py.File(path) as src, h5pyd.File(lc.domain, "r") as out:
+    with h5py.File(path) as src, h5pyd.File(lc.domain, "r", **_opts(lc)) as out:
         for name in ("contig", "few", "many"):
             assert np.array_equal(out[name][...], src[name][...]), name
     p = subprocess.run(["hsls", "-r", "-v", lc.domain], env=_hsload_env(lc), capture_output=True, text=True, timeout=120, check=False)

@@ -346,7 +346,7 @@ async def update_chunk(
     if complete:
         interior = all((i + 1) * c <= n for i, c, n in zip(index, layout.chunk_shape, layout.shape))
 
-        def build() -> bytes:
+        def build() -> bytes | memoryview:
             # A chunk inside the dataset is overwritten whole: no fill pass. An edge chunk
             # keeps fill beyond the dataset's extent.
             chunk = np.empty(layout.chunk_shape, dtype=layout.dtype) if interior else layout.empty_chunk()

@@ -148,7 +148,7 @@ class Store(ByteRangeSource, Protocol):
     async def put(
         self,
         key: str,
-        data: bytes,
+        data: bytes | memoryview,
         *,
         if_match: str | None = None,
         if_none_match: bool = False,

@@ -36,6 +36,7 @@ Limits: a key cannot also be the folder of other keys (``a`` and ``a/b``): such 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import errno
 import fcntl
@@ -146,7 +147,7 @@ class LocalStore:
     async def put(
         self,
         key: str,
-        data: bytes,
+        data: bytes | memoryview,
         *,
         if_match: str | None = None,
         if_none_match: bool = False,
@@ -239,7 +240,7 @@ class LocalStore:
         finally:
             os.close(fd)
 
-    def _read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+    def _read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> builtins.list[bytes] | None:
         opened = _open(path)
         if opened is None:
             return None

@@ -65,7 +65,7 @@ class MemoryStore:
     async def put(
         self,
         key: str,
-        data: bytes,
+        data: bytes | memoryview,
         *,
         if_match: str | None = None,
         if_none_match: bool = False,

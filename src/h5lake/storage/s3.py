@@ -194,7 +194,7 @@ class S3Store:
     async def put(
         self,
         key: str,
-        data: bytes,
+        data: bytes | memoryview,
         *,
         if_match: str | None = None,
         if_none_match: bool = False,
@@ -202,6 +202,7 @@ class S3Store:
         check_key(key)
         if if_match is not None and if_none_match:
             raise ValueError("if_match and if_none_match exclude each other")
+        body = data if isinstance(data, bytes) else bytes(data)
         mode: Any = "overwrite"
         if if_none_match:
             mode = "create"
@@ -210,7 +211,7 @@ class S3Store:
         store = self._client()
         try:
             result = await self._call(
-                lambda: obstore.put_async(store, key, data, mode=mode, use_multipart=False)
+                lambda: obstore.put_async(store, key, body, mode=mode, use_multipart=False)
             )
         except (AlreadyExistsError, PreconditionError) as e:
             if mode == "overwrite":

@@ -6,7 +6,7 @@ made later in their original creation order), user-defined links (``H5Lregister`
 (``H5Pget/set_link_phase_change``). Identifiers are shared with h5py because the calls go to the
 very library instance h5py uses (found in the process's memory map, else next to h5py).
 
-Every function raises :class:`NativeUnavailable` when the library cannot be found, and
+Every call holds h5py's lock, as h5py's own calls do. Every function raises :class:`NativeUnavailable` when the library cannot be found, and
 ``RuntimeError`` naming the call when HDF5 reports a failure.
 """
 
@@ -17,9 +17,11 @@ import functools
 import glob
 import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import h5py
+from h5py._objects import phil
 
 H5P_DEFAULT = 0
 LINK_CLASS_VERSION = 1  # H5L_LINK_CLASS_T_VERS
@@ -93,6 +95,21 @@ def _lib() -> Any:
     return lib
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(fn: F) -> F:
+    """Hold h5py's lock during the call: HDF5 is not thread-safe, and h5py serializes every call
+    it makes with this lock, so ours must take it too."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with phil:
+            return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 def _check(result: int, call: str) -> None:
     if result < 0:
         raise RuntimeError(f"HDF5 {call} failed")
@@ -106,17 +123,20 @@ def available() -> bool:
     return True
 
 
+@_locked
 def commit_anonymous(loc: Any, tid: Any, tcpl: Any = None) -> None:
     """Commit ``tid`` (an h5py TypeID) as a datatype object with no name, in ``loc``'s file."""
     plist = tcpl.id if tcpl is not None else H5P_DEFAULT
     _check(_lib().H5Tcommit_anon(loc.id, tid.id, plist, H5P_DEFAULT), "H5Tcommit_anon")
 
 
+@_locked
 def precision_and_offset(tid: Any) -> tuple[int, int]:
     """Significant bits and bit offset of an atomic type; h5py has no such call for bitfields."""
     return int(_lib().H5Tget_precision(tid.id)), int(_lib().H5Tget_offset(tid.id))
 
 
+@_locked
 def datatype_create_plist() -> Any:
     """A new datatype creation property list (h5py has no class constant for one)."""
     lib = _lib()
@@ -125,6 +145,7 @@ def datatype_create_plist() -> Any:
     return h5py.h5p.PropTCID(plist)
 
 
+@_locked
 def create_attribute(loc: Any, name: bytes, tid: Any, space: Any, cset: int) -> Any:
     """``H5Acreate2`` with the name's character set, which h5py's ``h5a.create`` cannot set."""
     lib = _lib()
@@ -139,6 +160,7 @@ def create_attribute(loc: Any, name: bytes, tid: Any, space: Any, cset: int) -> 
     return h5py.h5a.AttrID(aid)
 
 
+@_locked
 def comment(obj: Any) -> bytes:
     """An object's comment (h5py's ``h5o.get_comment`` returns garbage in h5py 3.16)."""
     lib = _lib()
@@ -154,6 +176,7 @@ def comment(obj: Any) -> bytes:
 # -- fill values ---------------------------------------------------------------------------------
 
 
+@_locked
 def fill_value(dcpl: Any, tid: Any) -> bytes:
     """A dataset's fill value as raw bytes of ``tid`` (use the dataset's own fixed-size type for
     the exact bytes; h5py's call always converts through a numpy dtype)."""
@@ -162,6 +185,7 @@ def fill_value(dcpl: Any, tid: Any) -> bytes:
     return buf.raw
 
 
+@_locked
 def set_fill_value(dcpl: Any, tid: Any, raw: bytes | None) -> None:
     """Set the fill value from raw bytes of ``tid``; None makes it undefined."""
     buf = ctypes.create_string_buffer(raw, len(raw)) if raw is not None else None
@@ -203,6 +227,7 @@ def _query(name: bytes, data: int, size: int, buf: int, buf_size: int) -> int:
 _registered: dict[int, _LinkClass] = {}  # keep the structures (and their callbacks) alive
 
 
+@_locked
 def ensure_link_class(class_id: int) -> None:
     """Register user-defined link class ``class_id`` (64..255) unless the library knows it.
 
@@ -219,6 +244,7 @@ def ensure_link_class(class_id: int) -> None:
     _registered[class_id] = cls
 
 
+@_locked
 def create_ud_link(loc: Any, name: bytes, class_id: int, value: bytes, lcpl: Any = None) -> None:
     ensure_link_class(class_id)
     buf = ctypes.create_string_buffer(value, len(value)) if value else None
@@ -240,6 +266,7 @@ class _LinkInfo(ctypes.Structure):
     ]
 
 
+@_locked
 def ud_link_value(loc: Any, name: bytes) -> bytes:
     """The user data of a user-defined link, byte for byte."""
     info = _LinkInfo()
@@ -255,6 +282,7 @@ def ud_link_value(loc: Any, name: bytes) -> bytes:
 # -- group link storage ------------------------------------------------------------------------
 
 
+@_locked
 def link_phase_change(gcpl: Any) -> tuple[int, int]:
     max_compact, min_dense = ctypes.c_uint(), ctypes.c_uint()
     _check(
@@ -264,5 +292,6 @@ def link_phase_change(gcpl: Any) -> tuple[int, int]:
     return max_compact.value, min_dense.value
 
 
+@_locked
 def set_link_phase_change(gcpl: Any, max_compact: int, min_dense: int) -> None:
     _check(_lib().H5Pset_link_phase_change(gcpl.id, max_compact, min_dense), "H5Pset_link_phase_change")
