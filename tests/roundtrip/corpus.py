@@ -576,6 +576,17 @@ def integer_precision(path: Path) -> None:
         raw_dataset(f, "twelve_bits", tid, (2,), np.array([1, 2], "<i2").tobytes())
 
 
+@refused("virtual_dataset", "/vds", "virtual dataset")
+def virtual_dataset(path: Path) -> None:
+    source = path.with_name(f"{path.stem}_source.h5")
+    with h5py.File(source, "w") as f:
+        f.create_dataset("data", data=np.arange(4))
+    layout = h5py.VirtualLayout(shape=(4,), dtype="i8")
+    layout[:] = h5py.VirtualSource(str(source), "data", shape=(4,))
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("vds", layout)
+
+
 def build(name: str, directory: Path) -> Path:
     path = directory / f"{name}.h5"
     builder = CORPUS[name] if name in CORPUS else REFUSED[name][0]

@@ -3,8 +3,9 @@
 The keys follow the HDF5/JSON dataset creation property list (``layout``, ``filters``,
 ``fillValue``, ``fillTime``, ``allocTime``, ``attributeCreationOrder``, ``attributePhaseChange``,
 ``trackTimes``), plus what fidelity needs and docs/fidelity.md lists: ``layout.externalStorage``,
-filter ``flags`` when they differ from HDF5's usual ones, ``linkCreationOrder`` and
-``linkPhaseChange`` on groups, and ``comment`` on any object. h5pyd's ``CreateOrder`` is set on
+``flags`` and ``parameters`` (cd_values) on the filters the service records without applying,
+``fillValueUndefined``, ``linkCreationOrder`` and ``linkPhaseChange`` on groups, and
+``comment`` on any object. h5pyd's ``CreateOrder`` is set on
 groups that track link creation order, so h5pyd lists their links in that order too.
 
 :func:`dataset_properties`, :func:`group_properties` and :func:`datatype_properties` read a

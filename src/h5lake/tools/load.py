@@ -171,6 +171,9 @@ class Planner:
         info = h5o.get_info(oid)
         found = self.by_addr.get(info.addr)
         if found is not None:
+            node = self.nodes[found]
+            if node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
+                node.path, node.handle = path, oid
             return found
         if info.type not in _TYPE_CLASSES:
             raise Unrepresentable(f"object type {info.type} at {path}")
@@ -295,9 +298,21 @@ class Planner:
                 return array_to_json(bytes_to_array(wire, t, ()), t)
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
-            return array_to_json(h5values.to_model(arr, t, _Scanner(self)).reshape(()), t)
+            return array_to_json(h5values.to_model(arr, t, _NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+class _NullReferencesOnly:
+    """References in a fill value: only null ones can be kept (ids are chosen later)."""
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if ref:
+            raise Unrepresentable("a fill value holding a non-null reference")
+        return b""
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
 
 
 class _Scanner:
@@ -354,7 +369,6 @@ class LoadStats:
     links: int = 0
     attributes: int = 0
     value_bytes: int = 0
-    requests: int = 0
     seconds: float = 0.0
     metadata_seconds: float = 0.0  # creating the domain, objects, links and attributes
 
@@ -400,6 +414,8 @@ class Uploader:
         self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
         self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
         self.stats.datatypes = len(self.plan.of_kind(Collection.DATATYPES))
+        self.stats.links = sum(len(n.links) for n in self.plan.nodes)
+        self.stats.attributes = sum(len(n.attrs) for n in self.plan.nodes)
         self.stats.seconds = time.monotonic() - started
         return self.stats
 
@@ -434,7 +450,6 @@ class Uploader:
         except RestError as exc:
             names = ", ".join(n.path for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
             raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
-        self.stats.requests += 1
 
     # -- links --
 
@@ -470,9 +485,7 @@ class Uploader:
                     item["id"] = self.ids[link.target]
                 links[link.name] = item
             body[gid] = {"links": links}
-            self.stats.links += len(links)
         self.client.put_json(f"/groups/{self.ids[0]}/links", {"grp_ids": body})
-        self.stats.requests += 1
 
     # -- attributes --
 
@@ -508,12 +521,10 @@ class Uploader:
                     item["value_base64"] = base64.b64encode(wire).decode()
                 attrs[a.name] = item
             body[self.ids[node.index]] = {"attributes": attrs}
-            self.stats.attributes += len(attrs)
         try:
             self.client.put_json(f"/groups/{self.ids[0]}/attributes", {"obj_ids": body})
         except RestError as exc:
             raise ToolError(f"attributes of {', '.join(n.path for n in nodes[:3])}: {exc.message}") from None
-        self.stats.requests += 1
 
     # -- values --
 
@@ -537,7 +548,6 @@ class Uploader:
         for fut in done:
             nbytes = fut.result()  # raises the task's error
             self.stats.value_bytes += nbytes
-            self.stats.requests += 1
             bar.update(nbytes)
 
     def _put_values(self, node: Node, sel: h5values.Selection | None, refs: _Ids) -> int:
