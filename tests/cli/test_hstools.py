@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import shutil
 import subprocess
 import sys
@@ -306,7 +307,13 @@ def test_hsls_folder(hs: Run, endpoint: str, workspace: str) -> None:
     assert trailer == "4 items"
 
     # -v asks the server for sizes (GET /domains?verbose=1): domains get their total size, and the
-    # tool sums them up.
+    # tool sums them up. Sizes come from the catalogs, which may lag a write by a moment.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with open_file(endpoint, workspace + "a.h5") as f:
+            if f.total_size > 8000:
+                break
+        time.sleep(0.2)
     entries, trailer = folder_listing(ok(hs("hsls", "-v", workspace)))
     sizes = {e.path: e.size for e in entries}
     assert sizes[workspace] is None and sizes[workspace + "sub/"] is None

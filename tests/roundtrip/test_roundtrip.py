@@ -32,14 +32,7 @@ H5DIFF_UNREADABLE = {
 
 # Round trips that do not work yet, with the reason. strict: a fix makes the test fail until
 # the entry is removed.
-KNOWN_FAILURES = {
-    "array_types": (
-        "server bug in chunks/layout.py ChunkCodec: fixed-size H5T_ARRAY datasets are encoded with "
-        "np.ascontiguousarray(chunk, dtype=<subarray dtype>), which repeats the array dims (a (4,3) "
-        "chunk of int[3] becomes 144 bytes, decode then reports 'chunk decoded to 144 bytes, not 48'); "
-        "use the subarray's base dtype in encode and reshape to chunk_shape + dims in decode"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _known(name: str) -> list[pytest.MarkDecorator]:

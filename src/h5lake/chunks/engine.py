@@ -251,7 +251,7 @@ async def read_selection(layout: DatasetLayout, selection: Selection, concurrenc
 
     async def one(p: ChunkProjection) -> None:
         part = await load_selected(layout, p.chunk_index, p.chunk_selection)
-        out[p.out_selection] = layout.fill if part is None else part
+        out[p.out_selection + (...,)] = layout.fill if part is None else part
 
     await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
     return out
@@ -262,7 +262,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, concurrency
 
     async def one(p: PointProjection) -> None:
         part = await load_points(layout, p)
-        out[p.out_positions] = layout.fill if part is None else part
+        out[(p.out_positions, ...)] = layout.fill if part is None else part
 
     await bounded(project_points(points, layout.chunk_shape), one, concurrency)
     return out

@@ -55,14 +55,16 @@ class ChunkCodec:
                 raise DataCorruption(f"a variable-length chunk cannot be decoded: {exc.message}") from None
         if len(raw) != self.chunk_bytes:
             raise DataCorruption(f"chunk holds {len(raw)} bytes, expected {self.chunk_bytes}")
-        return np.frombuffer(raw, dtype=self.dtype).reshape(self.chunk_shape)
+        # An array type (numpy subarray dtype) lives in memory as its base type with the array's
+        # dims appended to the chunk's shape.
+        return np.frombuffer(raw, dtype=self.dtype.base).reshape(self.chunk_shape + self.dtype.shape)
 
     def encode(self, chunk: np.ndarray) -> bytes | memoryview:
         """The bytes to store for ``chunk``: without filters, a view of the C-order array (no
         copy of what may be megabytes; a store's ``put`` takes any contiguous buffer)."""
         if self.variable:
             return self.pipeline.encode(array_to_bytes(chunk, self.type_json))
-        raw = np.ascontiguousarray(chunk, dtype=self.dtype).reshape(-1).view(np.uint8).data
+        raw = np.ascontiguousarray(chunk, dtype=self.dtype.base).reshape(-1).view(np.uint8).data
         return self.pipeline.encode(raw) if self.pipeline.filters else raw
 
 
