@@ -20,11 +20,10 @@ from tests.roundtrip.corpus import CORPUS, build_all
 from tests.support.server import USERS, Server
 
 
-@pytest.fixture(scope="session", params=os.environ.get("ROUNDTRIP_BACKENDS", "local").split(","))
+@pytest.fixture(scope="session", params=os.environ.get("ROUNDTRIP_BACKENDS", "local,s3").split(","))
 def backing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Backing:
-    """The round trip checks the data model, which is the same on every storage backend (the
-    storage contract suite covers those), so the corpus runs on local storage only, keeping the
-    suite under a minute. ``ROUNDTRIP_BACKENDS=local,s3`` runs it on both."""
+    """The corpus runs on every storage backend, like the rest of the suite;
+    ``ROUNDTRIP_BACKENDS=local`` narrows a local run."""
     return make_backing(request.param, request, tmp_path_factory.mktemp(f"store-{request.param}"))
 
 
