@@ -121,13 +121,11 @@ def test_normalized_type_round_trips_through_its_dtype(t: dict[str, Any], expect
         assert type_from_dtype(dt) == t
 
 
-@pytest.mark.parametrize(("t", "_"), NORMALIZED, ids=lambda x: str(x)[:60])
+@pytest.mark.parametrize(("t", "_"), [n for n in NORMALIZED if n[0]["class"] != "H5T_BITFIELD"], ids=lambda x: str(x)[:60])
 def test_dtype_matches_the_one_h5pyd_builds(t: dict[str, Any], _: Any) -> None:
     """h5pyd builds its dtype from the type JSON with h5json: the layouts must agree, or
     binary transfer would disagree."""
-    if t["class"] == "H5T_BITFIELD":
-        pytest.skip("h5json has no bitfield type")
-    theirs = hdf5dtype.createDataType(t)
+    theirs = hdf5dtype.createDataType(t)  # (h5json has no bitfield class: those are left out)
     ours = wire_dtype(t)
     assert ours == theirs
     assert ours.itemsize == theirs.itemsize

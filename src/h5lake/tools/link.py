@@ -251,6 +251,14 @@ class LinkPlan:
     table: ChunkTable | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def chunks_linked(self) -> int:
+        """How many stored chunks (or contiguous blocks) of the file this plan points at."""
+        if self.table is not None:
+            return int(np.count_nonzero(self.table.entries["size"]))
+        layout = self.creation_properties["layout"]
+        return len(layout["chunks"]) if "chunks" in layout else 1
+
     def with_table(self, table_id: str | None) -> Doc:
         props = dict(self.creation_properties)
         if self.table is not None:
@@ -337,6 +345,37 @@ def link_properties(dset: Any, file_uri: str, *, table_id: str | None = None, **
     if plan is None:
         return None
     return plan.with_table(table_id) if plan.table is not None else plan.creation_properties
+
+
+class Linker:
+    """The loader's link step for ``--link`` (and ``--append --extend AXIS``) on one file.
+
+    Plans each dataset with `plan_link` and remembers why the others are copied. With
+    ``extend`` the datasets that have that axis are planned for appends (`plan_append` adds
+    later files); a copied one is made unlimited along it so its values can be appended too.
+    """
+
+    def __init__(self, file_uri: str, extend: str | None = None) -> None:
+        self.file_uri = file_uri
+        self.extend = extend
+        self.copied: list[tuple[str, str]] = []  # (dataset path, why it was copied)
+
+    def axis(self, dset: Any) -> int | None:
+        """The axis ``dset`` grows along when files are appended, or None."""
+        return None if self.extend is None else resolve_axis(dset, self.extend)
+
+    def plan(self, dset: Any, props: Doc) -> LinkPlan | None:
+        """A plan linking ``dset`` (``props``: the creationProperties a copy gets), or None."""
+        axis = self.axis(dset)
+        plan = plan_link(dset, self.file_uri, base_props=props, aggregate=axis is not None, axis=axis)
+        if plan is None:
+            reason = copy_reason(dset) or "contiguous storage cannot be appended to by reference"
+            self.copied.append((dset.name, reason))
+        return plan
+
+    @property
+    def notes(self) -> list[str]:
+        return [f"dataset {name} copied: {reason}" for name, reason in self.copied]
 
 
 # --- appending along an axis --------------------------------------------------------------
