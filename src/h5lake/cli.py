@@ -73,7 +73,7 @@ def main() -> None:
 @click.option("--workers", type=int, help="Server processes sharing the port [H5LAKE_WORKERS, 1].")
 @click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
 @click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN, JSON list].")
-@click.option("--allow-source", multiple=True, type=click.Path(path_type=Path), help="Root of HDF5 files that may be linked (repeatable).")
+@click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable).")
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
 @click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
 @click.option("--log-level", help="critical, error, warning, info or debug.")

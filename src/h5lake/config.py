@@ -6,7 +6,8 @@ line overrides the environment. An unknown or malformed value stops start-up wit
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,7 +25,7 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1, le=256)
     passwd: Path | None = Field(None, description="file of user:password or user:<hash> lines")
     admin: tuple[str, ...] = ()
-    allow_source: tuple[Path, ...] = ()
+    allow_source: tuple[str, ...] = Field((), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]")
     max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
     max_chunk_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
@@ -50,6 +51,20 @@ class Settings(BaseSettings):
         if v is not None and not v.is_file():
             raise ValueError(f"no such file: {v}")
         return v
+
+    @field_validator("allow_source", mode="before")
+    @classmethod
+    def _source_roots(cls, v: Any) -> Any:
+        items = [v] if isinstance(v, str | PurePath) else v
+        if not isinstance(items, list | tuple):
+            return v
+        roots = []
+        for item in items:
+            text = str(item)
+            if text.startswith("s3://") and not text[len("s3://") :].split("/", 1)[0]:
+                raise ValueError(f"{text}: an S3 source root must look like s3://BUCKET[/PREFIX]")
+            roots.append(text)
+        return tuple(roots)
 
     @field_validator("storage")
     @classmethod

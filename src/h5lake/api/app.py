@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 
@@ -13,6 +15,7 @@ from h5lake.api.errors import HANDLERS
 from h5lake.auth import Authenticator, load_passwd
 from h5lake.config import Settings
 from h5lake.service.context import Limits, Service
+from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
 
 log = logging.getLogger(__name__)
@@ -29,14 +32,31 @@ def open_store(settings: Settings) -> Store:
     return LocalStore(settings.data)
 
 
+def open_sources(settings: Settings) -> SourceRegistry:
+    """Where linked HDF5 files may be read: the ``--allow-source`` folders (symlinks resolved)
+    and ``s3://`` prefixes, the latter on the S3 endpoint and region of the settings."""
+    roots = tuple(r if r.startswith("s3://") else str(Path(r).resolve()) for r in settings.allow_source)
+    s3: Callable[[str], Any] | None = None
+    if any(r.startswith("s3://") for r in roots):
+
+        def s3(bucket: str) -> Any:
+            from h5lake.storage.s3 import S3Store
+
+            return S3Store(bucket, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
+
+    return default_registry(roots, s3)
+
+
 def build_service(settings: Settings, store: Store) -> Service:
+    sources = open_sources(settings)
     return Service(
         store=store,
         limits=Limits(settings.min_chunk_bytes, settings.max_chunk_bytes, settings.max_request_bytes),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,
         chunk_concurrency=settings.chunk_concurrency,
-        allowed_sources=tuple(str(p.resolve()) for p in settings.allow_source),
+        allowed_sources=sources.policy.roots(),
+        sources=sources,
         catalog_stale_after=settings.catalog_stale_after,
         catalog_recover_every=settings.catalog_recover_every,
     )

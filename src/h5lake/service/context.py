@@ -14,6 +14,7 @@ from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
 from h5lake.service.documents import Documents
+from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class Service:
     public_read: bool = False
     chunk_concurrency: int = 16
     allowed_sources: tuple[str, ...] = ()
+    sources: SourceRegistry | None = None  # where linked files are read; default: allowed_sources, local only
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
     started: float = field(default_factory=time.time)
@@ -57,6 +59,8 @@ class Service:
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )
         self._background: set[asyncio.Task[Any]] = set()
+        if self.sources is None:
+            self.sources = default_registry(self.allowed_sources)
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run clean-up work after the reply; it is never needed for correctness."""
@@ -68,6 +72,8 @@ class Service:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         await self.catalog.close()
+        if self.sources is not None:
+            await self.sources.close()
 
     async def ensure_home_folder(self) -> None:
         """The ``/home`` folder, where each user may make their own folder, exists from the start."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,6 @@ from h5lake.sources.files import (
     PinnedFile,
     SourceChanged,
     SourceRegistry,
-    default_registry,
 )
 from h5lake.sources.layouts import (
     ChunkedRef,
@@ -53,37 +51,16 @@ log = logging.getLogger(__name__)
 Doc = dict[str, Any]
 SOURCES_KEY = "linked_sources"  # {file_uri: fingerprint JSON}
 TABLE_OF_KEY = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
-_REGISTRY_ATTR = "_linked_source_registry"
 
 
 # --- the source registry of a service -------------------------------------------------------
 
 
-def _s3_store_factory() -> Any:
-    """Stores for S3 sources, on the same endpoint and region as the S3 storage backend."""
-    endpoint = os.environ.get("H5LAKE_S3_ENDPOINT") or None
-    region = os.environ.get("H5LAKE_S3_REGION") or None
-
-    def make(bucket: str) -> Any:
-        from h5lake.storage.s3 import S3Store
-
-        return S3Store(bucket, endpoint_url=endpoint, region=region)
-
-    return make
-
-
 def registry_for(svc: Any) -> SourceRegistry:
-    """The service's source registry: ``svc.sources`` when the app made one, else one built
-    once from ``svc.allowed_sources`` (S3 roots are the ``s3://`` entries)."""
-    given = getattr(svc, "sources", None)
-    if isinstance(given, SourceRegistry):
-        return given
-    registry = svc.__dict__.get(_REGISTRY_ATTR)
-    if registry is None:
-        roots = tuple(svc.allowed_sources)
-        s3 = _s3_store_factory() if any(r.startswith("s3://") for r in roots) else None
-        registry = default_registry(roots, s3)
-        setattr(svc, _REGISTRY_ATTR, registry)
+    """The service's source registry, made at start-up from the settings (``api.app``)."""
+    registry = svc.sources
+    if not isinstance(registry, SourceRegistry):
+        raise TypeError("the service has no source registry")
     return registry
 
 

@@ -87,6 +87,10 @@ class SourcePolicy:
                 local.append(os.path.realpath(root))
         return cls(tuple(local), tuple(s3))
 
+    def roots(self) -> tuple[str, ...]:
+        """The roots as ``--allow-source`` takes them."""
+        return self.local_roots + tuple(f"s3://{b}/{p}".rstrip("/") for b, p in self.s3_roots)
+
     def authorize(self, uri: SourceURI) -> str:
         """The key to read (the real path of a local file); ``Forbidden`` when outside the roots.
 

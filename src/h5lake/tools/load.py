@@ -8,8 +8,11 @@ attributes (batched PUTs), and values (binary PUTs of one source chunk, or block
 thread pool). If anything fails the domain is deleted, unless ``--keep-partial``.
 
 What is kept and how is in docs/fidelity.md. Linking datasets in place instead of copying them
-is one pluggable step, :data:`LinkStep`: given an h5py dataset it returns creation properties
-with a reference layout, or None to copy the values.
+(``--link``) is one pluggable step, :class:`LinkStep`: given an h5py dataset it returns a
+:class:`~h5lake.tools.link.LinkPlan` (a reference layout, and maybe a chunk table to create
+first), or None to copy the values. ``--append --extend AXIS`` then grows those datasets by
+further files (:func:`append_file`): a chunk table slab and a resize for each linked dataset, a
+resize and the new values for each copied one.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 import h5py
@@ -32,9 +35,11 @@ import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
 
 from h5lake.model.ids import Collection, new_object_id
+from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
+from h5lake.tools import link as linking
 from h5lake.tools.common import (
     MIB,
     ToolError,
@@ -51,14 +56,37 @@ from h5lake.tools.rest import RestClient, RestError
 
 log = logging.getLogger(__name__)
 
-LinkStep = Callable[[h5py.Dataset], dict[str, Any] | None]
-"""Decides, per dataset, whether to link it in place: returns its creation properties (with a
-reference layout; they replace the planned ones key by key) or None to copy its values."""
+class LinkStep(Protocol):
+    """Decides, per dataset, whether to link it in place instead of copying its values. It is
+    asked while the file is planned, before any request: a chunk table it plans is sent by the
+    :class:`Uploader`. :class:`~h5lake.tools.link.Linker` is the one ``--link`` uses."""
+
+    def plan(self, dset: h5py.Dataset, props: dict[str, Any]) -> linking.LinkPlan | None:
+        """How to link ``dset`` (``props``: the creationProperties a copy gets), or None."""
+        ...
+
+    def axis(self, dset: h5py.Dataset) -> int | None:
+        """The axis a copied ``dset`` must be able to grow along (later files), or None."""
+        ...
+
+    @property
+    def notes(self) -> list[str]:
+        """What to tell the user: which datasets were copied, and why."""
+        ...
 
 
-def copy_values(dataset: h5py.Dataset) -> None:
-    """The default :data:`LinkStep`: never link, always copy."""
-    return
+class CopyAll:
+    """The default :class:`LinkStep`: never link, always copy."""
+
+    @property
+    def notes(self) -> list[str]:
+        return []
+
+    def plan(self, dset: h5py.Dataset, props: dict[str, Any]) -> None:
+        return None
+
+    def axis(self, dset: h5py.Dataset) -> None:
+        return None
 
 
 POST_BATCH = 300  # objects per POST, as h5pyd sends them
@@ -102,7 +130,11 @@ class Node:
     type: TypeJson | None = None
     committed: int | None = None  # node index of a committed datatype the dataset shares
     space: dict[str, Any] | None = None
-    copy_values: bool = True
+    linked: linking.LinkPlan | None = None  # set when the dataset is linked, not copied
+
+    @property
+    def copy_values(self) -> bool:
+        return self.linked is None
 
     def describe(self) -> str:
         kind = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}[self.kind]
@@ -127,6 +159,13 @@ def _default_cset(name: str) -> str:
     return "H5T_CSET_ASCII" if name.isascii() else "H5T_CSET_UTF8"
 
 
+def _linked_space(plan: linking.LinkPlan) -> dict[str, Any]:
+    space: dict[str, Any] = {"class": "H5S_SIMPLE", "dims": plan.shape}
+    if plan.maxdims is not None:
+        space["maxdims"] = [UNLIMITED if m is None else m for m in plan.maxdims]
+    return space
+
+
 def _space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
     kind = space.get_simple_extent_type()
     if kind == h5s.NULL:
@@ -137,16 +176,16 @@ def _space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
     out: dict[str, Any] = {"class": "H5S_SIMPLE", "dims": list(dims)}
     maxdims = space.get_simple_extent_dims(True)
     if tuple(maxdims) != dims:
-        out["maxdims"] = ["H5S_UNLIMITED" if m == h5s.UNLIMITED else int(m) for m in maxdims]
+        out["maxdims"] = [UNLIMITED if m == h5s.UNLIMITED else int(m) for m in maxdims]
     return out, dims
 
 
 class Planner:
     """Walks a file from its root group, breadth first, into a :class:`Plan`."""
 
-    def __init__(self, f: h5py.File, link_step: LinkStep = copy_values) -> None:
+    def __init__(self, f: h5py.File, link_step: LinkStep | None = None) -> None:
         self.file = f
-        self.link_step = link_step
+        self.link_step: LinkStep = link_step or CopyAll()
         self.nodes: list[Node] = []
         self.by_addr: dict[int, int] = {}
         self.notes: list[str] = []
@@ -279,11 +318,17 @@ class Planner:
         if "externalStorage" in node.props.get("layout", {}):
             files = len(node.props["layout"]["externalStorage"])
             self.notes.append(f"dataset {node.path}: values from {files} external file(s) copied in")
-        linked = self.link_step(h5py.Dataset(dsid))
-        if linked is not None:
-            node.props = {**node.props, **linked}
-            node.copy_values = False
-        elif h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims):
+        dset = h5py.Dataset(dsid)
+        node.linked = self.link_step.plan(dset, node.props)
+        if node.linked is not None:
+            node.space = _linked_space(node.linked)
+            return
+        axis = self.link_step.axis(dset)
+        if axis is not None:  # copied, and later files append values along axis
+            maxdims = list(node.space.get("maxdims", dims))
+            maxdims[axis] = UNLIMITED
+            node.space = {**node.space, "maxdims": maxdims}
+        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims):
             # read once to find what the values reference: an object reached only that way is
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
@@ -369,6 +414,8 @@ class LoadStats:
     links: int = 0
     attributes: int = 0
     value_bytes: int = 0
+    linked: int = 0  # datasets linked in place
+    chunks_linked: int = 0
     seconds: float = 0.0
     metadata_seconds: float = 0.0  # creating the domain, objects, links and attributes
 
@@ -378,10 +425,11 @@ class LoadStats:
 
     def summary(self, source: str, domain: str) -> str:
         mib = self.value_bytes / MIB
+        linked = f" ({self.linked} linked: {self.chunks_linked} chunks)" if self.linked else ""
         return (
-            f"loaded {source} into {domain}: {self.groups} groups, {self.datasets} datasets, "
+            f"loaded {source} into {domain}: {self.groups} groups, {self.datasets} datasets{linked}, "
             f"{self.datatypes} datatypes, {self.links} links, {self.attributes} attributes, "
-            f"{mib:.1f} MiB of values in {self.seconds:.1f} s "
+            f"{mib:.1f} MiB of values copied in {self.seconds:.1f} s "
             f"({rate(mib, self.seconds):.1f} MiB/s, {rate(self.objects, self.seconds):.0f} objects/s)"
         )
 
@@ -395,6 +443,7 @@ class Uploader:
         self.workers = workers
         self.quiet = quiet
         self.ids: list[str] = []
+        self.table_ids: dict[int, str] = {}  # node index -> id of its linked chunk table
         self.stats = LoadStats()
 
     def run(self) -> LoadStats:
@@ -403,6 +452,9 @@ class Uploader:
         reply = self.client.put_json("/", {"group": {"creationProperties": root.props}})
         root_id = reply["root"]
         self.ids = [root_id if n.index == 0 else new_object_id(n.kind, root_id) for n in self.plan.nodes]
+        for node in self.plan.of_kind(Collection.DATASETS):
+            if node.linked is not None and node.linked.table is not None:
+                self.table_ids[node.index] = new_object_id(Collection.DATASETS, root_id)
         refs = _Ids(self.file, self.by_addr, self.ids)
         with ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load") as pool:
             for kind in (Collection.DATATYPES, Collection.GROUPS, Collection.DATASETS):
@@ -413,6 +465,9 @@ class Uploader:
             self._values(pool, refs)
         self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
         self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
+        linked = [n.linked for n in self.plan.of_kind(Collection.DATASETS) if n.linked is not None]
+        self.stats.linked = len(linked)
+        self.stats.chunks_linked = sum(plan.chunks_linked for plan in linked)
         self.stats.datatypes = len(self.plan.of_kind(Collection.DATATYPES))
         self.stats.links = sum(len(n.links) for n in self.plan.nodes)
         self.stats.attributes = sum(len(n.attrs) for n in self.plan.nodes)
@@ -444,12 +499,18 @@ class Uploader:
             elif kind is Collection.DATASETS:
                 item["type"] = self._type_ref(node.type, node.committed)
                 item["shape"] = node.space
+                if node.linked is not None:
+                    table_id = self.table_ids.get(node.index)
+                    if node.linked.table is not None:  # made in the same request, before the dataset
+                        body.append(_table_item(table_id, node.linked.table))
+                    item["creationProperties"] = node.linked.with_table(table_id)
             body.append(item)
         try:
             self.client.post_json(f"/{kind.path}", body)
         except RestError as exc:
             names = ", ".join(n.path for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
-            raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
+            doing = "linking" if any(n.linked for n in nodes) and exc.status == 403 else "creating"
+            raise ToolError(f"{doing} {kind.path} ({names}) failed: {exc.message}") from None
 
     # -- links --
 
@@ -529,39 +590,91 @@ class Uploader:
     # -- values --
 
     def _values(self, pool: ThreadPoolExecutor, refs: _Ids) -> None:
-        work: list[tuple[Node, h5values.Selection | None, int]] = []
+        """The chunk tables of linked datasets, then the values of copied ones."""
+        tasks: list[tuple[Callable[[], int], int]] = []
         for node in self.plan.of_kind(Collection.DATASETS):
-            if node.copy_values:
-                work.extend((node, sel, nbytes) for sel, nbytes in _value_boxes(node))
-        total = sum(n for _, _, n in work)
-        with progress(total, "values", self.quiet) as bar:
-            in_flight: set[Future[int]] = set()
-            for node, sel, nbytes in work:
-                if len(in_flight) >= 2 * self.workers:
-                    done, in_flight = wait(in_flight, return_when=FIRST_EXCEPTION)
-                    self._finish(done, bar)
-                in_flight.add(pool.submit(self._put_values, node, sel, refs))
-            done, _ = wait(in_flight)
-            self._finish(done, bar)
-
-    def _finish(self, done: set[Future[int]], bar: Any) -> None:
-        for fut in done:
-            nbytes = fut.result()  # raises the task's error
-            self.stats.value_bytes += nbytes
-            bar.update(nbytes)
+            if node.linked is not None and node.linked.table is not None:
+                tasks.append((partial(_put_table, self.client, self.table_ids[node.index], node.linked.table), 0))
+            elif node.copy_values:
+                tasks.extend((partial(self._put_values, node, sel, refs), n) for sel, n in _value_boxes(node))
+        self.stats.value_bytes += send_all(pool, tasks, 2 * self.workers, self.quiet)
 
     def _put_values(self, node: Node, sel: h5values.Selection | None, refs: _Ids) -> int:
-        assert node.type is not None
-        tid = node.handle.get_type()
-        try:
-            data = h5values.read_dataset(node.handle, tid, node.type, sel, refs)
-        except (OSError, ValueError, TypeError) as exc:
-            raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
-        try:
-            self.client.put_bytes(f"/datasets/{self.ids[node.index]}/value", data, **h5values.select_text(sel))
-        except RestError as exc:
-            raise ToolError(f"dataset {node.path}: writing values failed: {exc.message}") from None
-        return len(data)
+        return put_box(self.client, node, self.ids[node.index], sel, refs)
+
+
+def send_all(pool: ThreadPoolExecutor, tasks: list[tuple[Callable[[], int], int]], window: int, quiet: bool) -> int:
+    """Run ``(task, bytes it sends)`` pairs, at most ``window`` at once, with a progress bar;
+    each task returns the bytes it sent. The first failure is raised."""
+    sent = 0
+    with progress(sum(n for _, n in tasks), "values", quiet) as bar:
+        in_flight: set[Future[int]] = set()
+
+        def finish(done: set[Future[int]]) -> None:
+            nonlocal sent
+            for fut in done:
+                nbytes = fut.result()  # raises the task's error
+                sent += nbytes
+                bar.update(nbytes)
+
+        for task, _ in tasks:
+            if len(in_flight) >= window:
+                done, in_flight = wait(in_flight, return_when=FIRST_EXCEPTION)
+                finish(done)
+            in_flight.add(pool.submit(task))
+        done, _ = wait(in_flight)
+        finish(done)
+    return sent
+
+
+def put_box(
+    client: RestClient,
+    node: Node,
+    dataset_id: str,
+    sel: h5values.Selection | None,
+    refs: h5values.References,
+    at: h5values.Selection | None = None,
+) -> int:
+    """Copy the box ``sel`` of ``node``'s values to the box ``at`` (default: the same box) of
+    ``dataset_id``; returns the bytes sent."""
+    assert node.type is not None
+    tid = node.handle.get_type()
+    try:
+        data = h5values.read_dataset(node.handle, tid, node.type, sel, refs)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
+    try:
+        client.put_bytes(f"/datasets/{dataset_id}/value", data, **h5values.select_text(sel if at is None else at))
+    except RestError as exc:
+        raise ToolError(f"dataset {node.path}: writing values failed: {exc.message}") from None
+    return len(data)
+
+
+def _table_item(table_id: str | None, table: linking.ChunkTable) -> dict[str, Any]:
+    """The ``POST /datasets`` item of a linked dataset's chunk table."""
+    item: dict[str, Any] = {
+        "id": table_id,
+        "type": table.type_json,
+        "shape": list(table.shape),
+        "creationProperties": table.creation_properties(),
+    }
+    if table.maxdims is not None:
+        item["maxdims"] = [0 if m is None else m for m in table.maxdims]  # 0: unlimited
+    return item
+
+
+def _put_table(client: RestClient, table_id: str, table: linking.ChunkTable, select: str | None = None) -> int:
+    """Write a chunk table's entries (all of them, or the slab ``select``); sends no values."""
+    params = {"select": select} if select else {}
+    body = table.body()
+    try:
+        if isinstance(body, bytes):
+            client.put_bytes(f"/datasets/{table_id}/value", body, **params)
+        else:
+            client.put_json(f"/datasets/{table_id}/value", body, **params)
+    except RestError as exc:
+        raise ToolError(f"writing a chunk table failed: {exc.message}") from None
+    return 0
 
 
 def _attr_weight(a: AttrPlan) -> int:
@@ -653,19 +766,22 @@ def load_file(
     source: Path,
     client: RestClient,
     *,
-    link_step: LinkStep = copy_values,
+    link_step: LinkStep | None = None,
     keep_partial: bool = False,
     overwrite: bool = False,
     workers: int = 8,
     quiet: bool = True,
 ) -> tuple[LoadStats, list[str]]:
-    """Copy ``source`` into ``client.domain``; returns the counts and the notes to report."""
+    """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
+    counts and the notes to report."""
     with open_source(source) as f:
         planner = Planner(f, link_step)
         try:
             plan = planner.plan()
         except Unrepresentable as exc:
             raise ToolError(f"{source}: {exc.feature} cannot be represented in h5lake; nothing was loaded") from None
+        except linking.LinkError as exc:
+            raise ToolError(f"{source}: {exc}; nothing was loaded") from None
         try:
             if client.domain_exists():
                 if not overwrite:
@@ -686,7 +802,136 @@ def load_file(
             if isinstance(exc, RestError):
                 raise ToolError(str(exc)) from None
             raise
-    return stats, plan.notes
+    return stats, plan.notes + planner.link_step.notes
+
+
+# -- appending a file along an axis --------------------------------------------------------------
+
+
+@dataclass
+class AppendStats:
+    datasets: int = 0  # datasets grown
+    chunks_linked: int = 0
+    value_bytes: int = 0
+    seconds: float = 0.0
+
+    def summary(self, source: str, domain: str, extend: str) -> str:
+        return (
+            f"appended {source} to {domain} along {extend}: {self.datasets} datasets grown, "
+            f"{self.chunks_linked} chunks linked, {self.value_bytes / MIB:.1f} MiB of values copied "
+            f"in {self.seconds:.1f} s"
+        )
+
+
+@dataclass
+class _Growth:
+    """One dataset of the domain grown by the dataset at the same path in the appended file:
+    through its chunk table (``linked``) or by copying values into ``box``."""
+
+    node: Node  # the appended file's dataset
+    dataset_id: str
+    new_shape: list[int]
+    linked: linking.AppendPlan | None = None
+    table_id: str | None = None
+    box: h5values.Selection | None = None  # where a copied dataset's values go
+
+    def grow(self, client: RestClient) -> int:
+        """Extend the chunk table and the dataset (or only the dataset, for copied values)."""
+        try:
+            if self.linked is not None and self.table_id is not None:
+                entries = linking.ChunkTable(self.linked.entries, with_uri=True)
+                client.put_json(f"/datasets/{self.table_id}/shape", {"shape": self.linked.table_shape})
+                _put_table(client, self.table_id, entries, self.linked.table_select)
+            client.put_json(f"/datasets/{self.dataset_id}/shape", {"shape": self.new_shape})
+        except RestError as exc:
+            raise ToolError(f"dataset {self.node.path}: growing it failed: {exc.message}") from None
+        return 0
+
+
+def append_file(
+    source: Path, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True
+) -> tuple[AppendStats, list[str]]:
+    """Grow the datasets of ``client.domain`` (made by ``load --append``) by those of ``source``
+    along the axis ``extend`` (a number, or a dimension scale's name). Every dataset is checked
+    before anything changes; datasets without that axis keep the first file's values."""
+    started = time.monotonic()
+    with open_source(source) as f:
+        growths, notes = _plan_growths(f, client, source_uri(source), extend)
+        stats = AppendStats(datasets=len(growths))
+        stats.chunks_linked = sum(int(np.count_nonzero(g.linked.entries["size"])) for g in growths if g.linked)
+        with ThreadPoolExecutor(workers, thread_name_prefix="h5lake-append") as pool:
+            send_all(pool, [(partial(g.grow, client), 0) for g in growths], 2 * workers, True)
+            values: list[tuple[Callable[[], int], int]] = []
+            for g in growths:
+                if g.box is not None:
+                    offset = [s.start for s in g.box]
+                    for sel, n in _value_boxes(g.node):
+                        assert sel is not None
+                        at = tuple(slice(s.start + o, s.stop + o) for s, o in zip(sel, offset, strict=True))
+                        values.append((partial(put_box, client, g.node, g.dataset_id, sel, _NullReferencesOnly(), at), n))
+            stats.value_bytes = send_all(pool, values, 2 * workers, quiet)
+    stats.seconds = time.monotonic() - started
+    return stats, notes
+
+
+def _plan_growths(f: h5py.File, client: RestClient, uri: str, extend: str) -> tuple[list[_Growth], list[str]]:
+    datasets: dict[str, h5py.Dataset] = {}
+
+    def found_one(name: str, obj: Any) -> None:  # returning a value would stop the visit
+        if isinstance(obj, h5py.Dataset):
+            datasets["/" + name] = obj
+
+    f.visititems(found_one)
+    try:  # each object once (visititems visits objects, not links)
+        found = client.post_json("/", {"h5paths": list(datasets)})["h5paths"]
+    except RestError as exc:
+        raise ToolError(f"cannot read {client.domain}: {exc.message}") from None
+    missing = [path for path in datasets if path not in found]
+    if missing:
+        more = " ..." if len(missing) > 3 else ""
+        raise ToolError(f"{', '.join(missing[:3])}{more} not in {client.domain}: an appended file needs the first file's datasets")
+    growths: list[_Growth] = []
+    notes: list[str] = []
+    for path, dset in datasets.items():
+        axis = linking.resolve_axis(dset, extend)
+        if axis is None:
+            notes.append(f"dataset {path} has no axis {extend}: it keeps the first file's values")
+            continue
+        try:
+            growths.append(_plan_growth(client, found[path]["id"], path, dset, uri, axis))
+        except linking.LinkError as exc:
+            raise ToolError(f"{exc}; nothing was appended") from None
+        except RestError as exc:
+            raise ToolError(f"dataset {path}: {exc.message}") from None
+    return growths, notes
+
+
+def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Dataset, uri: str, axis: int) -> _Growth:
+    target = client.get_json(f"/datasets/{dataset_id}")
+    layout = target.get("creationProperties", {}).get("layout", {})
+    node = Node(0, Collection.DATASETS, path, dset.id, props={"layout": {"class": "H5D_CHUNKED", "dims": list(dset.chunks)}} if dset.chunks else {})
+    node.type = type_json(dset.id.get_type())
+    node.space, _ = _space_json(dset.id.get_space())
+    if h5values.has_reference(node.type):
+        raise linking.LinkError(f"{path}: references name objects of the first file's load; they cannot be appended")
+    if str(layout.get("class", "")).endswith(("_REF", "_REF_INDIRECT")):
+        table = client.get_json(f"/datasets/{layout.get('chunk_table')}") if layout.get("chunk_table") else {}
+        plan = linking.plan_append(dset, uri, target, table, axis)  # LinkError when they do not fit
+        return _Growth(node, dataset_id, plan.new_shape, linked=plan, table_id=layout["chunk_table"])
+    old = list(target["shape"].get("dims", []))
+    maxdims = target["shape"].get("maxdims") or old
+    if len(old) != len(dset.shape) or any(a != b for d, (a, b) in enumerate(zip(old, dset.shape, strict=True)) if d != axis):
+        raise linking.LinkError(f"{path}: shape {list(dset.shape)} does not continue the existing {old} along axis {axis}")
+    if maxdims[axis] not in (0, UNLIMITED) and maxdims[axis] < old[axis] + dset.shape[axis]:
+        raise linking.LinkError(f"{path}: the existing dataset cannot grow along axis {axis}; load the first file with --append too")
+    new_shape, _ = linking.append_selection(old, dset.shape, axis)
+    box = tuple(slice(old[axis], new_shape[axis]) if d == axis else slice(0, n) for d, n in enumerate(new_shape))
+    return _Growth(node, dataset_id, new_shape, box=box)
+
+
+def source_uri(source: Path) -> str:
+    """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved."""
+    return str(source.resolve())
 
 
 def _delete_quietly(client: RestClient) -> None:
@@ -698,19 +943,58 @@ def _delete_quietly(client: RestClient) -> None:
 
 def register(group: click.Group) -> None:
     @group.command("load")
-    @click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
+    @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
     @click.argument("domain")
     @connection_options
+    @click.option("--link", "link_files", is_flag=True, help="Link datasets where they are (the server reads the file) instead of copying values; copies what cannot be linked.")
+    @click.option("--append", is_flag=True, help="Link so that more files can be appended; if DOMAIN exists, append SOURCES to it (needs --extend).")
+    @click.option("--extend", metavar="AXIS", help="With --append: the axis to append along, a number or a dimension scale's name.")
     @click.option("--keep-partial", is_flag=True, help="On failure, keep what was loaded instead of deleting the domain.")
     @click.option("--overwrite", is_flag=True, help="Replace the domain if it exists.")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
-    def load(source: Path, domain: str, keep_partial: bool, overwrite: bool, workers: int, quiet: bool, **options: Any) -> None:
+    def load(
+        sources: tuple[Path, ...],
+        domain: str,
+        link_files: bool,
+        append: bool,
+        extend: str | None,
+        keep_partial: bool,
+        overwrite: bool,
+        workers: int,
+        quiet: bool,
+        **options: Any,
+    ) -> None:
         """Copy the HDF5 file SOURCE into DOMAIN (e.g. /home/me/file.h5), keeping every object,
-        type, property and value exactly; see docs/fidelity.md."""
+        type, property and value exactly; see docs/fidelity.md. With --link, datasets are
+        linked instead (the server must be started with --allow-source covering the files).
+        With --append --extend AXIS, several daily files become one domain whose datasets
+        grow along AXIS, each chunk read from its own file."""
+        if append != (extend is not None):
+            raise click.UsageError("--append and --extend AXIS go together")
+        if append and overwrite:
+            raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
+        if len(sources) > 1 and not append:
+            raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
         settings = settings_from(options)
         client = RestClient(settings, check_domain(domain), pool_size=workers)
-        stats, notes = load_file(source, client, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet)
-        report_notes(notes, quiet)
-        if not quiet:
-            click.echo(stats.summary(str(source), domain))
+        for i, source in enumerate(sources):
+            counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
+            if append and extend is not None and (i > 0 or _exists(client)):
+                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet)
+                report_notes(notes, quiet)
+                if not quiet:
+                    click.echo(grown.summary(str(source), domain, extend) + counter)
+                continue
+            step = linking.Linker(source_uri(source), extend) if link_files or append else None
+            stats, notes = load_file(source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet)
+            report_notes(notes, quiet)
+            if not quiet:
+                click.echo(stats.summary(str(source), domain) + counter)
+
+
+def _exists(client: RestClient) -> bool:
+    try:
+        return client.domain_exists()
+    except RestError as exc:
+        raise ToolError(f"cannot use {client.domain} on {client.settings.endpoint}: {exc}") from None

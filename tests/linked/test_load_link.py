@@ -1,0 +1,164 @@
+"""``h5lake load --link`` and ``--append --extend AXIS`` against a server with an allowed root."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import h5py
+import h5pyd
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from h5lake.cli import main
+from tests.conftest import Client
+from tests.support.server import USERS
+
+RNG = np.random.default_rng(5)
+REF_CLASSES = {"H5D_CONTIGUOUS_REF", "H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT"}
+
+
+@pytest.fixture
+def fresh(lc: Client) -> Client:
+    """A client on a domain that does not exist yet (``lc`` made the home folder)."""
+    return Client(lc.endpoint, "test_user1", f"/home/test_user1/{uuid.uuid4().hex[:12]}.h5")
+
+
+def _load(c: Client, *args: str) -> Result:
+    creds = ["-e", c.endpoint, "-u", "test_user1", "-p", USERS["test_user1"]]
+    return CliRunner().invoke(main, ["load", *args, c.domain, *creds])
+
+
+def _h5pyd(c: Client) -> Any:
+    return h5pyd.File(c.domain, "r", endpoint=c.endpoint, username="test_user1", password=USERS["test_user1"])
+
+
+def _mixed(folder: Path) -> Path:
+    path = folder / f"mixed-{uuid.uuid4().hex[:8]}.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["title"] = "mixed"
+        g = f.create_group("grid")
+        g.attrs["units"] = np.array([1.5, 2.5])
+        g.create_dataset("gz", data=RNG.standard_normal((90, 70)).astype("<f4"), chunks=(30, 35), compression="gzip", shuffle=True)
+        g.create_dataset("many", data=RNG.integers(0, 99, (300, 40), dtype="<i2"), chunks=(2, 4))  # 1500 chunks: a chunk table
+        f.create_dataset("contig", data=np.arange(500, dtype=">i8"))
+        f.create_dataset("names", data=["a", "bb", "ccc"], dtype=h5py.string_dtype())
+        f.create_dataset("scalar", data=3.25)
+        f.create_dataset("small", data=np.arange(4), chunks=(2,), compression="gzip")
+    return path
+
+
+def _same(src: h5py.File, out: Any) -> None:
+    seen: list[str] = []
+
+    def visit(name: str, obj: Any) -> None:
+        seen.append(name)
+        theirs = out[name]
+        assert dict(theirs.attrs).keys() == dict(obj.attrs).keys(), name
+        for key, value in obj.attrs.items():
+            assert np.array_equal(theirs.attrs[key], value), (name, key)
+        if isinstance(obj, h5py.Dataset):
+            assert theirs.shape == obj.shape and theirs.dtype == obj.dtype, name
+            assert np.array_equal(theirs[()], obj[()]), name
+
+    src.visititems(visit)
+    assert len(seen) == 7
+    assert out.attrs["title"] == src.attrs["title"]
+
+
+def _layouts(c: Client) -> dict[str, str]:
+    found = c.post("/", json={"h5paths": ["/grid/gz", "/grid/many", "/contig", "/names", "/scalar", "/small"]}).json()["h5paths"]
+    return {path: c.get(f"/datasets/{obj['id']}").json()["creationProperties"]["layout"]["class"] for path, obj in found.items()}
+
+
+def test_link_reads_back_as_the_file_and_says_what_it_copied(fresh: Client, sources: Path) -> None:
+    path = _mixed(sources)
+    result = _load(fresh, "--link", str(path))
+    assert result.exit_code == 0, result.output
+    assert "note: dataset /names copied: variable-length or reference type" in result.output
+    assert "note: dataset /scalar copied: scalar" in result.output
+    assert "(4 linked:" in result.output and "chunks)" in result.output
+    with h5py.File(path) as src, _h5pyd(fresh) as out:
+        _same(src, out)
+    layouts = _layouts(fresh)
+    assert layouts["/grid/gz"] == "H5D_CHUNKED_REF"
+    assert layouts["/grid/many"] == "H5D_CHUNKED_REF_INDIRECT"
+    assert layouts["/contig"] == "H5D_CONTIGUOUS_REF"
+    assert layouts["/small"] in REF_CLASSES
+    assert layouts["/names"] not in REF_CLASSES and layouts["/scalar"] not in REF_CLASSES
+
+
+def _day(folder: Path, tag: str, day: int) -> Path:
+    path = folder / f"{tag}-day{day:03d}.h5"
+    with h5py.File(path, "w") as f:
+        t = f.create_dataset("time", data=np.arange(day * 24, day * 24 + 24, dtype="<f8"))  # contiguous: copied
+        t.make_scale("time")
+        temp = f.create_dataset("temp", data=(RNG.standard_normal((24, 20, 30)) + day).astype("<f4"), chunks=(6, 10, 15), compression="gzip")
+        temp.dims[0].attach_scale(t)
+        f.create_dataset("lat", data=np.linspace(-10, 10, 20), chunks=(10,))  # no time axis: kept
+        f.attrs["source"] = "model"
+    return path
+
+
+def test_daily_files_append_to_their_concatenation(fresh: Client, sources: Path) -> None:
+    tag = uuid.uuid4().hex[:8]
+    days = [_day(sources, tag, d) for d in range(3)]
+    first = _load(fresh, "--append", "--extend", "time", str(days[0]))
+    assert first.exit_code == 0, first.output
+    rest = _load(fresh, "--append", "--extend", "time", *map(str, days[1:]))
+    assert rest.exit_code == 0, rest.output
+    assert "chunks linked" in rest.output and "[2/2]" in rest.output
+    assert "note: dataset /lat has no axis time" in rest.output
+    parts: dict[str, list[np.ndarray]] = {"temp": [], "time": []}
+    for path in days:
+        with h5py.File(path) as f:
+            for name, arrays in parts.items():
+                arrays.append(f[name][...])
+            lat = f["lat"][...]
+    with _h5pyd(fresh) as out:
+        for name, arrays in parts.items():
+            expect = np.concatenate(arrays, axis=0)
+            assert out[name].shape == expect.shape
+            assert np.array_equal(out[name][...], expect), name
+        assert np.array_equal(out["temp"][23:49, 3, ::7], np.concatenate(parts["temp"])[23:49, 3, ::7])
+        assert np.array_equal(out["lat"][...], lat)
+    found = fresh.post("/", json={"h5paths": ["/temp"]}).json()["h5paths"]
+    layout = fresh.get(f"/datasets/{found['/temp']['id']}").json()["creationProperties"]["layout"]
+    assert layout["class"] == "H5D_CHUNKED_REF_INDIRECT"
+
+
+def test_append_refuses_a_domain_not_loaded_for_appends(fresh: Client, sources: Path) -> None:
+    tag = uuid.uuid4().hex[:8]
+    assert _load(fresh, "--link", str(_day(sources, tag, 0))).exit_code == 0
+    result = _load(fresh, "--append", "--extend", "0", str(_day(sources, tag, 1)))
+    assert result.exit_code == 1
+    assert "load the first file with --append" in result.output and "nothing was appended" in result.output
+
+
+def test_a_file_outside_the_allowed_root_is_refused(fresh: Client, outside: Path) -> None:
+    path = _mixed(outside)
+    result = _load(fresh, "--link", str(path))
+    assert result.exit_code == 1
+    assert "not inside an allowed source root" in result.output
+    assert fresh.get("/").status_code in (404, 410)  # the partial domain was removed
+
+
+def test_usage_errors(fresh: Client, sources: Path) -> None:
+    path = _mixed(sources)
+    assert "--append and --extend AXIS go together" in _load(fresh, "--append", str(path)).output
+    assert "can only be appended" in _load(fresh, "--link", str(path), str(path)).output
+
+
+def test_allow_source_keeps_uri_roots(tmp_path: Path) -> None:
+    """``--allow-source`` takes folders and s3:// roots; only folders are resolved."""
+    from h5lake.api.app import open_sources
+    from h5lake.config import Settings
+
+    settings = Settings(data=tmp_path, allow_source=("s3://bucket/some/prefix", str(tmp_path / ".")), s3_endpoint="http://127.0.0.1:1")
+    assert settings.allow_source[0] == "s3://bucket/some/prefix"
+    policy = open_sources(settings).policy
+    assert policy.s3_roots == (("bucket", "some/prefix"),) and policy.local_roots == (str(tmp_path.resolve()),)
+    with pytest.raises(ValueError, match="s3://BUCKET"):
+        Settings(data=tmp_path, allow_source=("s3:///nobucket",))
