@@ -279,7 +279,3 @@ def binary_value(attr: Doc) -> bytes:
     if attr.get("value") is None:
         return b""
     return attribute_bytes(attr)
-
-
-def decode_binary_body(data: bytes, type_json: Doc, dims: tuple[int, ...]) -> Any:
-    return array_to_json(bytes_to_array(data, type_json, dims), type_json)

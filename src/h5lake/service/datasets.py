@@ -7,7 +7,7 @@ from typing import Any
 
 from h5lake.errors import InvalidInput, MethodNotAllowed
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key, parse_id
+from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import is_variable, to_dtype
@@ -289,8 +289,3 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
     new = doc["shape"]["dims"]
     sel = ",".join(f"{o}:{n}" for o, n in zip(old_dims, new))
     return 201, {"selection": f"[{sel}]", "hrefs": []}
-
-
-def dataset_id(value: str) -> str:
-    parse_id(value, Collection.DATASETS)
-    return value

@@ -256,9 +256,3 @@ async def list_objects(
     if marker:
         ids = [i for i in ids if i > marker]
     return ids[:limit] if limit else ids
-
-
-def require_found(doc: Doc | None, what: str) -> Doc:
-    if doc is None:
-        raise NotFound(f"{what} not found")
-    return doc

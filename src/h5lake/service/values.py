@@ -20,9 +20,9 @@ from h5lake.model.projection import project, project_points
 from h5lake.model.query import query_mask
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import fill_value_array, item_size, to_dtype, wire_dtype
+from h5lake.model.types import fill_value_array, item_size, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
-from h5lake.service.context import Caller, Service, now
+from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import codec_filters, is_linked
 from h5lake.service.documents import Doc
 from h5lake.service.domains import Domain
@@ -365,11 +365,3 @@ async def append(
 async def reopen(svc: Service, ds: OpenDataset) -> OpenDataset:
     fresh = await svc.docs.require(object_key(ds.doc["id"]), "dataset")
     return OpenDataset(ds.domain, fresh.doc, await build_layout(svc, ds.domain, fresh.doc))
-
-
-def dtype_of(ds: OpenDataset) -> np.dtype[Any]:
-    return to_dtype(ds.type_json)
-
-
-def touch(doc: Doc) -> None:
-    doc["lastModified"] = now()
