@@ -45,7 +45,7 @@ import orjson
 from h5lake.chunks.engine import bounded
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model import ids
-from h5lake.model.layout import chunk_grid
+from h5lake.model.layout import chunk_grid, is_linked
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
@@ -409,10 +409,6 @@ class ChunkCatalog:
 
 # --- datasets: deletion, totals, stats ----------------------------------------------------------
 
-
-def is_linked(doc: dict[str, Any]) -> bool:
-    """Values live in an HDF5 file (``H5D_*_REF`` / ``H5D_CHUNKED_REF_INDIRECT`` layouts)."""
-    return str(doc.get("layout", {}).get("class", "")).endswith(("_REF", "_REF_INDIRECT"))
 
 
 def logical_grid(doc: dict[str, Any]) -> tuple[int, ...] | None:

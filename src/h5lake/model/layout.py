@@ -8,8 +8,10 @@ extent, which read as the fill value.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from h5lake.errors import InvalidInput
 
@@ -19,6 +21,36 @@ MIB = 1024 * KIB
 #: Chunk sizes `guess_chunk_shape` aims between.
 MIN_CHUNK_BYTES = 1 * MIB
 MAX_CHUNK_BYTES = 4 * MIB
+
+
+class LayoutClass(enum.Enum):
+    """Dataset layout classes of ``creationProperties.layout`` and the stored ``layout``."""
+
+    CHUNKED = "H5D_CHUNKED"
+    CONTIGUOUS = "H5D_CONTIGUOUS"
+    COMPACT = "H5D_COMPACT"
+    CONTIGUOUS_REF = "H5D_CONTIGUOUS_REF"
+    CHUNKED_REF = "H5D_CHUNKED_REF"
+    CHUNKED_REF_INDIRECT = "H5D_CHUNKED_REF_INDIRECT"
+
+
+LINKED_LAYOUTS = frozenset({LayoutClass.CONTIGUOUS_REF, LayoutClass.CHUNKED_REF, LayoutClass.CHUNKED_REF_INDIRECT})
+
+
+def linked_class(layout: Any) -> LayoutClass | None:
+    """The class of a layout whose values live in HDF5 files, else None."""
+    if not isinstance(layout, dict):
+        return None
+    try:
+        cls = LayoutClass(layout.get("class"))
+    except ValueError:
+        return None
+    return cls if cls in LINKED_LAYOUTS else None
+
+
+def is_linked(doc: dict[str, Any]) -> bool:
+    """Do a dataset's values live in HDF5 files (read-only) rather than in chunk objects?"""
+    return linked_class(doc.get("layout")) is not None
 
 
 def chunk_grid(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from h5lake.errors import InvalidInput, MethodNotAllowed
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
-from h5lake.model.layout import adjust_chunk_shape, guess_chunk_shape
+from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape, is_linked
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import is_variable, to_dtype
 from h5lake.model.values import array_to_json, json_to_array
@@ -27,28 +26,6 @@ from h5lake.service.objects import (
 )
 
 VLEN_ITEM_ESTIMATE = 64  # bytes per element assumed when sizing chunks of variable-length types
-
-
-class LayoutClass(enum.Enum):
-    CHUNKED = "H5D_CHUNKED"
-    CONTIGUOUS = "H5D_CONTIGUOUS"
-    COMPACT = "H5D_COMPACT"
-    CONTIGUOUS_REF = "H5D_CONTIGUOUS_REF"
-    CHUNKED_REF = "H5D_CHUNKED_REF"
-    CHUNKED_REF_INDIRECT = "H5D_CHUNKED_REF_INDIRECT"
-
-
-LINKED_LAYOUTS = frozenset(
-    {LayoutClass.CONTIGUOUS_REF, LayoutClass.CHUNKED_REF, LayoutClass.CHUNKED_REF_INDIRECT}
-)
-
-
-def is_linked(doc: Doc) -> bool:
-    """Do the dataset's values live in HDF5 files (read-only) rather than in chunk objects?"""
-    try:
-        return LayoutClass(doc.get("layout", {}).get("class")) in LINKED_LAYOUTS
-    except ValueError:
-        return False
 
 
 def item_size(type_json: Doc) -> int:

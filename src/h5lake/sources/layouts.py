@@ -15,21 +15,15 @@ Offset 0 with size 0 marks a chunk that was never written: it reads as the fill 
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
+from h5lake.model.layout import LayoutClass, linked_class
 
 CONTIGUOUS_CHUNK_BYTES = 4 * 1024 * 1024  # virtual chunk size aimed at for contiguous data
-
-
-class RefLayoutClass(enum.Enum):
-    CONTIGUOUS_REF = "H5D_CONTIGUOUS_REF"
-    CHUNKED_REF = "H5D_CHUNKED_REF"
-    CHUNKED_REF_INDIRECT = "H5D_CHUNKED_REF_INDIRECT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +44,7 @@ class ContiguousRef:
     size: int
     dims: tuple[int, ...]
 
-    layout_class = RefLayoutClass.CONTIGUOUS_REF
+    layout_class = LayoutClass.CONTIGUOUS_REF
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,7 +62,7 @@ class ChunkedRef:
     dims: tuple[int, ...]
     chunks: dict[tuple[int, ...], ChunkLocation] = field(default_factory=dict)
 
-    layout_class = RefLayoutClass.CHUNKED_REF
+    layout_class = LayoutClass.CHUNKED_REF
 
     def to_json(self) -> dict[str, Any]:
         chunks: dict[str, list[int]] = {}
@@ -84,7 +78,7 @@ class ChunkedRefIndirect:
     chunk_table: str
     file_uri: str | None = None
 
-    layout_class = RefLayoutClass.CHUNKED_REF_INDIRECT
+    layout_class = LayoutClass.CHUNKED_REF_INDIRECT
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"class": self.layout_class.value, "dims": list(self.dims), "chunk_table": self.chunk_table}
@@ -97,7 +91,7 @@ RefLayout: TypeAlias = ContiguousRef | ChunkedRef | ChunkedRefIndirect
 
 
 def is_ref_layout(layout: Any) -> bool:
-    return isinstance(layout, dict) and layout.get("class") in {c.value for c in RefLayoutClass}
+    return linked_class(layout) is not None
 
 
 def _int(value: Any, what: str, lo: int = 0) -> int:
@@ -129,14 +123,13 @@ def contiguous_dims(shape: tuple[int, ...], itemsize: int, target: int = CONTIGU
 
 def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: int) -> RefLayout:
     """Validate a REF layout from ``creationProperties`` for a dataset of ``shape``."""
-    try:
-        cls = RefLayoutClass(layout.get("class"))
-    except ValueError:
-        raise InvalidInput(f"{layout.get('class')!r} is not a linked layout class") from None
+    cls = linked_class(layout)
+    if cls is None:
+        raise InvalidInput(f"{layout.get('class')!r} is not a linked layout class")
     rank = len(shape)
     if rank == 0:
         raise InvalidInput(f"{cls.value} needs a dataset with a simple dataspace of rank >= 1")
-    if cls is RefLayoutClass.CONTIGUOUS_REF:
+    if cls is LayoutClass.CONTIGUOUS_REF:
         uri = _file_uri(layout.get("file_uri"), True)
         assert uri is not None
         offset = _int(layout.get("offset"), "offset")
@@ -156,7 +149,7 @@ def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: i
             raise InvalidInput("H5D_CONTIGUOUS_REF offset and size must both be set, or both 0 (no data)")
         return ContiguousRef(uri, offset, size, dims)
     dims = _dims(layout.get("dims"), rank)
-    if cls is RefLayoutClass.CHUNKED_REF:
+    if cls is LayoutClass.CHUNKED_REF:
         uri = _file_uri(layout.get("file_uri"), True)
         assert uri is not None
         raw = layout.get("chunks", {})
