@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import enum
 from typing import Any
 
 from h5lake.errors import InvalidInput, NotFound
@@ -20,16 +19,11 @@ from h5lake.model.ids import object_key, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import _timestamp, load_object, resolve_type
+from h5lake.service.objects import client_timestamp, load_object, resolve_type
 
 MAX_ATTRIBUTE_BYTES = 64 * 1024 * 1024
-
-
-class PutOutcome(enum.Enum):
-    CREATED = 201
-    UNCHANGED = 200
 
 
 def validate_name(name: Any) -> str:
@@ -49,7 +43,7 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
     space = parse_space(body.get("shape"))
     if space.maxdims is not None:
         raise InvalidInput("attributes cannot have maxdims")
-    attr: Doc = {"type": type_json, "shape": space.to_json(), "created": _timestamp(body, "created", now())}
+    attr: Doc = {"type": type_json, "shape": space.to_json(), "created": client_timestamp(body, "created", now())}
     cset = body.get("nameCharSet")
     if cset is not None:  # the character set HDF5 records for the name (h5lake load/export)
         if cset not in ("H5T_CSET_ASCII", "H5T_CSET_UTF8"):

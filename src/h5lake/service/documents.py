@@ -7,6 +7,7 @@ the mutation, so concurrent writers in any number of processes never lose each o
 from __future__ import annotations
 
 import asyncio
+import enum
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +85,13 @@ class Documents:
 
     async def delete(self, key: str) -> None:
         await self.store.delete(key)
+
+
+class PutOutcome(enum.Enum):
+    """What a PUT of links or attributes did: 201 when anything changed, 200 when all was there."""
+
+    CREATED = 201
+    UNCHANGED = 200
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, is_valid_id, object_key, parse_id, same_domain
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import _timestamp, load_object
+from h5lake.service.objects import client_timestamp, load_object
 
 
 class LinkClass(enum.Enum):
@@ -29,11 +29,6 @@ class LinkClass(enum.Enum):
 
 NAME_CHARSETS = ("H5T_CSET_ASCII", "H5T_CSET_UTF8")
 """Values of a link's optional ``nameCharSet``: the character set HDF5 records for its name."""
-
-
-class PutOutcome(enum.Enum):
-    CREATED = 201
-    UNCHANGED = 200
 
 
 def validate_name(name: Any) -> str:
@@ -64,7 +59,7 @@ def parse_link(body: Any, domain: Domain) -> Doc:
         kind = LinkClass(cls)
     except ValueError:
         raise InvalidInput(f"unknown link class {cls!r}") from None
-    link: Doc = {"class": kind.value, "created": _timestamp(body, "created", now())}
+    link: Doc = {"class": kind.value, "created": client_timestamp(body, "created", now())}
     cset = body.get("nameCharSet")
     if cset is not None:
         if cset not in NAME_CHARSETS:

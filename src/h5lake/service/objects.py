@@ -60,7 +60,7 @@ def object_json(
     return out
 
 
-def _timestamp(body: Doc, key: str, default: float) -> float:
+def client_timestamp(body: Doc, key: str, default: float) -> float:
     value = body.get(key)
     # Keep the client's clock when it is near ours (creation order depends on it).
     if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - default) < 300:
@@ -81,12 +81,12 @@ def new_id_for(collection: Collection, body: Doc, domain: Domain) -> str:
 
 def base_doc(obj_id: str, domain: Domain, body: Doc) -> Doc:
     ts = now()
-    created = _timestamp(body, "created", ts)
+    created = client_timestamp(body, "created", ts)
     return {
         "id": obj_id,
         "root": domain.require_root(),
         "created": created,
-        "lastModified": max(created, _timestamp(body, "lastModified", ts)),
+        "lastModified": max(created, client_timestamp(body, "lastModified", ts)),
         "attributes": {},
     }
 
