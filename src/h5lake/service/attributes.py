@@ -15,13 +15,13 @@ from typing import Any
 
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import object_key, parse_id, strip_collection_prefix
+from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import client_timestamp, load_object, resolve_type
+from h5lake.service.objects import client_timestamp, load_object, resolve_type, update_object
 
 MAX_ATTRIBUTE_BYTES = 64 * 1024 * 1024
 
@@ -96,8 +96,7 @@ def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
 
 
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
-    await load_object(svc, domain, obj_id)
-    _, outcome = await svc.docs.update(object_key(obj_id), lambda d: _add_attributes(d, new), f"object {obj_id}")
+    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new))
     svc.catalog.note_object(domain.path, obj_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -254,7 +253,6 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
     if not names:
         raise InvalidInput("no attribute names given")
     domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
-    await load_object(svc, domain, obj_id)
 
     def remove(doc: Doc) -> None:
         attrs = doc.get("attributes", {})
@@ -265,7 +263,7 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
             del attrs[n]
         doc["lastModified"] = now()
 
-    await svc.docs.update(object_key(obj_id), remove, f"object {obj_id}")
+    await update_object(svc, domain, obj_id, remove)
     svc.catalog.note_object(domain.path, obj_id)
 
 

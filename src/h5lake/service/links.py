@@ -11,11 +11,11 @@ from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, is_valid_id, object_key, parse_id, same_domain
+from h5lake.model.ids import Collection, is_valid_id, parse_id, same_domain
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import client_timestamp, load_object
+from h5lake.service.objects import client_timestamp, load_object, update_object
 
 
 class LinkClass(enum.Enum):
@@ -147,8 +147,7 @@ def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
 
 async def _put_links(svc: Service, domain: Domain, group_id: str, new: dict[str, Doc]) -> PutOutcome:
     parse_id(group_id, Collection.GROUPS)
-    await load_object(svc, domain, group_id)  # the group must belong to this domain
-    _, outcome = await svc.docs.update(object_key(group_id), lambda d: _add_links(d, new), f"group {group_id}")
+    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new))
     svc.catalog.note_object(domain.path, group_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -287,7 +286,6 @@ async def delete_links(
 ) -> None:
     domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
     parse_id(group_id, Collection.GROUPS)
-    await load_object(svc, domain, group_id)
     if not titles:
         raise InvalidInput("no link names given")
 
@@ -300,7 +298,7 @@ async def delete_links(
             del links[t]
         doc["lastModified"] = now()
 
-    await svc.docs.update(object_key(group_id), remove, f"group {group_id}")
+    await update_object(svc, domain, group_id, remove)
     svc.catalog.note_object(domain.path, group_id)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
@@ -38,6 +39,24 @@ async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:
     if found is None or found.doc.get("root") != root:
         raise NotFound(f"object {obj_id} not found in {domain.path}")
     return found
+
+
+async def update_object(
+    svc: Service, domain: Domain, obj_id: str, mutate: Callable[[Doc], Any]
+) -> tuple[Doc, Any]:
+    """Change an object of ``domain`` atomically (see ``Documents.update``); 404 when it is not
+    one of the domain's objects. The ownership check runs on the document being updated, so the
+    object is read once."""
+    root = domain.require_root()
+    if not same_domain(obj_id, root):
+        raise NotFound(f"object {obj_id} not found in {domain.path}")
+
+    def checked(doc: Doc) -> Any:
+        if doc.get("root") != root:
+            raise NotFound(f"object {obj_id} not found in {domain.path}")
+        return mutate(doc)
+
+    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}")
 
 
 def object_json(
