@@ -354,7 +354,7 @@ def _as_values(raw: bytes, tid: Any, shape: tuple[int, ...] = ()) -> Any:
         return raw
     try:
         dt = tid.dtype
-    except TypeError:
+    except (TypeError, ValueError):  # no numpy type for it (e.g. IEEE binary128): compare bytes
         return raw
     if dt.itemsize != tid.get_size():
         return raw

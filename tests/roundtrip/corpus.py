@@ -11,13 +11,16 @@ Run as a script to write the corpus into a directory: ``python -m tests.roundtri
 
 from __future__ import annotations
 
+import struct
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import h5py
 import hdf5plugin
+import lzokay
 import numpy as np
 from h5py import h5a, h5d, h5p, h5r, h5s, h5t
 
@@ -557,12 +560,6 @@ def many_chunks(path: Path) -> None:
         f.create_dataset("big_contig", data=rng.random((1100, 1000)))
 
 
-@refused("long_double", "/ld", "float")
-def long_double(path: Path) -> None:
-    with h5py.File(path, "w") as f:
-        f.create_dataset("ld", data=np.array([1.5], dtype=np.longdouble))
-
-
 @refused("not_hdf5", "not an HDF5 file")
 def not_hdf5(path: Path) -> None:
     path.write_bytes(b"this is plain text, not HDF5\n" * 10)
@@ -585,6 +582,129 @@ def virtual_dataset(path: Path) -> None:
     layout[:] = h5py.VirtualSource(str(source), "data", shape=(4,))
     with h5py.File(path, "w") as f:
         f.create_virtual_dataset("vds", layout)
+
+
+# -- storage kinds and types (issue 17 items 5-6) -------------------------------------------------
+
+MATLAB_HEADER = (
+    b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  6 10:00:00 2025 HDF5 schema 1.00 ."
+).ljust(116, b" ") + b"\0" * 8 + b"\x00\x02" + b"IM"  # text, subsystem offset, version, endian
+
+
+def _write_user_block(path: Path, content: bytes) -> None:
+    with open(path, "r+b") as raw:
+        raw.write(content)
+
+
+@feature("user_block")
+def user_block(path: Path) -> None:
+    """A MATLAB v7.3 .mat file: a 512-byte user block holding MATLAB's header, then HDF5."""
+    with h5py.File(path, "w", userblock_size=512) as f:
+        x = f.create_dataset("x", data=np.arange(12, dtype="<f8").reshape(3, 4).T)
+        x.attrs.create("MATLAB_class", np.bytes_(b"double"))
+        f.create_dataset("chunked", data=np.arange(1000, dtype="<i4"), chunks=(64,), compression="gzip")
+        f.create_group("#refs#")
+    _write_user_block(path, MATLAB_HEADER)
+
+
+@feature("user_block_large")
+def user_block_large(path: Path) -> None:
+    """A 4 KiB user block filled to its last byte (nothing to trim), over contiguous data."""
+    with h5py.File(path, "w", userblock_size=4096) as f:
+        f.create_dataset("data", data=np.arange(100, dtype=">i8"))
+    _write_user_block(path, bytes((i * 7 + 1) % 256 or 1 for i in range(4096)))
+
+
+LZO_ID = 305
+
+
+def pytables_lzo_chunk(raw: bytes, framed: bool) -> bytes:
+    """One chunk as PyTables' LZO filter stores it (src/H5Zlzo.c): an LZO1X stream, then, unless
+    the dataset is a Table older than 2.0, the adler32 of the raw bytes and their count."""
+    packed = lzokay.compress(raw)
+    return packed + struct.pack("<II", zlib.adler32(raw), len(raw)) if framed else packed
+
+
+def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tuple[int, ...], shuffle: bool = False) -> None:
+    """A PyTables-style LZO dataset written chunk by chunk with ``write_direct_chunk``, so no
+    LZO filter is needed in HDF5 (PyTables from PyPI has none)."""
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    dcpl.set_chunk((chunk,))
+    if shuffle:
+        dcpl.set_shuffle()
+    dcpl.set_filter(LZO_ID, h5py.h5z.FLAG_OPTIONAL, cd)
+    tid = h5t.py_create(data.dtype, logical=True)
+    dset = h5d.create(f.id, name.encode(), tid, _space(data.shape), dcpl=dcpl)
+    framed = not (len(cd) >= 3 and cd[2] == 0 and cd[1] < 20)
+    for start in range(0, len(data), chunk):
+        piece = np.zeros(chunk, dtype=data.dtype)  # an edge chunk is stored whole
+        piece[: len(data) - start] = data[start : start + chunk]
+        raw = piece.tobytes()
+        if shuffle:
+            raw = np.frombuffer(raw, dtype="u1").reshape(-1, data.dtype.itemsize).T.tobytes()
+        dset.write_direct_chunk((start,), pytables_lzo_chunk(raw, framed))
+
+
+@feature("lzo_pytables")
+def lzo_pytables(path: Path) -> None:
+    """PyTables' LZO filter (305) with its cd_values ``(complevel, version * 10, object type)``:
+    a Table of version 2.7 (framed), a CArray with shuffle (framed) and a Table of 1.0 (bare)."""
+    rows = np.zeros(300, dtype=[("id", "<i8"), ("x", "<f4"), ("flag", "?"), ("name", "S6")])
+    rows["id"] = np.arange(300)
+    rows["x"] = np.linspace(-1, 1, 300)
+    rows["flag"] = rows["id"] % 3 == 0
+    rows["name"] = [b"row%d" % (i % 50) for i in range(300)]
+    with h5py.File(path, "w") as f:
+        _lzo_dataset(f, "table", rows, 64, (1, 27, 0))
+        _lzo_dataset(f, "carray", (np.arange(1000) % 13).astype("<i4"), 256, (5, 10, 4), shuffle=True)
+        _lzo_dataset(f, "old_table", rows[:100], 32, (1, 10, 0))
+
+
+@feature("long_double")
+def long_double(path: Path) -> None:
+    """x86-64 long double: 80-bit extended precision in 16 bytes, in datasets and attributes."""
+    values = np.array([1.5, -0.0, np.inf, np.nan, 1 / 3], dtype=np.longdouble)
+    values[4] = np.longdouble(1) / 3  # uses all 64 mantissa bits
+    with h5py.File(path, "w") as f:
+        f.create_dataset("ld", data=values)
+        f.create_dataset("ld_chunked", data=np.tile(values, 40), chunks=(16,), compression="gzip", fillvalue=np.longdouble(-2))
+        f.attrs["ld"] = values[:2]
+        comp = np.dtype([("t", "<f8"), ("ld", np.longdouble)])
+        f.create_dataset("in_compound", data=np.array([(1.0, values[4]), (2.0, values[0])], dtype=comp))
+        quad = h5t.IEEE_F64LE.copy()  # IEEE binary128 (no numpy type on x86-64: written as bytes)
+        quad.set_size(16)
+        quad.set_precision(128)
+        quad.set_fields(127, 112, 15, 0, 112)
+        quad.set_ebias(16383)
+        raw_dataset(f, "binary128", quad, (2,), bytes(range(32)))
+
+
+@feature("int128_time")
+def int128_time(path: Path) -> None:
+    """16-byte integers (signed LE, unsigned BE) and the old H5T_TIME class."""
+    with h5py.File(path, "w") as f:
+        i128 = h5t.STD_I64LE.copy()
+        i128.set_size(16)
+        i128.set_precision(128)
+        raw_dataset(f, "i128", i128, (3,), (2**127 - 1).to_bytes(16, "little") + (-5).to_bytes(16, "little", signed=True) + bytes(16))
+        u128 = h5t.STD_U64BE.copy()
+        u128.set_size(16)
+        u128.set_precision(128)
+        raw_dataset(f, "u128be", u128, (2,), (2**128 - 1).to_bytes(16, "big") + (12345).to_bytes(16, "big"))
+        raw_attr(f, "i128", i128, (), (-(2**100)).to_bytes(16, "little", signed=True))
+        raw_dataset(f, "time32", h5t.UNIX_D32LE, (2,), np.array([0, 1700000000], "<i4").tobytes())
+        raw_dataset(f, "time64be", h5t.UNIX_D64BE, (2,), np.array([-1, 1700000000123], ">i8").tobytes())
+
+
+@feature("bitfield_pytables")
+def bitfield_pytables(path: Path) -> None:
+    """PyTables' bool columns are 8-bit bitfields, also inside a Table's compound rows."""
+    with h5py.File(path, "w") as f:
+        raw_dataset(f, "bools", h5t.STD_B8LE, (4,), b"\x00\x01\x01\x00")
+        row = h5t.create(h5t.COMPOUND, 9)
+        row.insert(b"id", 0, h5t.STD_I64LE)
+        row.insert(b"ok", 8, h5t.STD_B8LE)
+        raw_dataset(f, "table", row, (2,), np.array([7], "<i8").tobytes() + b"\x01" + np.array([8], "<i8").tobytes() + b"\x00")
 
 
 def build(name: str, directory: Path) -> Path:

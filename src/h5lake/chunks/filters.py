@@ -18,6 +18,8 @@ lz4             32004  lz4 with the HDF5 LZ4 filter framing (imagecodecs ``lz4h5
 bitshuffle      32008  bitshuffle (imagecodecs), lz4 blocks (imagecodecs) or zstd blocks
                        (numcodecs); the HDF5 framing is done here
 zstd            32015  numcodecs ``zstd`` (a plain zstd frame, as the HDF5 zstd filter writes)
+lzo             305    PyTables' LZO1X filter: lzokay to encode, liblzokay (imagecodecs) to
+                       decode; PyTables' framing (adler32 and size trailer) is done here
 ==============  =====  =======================================================================
 
 ``lz4hc`` (32005) is HSDS's name for blosc with the lz4hc compressor, not an HDF5 filter; it is
@@ -37,11 +39,13 @@ from __future__ import annotations
 import enum
 import struct
 import sys
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 import imagecodecs
+import lzokay
 import numcodecs.zstd
 import numpy as np
 from numcodecs.shuffle import Shuffle as _ByteShuffle
@@ -80,6 +84,7 @@ class FilterId(enum.IntEnum):
     BITSHUFFLE = 32008
     ZSTD = 32015
     BLOSC2 = 32026
+    LZO = 305
 
     @property
     def class_name(self) -> str:
@@ -106,6 +111,7 @@ _CANONICAL_NAMES: dict[FilterId, str] = {
     FilterId.BITSHUFFLE: "bitshuffle",
     FilterId.ZSTD: "zstd",
     FilterId.BLOSC2: "blosc2",
+    FilterId.LZO: "lzo",
 }
 _NAME_TO_ID: dict[str, FilterId] = {
     **{name: fid for fid, name in _CANONICAL_NAMES.items()},
@@ -135,6 +141,7 @@ SUPPORTED_COMPRESSORS: tuple[str, ...] = (
     "lz4hc",
     "zlib",
     "zstd",
+    "lzo",
 )
 """The domain JSON ``compressors`` list: each name h5pyd may send as ``compression=`` that we
 store. ``zlib`` is h5json's alias of gzip; ``lz4hc`` becomes blosc with the lz4hc compressor."""
@@ -869,6 +876,102 @@ class Zstd:
         return (self.level,)
 
 
+_LZO_TABLE = 0  # PyTables' object type of a Table (src/tables.h), the one that may lack the trailer
+
+
+@dataclass(frozen=True, slots=True)
+class Lzo:
+    """PyTables' LZO filter (305): an LZO1X stream, followed by a trailer of the adler32 of the
+    decoded bytes and their count (4 bytes each, little-endian) unless the dataset is a Table
+    older than version 2.0. Its cd_values are ``(level, version * 10, object type)``; level is
+    unused. Old files with fewer values: decode looks for a valid trailer, encode writes none."""
+
+    cd: tuple[int, ...] = (1, 10, 1)
+
+    filter_id: ClassVar[FilterId] = FilterId.LZO
+    flags: ClassVar[int] = H5Z_FLAG_OPTIONAL  # as PyTables sets it
+
+    @classmethod
+    def parse(cls, p: _Params, ctx: _Context) -> Lzo:
+        level = p.integer("level", 1, 0, 9)
+        if not p.has("version") and not p.has("objectType"):
+            return cls((level, 10, 1))
+        version = p.integer("version", 10, 0, 1 << 31)
+        if not p.has("objectType"):
+            return cls((level, version))
+        return cls((level, version, p.integer("objectType", 1, 0, 1 << 31)))
+
+    @staticmethod
+    def params_from_cd(cd: Sequence[int]) -> dict[str, Any]:
+        return dict(zip(("level", "version", "objectType"), cd, strict=False))
+
+    @property
+    def trailer(self) -> bool | None:
+        """Whether chunks end with the trailer; None when the cd_values cannot tell."""
+        if len(self.cd) < 3:
+            return None
+        return not (self.cd[2] == _LZO_TABLE and self.cd[1] < 20)
+
+    def encode(self, buf: Buffer) -> Buffer:
+        packed: bytes = lzokay.compress(bytes(buf))
+        if not self.trailer:
+            return packed
+        return packed + struct.pack("<II", zlib.adler32(buf), memoryview(buf).nbytes)
+
+    def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
+        data = memoryview(buf)
+        if self.trailer is not False:
+            out = self._decode_with_trailer(data, nbytes)
+            if out is not None:
+                return out
+        if nbytes is not None:
+            result: bytes = _codecs.lzo_decode(data, out=nbytes)
+            return result
+        size = 4 * data.nbytes + 64  # no size given: grow the output until it fits, as PyTables does
+        while True:
+            try:
+                grown: bytes = _codecs.lzo_decode(data, out=size)
+                return grown
+            except imagecodecs.LzoError as exc:
+                if "OutputOverrun" not in str(exc) or size >= MAX_CHUNK_NBYTES:
+                    raise
+                size *= 2
+
+    def _decode_with_trailer(self, data: memoryview, nbytes: int | None) -> bytes | None:
+        """The decoded chunk, checked against its trailer; None if the cd_values do not say
+        whether there is one and the chunk has no valid one."""
+        sure = self.trailer is True
+        if data.nbytes < 8:
+            if sure:
+                raise DataCorruption("lzo filter: the chunk is shorter than its trailer")
+            return None
+        checksum, size = struct.unpack("<II", data[-8:])
+        if sure:
+            _check_size("lzo", size, nbytes)
+        elif nbytes not in (None, size):
+            return None
+        try:
+            out: bytes = _codecs.lzo_decode(data[:-8], out=size)
+        except Exception:
+            if sure:
+                raise
+            return None
+        if len(out) == size and zlib.adler32(out) == checksum:
+            return out
+        if sure:
+            raise DataCorruption("lzo filter: the adler32 checksum of the decoded chunk does not match")
+        return None
+
+    def encoded_size(self, nbytes: int) -> int | None:
+        return None
+
+    def json_params(self) -> dict[str, Any]:
+        return self.params_from_cd(self.cd)
+
+    def cd_values(self) -> tuple[int, ...]:
+        return self.cd
+
+
 class _FilterKind(Protocol):
     def parse(self, p: _Params, ctx: _Context) -> ChunkFilter: ...
 
@@ -885,6 +988,7 @@ _KINDS: dict[FilterId, _FilterKind] = {
     FilterId.LZ4: Lz4,
     FilterId.BITSHUFFLE: Bitshuffle,
     FilterId.ZSTD: Zstd,
+    FilterId.LZO: Lzo,
 }
 
 

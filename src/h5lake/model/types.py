@@ -106,6 +106,12 @@ _BOOL_MEMBERS = [{"name": "FALSE", "value": 0}, {"name": "TRUE", "value": 1}]
 _META_CLASS = "h5lake_class"  # "H5T_BITFIELD" or "H5T_REFERENCE" on plain numeric/S48 dtypes
 _META_STRPAD = "h5lake_strpad"  # strPad of a string type, when it is not the default
 _META_TAG = "h5lake_tag"  # opaque tag
+_META_HDF5 = "h5lake_hdf5"  # an opaque type's hdf5Type
+
+HDF5_TYPE = "hdf5Type"
+"""Key of an opaque type carrying an HDF5 atomic type the type JSON has no name for."""
+HDF5_CLASS = "hdf5Class"
+"""Key of an integer type that is an HDF5 bitfield, as clients are shown it (:func:`client_type`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +156,8 @@ def _validate(t: Any, where: str, depth: int) -> TypeJson:
     except ValueError:
         raise InvalidInput(f"{where}: unknown type class {name!r}") from None
     match cls:
+        case TypeClass.INTEGER if t.get(HDF5_CLASS) == TypeClass.BITFIELD.value:
+            return _bitfield_from_client(t, where)
         case TypeClass.INTEGER | TypeClass.FLOAT | TypeClass.BITFIELD:
             return {"class": cls.value, "base": _base_name(t.get("base"), cls, where)}
         case TypeClass.STRING:
@@ -169,6 +177,14 @@ def _validate(t: Any, where: str, depth: int) -> TypeJson:
             dims = _validate_dims(_required(t, "dims", where), where)
             base = _validate(_required(t, "base", where), f"{where}.base", depth + 1)
             return {"class": cls.value, "dims": dims, "base": base}
+
+
+def _bitfield_from_client(t: dict[str, Any], where: str) -> TypeJson:
+    """A bitfield as :func:`client_type` shows it: an unsigned integer marked ``hdf5Class``."""
+    base = _base_name(t.get("base"), TypeClass.INTEGER, where)
+    if not base.startswith("H5T_STD_U"):
+        raise InvalidInput(f"{where}: a bitfield shown as an integer must be unsigned, not {base}")
+    return {"class": TypeClass.BITFIELD.value, "base": base.replace("H5T_STD_U", "H5T_STD_B", 1)}
 
 
 def _from_name(name: str, where: str) -> TypeJson:
@@ -225,7 +241,40 @@ def _validate_opaque(t: dict[str, Any], where: str) -> TypeJson:
         raise InvalidInput(f"{where}: opaque tag must be a string")
     if tag:
         result["tag"] = tag
+    if t.get(HDF5_TYPE) is not None:
+        result[HDF5_TYPE] = _validate_hdf5_type(t[HDF5_TYPE], size, where)
     return result
+
+
+_HDF5_TYPE_CLASSES = ("H5T_INTEGER", "H5T_FLOAT", "H5T_TIME")
+_HDF5_TYPE_KEYS = {
+    "class": str, "size": int, "order": str, "precision": int, "offset": int, "pad": list,
+    "signed": bool, "signPosition": int, "exponent": dict, "mantissa": dict, "internalPad": str,
+}
+
+
+def _validate_hdf5_type(d: Any, size: int, where: str) -> dict[str, Any]:
+    """The ``hdf5Type`` of an opaque type: the full description of an HDF5 atomic type the
+    standard type JSON cannot name (a long double, a 16-byte integer, a time type). Only its
+    shape is checked here (the exporter hands it to HDF5, which checks the rest); values move
+    as opaque bytes of ``size``, never converted."""
+    if not isinstance(d, dict) or d.get("class") not in _HDF5_TYPE_CLASSES:
+        raise InvalidInput(f"{where}: hdf5Type must be an object of class {', '.join(_HDF5_TYPE_CLASSES)}")
+    if d.get("size") != size:
+        raise InvalidInput(f"{where}: hdf5Type size must equal the opaque size {size}")
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        kind = _HDF5_TYPE_KEYS.get(key)
+        if kind is None or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InvalidInput(f"{where}: hdf5Type has an invalid {key!r}")
+        if isinstance(value, dict | list) and not all(
+            _is_int(v) or isinstance(v, str) for v in (value.values() if isinstance(value, dict) else value)
+        ):
+            raise InvalidInput(f"{where}: hdf5Type {key!r} must hold integers and names only")
+        if kind is int and not 0 <= value <= 8 * MAX_TYPE_SIZE:
+            raise InvalidInput(f"{where}: hdf5Type {key!r} is out of range")
+        out[key] = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+    return out
 
 
 def _validate_reference(t: dict[str, Any], where: str) -> TypeJson:
@@ -398,6 +447,25 @@ def _validate_enum(t: dict[str, Any], where: str) -> TypeJson:
 # queries on a normalized type
 
 
+def client_type(t: Any) -> Any:
+    """``t`` as clients are shown it: every bitfield (nested too) as the unsigned integer of its
+    size and order, marked ``"hdf5Class": "H5T_BITFIELD"``. h5pyd 1.0 cannot open a bitfield
+    ("Invalid type class") but reads the integer; :func:`validate_type` turns the marked form
+    back into the bitfield, so ``h5lake export`` still writes one. Other keys pass through."""
+    if not isinstance(t, dict):
+        return t
+    cls = t.get("class")
+    if cls == TypeClass.BITFIELD.value and isinstance(t.get("base"), str):
+        base = t["base"].replace("H5T_STD_B", "H5T_STD_U", 1)
+        return {**t, "class": TypeClass.INTEGER.value, "base": base, HDF5_CLASS: TypeClass.BITFIELD.value}
+    out = dict(t)
+    if isinstance(t.get("base"), dict):
+        out["base"] = client_type(t["base"])
+    if isinstance(t.get("fields"), list):
+        out["fields"] = [{**f, "type": client_type(f.get("type"))} if isinstance(f, dict) else f for f in t["fields"]]
+    return out
+
+
 def type_class(t: TypeJson) -> TypeClass:
     return TypeClass(t["class"])
 
@@ -487,8 +555,10 @@ def _dtype(t: TypeJson, packed: bool) -> np.dtype[Any]:
         case TypeClass.STRING:
             return _string_dtype(t)
         case TypeClass.OPAQUE:
-            tag = {_META_TAG: t["tag"]} if "tag" in t else {}
-            return _meta_dtype(f"V{t['size']}", **tag)
+            meta = {_META_TAG: t["tag"]} if "tag" in t else {}
+            if HDF5_TYPE in t:
+                meta[_META_HDF5] = t[HDF5_TYPE]
+            return _meta_dtype(f"V{t['size']}", **meta)
         case TypeClass.REFERENCE:
             if t["base"] == RefKind.REGION:
                 return np.dtype(h5py.regionref_dtype)
@@ -594,7 +664,8 @@ def _type_of(dt: np.dtype[Any], metadata: Any) -> TypeJson:
         case "T":
             return _validate_string({"length": VARIABLE, "charSet": CharSet.UTF8.value}, "dtype")
         case "V":
-            return _validate_opaque({"size": dt.itemsize, "tag": meta.get(_META_TAG)}, "dtype")
+            opaque = {"size": dt.itemsize, "tag": meta.get(_META_TAG), HDF5_TYPE: meta.get(_META_HDF5)}
+            return _validate_opaque(opaque, "dtype")
         case "O":
             return _object_type_of(meta)
     if meta.get("h5py_opaque"):

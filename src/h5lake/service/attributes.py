@@ -17,6 +17,7 @@ from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
+from h5lake.model.types import client_type
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
@@ -153,7 +154,7 @@ async def put_attributes(
 
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
-    out: Doc = {"name": name, "type": attr["type"], "shape": attr["shape"], "created": attr.get("created")}
+    out: Doc = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "created": attr.get("created")}
     if "nameCharSet" in attr:
         out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")

@@ -9,7 +9,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape, is_linked
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
-from h5lake.model.types import is_variable, to_dtype
+from h5lake.model.types import client_type, is_variable, to_dtype
 from h5lake.model.values import array_to_json, json_to_array
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Unchanged
@@ -199,7 +199,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
 
 async def get_type(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
     _, found = await open_object(svc, caller, domain_path, dset_id, Permission.READ, Collection.DATASETS)
-    return {"type": found.doc["type"], "hrefs": []}
+    return {"type": client_type(found.doc["type"]), "hrefs": []}
 
 
 async def get_shape(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:

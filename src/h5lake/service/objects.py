@@ -9,7 +9,7 @@ from typing import Any
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain
-from h5lake.model.types import validate_type
+from h5lake.model.types import client_type, validate_type
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Versioned
 from h5lake.service.domains import Domain, open_domain
@@ -72,8 +72,11 @@ def object_json(
             from h5lake.service.links import link_json
 
             out["links"] = {name: link_json(link) for name, link in doc.get("links", {}).items()}
+    if "type" in out:
+        out["type"] = client_type(out["type"])
     if include_attrs:
-        out["attributes"] = doc.get("attributes", {})
+        attrs = doc.get("attributes", {})
+        out["attributes"] = {name: {**a, "type": client_type(a.get("type"))} for name, a in attrs.items()}
     out["domain"] = domain.path
     out["hrefs"] = []
     return out

@@ -43,7 +43,7 @@ from h5lake.tools.common import (
     report_notes,
     settings_from,
 )
-from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl
+from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl, register_codec_filters
 from h5lake.tools.h5types import Unrepresentable, type_id
 from h5lake.tools.rest import RestClient, RestError
 
@@ -486,6 +486,22 @@ class ExportRefs:
         return h5r.create(dsid, b".", h5r.DATASET_REGION, space)
 
 
+def user_block(props: Doc) -> tuple[int, bytes]:
+    """The root group's ``userBlock`` (docs/fidelity.md): its size and its content, which
+    :func:`export_domain` writes at the start of the file once HDF5 has closed it."""
+    block = props.get("userBlock")
+    if not isinstance(block, dict):
+        return 0, b""
+    try:
+        size = int(block["size"])
+        content = base64.b64decode(block.get("value_base64", ""), validate=True)
+    except (KeyError, TypeError, ValueError):
+        raise ToolError(f"the root group's userBlock {block!r} is not a size and base64 bytes") from None
+    if size < 512 or size & (size - 1) or len(content) > size:
+        raise ToolError(f"the root group's userBlock of {size} bytes holding {len(content)} is not a valid HDF5 user block")
+    return size, content
+
+
 def _create_file(path: Path, root: Doc) -> Any:
     props = root.get("creationProperties") or {}
     fcpl = h5p.create(h5p.FILE_CREATE)
@@ -502,6 +518,9 @@ def _create_file(path: Path, root: Doc) -> Any:
         fcpl.set_obj_track_times(bool(props["trackTimes"]))
     if props.get("linkPhaseChange"):
         h5native.set_link_phase_change(fcpl, props["linkPhaseChange"]["maxCompact"], props["linkPhaseChange"]["minDense"])
+    size, _ = user_block(props)
+    if size:
+        fcpl.set_userblock(size)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fclose_degree(h5f.CLOSE_STRONG)
     return h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
@@ -510,6 +529,7 @@ def _create_file(path: Path, root: Doc) -> Any:
 def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, workers: int = 8, quiet: bool = True, external_files: bool = False) -> tuple[ExportStats, list[str]]:
     import hdf5plugin  # noqa: F401  (registers the plugin filters h5py writes with)
 
+    register_codec_filters()
     started = time.monotonic()
     if target.exists() and not overwrite:
         raise ToolError(f"{target} exists (use --overwrite to replace it)")
@@ -542,6 +562,10 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             with working_directory(str(writer.target_dir) if writer.has_external else None):
                 writer.write_values(pool, refs)
             fid.close()
+            _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
+            if content:
+                with open(partial, "r+b") as out:  # HDF5 leaves the user block zeroed
+                    out.write(content)
             os.replace(partial, target)
         except Unrepresentable as exc:
             raise ToolError(f"{client.domain}: {exc.feature} cannot be written to HDF5") from None

@@ -72,6 +72,8 @@ def _lib() -> Any:
     lib.H5Tget_precision.restype = ctypes.c_size_t
     lib.H5Tget_offset.argtypes = [hid_t]
     lib.H5Tget_offset.restype = ctypes.c_int
+    lib.H5Tget_order.argtypes = [hid_t]
+    lib.H5Tget_order.restype = ctypes.c_int
     lib.H5Pget_fill_value.argtypes = [hid_t, hid_t, ctypes.c_void_p]
     lib.H5Pget_fill_value.restype = herr_t
     lib.H5Pset_fill_value.argtypes = [hid_t, hid_t, ctypes.c_void_p]
@@ -92,6 +94,14 @@ def _lib() -> Any:
     lib.H5Pget_link_phase_change.restype = herr_t
     lib.H5Pset_link_phase_change.argtypes = [hid_t, ctypes.c_uint, ctypes.c_uint]
     lib.H5Pset_link_phase_change.restype = herr_t
+    lib.H5Zfilter_avail.argtypes = [ctypes.c_int]
+    lib.H5Zfilter_avail.restype = ctypes.c_int
+    lib.H5Zregister.argtypes = [ctypes.c_void_p]
+    lib.H5Zregister.restype = herr_t
+    lib.H5allocate_memory.argtypes = [ctypes.c_size_t, ctypes.c_bool]
+    lib.H5allocate_memory.restype = ctypes.c_void_p
+    lib.H5free_memory.argtypes = [ctypes.c_void_p]
+    lib.H5free_memory.restype = herr_t
     return lib
 
 
@@ -134,6 +144,12 @@ def commit_anonymous(loc: Any, tid: Any, tcpl: Any = None) -> None:
 def precision_and_offset(tid: Any) -> tuple[int, int]:
     """Significant bits and bit offset of an atomic type; h5py has no such call for bitfields."""
     return int(_lib().H5Tget_precision(tid.id)), int(_lib().H5Tget_offset(tid.id))
+
+
+@_locked
+def byte_order(tid: Any) -> int:
+    """``H5Tget_order``; h5py has no such call for time types."""
+    return int(_lib().H5Tget_order(tid.id))
 
 
 @_locked
@@ -295,3 +311,68 @@ def link_phase_change(gcpl: Any) -> tuple[int, int]:
 @_locked
 def set_link_phase_change(gcpl: Any, max_compact: int, min_dense: int) -> None:
     _check(_lib().H5Pset_link_phase_change(gcpl.id, max_compact, min_dense), "H5Pset_link_phase_change")
+
+
+# -- filters -----------------------------------------------------------------------------------
+
+H5Z_CLASS_VERSION = 1  # H5Z_CLASS_T_VERS
+H5Z_FLAG_REVERSE = 0x0100
+_FILTER_FUNC = ctypes.CFUNCTYPE(
+    ctypes.c_size_t, ctypes.c_uint, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint), ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_void_p),
+)
+Codec = Callable[[bool, tuple[int, ...], bytes], bytes]
+"""``codec(decode, cd_values, data)``: a filter's work on one chunk, raising on failure."""
+
+
+class _FilterClass(ctypes.Structure):
+    """H5Z_class2_t."""
+
+    _fields_ = [
+        ("version", ctypes.c_int),
+        ("id", ctypes.c_int),
+        ("encoder_present", ctypes.c_uint),
+        ("decoder_present", ctypes.c_uint),
+        ("name", ctypes.c_char_p),
+        ("can_apply", ctypes.c_void_p),
+        ("set_local", ctypes.c_void_p),
+        ("filter", _FILTER_FUNC),
+    ]
+
+
+_filters: dict[int, tuple[_FilterClass, Any]] = {}  # keep the structures and callbacks alive
+
+
+def _filter_callback(codec: Codec) -> Any:
+    def run(flags: int, nelmts: int, cd: Any, nbytes: int, buf_size: Any, buf: Any) -> int:
+        try:
+            data = ctypes.string_at(buf[0], nbytes)
+            out = codec(bool(flags & H5Z_FLAG_REVERSE), tuple(cd[i] for i in range(nelmts)), data)
+            lib = _lib()
+            new = lib.H5allocate_memory(max(1, len(out)), False)
+            if not new:
+                return 0
+            ctypes.memmove(new, out, len(out))
+            lib.H5free_memory(buf[0])
+            buf[0] = new
+            buf_size[0] = max(1, len(out))
+            return len(out)
+        except Exception:  # noqa: BLE001 - HDF5 reports a filter failure by a 0 return
+            return 0
+
+    return _FILTER_FUNC(run)
+
+
+@_locked
+def register_filter(filter_id: int, name: bytes, codec: Codec) -> bool:
+    """Register an HDF5 filter run by ``codec`` unless HDF5 already has one (a plugin, or
+    PyTables' own); returns whether it was registered here. Lets h5py read and write datasets
+    of a filter h5lake has a codec for but no HDF5 plugin ships (PyTables' LZO)."""
+    lib = _lib()
+    if filter_id in _filters or lib.H5Zfilter_avail(filter_id) > 0:
+        return False
+    callback = _filter_callback(codec)
+    cls = _FilterClass(H5Z_CLASS_VERSION, filter_id, 1, 1, name, None, None, callback)
+    _check(lib.H5Zregister(ctypes.byref(cls)), "H5Zregister")
+    _filters[filter_id] = (cls, callback)
+    return True

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from h5py import h5d, h5p, h5z
 
-from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
+from h5lake.chunks.filters import FilterId, FilterPipeline, Lzo, from_h5py_dcpl
 from h5lake.errors import InvalidInput
 from h5lake.model.types import TypeJson, is_variable
 from h5lake.tools import h5native
@@ -44,6 +44,22 @@ OPTIONAL = 1  # H5Z_FLAG_OPTIONAL, the flag a filter recorded without its flags 
 
 def _invert(table: dict[Any, str]) -> dict[str, Any]:
     return {v: k for k, v in table.items()}
+
+
+# -- filters HDF5 itself lacks --------------------------------------------------------------------
+
+
+def _lzo(decode: bool, cd: tuple[int, ...], data: bytes) -> bytes:
+    f = Lzo(cd)
+    return bytes(f.decode(data, None) if decode else f.encode(data))
+
+
+def register_codec_filters() -> None:
+    """Make HDF5 (in this process) run the filters h5lake has a codec for and no HDF5 plugin
+    ships: PyTables' LZO. Load reads such datasets through HDF5 and export writes them, each
+    with the very codec the server uses. A real plugin, when installed, is left in place."""
+    if h5native.available():
+        h5native.register_filter(int(FilterId.LZO), b"lzo", _lzo)
 
 
 # -- reading a file ------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 Why not numpy dtypes: a dtype cannot say string padding, bitfield, opaque tags, compound
 padding around references or variable-length members, so the tools read and build HDF5 types
 directly. :func:`type_json` refuses, with :class:`Unrepresentable`, anything the type JSON cannot
-say (non-IEEE floats, integers with a precision below their size, time types, HDF5 1.12
-references); :func:`type_id` builds the HDF5 type of any normalized type JSON.
+say (integers of a standard size with a precision below it, HDF5 1.12 references);
+:func:`type_id` builds the HDF5 type of any normalized type JSON. Atomic types with no name in
+the type JSON (long double, 16-byte integers, time types) are carried as opaque types with an
+``hdf5Type`` description (:func:`carried_type_id`).
 
 Compound ``offset``/``size`` are HDF5 member offsets and size. They are left out when the
 compound is packed, i.e. every member starts where the previous one ends in HDF5 sizes
@@ -68,6 +70,72 @@ def _integer_base(tid: TypeID, what: str, letter: str | None = None) -> str:
     return f"H5T_STD_{letter}{8 * size}{_order(tid, what)}"
 
 
+_PAD = {h5t.PAD_ZERO: "H5T_PAD_ZERO", h5t.PAD_ONE: "H5T_PAD_ONE", h5t.PAD_BACKGROUND: "H5T_PAD_BACKGROUND"}
+_NORM = {h5t.NORM_IMPLIED: "H5T_NORM_IMPLIED", h5t.NORM_MSBSET: "H5T_NORM_MSBSET", h5t.NORM_NONE: "H5T_NORM_NONE"}
+
+
+def _carried(tid: TypeID, what: str) -> TypeJson:
+    """An atomic type the type JSON has no name for (a long double, a 16-byte integer, a time
+    type): an opaque type of its size whose ``hdf5Type`` describes it fully, so values move as
+    the file's bytes and export rebuilds the very same type (docs/fidelity.md)."""
+    cls = tid.get_class()
+    if cls == h5t.TIME:  # h5py wraps none of the atomic calls for time types
+        precision, offset = h5native.precision_and_offset(tid)
+        order = _ORDER.get(h5native.byte_order(tid))
+        if tid.get_size() not in (4, 8) or precision != 8 * tid.get_size() or offset or order is None:
+            raise Unrepresentable(f"a time type of {tid.get_size()} bytes other than HDF5's H5T_UNIX_D32/D64 (LE or BE)")
+        return {"class": "H5T_OPAQUE", "size": tid.get_size(), "hdf5Type": {"class": "H5T_TIME", "size": tid.get_size(), "order": order, "precision": precision}}
+    precision, offset = tid.get_precision(), tid.get_offset()
+    d: dict[str, Any] = {
+        "class": {h5t.INTEGER: "H5T_INTEGER", h5t.FLOAT: "H5T_FLOAT"}[cls],
+        "size": tid.get_size(),
+        "order": _order(tid, what),
+        "precision": int(precision),
+        "offset": int(offset),
+    }
+    d["pad"] = [_PAD[p] for p in tid.get_pad()]
+    if cls == h5t.INTEGER:
+        d["signed"] = tid.get_sign() == h5t.SGN_2
+    elif cls == h5t.FLOAT:
+        spos, epos, esize, mpos, msize = tid.get_fields()
+        d["signPosition"] = int(spos)
+        d["exponent"] = {"position": int(epos), "size": int(esize), "bias": int(tid.get_ebias())}
+        d["mantissa"] = {"position": int(mpos), "size": int(msize), "norm": _NORM[tid.get_norm()]}
+        d["internalPad"] = _PAD[tid.get_inpad()]
+    return {"class": "H5T_OPAQUE", "size": tid.get_size(), "hdf5Type": d}
+
+
+def carried_type_id(d: dict[str, Any]) -> TypeID:
+    """The HDF5 type an ``hdf5Type`` description (see :func:`_carried`) stands for."""
+    size = int(d["size"])
+    if d["class"] == "H5T_TIME":
+        name = f"UNIX_D{8 * size}{'BE' if d['order'] == 'BE' else 'LE'}"
+        if size not in (4, 8) or not hasattr(h5t, name):
+            raise Unrepresentable(f"a time type of {size} bytes")
+        return getattr(h5t, name).copy()
+    if d["class"] == "H5T_FLOAT":
+        tid = h5t.IEEE_F64LE.copy()
+    else:
+        tid = (h5t.STD_I64LE if d.get("signed") else h5t.STD_U64LE).copy()
+    if size > tid.get_size():
+        tid.set_size(size)
+        tid.set_precision(8 * size)
+    if d["class"] == "H5T_FLOAT":  # HDF5 wants the fields inside the precision at every step
+        exp, man = d["exponent"], d["mantissa"]
+        tid.set_fields(d["signPosition"], exp["position"], exp["size"], man["position"], man["size"])
+        tid.set_ebias(exp["bias"])
+        tid.set_norm({v: k for k, v in _NORM.items()}[man["norm"]])
+        tid.set_inpad({v: k for k, v in _PAD.items()}[d["internalPad"]])
+    tid.set_precision(int(d["precision"]))
+    tid.set_size(size)
+    tid.set_offset(int(d["offset"]))
+    if "pad" in d:
+        lsb, msb = ({v: k for k, v in _PAD.items()}[p] for p in d["pad"])
+        tid.set_pad(lsb, msb)
+    tid.set_order(h5t.ORDER_BE if d["order"] == "BE" else h5t.ORDER_LE)
+    return tid
+
+
 def _float_base(tid: TypeID) -> str:
     size = tid.get_size()
     ieee = _IEEE.get(size)
@@ -97,10 +165,17 @@ def type_json(tid: TypeID) -> TypeJson:
 
 def _raw_json(tid: TypeID) -> TypeJson:
     cls = tid.get_class()
+    if cls == h5t.INTEGER and tid.get_size() not in (1, 2, 4, 8):
+        return _carried(tid, "integer")
     if cls == h5t.INTEGER:
         return {"class": "H5T_INTEGER", "base": _integer_base(tid, "integer")}
     if cls == h5t.FLOAT:
-        return {"class": "H5T_FLOAT", "base": _float_base(tid)}
+        try:
+            return {"class": "H5T_FLOAT", "base": _float_base(tid)}
+        except Unrepresentable:
+            return _carried(tid, "float")
+    if cls == h5t.TIME:
+        return _carried(tid, "time")
     if cls == h5t.BITFIELD:
         return {"class": "H5T_BITFIELD", "base": _integer_base(tid, "bitfield", "B")}
     if cls == h5t.STRING:
@@ -125,8 +200,6 @@ def _raw_json(tid: TypeID) -> TypeJson:
         if tid.equal(h5t.STD_REF_DSETREG):
             return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
         raise Unrepresentable("an HDF5 1.12 reference type (H5T_STD_REF); only object and dataset region references can be represented")
-    if cls == h5t.TIME:
-        raise Unrepresentable("the time datatype class (H5T_TIME)")
     raise Unrepresentable(f"datatype class {cls}")
 
 
@@ -188,6 +261,8 @@ def type_id(t: TypeJson) -> TypeID:
         tid.set_strpad({v: k for k, v in _STRPAD.items()}[t["strPad"]])
         tid.set_cset({v: k for k, v in _CSET.items()}[t["charSet"]])
         return tid
+    if cls == "H5T_OPAQUE" and "hdf5Type" in t:
+        return carried_type_id(t["hdf5Type"])
     if cls == "H5T_OPAQUE":
         tid = h5t.create(h5t.OPAQUE, int(t["size"]))
         tid.set_tag(t.get("tag", "").encode("utf-8", "surrogateescape"))

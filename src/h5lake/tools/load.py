@@ -17,6 +17,7 @@ resize and the new values for each copied one.
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import os
@@ -50,7 +51,7 @@ from h5lake.tools.common import (
     report_notes,
     settings_from,
 )
-from h5lake.tools.h5props import dataset_properties, datatype_properties, group_properties
+from h5lake.tools.h5props import dataset_properties, datatype_properties, group_properties, register_codec_filters
 from h5lake.tools.h5types import Unrepresentable, type_json
 from h5lake.tools.rest import RestClient, RestError
 
@@ -93,6 +94,7 @@ POST_BATCH = 300  # objects per POST, as h5pyd sends them
 LINK_BATCH = 2000  # links per PUT
 ATTR_BATCH_BYTES = 8 * MIB  # attribute values per PUT
 BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
+USER_BLOCK_KEPT = 64 * 1024  # bytes of a user block's content kept (trailing zeros not counted)
 TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order
 _TYPE_CLASSES = {h5o.TYPE_GROUP: Collection.GROUPS, h5o.TYPE_DATASET: Collection.DATASETS, h5o.TYPE_NAMED_DATATYPE: Collection.DATATYPES}
 _CSETS = {h5t.CSET_ASCII: "H5T_CSET_ASCII", h5t.CSET_UTF8: "H5T_CSET_UTF8"}
@@ -191,9 +193,7 @@ class Planner:
         self.notes: list[str] = []
 
     def plan(self) -> Plan:
-        ublock = self.file.id.get_create_plist().get_userblock()
-        if ublock:
-            raise Unrepresentable(f"the file has a user block of {ublock} bytes")
+        user_block = read_user_block(self.file)
         root = h5o.open(self.file.id, b"/")
         self._node(root, "/")
         done = 0
@@ -204,6 +204,8 @@ class Planner:
             except Unrepresentable as exc:
                 raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
             done += 1
+        if user_block is not None:  # a file property: kept with the root group's
+            self.nodes[0].props["userBlock"] = user_block
         return Plan(self.nodes, self.notes)
 
     def _node(self, oid: Any, path: str) -> int:
@@ -267,8 +269,6 @@ class Planner:
             node.links.append(LinkPlan(name, body, target))
 
     def _user_defined(self, gid: Any, raw: bytes, number: int, where: str) -> dict[str, Any]:
-        import base64
-
         if not h5native.available():
             raise Unrepresentable(f"user-defined link {where} (class {number}): HDF5 library not reachable to read it")
         h5native.ensure_link_class(number)
@@ -346,6 +346,22 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, _NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def read_user_block(f: h5py.File) -> dict[str, Any] | None:
+    """The file's user block as the root group's ``userBlock`` property (docs/fidelity.md):
+    its ``size`` and its bytes without trailing zeros in ``value_base64``; None without one.
+    Content beyond `USER_BLOCK_KEPT` bytes is refused: the root group document stays small."""
+    size = int(f.id.get_create_plist().get_userblock())
+    if not size:
+        return None
+    with open(f.filename, "rb") as raw:
+        content = raw.read(size).rstrip(b"\0")
+    if len(content) > USER_BLOCK_KEPT:
+        raise Unrepresentable(
+            f"a user block holding {len(content)} bytes (h5lake keeps up to {USER_BLOCK_KEPT} bytes of a user block)"
+        )
+    return {"size": size, "value_base64": base64.b64encode(content).decode()}
 
 
 class _NullReferencesOnly:
@@ -566,8 +582,6 @@ class Uploader:
             yield batch
 
     def _put_attributes(self, nodes: list[Node], refs: _Ids) -> None:
-        import base64
-
         body: dict[str, Any] = {}
         for node in nodes:
             stamp = time.time()
@@ -752,6 +766,7 @@ def working_directory(folder: str | None) -> Iterator[None]:
 def open_source(source: Path) -> h5py.File:
     import hdf5plugin  # noqa: F401  (registers the plugin filters h5py can then decode)
 
+    register_codec_filters()
     if not source.exists():
         raise ToolError(f"{source}: no such file")
     try:
@@ -779,7 +794,7 @@ def load_file(
         try:
             plan = planner.plan()
         except Unrepresentable as exc:
-            raise ToolError(f"{source}: {exc.feature} cannot be represented in h5lake; nothing was loaded") from None
+            raise ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded") from None
         except linking.LinkError as exc:
             raise ToolError(f"{source}: {exc}; nothing was loaded") from None
         try:
