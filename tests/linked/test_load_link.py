@@ -162,3 +162,42 @@ def test_allow_source_keeps_uri_roots(tmp_path: Path) -> None:
     assert policy.s3_roots == (("bucket", "some/prefix"),) and policy.local_roots == (str(tmp_path.resolve()),)
     with pytest.raises(ValueError, match="s3://BUCKET"):
         Settings(data=tmp_path, allow_source=("s3:///nobucket",))
+
+
+# -- storage kinds and types (issue 17 items 5-6) ------------------------------------------------
+
+
+def test_link_a_file_with_a_user_block_reads_the_right_bytes(fresh: Client, sources: Path) -> None:
+    """HDF5 addresses start after the user block; chunk and contiguous byte ranges must not."""
+    from tests.roundtrip.corpus import build
+
+    path = build("user_block", sources)
+    with h5py.File(path, "a") as f:  # more chunks than fit inline, so a chunk table too
+        f.create_dataset("many", data=RNG.integers(0, 999, (1200, 3), dtype="<i4"), chunks=(1, 3))
+    result = _load(fresh, "--link", str(path))
+    assert result.exit_code == 0, result.output
+    layouts = {p: o["id"] for p, o in fresh.post("/", json={"h5paths": ["/x", "/chunked", "/many"]}).json()["h5paths"].items()}
+    classes = {p: fresh.get(f"/datasets/{i}").json()["creationProperties"]["layout"]["class"] for p, i in layouts.items()}
+    assert classes == {"/x": "H5D_CONTIGUOUS_REF", "/chunked": "H5D_CHUNKED_REF", "/many": "H5D_CHUNKED_REF_INDIRECT"}
+    with h5py.File(path, "r") as src, _h5pyd(fresh) as out:
+        for name in ("x", "chunked", "many"):
+            np.testing.assert_array_equal(out[name][...], src[name][...])
+        np.testing.assert_array_equal(out["chunked"][100:300], src["chunked"][100:300])
+
+
+def test_link_reads_pytables_lzo_chunks(fresh: Client, sources: Path) -> None:
+    """The server decodes PyTables' LZO chunks in place (framed and bare)."""
+    from tests.roundtrip.corpus import build
+
+    path = build("lzo_pytables", sources)
+    result = _load(fresh, "--link", str(path))
+    assert result.exit_code == 0, result.output
+    assert "note: dataset" not in result.output  # nothing copied
+    found = fresh.post("/", json={"h5paths": ["/table", "/carray", "/old_table"]}).json()["h5paths"]
+    for obj in found.values():
+        props = fresh.get(f"/datasets/{obj['id']}").json()["creationProperties"]
+        assert props["layout"]["class"] == "H5D_CHUNKED_REF"
+        assert props["filters"][-1]["id"] == 305 and props["filters"][-1]["name"] == "lzo"
+    with h5py.File(path, "r") as src, _h5pyd(fresh) as out:
+        for name in ("table", "carray", "old_table"):
+            np.testing.assert_array_equal(out[name][...], src[name][...])

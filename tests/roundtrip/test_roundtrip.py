@@ -15,6 +15,7 @@ import subprocess
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import h5py
 import hdf5plugin
@@ -211,3 +212,45 @@ def test_domain_json_survives(round_trip: Callable[[str], RoundTrip], settings: 
     group = requests.get(settings.endpoint + f"/groups/{root}", params={"domain": result.domain}, auth=auth, timeout=30).json()
     assert group["creationProperties"]["CreateOrder"] == 1
     assert group["creationProperties"]["linkCreationOrder"] == "H5P_CRT_ORDER_INDEXED"
+
+
+def _h5pyd_file(domain: str, settings: Settings) -> Any:
+    import h5pyd
+
+    return h5pyd.File(domain, "r", endpoint=settings.endpoint, username=settings.username, password=settings.password)
+
+
+def test_h5pyd_reads_bitfields_as_unsigned_integers(round_trip: Callable[[str], RoundTrip], settings: Settings) -> None:
+    """h5pyd 1.0 cannot open H5T_BITFIELD ("Invalid type class"); clients see the unsigned
+    integer of the same size, marked, and export still writes a bitfield."""
+    result = round_trip("bitfield_pytables")
+    with h5py.File(result.source, "r") as src, _h5pyd_file(result.domain, settings) as f:
+        assert f["bools"].dtype == np.dtype("u1")
+        assert f["bools"][...].tobytes() == src["bools"][...].tobytes()
+        assert f["table"][...].tobytes() == src["table"][...].tobytes()
+        assert f.attrs.get("missing") is None
+    with h5py.File(result.exported, "r") as out:
+        assert out["bools"].id.get_type().get_class() == h5py.h5t.BITFIELD
+        assert out["table"].id.get_type().get_member_type(1).get_class() == h5py.h5t.BITFIELD
+    full = round_trip("bitfield")
+    with h5py.File(full.source, "r") as src, _h5pyd_file(full.domain, settings) as f:
+        for name in src:
+            tid = src[name].id.get_type()
+            raw = np.empty(src[name].size * tid.get_size(), dtype="u1")
+            src[name].id.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=tid)
+            assert f[name].dtype.kind == "u" and f[name][...].tobytes() == raw.tobytes(), name
+            assert f.attrs[name].tobytes() == raw.tobytes(), name
+
+
+def test_h5pyd_reads_carried_types_as_bytes(round_trip: Callable[[str], RoundTrip], settings: Settings) -> None:
+    """Long double, 16-byte integers and time types reach h5pyd as opaque bytes of their size
+    (the file's own bytes), which a client can view as, e.g., numpy.longdouble."""
+    result = round_trip("long_double")
+    with h5py.File(result.source, "r") as src, _h5pyd_file(result.domain, settings) as f:
+        ld = f["ld"][...]
+        assert ld.dtype.itemsize == 16
+        np.testing.assert_array_equal(ld.view(np.longdouble), src["ld"][...])
+    ints = round_trip("int128_time")
+    with h5py.File(ints.source, "r") as src, _h5pyd_file(ints.domain, settings) as f:
+        assert f["i128"][...].tobytes()[:16] == (2**127 - 1).to_bytes(16, "little")
+        assert f["time64be"][...].tobytes() == np.array([-1, 1700000000123], ">i8").tobytes()
