@@ -91,7 +91,17 @@ def compare_files(path_a: str, path_b: str) -> list[str]:
     import hdf5plugin  # noqa: F401
 
     with h5py.File(path_a, "r") as fa, h5py.File(path_b, "r") as fb:
-        return Comparer(walk(fa), walk(fb)).run()
+        diffs = Comparer(walk(fa), walk(fb)).run()
+        sizes = (fa.userblock_size, fb.userblock_size)
+    blocks = [_user_block(p, n) for p, n in zip((path_a, path_b), sizes, strict=True)]
+    if blocks[0] != blocks[1]:
+        diffs.insert(0, f"/: user block differs ({_short(blocks[0])} vs {_short(blocks[1])})")
+    return diffs
+
+
+def _user_block(path: str, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(size)
 
 
 class Comparer:

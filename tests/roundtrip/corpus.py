@@ -707,6 +707,17 @@ def bitfield_pytables(path: Path) -> None:
         raw_dataset(f, "table", row, (2,), np.array([7], "<i8").tobytes() + b"\x01" + np.array([8], "<i8").tobytes() + b"\x00")
 
 
+@refused("unknown_filter", "/data", "filter 40000 (unnamed)")
+def unknown_filter(path: Path) -> None:
+    """An optional filter no HDF5 plugin and no h5lake codec knows: named in the refusal."""
+    with h5py.File(path, "w") as f:
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_filter(40000, h5py.h5z.FLAG_OPTIONAL, (1, 2))
+        dset = h5d.create(f.id, b"data", h5t.STD_I32LE, _space((8,)), dcpl=dcpl)
+        dset.write_direct_chunk((0,), b"opaque bytes of filter 40000")
+
+
 def build(name: str, directory: Path) -> Path:
     path = directory / f"{name}.h5"
     builder = CORPUS[name] if name in CORPUS else REFUSED[name][0]

@@ -609,3 +609,30 @@ def _benchmark() -> None:
 
 if __name__ == "__main__":
     _benchmark()
+
+
+# -- PyTables' LZO filter (issue 17 item 5) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cd", "framed"), [((1, 27, 0), True), ((5, 10, 4), True), ((1, 10, 0), False)])
+def test_lzo_reads_and_writes_pytables_chunks(cd: tuple[int, ...], framed: bool) -> None:
+    from tests.roundtrip.corpus import pytables_lzo_chunk
+
+    raw = smooth(CHUNK, "<f4").tobytes()
+    pipeline = FilterPipeline.from_json([{"id": 305, "parameters": list(cd)}], np.dtype("<f4"), CHUNK)
+    assert pipeline.hdf5_filters() == [(305, 1, cd)]
+    assert pipeline.to_json()[0]["name"] == "lzo"
+    assert pipeline.decode(pytables_lzo_chunk(raw, framed)) == raw
+    assert pipeline.decode(pipeline.encode(raw)) == raw
+    assert (pipeline.encode(raw)[-4:] == struct.pack("<I", len(raw))) is framed
+
+
+def test_lzo_checksum_mismatch_is_corruption() -> None:
+    from tests.roundtrip.corpus import pytables_lzo_chunk
+
+    raw = smooth(CHUNK, "<f4").tobytes()
+    stored = bytearray(pytables_lzo_chunk(raw, True))
+    stored[-8] ^= 0xFF
+    pipeline = FilterPipeline.from_json([{"id": 305, "parameters": [1, 27, 0]}], np.dtype("<f4"), CHUNK)
+    with pytest.raises(DataCorruption, match="lzo"):
+        pipeline.decode(bytes(stored))

@@ -508,3 +508,21 @@ def test_damaged_valid_types_never_escape_as_another_exception(t: Any, data: st.
     else:
         target.pop(path[-1])
     _accepts_or_refuses_cleanly(damaged)
+
+
+def test_bitfields_are_shown_as_marked_unsigned_integers_and_read_back() -> None:
+    from h5lake.model.types import client_type
+
+    t = validate_type({"class": "H5T_COMPOUND", "fields": [{"name": "ok", "type": {"class": "H5T_BITFIELD", "base": "H5T_STD_B16BE"}}]})
+    shown = client_type(t)
+    assert shown["fields"][0]["type"] == {"class": "H5T_INTEGER", "base": "H5T_STD_U16BE", "hdf5Class": "H5T_BITFIELD"}
+    assert validate_type(shown) == t
+
+
+def test_carried_types_keep_their_hdf5_description() -> None:
+    d = {"class": "H5T_INTEGER", "size": 16, "order": "LE", "precision": 128, "offset": 0, "signed": True}
+    t = validate_type({"class": "H5T_OPAQUE", "size": 16, "hdf5Type": d})
+    assert t["hdf5Type"] == d
+    assert type_from_dtype(to_dtype(t)) == t
+    with pytest.raises(InvalidInput, match="hdf5Type"):
+        validate_type({"class": "H5T_OPAQUE", "size": 8, "hdf5Type": d})

@@ -141,7 +141,6 @@ SUPPORTED_COMPRESSORS: tuple[str, ...] = (
     "lz4hc",
     "zlib",
     "zstd",
-    "lzo",
 )
 """The domain JSON ``compressors`` list: each name h5pyd may send as ``compression=`` that we
 store. ``zlib`` is h5json's alias of gzip; ``lz4hc`` becomes blosc with the lz4hc compressor."""

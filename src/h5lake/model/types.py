@@ -247,7 +247,7 @@ def _validate_opaque(t: dict[str, Any], where: str) -> TypeJson:
 
 
 _HDF5_TYPE_CLASSES = ("H5T_INTEGER", "H5T_FLOAT", "H5T_TIME")
-_HDF5_TYPE_KEYS = {
+_HDF5_TYPE_KEYS: dict[str, type] = {
     "class": str, "size": int, "order": str, "precision": int, "offset": int, "pad": list,
     "signed": bool, "signPosition": int, "exponent": dict, "mantissa": dict, "internalPad": str,
 }
@@ -271,7 +271,7 @@ def _validate_hdf5_type(d: Any, size: int, where: str) -> dict[str, Any]:
             _is_int(v) or isinstance(v, str) for v in (value.values() if isinstance(value, dict) else value)
         ):
             raise InvalidInput(f"{where}: hdf5Type {key!r} must hold integers and names only")
-        if kind is int and not 0 <= value <= 8 * MAX_TYPE_SIZE:
+        if isinstance(value, int) and not 0 <= value <= 8 * MAX_TYPE_SIZE:
             raise InvalidInput(f"{where}: hdf5Type {key!r} is out of range")
         out[key] = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
     return out

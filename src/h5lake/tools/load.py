@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import click
 import h5py
 import numpy as np
-from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.shapes import UNLIMITED
@@ -51,7 +51,12 @@ from h5lake.tools.common import (
     report_notes,
     settings_from,
 )
-from h5lake.tools.h5props import dataset_properties, datatype_properties, group_properties, register_codec_filters
+from h5lake.tools.h5props import (
+    dataset_properties,
+    datatype_properties,
+    group_properties,
+    register_codec_filters,
+)
 from h5lake.tools.h5types import Unrepresentable, type_json
 from h5lake.tools.rest import RestClient, RestError
 
@@ -323,6 +328,7 @@ class Planner:
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
+        _check_filters_readable(dsid)
         axis = self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
             maxdims = list(node.space.get("maxdims", dims))
@@ -346,6 +352,22 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, _NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _check_filters_readable(dsid: Any) -> None:
+    """Values are copied through HDF5: each filter of a dataset with stored values must be one
+    HDF5 can run here (built in, a plugin, or h5lake's codec registered by `open_source`)."""
+    if dsid.get_storage_size() == 0:
+        return
+    dcpl = dsid.get_create_plist()
+    for i in range(dcpl.get_nfilters()):
+        fid, _, _, raw_name = dcpl.get_filter(i)
+        if not h5z.filter_avail(fid):
+            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+            raise Unrepresentable(
+                f"filter {fid} ({name or 'unnamed'}): neither h5lake nor an HDF5 plugin here can decode it, "
+                "so its values cannot be read (install the plugin and set HDF5_PLUGIN_PATH)"
+            )
 
 
 def read_user_block(f: h5py.File) -> dict[str, Any] | None:
