@@ -88,6 +88,10 @@ def main() -> None:
 @click.option("--oidc-user-claim", help="Token claim holding the user name [preferred_username, else sub].")
 @click.option("--oidc-admin-claim", help="Token claim (string or list) that may grant admin, e.g. groups.")
 @click.option("--oidc-admin-value", help="Value of that claim that makes a user an admin.")
+@click.option("--max-connections", type=int, help="Connections in flight per process; more get 503 [1000].")
+@click.option("--header-timeout", type=float, help="Seconds a client has to send its request headers [10].")
+@click.option("--body-timeout", type=float, help="Seconds a request body may stall [60].")
+@click.option("--keep-alive-timeout", type=int, help="Seconds an idle keep-alive connection stays open [5].")
 @click.option(
     "--insecure-no-auth", is_flag=True, default=None,
     help="Allow no authentication off loopback or with --admin (anyone may act as anyone).",
@@ -95,6 +99,8 @@ def main() -> None:
 def serve(**options: Any) -> None:
     """Run the service."""
     import uvicorn
+
+    from h5lake.api.connections import PROTOCOL_PATH
 
     settings = _settings(options)
     if settings.storage is None:
@@ -113,6 +119,9 @@ def serve(**options: Any) -> None:
         workers=settings.workers,
         log_level=settings.log_level,
         access_log=False,
+        http=PROTOCOL_PATH,
+        limit_concurrency=settings.max_connections,
+        timeout_keep_alive=settings.keep_alive_timeout,
         timeout_graceful_shutdown=10,
     )
 

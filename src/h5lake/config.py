@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     )
     catalog_recover_every: float = Field(30.0, gt=0, description="seconds between recoveries of stale intents")
     log_level: str = "warning"
+    max_connections: int = Field(
+        1000, ge=1, le=1_000_000, description="connections and requests in flight per process; more get 503"
+    )
+    header_timeout: float = Field(10.0, gt=0, le=3600, description="seconds a client has to send a request's headers")
+    body_timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request body may pause between pieces")
+    keep_alive_timeout: int = Field(5, ge=1, le=3600, description="seconds an idle keep-alive connection stays open")
     insecure_no_auth: bool = Field(
         False, description="allow running without authentication off loopback, or with admins and no passwords"
     )

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from h5lake.api import domain_routes, object_routes
+from h5lake.api import connections, domain_routes, object_routes
 from h5lake.api.errors import HANDLERS
 from h5lake.api.http import Authenticate
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
@@ -85,6 +85,7 @@ def build_authenticator(settings: Settings, store: Store) -> Authenticator:
 
 
 def create_app(settings: Settings, store: Store | None = None) -> Starlette:
+    connections.configure(settings.header_timeout, settings.body_timeout)
     from h5lake.api import value_routes
 
     @contextlib.asynccontextmanager
