@@ -126,9 +126,11 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
+        if "depth" in str(exc):
+            raise InvalidInput("request body is nested more than 1024 levels deep") from None
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidInput(f"request body is not valid JSON: {exc}") from None
 
 
