@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 class Settings(BaseSettings):
@@ -36,6 +38,45 @@ class Settings(BaseSettings):
     )
     catalog_recover_every: float = Field(30.0, gt=0, description="seconds between recoveries of stale intents")
     log_level: str = "warning"
+    max_connections: int = Field(
+        1000, ge=1, le=1_000_000, description="connections and requests in flight per process; more get 503"
+    )
+    header_timeout: float = Field(10.0, gt=0, le=3600, description="seconds a client has to send a request's headers")
+    body_timeout: float = Field(60.0, gt=0, le=3600, description="seconds a request body may pause between pieces")
+    keep_alive_timeout: int = Field(5, ge=1, le=3600, description="seconds an idle keep-alive connection stays open")
+    insecure_no_auth: bool = Field(
+        False, description="allow running without authentication off loopback, or with admins and no passwords"
+    )
+    oidc_issuer: str | None = Field(None, description="OpenID Connect issuer whose bearer tokens are accepted")
+    oidc_audience: str | None = Field(None, description="the audience (client id) tokens must name")
+    oidc_jwks_url: str | None = Field(None, description="the issuer's JWKS; default: from its discovery document")
+    oidc_user_claim: str = Field("preferred_username", description="claim holding the user name (else sub)")
+    oidc_admin_claim: str | None = Field(None, description="claim (string or list) that may grant admin")
+    oidc_admin_value: str | None = Field(None, description="value of --oidc-admin-claim that makes an admin")
+    apikey_cache_seconds: float = Field(30.0, ge=0, le=3600, description="how long a key lookup is remembered")
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether callers must prove who they are (a passwd file or an OpenID issuer)."""
+        return self.passwd is not None or self.oidc_issuer is not None
+
+    @model_validator(mode="after")
+    def _auth_policy(self) -> Settings:
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError("--oidc-issuer needs --oidc-audience (the client id tokens are issued for)")
+        if self.insecure_no_auth or self.authenticates:
+            return self
+        if self.admin:
+            raise ValueError(
+                "--admin needs --passwd or --oidc-issuer: without them anyone could claim the admin's name "
+                "(add --insecure-no-auth to allow that anyway)"
+            )
+        if self.host not in _LOOPBACK:
+            raise ValueError(
+                f"--host {self.host} without --passwd or --oidc-issuer would let anyone on the network act as "
+                "any user (add --insecure-no-auth to allow that anyway)"
+            )
+        return self
 
     @field_validator("log_level")
     @classmethod

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
-from h5lake.api import domain_routes, object_routes
+from h5lake.api import connections, domain_routes, object_routes
 from h5lake.api.errors import HANDLERS
-from h5lake.auth import Authenticator, load_passwd
+from h5lake.api.http import Authenticate
+from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
 from h5lake.service.context import Limits, Service
 from h5lake.sources.files import SourceRegistry, default_registry
@@ -62,7 +64,28 @@ def build_service(settings: Settings, store: Store) -> Service:
     )
 
 
+def build_authenticator(settings: Settings, store: Store) -> Authenticator:
+    tokens = None
+    if settings.oidc_issuer:
+        tokens = TokenVerifier(
+            OidcConfig(
+                issuer=settings.oidc_issuer,
+                audience=settings.oidc_audience or "",
+                jwks_url=settings.oidc_jwks_url,
+                user_claim=settings.oidc_user_claim,
+                admin_claim=settings.oidc_admin_claim,
+                admin_value=settings.oidc_admin_value,
+            )
+        )
+    return Authenticator(
+        load_passwd(settings.passwd) if settings.passwd else None,
+        apikeys=ApiKeys(store, ttl=settings.apikey_cache_seconds),
+        tokens=tokens,
+    )
+
+
 def create_app(settings: Settings, store: Store | None = None) -> Starlette:
+    connections.configure(settings.header_timeout, settings.body_timeout)
     from h5lake.api import value_routes
 
     @contextlib.asynccontextmanager
@@ -70,7 +93,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
         backend = store if store is not None else open_store(settings)
         svc = build_service(settings, backend)
         app.state.service = svc
-        app.state.authenticator = Authenticator(load_passwd(settings.passwd) if settings.passwd else None)
+        app.state.authenticator = build_authenticator(settings, backend)
         await svc.ensure_home_folder()
         await svc.catalog.start()
         try:
@@ -80,7 +103,12 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await backend.close()
 
     routes = domain_routes.ROUTES + value_routes.ROUTES + object_routes.ROUTES
-    return Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
+    return Starlette(
+        routes=routes,
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(Authenticate)],
+        lifespan=lifespan,
+    )
 
 
 def create_app_from_env() -> Starlette:

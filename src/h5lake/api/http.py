@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 import orjson
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from h5lake.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from h5lake.auth import Authenticator, Identity
+from h5lake.errors import InvalidInput, TooLarge, Unauthorized, UnsupportedMediaType
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
@@ -23,8 +26,32 @@ def service(request: Request) -> Service:
 
 
 def caller(request: Request) -> Caller:
-    user = request.app.state.authenticator.user_for(request.headers.get("authorization"))
-    return service(request).caller(user)
+    """Who sent ``request``: found once per request by ``authenticate`` (the middleware), which
+    keeps an ``Unauthorized`` for the handler to raise, so every route answers it alike."""
+    identity: Identity | Unauthorized = request.scope["state"]["identity"]
+    if isinstance(identity, Unauthorized):
+        raise identity
+    return service(request).caller(identity.user, admin=identity.admin)
+
+
+class Authenticate:
+    """ASGI middleware: checks the ``Authorization`` header off the event loop (password hashes,
+    token keys) before the route runs, so handlers stay synchronous about who is asking."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            authenticator: Authenticator = scope["app"].state.authenticator
+            header = Headers(scope=scope).get("authorization")
+            identity: Identity | Unauthorized
+            try:
+                identity = await authenticator.identify(header)
+            except Unauthorized as exc:
+                identity = exc
+            scope.setdefault("state", {})["identity"] = identity
+        await self.app(scope, receive, send)
 
 
 def domain_param(request: Request, *, required: bool = True) -> str:
@@ -99,9 +126,11 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
+        if "depth" in str(exc):
+            raise InvalidInput("request body is nested more than 1024 levels deep") from None
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidInput(f"request body is not valid JSON: {exc}") from None
 
 

@@ -26,6 +26,7 @@ from h5lake.api.http import (
 )
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
+from h5lake.model.query import update_fields
 from h5lake.model.selection import PointSelection, Selection, parse_select
 from h5lake.model.types import is_variable
 from h5lake.service import values
@@ -173,12 +174,7 @@ async def _query_update(request: Request, ds: OpenDataset) -> Response:
     if index.size:
         points = PointSelection.from_array(index.reshape(-1, 1), layout.shape)
         current = await values.read_points(svc, ds, points)
-        updated = current.copy()
-        for name, v in body["value"].items():
-            if name not in layout.dtype.names:
-                raise InvalidInput(f"no field {name!r} in the compound type")
-            updated[name] = v
-        await values.write_points(svc, ds, points, updated)
+        await values.write_points(svc, ds, points, update_fields(current, body["value"]))
     return ok({"index": index.tolist(), "hrefs": []})
 
 

@@ -142,7 +142,7 @@ def normalize_domain(path: str) -> str:
             raise InvalidInput(f"invalid domain path {path!r}")
         if part.startswith((".h5lake", "-")) or len(part.encode()) > 255:
             raise InvalidInput(f"domain path component {part[:40]!r} is reserved or too long")
-        if any(ord(ch) < 32 or ch == "\\" for ch in part):
+        if any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 or 0xD800 <= ord(ch) < 0xE000 or ch == "\\" for ch in part):
             raise InvalidInput(f"invalid character in domain path {path!r}")
     return path
 

@@ -44,6 +44,8 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 Literal: TypeAlias = int | float | bool | str | bytes
 
 MAX_QUERY_LENGTH = 10_000
+MAX_NESTING = 64  # parentheses and negations inside one another
+MAX_NUMBER_CHARS = 64
 
 _TOKEN_RE = re.compile(
     r"""
@@ -112,8 +114,7 @@ class _In:
 @dataclass(frozen=True, slots=True)
 class _Bool:
     op: str  # "&" | "|"
-    left: _Node
-    right: _Node
+    operands: tuple[_Node, ...]  # flat, so a long chain is a wide node, not a deep one
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,12 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def _nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self._error(f"more than {MAX_NESTING} parentheses or negations inside one another")
 
     @property
     def tok(self) -> _Token:
@@ -157,20 +164,23 @@ class _Parser:
         return node
 
     def _or(self) -> _Node:
-        node = self._and()
+        nodes = [self._and()]
         while self._accept("|", "or"):
-            node = _Bool("|", node, self._and())
-        return node
+            nodes.append(self._and())
+        return nodes[0] if len(nodes) == 1 else _Bool("|", tuple(nodes))
 
     def _and(self) -> _Node:
-        node = self._not()
+        nodes = [self._not()]
         while self._accept("&", "and"):
-            node = _Bool("&", node, self._not())
-        return node
+            nodes.append(self._not())
+        return nodes[0] if len(nodes) == 1 else _Bool("&", tuple(nodes))
 
     def _not(self) -> _Node:
         if self._accept("~", "not"):
-            return _Not(self._not())
+            self._nest()
+            node = _Not(self._not())
+            self.depth -= 1
+            return node
         return self._compare()
 
     def _compare(self) -> _Node:
@@ -179,15 +189,16 @@ class _Parser:
             negate = self._accept("not")
             self._expect("in")
             return _In(left, self._literal_list(), negate)
-        node: _Node | None = None
+        chain: list[_Node] = []
         while self.tok.kind == "op" and self.tok.text in _CMP_OPS:
             op = self.tok.text
             self.i += 1
             right = self._operand()
-            cmp = _Compare(op, left, right)
-            node = cmp if node is None else _Bool("&", node, cmp)
+            chain.append(_Compare(op, left, right))
             left = right
-        return left if node is None else node
+        if not chain:
+            return left
+        return chain[0] if len(chain) == 1 else _Bool("&", tuple(chain))
 
     def _literal_list(self) -> tuple[Literal, ...]:
         self._expect("(")
@@ -201,8 +212,10 @@ class _Parser:
 
     def _operand(self) -> _Node:
         if self._accept("("):
+            self._nest()
             node = self._or()
             self._expect(")")
+            self.depth -= 1
             return node
         if self.tok.kind == "name":
             name = self.tok.text
@@ -220,6 +233,8 @@ class _Parser:
             if t.kind != "number":
                 raise self._error("expected a number after a sign")
         if t.kind == "number":
+            if len(t.text) > MAX_NUMBER_CHARS:
+                raise self._error(f"a number of more than {MAX_NUMBER_CHARS} characters")
             self.i += 1
             is_float = any(ch in t.text for ch in ".eE")
             return sign * (float(t.text) if is_float else int(t.text))
@@ -279,6 +294,37 @@ def parse_query(text: str) -> Callable[[np.ndarray], BoolArray]:
     return mask
 
 
+def update_fields(current: np.ndarray, changes: dict[str, Any]) -> np.ndarray:
+    """A copy of the compound elements ``current`` with the fields of ``changes`` set, as a
+    query update asks (``{"value": {field: value}}``). A value that does not fit its field's type
+    (a string for a number, a list for a scalar, an integer out of range) is `InvalidInput`."""
+    names = current.dtype.names or ()
+    updated = current.copy()
+    for name, value in changes.items():
+        if name not in names:
+            raise InvalidInput(f"no field {name!r} in the compound type")
+        field_type = current.dtype[name]
+        try:
+            if isinstance(value, (list, dict)) and field_type.subdtype is None:
+                raise ValueError("a list or object for a scalar field")
+            if field_type.kind in "iu":
+                if not isinstance(value, int):
+                    raise ValueError("not an integer")
+                info = np.iinfo(field_type)
+                if not info.min <= value <= info.max:
+                    raise ValueError(f"outside {info.min}..{info.max}")
+            converted = np.asarray(value, dtype=field_type)
+            updated[name] = converted
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInput(f"query update: {_clip_value(value)} does not fit field {name!r} ({field_type}): {exc}") from None
+    return updated
+
+
+def _clip_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def query_mask(expr: str, arr: np.ndarray) -> BoolArray:
     """A boolean array of ``arr.shape``: True where the element satisfies ``expr``."""
     return parse_query(expr)(arr)
@@ -304,8 +350,11 @@ class _Evaluator:
 
     def boolean(self, node: _Node) -> BoolArray:
         if isinstance(node, _Bool):
-            left, right = self.boolean(node.left), self.boolean(node.right)
-            return np.logical_and(left, right) if node.op == "&" else np.logical_or(left, right)
+            combine = np.logical_and if node.op == "&" else np.logical_or
+            result = self.boolean(node.operands[0])
+            for operand in node.operands[1:]:
+                result = combine(result, self.boolean(operand))
+            return np.asarray(result, dtype=np.bool_)
         if isinstance(node, _Not):
             return np.logical_not(self.boolean(node.operand))
         if isinstance(node, _Compare):

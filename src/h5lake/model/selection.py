@@ -307,6 +307,8 @@ def _split_top_level(inner: str) -> list[str]:
 def _parse_int(token: str, what: str, dim: int) -> int:
     if not _INT_RE.fullmatch(token):
         raise InvalidInput(f"select {what} in dim {dim} is not an integer: {_clip(token)!r}")
+    if len(token) > 64:  # int() of thousands of digits is slow, and no extent is that large
+        raise InvalidInput(f"select {what} in dim {dim} is out of range: {_clip(token)!r}")
     return int(token)
 
 
@@ -383,7 +385,7 @@ def _coords_part(items: Any, extent: int, dim: int) -> Coords:
 def _as_int(value: Any, dim: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InvalidInput(f"select bound {value!r} in dim {dim} is not an integer")
-    return int(value)
+    return min(max(int(value), -(2**63)), 2**63 - 1)  # clamped like any bound past the extent
 
 
 # --- point selections -------------------------------------------------------------------------

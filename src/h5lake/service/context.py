@@ -90,8 +90,10 @@ class Service:
         except AlreadyExists:
             pass
 
-    def caller(self, user: str | None) -> Caller:
-        return Caller(user, user is not None and user in self.admins)
+    def caller(self, user: str | None, *, admin: bool = False) -> Caller:
+        """The caller ``user``; an admin when named by ``--admin`` or when ``admin`` (the identity
+        provider said so)."""
+        return Caller(user, user is not None and (admin or user in self.admins))
 
 
 def now() -> float:

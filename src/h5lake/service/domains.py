@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
-from h5lake.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from h5lake.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
@@ -115,6 +115,8 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
     if not _may_create_under(caller, parent, path):
         raise Forbidden(f"user {caller.user} may not create domains in {parent_path}")
 
+    if await svc.docs.get(domain_key(path)) is not None:
+        raise AlreadyExists(f"domain {path} already exists")
     owner = caller.user
     if "owner" in body:
         if not caller.is_admin and body["owner"] != caller.user:
@@ -145,7 +147,12 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
         }
         # The root group is stored first: a domain document never points at a missing root.
         await svc.docs.create(object_key(root_id), root_doc, "root group")
-    etag = await svc.docs.create(domain_key(path), doc, f"domain {path}")
+    try:
+        etag = await svc.docs.create(domain_key(path), doc, f"domain {path}")
+    except AlreadyExists:
+        if root_doc is not None:  # lost a race for the name: the new root must not stay behind
+            await svc.store.delete(object_key(root_doc["id"]))
+        raise
     return Domain(path, doc, etag)
 
 
@@ -202,6 +209,9 @@ def domain_response_on_create(svc: Service, domain: Domain) -> Doc:
     return out
 
 
+_LIST_BATCH = 100
+
+
 async def list_domains(
     svc: Service,
     caller: Caller,
@@ -220,37 +230,60 @@ async def list_domains(
     if marker:
         marker = normalize_domain(marker)
         start_after = domain_prefix(marker)
+    # Only what the caller may read is listed: a folder shows no names of domains the caller
+    # cannot open, and an anonymous caller sees only public ones. Entries are read in batches
+    # until the page is full, so a page is short only at the end of the folder.
     names: list[str] = []
-    async for entry in svc.store.list(prefix, delimiter="/", start_after=start_after):
-        if not entry.endswith("/"):
-            continue
-        name = "/" + entry[:-1]
-        if pattern and not fnmatch.fnmatch(name.rsplit("/", 1)[-1], pattern):
-            continue
-        names.append(name)
-        if limit is not None and len(names) >= limit * 2 + 10:
-            break
-    docs = await asyncio.gather(*(svc.docs.get(domain_prefix(n) + DOMAIN_FILE) for n in names))
+    docs: list[Any] = []
     out: list[Doc] = []
-    for name, found in zip(names, docs):
-        if found is None:
-            continue  # a prefix with no domain object (e.g. left-over catalog files)
-        d = found.doc
-        item: Doc = {
-            "name": name,
-            "class": "domain" if "root" in d else "folder",
-            "owner": d.get("owner"),
-            "created": d.get("created"),
-            "lastModified": d.get("lastModified"),
-        }
-        if "root" in d:
-            item["root"] = d["root"]
-        out.append(item)
-        if limit is not None and len(out) >= limit:
-            break
+    batch: list[str] = []
+    listing = svc.store.list(prefix, delimiter="/", start_after=start_after)
+    exhausted = False
+    while not exhausted and (limit is None or len(out) < limit):
+        batch.clear()
+        async for entry in listing:
+            if not entry.endswith("/"):
+                continue
+            name = "/" + entry[:-1]
+            if pattern and not fnmatch.fnmatch(name.rsplit("/", 1)[-1], pattern):
+                continue
+            batch.append(name)
+            if len(batch) >= _LIST_BATCH:
+                break
+        else:
+            exhausted = True
+        found_batch = await asyncio.gather(*(svc.docs.get(domain_prefix(n) + DOMAIN_FILE) for n in batch))
+        for name, found in zip(batch, found_batch):
+            if found is None:
+                continue  # a prefix with no domain object (e.g. left-over catalog files)
+            if not _readable(caller, Domain(name, found.doc, found.etag)):
+                continue
+            d = found.doc
+            item: Doc = {
+                "name": name,
+                "class": "domain" if "root" in d else "folder",
+                "owner": d.get("owner"),
+                "created": d.get("created"),
+                "lastModified": d.get("lastModified"),
+            }
+            if "root" in d:
+                item["root"] = d["root"]
+            out.append(item)
+            names.append(name)
+            docs.append(found)
+            if limit is not None and len(out) >= limit:
+                break
     if verbose:
         await _add_stats(svc, caller, out, docs, names)
     return out
+
+
+def _readable(caller: Caller, domain: Domain) -> bool:
+    try:
+        authorize(caller, domain, Permission.READ)
+    except (Forbidden, Unauthorized):
+        return False
+    return True
 
 
 async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list[Any], names: list[str]) -> None:
