@@ -20,7 +20,7 @@ from h5lake.model.projection import project, project_points
 from h5lake.model.query import query_mask
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import fill_value_array, item_size, wire_dtype
+from h5lake.model.types import elements_from_buffer, fill_value_array, item_size, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import codec_filters, is_linked
@@ -303,9 +303,9 @@ async def write_stream(
             block[filled : filled + take] = leftover[:take]
             leftover = leftover[take:]
             filled += take
-        values = np.frombuffer(block, dtype=wire).reshape(piece.shape)
+        values = elements_from_buffer(block, wire, piece.shape)
         if wire != layout.dtype:
-            values = values.astype(layout.dtype)
+            values = values.astype(layout.dtype.base)
         await _register_linked_files(svc, ds, values)
         await _recorded(
             svc,
