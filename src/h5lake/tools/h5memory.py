@@ -94,7 +94,7 @@ class Writer:
 
     def _put(self, t: TypeJson, wire: memoryview, pos: int, out: bytearray) -> int:
         if not is_variable(t):
-            msize, wsize, memory, wdt = _fixed_sizes(t)
+            _, wsize, memory, wdt = _fixed_sizes(t)
             raw = bytes(wire[pos : pos + wsize])
             if len(raw) != wsize:
                 raise ValueError("variable-length values end early")
@@ -141,7 +141,7 @@ def _memory_size(t: TypeJson) -> int:
 def to_wire(image: np.ndarray, t: TypeJson, count: int) -> bytes:
     """The wire bytes of ``count`` elements in a memory image HDF5 filled (pointers followed)."""
     out = bytearray()
-    view = memoryview(image).cast("B")
+    view = memoryview(image.data).cast("B")
     size = _memory_size(t)
     sizes: dict[int, int] = {}
     for i in range(count):
