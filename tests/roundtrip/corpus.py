@@ -11,6 +11,7 @@ Run as a script to write the corpus into a directory: ``python -m tests.roundtri
 
 from __future__ import annotations
 
+import pickle
 import struct
 import sys
 import zlib
@@ -716,6 +717,168 @@ def unknown_filter(path: Path) -> None:
         dcpl.set_filter(40000, h5py.h5z.FLAG_OPTIONAL, (1, 2))
         dset = h5d.create(f.id, b"data", h5t.STD_I32LE, _space((8,)), dcpl=dcpl)
         dset.write_direct_chunk((0,), b"opaque bytes of filter 40000")
+
+# -- files as other projects write them (issue 17) ------------------------------------------------
+# Made with the libraries that write such files in the wild (PyTables, netCDF4, h5netcdf) or, for
+# what those write through HDF5's C API, with h5py's low-level API byte for byte.
+
+
+@feature("pytables")
+def pytables_file(path: Path) -> None:
+    """A PyTables file: a Table of string/bool/int/float columns, a VLArray of 2-byte strings
+    holding "66" (exported as "6" once: a null-terminated string filled to its last byte), an
+    EArray, and attributes as PyTables sets them (CLASS/VERSION/TITLE, a pickled dict)."""
+    import tables  # only this builder needs PyTables
+
+    class Row(tables.IsDescription):
+        name = tables.StringCol(8)
+        flag = tables.BoolCol()
+        count = tables.Int32Col()
+        value = tables.Float64Col()
+
+    with tables.open_file(str(path), "w", title="issue 17") as f:
+        group = f.create_group("/", "run", "a run")
+        table = f.create_table(group, "readings", Row, "readings")
+        row = table.row
+        for i, name in enumerate([b"alpha", b"b", b"", b"12345678"]):
+            row["name"], row["flag"], row["count"], row["value"] = name, i % 2 == 0, i - 2, i / 3
+            row.append()
+        table.flush()
+        table.attrs.units = "volts"
+        table.attrs.meta = {"a": [1, 2], "b": None}  # PyTables pickles what is not a plain value
+        strings = f.create_vlarray("/", "strings", tables.StringAtom(itemsize=2), "2-byte strings")
+        strings.append(np.array([b"66", b"7", b"ab"], dtype="S2"))
+        strings.append(np.array([], dtype="S2"))
+        strings.append(np.array([b"xy"], dtype="S2"))
+        ints = f.create_vlarray("/", "ints", tables.Int16Atom())
+        ints.append(np.array([1, -2, 3], dtype="<i2"))
+        ints.append(np.array([], dtype="<i2"))
+        growing = f.create_earray("/", "growing", tables.Float32Atom(), (0, 3))
+        growing.append(np.arange(12, dtype="f4").reshape(4, 3))
+        f.root._v_attrs.creator = "pytables"
+
+
+@feature("netcdf4")
+def netcdf4_file(path: Path) -> None:
+    """A netCDF-4 file by the netCDF4 library: dimensions (one unlimited), coordinate variables,
+    a string variable, a compressed variable with a fill value, attributes, a subgroup."""
+    import netCDF4  # only this builder needs netCDF4
+
+    with netCDF4.Dataset(str(path), "w", format="NETCDF4") as nc:
+        nc.title = "issue 17"
+        nc.history = "made by netCDF4"
+        nc.createDimension("time", None)
+        nc.createDimension("lat", 3)
+        nc.createDimension("lon", 4)
+        time = nc.createVariable("time", "f8", ("time",))
+        time.units = "days since 2000-01-01"
+        time[:] = [0.0, 1.0]
+        lat = nc.createVariable("lat", "f4", ("lat",))
+        lat[:] = [-10.0, 0.0, 10.0]
+        lat.units = "degrees_north"
+        lon = nc.createVariable("lon", "f4", ("lon",))
+        lon[:] = [0.0, 90.0, 180.0, 270.0]
+        temp = nc.createVariable("temp", "f4", ("time", "lat", "lon"), zlib=True, fill_value=-999.0)
+        temp.long_name = "temperature"
+        temp[:] = np.arange(24, dtype="f4").reshape(2, 3, 4)
+        names = nc.createVariable("station", str, ("lat",))
+        names[:] = np.array(["north", "équateur", ""], dtype=object)
+        sub = nc.createGroup("forecast")
+        sub.createDimension("step", 2)
+        step = sub.createVariable("step", "i4", ("step",))
+        step[:] = [6, 12]
+        sub.model = "toy"
+
+
+@feature("h5netcdf")
+def h5netcdf_file(path: Path) -> None:
+    """A netCDF-4 file by h5netcdf (h5py underneath): dimensions, coordinates, attributes, groups."""
+    import h5netcdf  # only this builder needs h5netcdf
+
+    with h5netcdf.File(str(path), "w") as nc:
+        nc.dimensions = {"x": 3, "t": None}
+        x = nc.create_variable("x", ("x",), data=np.array([1.0, 2.0, 3.0]))
+        x.attrs["units"] = "m"
+        v = nc.create_variable("v", ("t", "x"), dtype="i4", chunks=(1, 3))
+        nc.resize_dimension("t", 2)
+        v[...] = np.arange(6, dtype="i4").reshape(2, 3)
+        label = nc.create_variable("label", ("x",), dtype=h5py.string_dtype())
+        label[...] = np.array(["a", "bb", "ccc"], dtype=object)
+        nc.attrs["conventions"] = "CF-1.8"
+        g = nc.create_group("extra")
+        g.dimensions = {"y": 2}
+        g.create_variable("y", ("y",), data=np.array([5, 6], dtype="i2"))
+
+
+def _pickle_bytes() -> bytes:
+    """Bytes of a pickle (protocol 4), as hickle keeps in string attributes: never UTF-8."""
+    return pickle.dumps({"type": "dict", "values": [1.5, None, b"\xff"]}, protocol=4)
+
+
+@feature("hickle_attrs")
+def hickle_attrs(path: Path) -> None:
+    """Fixed-length string attributes holding bytes that are not UTF-8 (a pickle, as hickle
+    writes them; null-padded and null-terminated), and NaN payloads in float attributes."""
+    blob = _pickle_bytes()
+    with h5py.File(path, "w") as f:
+        g = f.create_group("data_0")
+        raw_attr(g, "type", string_type(len(blob)), (), blob)
+        raw_attr(g, "base_type", string_type(len(blob) + 3, h5t.STR_NULLTERM), (), blob + b"\0\0\0")
+        raw_attr(g, "latin1", string_type(4, h5t.STR_NULLPAD, h5t.CSET_UTF8), (2,), b"\xe9t\xe9\0caf\xe9")
+        f.create_dataset("data_0/data", data=np.arange(3))
+        payloads = np.array([0x7FF8000000000001, 0xFFF8000000000000, 0x7FF0000000000123], dtype="<u8")
+        raw_attr(f, "nan_payloads", h5t.IEEE_F64LE, (3,), payloads.tobytes())
+        raw_attr(f, "nan_f4", h5t.IEEE_F32BE, (), np.array([0x7FC00ABC], dtype=">u4").tobytes())
+
+
+@feature("nested_variable")
+def nested_variable(path: Path) -> None:
+    """Compounds and arrays around variable-length members: a compound with a fixed string and
+    an array of vlen strings (once a 500 on load), a vlen of compounds with a string and a
+    big-endian integer, arrays of vlens in a compound, a space-padded compound inside an array beside a vlen
+    string. Types are made exactly with the low-level API; h5py converts the values into them."""
+    with h5py.File(path, "w") as f:
+        dt = np.dtype([("key", "S4"), ("names", h5py.string_dtype(), (3,))])
+        data = np.zeros(2, dt)
+        data["key"] = [b"ab", b"abcd"]
+        data["names"] = [["a", "bb", "ccc"], ["", "é", "x"]]
+        f.create_dataset("tagged", data=data)
+        f.attrs["tagged"] = data[0]
+        row = h5t.create(h5t.COMPOUND, 6)
+        row.insert(b"code", 0, string_type(2, h5t.STR_NULLPAD))  # h5py cannot read NULLTERM here
+        row.insert(b"n", 2, h5t.STD_I32BE)
+        # written as HDF5's own memory form (hvl_t: count, pointer), as C programs write it
+        elements = [b"66" + _be32(7) + b"a\0" + _be32(-1), b"", b"\0\0" + _be32(2**31 - 1)]
+        buffers = [np.frombuffer(e, dtype=np.uint8).copy() for e in elements]
+        hvl = np.array(
+            [(len(e) // 6, b.ctypes.data if len(e) else 0) for e, b in zip(elements, buffers, strict=True)],
+            dtype=[("len", "=u8"), ("p", "=u8")],
+        )
+        dset = h5d.create(f.id, b"rows", h5t.vlen_create(row), _space((3,)))
+        dset.write(h5s.ALL, h5s.ALL, hvl, mtype=h5t.vlen_create(row))
+        avl_dt = np.dtype([("v", h5py.vlen_dtype(np.dtype("u1")), (2,)), ("w", "<f8")])
+        avl = np.zeros(2, avl_dt)
+        avl[0]["v"][0], avl[0]["v"][1] = np.array([1, 2], "u1"), np.array([], "u1")
+        avl[1]["v"][0], avl[1]["v"][1] = np.array([255], "u1"), np.array([3, 4, 5], "u1")
+        f.create_dataset("arrays_of_vlens", data=avl)
+        inner = h5t.create(h5t.COMPOUND, 3)
+        inner.insert(b"c", 0, string_type(3, h5t.STR_SPACEPAD))
+        vstr = h5t.C_S1.copy()
+        vstr.set_size(h5t.VARIABLE)
+        vstr.set_cset(h5t.CSET_UTF8)
+        outer = h5t.create(h5t.COMPOUND, 16 + 2 * 3)
+        outer.insert(b"label", 0, vstr)
+        outer.insert(b"pair", 16, h5t.array_create(inner, (2,)))
+        out_dt = np.dtype([("label", h5py.string_dtype()), ("pair", [("c", "S3")], (2,))])
+        value = np.zeros(2, out_dt)
+        value["label"] = ["hello", ""]
+        value["pair"] = [[(b"x",), (b"yz",)], [(b"abc",), (b"",)]]
+        dset = h5d.create(f.id, b"compound_in_array", outer, _space((2,)))
+        dset.write(h5s.ALL, h5s.ALL, value, mtype=h5t.py_create(out_dt))
+
+
+def _be32(n: int) -> bytes:
+    return np.array([n], ">i4").tobytes()
 
 
 def build(name: str, directory: Path) -> Path:

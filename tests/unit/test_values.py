@@ -588,3 +588,16 @@ def test_any_body_gives_an_array_or_invalid_input(
         return
     out = array_to_bytes(arr, t)
     assert data[: len(out)] == out and not any(data[len(out) :])  # h5pyd's padding, at most
+
+
+def test_fixed_string_beside_an_array_of_vlen_strings_decodes() -> None:
+    """Issue 17 case 3: a fixed string inside a variable-length element (here beside an array
+    of vlen strings in a compound) once failed with "byte indices must be integers"."""
+    t = validate_type({"class": "H5T_COMPOUND", "fields": [
+        {"name": "key", "type": {"class": "H5T_STRING", "length": 4, "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD"}},
+        {"name": "names", "type": {"class": "H5T_ARRAY", "dims": [2], "base": {"class": "H5T_STRING", "length": "H5T_VARIABLE", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM"}}},
+    ]})
+    body = b"ab\0\0" + b"\x01\0\0\0a" + b"\x02\0\0\0\xc3\xa9"
+    arr = bytes_to_array(body, t, (1,))
+    assert arr[0]["key"] == b"ab" and list(arr[0]["names"]) == ["a", "é"]
+    assert array_to_bytes(arr, t) == body

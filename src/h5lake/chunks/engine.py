@@ -27,6 +27,7 @@ from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import Conflict, DataCorruption, MethodNotAllowed
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
+from h5lake.model.types import elements_from_buffer
 from h5lake.storage.base import GetRanges, PreconditionFailed
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ async def read_part(layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple
         await cpu(ranges.assemble, box, request, data, size=request.length)
 
     await bounded(ranges.group_requests(plan), one, PART_CONCURRENCY)
-    return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
+    return elements_from_buffer(box.data, layout.dtype, plan.box_shape)[plan.box_selection]
 
 
 NATIVE_PART_FRACTION = 4  # read a native chunk in part only when that saves 3/4 of its bytes
@@ -159,7 +160,7 @@ async def read_native_part(
         raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
     box = np.empty(plan.nbytes, dtype=np.uint8)
     await cpu(ranges.assemble, box, request, data, size=plan.nbytes)  # the copy is what it costs
-    return np.frombuffer(box.data, dtype=layout.dtype).reshape(plan.box_shape)[plan.box_selection]
+    return elements_from_buffer(box.data, layout.dtype, plan.box_shape)[plan.box_selection]
 
 
 POINT_GAP = 4096  # points of one chunk closer than this share one ranged read
@@ -204,7 +205,7 @@ async def read_point_ranges(
     if any(len(piece) != n for piece, n in zip(pieces, requests[:, 1].tolist())):
         raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
     joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    return np.frombuffer(joined, dtype=layout.dtype)[elements]
+    return elements_from_buffer(joined, layout.dtype, (len(joined) // layout.dtype.itemsize,))[elements]
 
 
 async def load_points(layout: DatasetLayout, p: PointProjection) -> np.ndarray | None:

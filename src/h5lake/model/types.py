@@ -728,6 +728,16 @@ def _compound_of(dt: np.dtype[Any]) -> TypeJson:
 # default and fill values
 
 
+def elements_from_buffer(buf: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """The packed elements of ``dtype`` in ``buf`` (no copy) as an array of ``shape`` elements.
+
+    For an H5T_ARRAY type (a numpy subarray dtype) the array dims are appended to ``shape``, as
+    everywhere in memory (see :func:`array_dims`): ``np.frombuffer`` with a subarray dtype
+    already expands them, so a plain ``reshape(shape)`` would fail.
+    """
+    return np.frombuffer(buf, dtype=dtype.base).reshape(tuple(shape) + dtype.shape)
+
+
 def empty_array(t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     """A new array of ``shape`` elements of ``t``, each the HDF5 default value.
 

@@ -289,8 +289,8 @@ def _fixed_decoder(t: TypeJson) -> Decoder:
     read = _wire_reader(t)
 
     def decode(data: memoryview, offset: int) -> tuple[Any, int]:
-        arr = read(_take(data, offset, nbytes), 1)[0]
-        return (arr if dims else arr[()]), offset + nbytes
+        # one element: an ndarray of the dims, or a numpy scalar (np.bytes_ has no [()])
+        return read(_take(data, offset, nbytes), 1)[0], offset + nbytes
 
     return decode
 

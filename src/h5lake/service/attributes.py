@@ -17,7 +17,7 @@ from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import client_type
+from h5lake.model.types import TypeClass, client_type, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
@@ -68,14 +68,44 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
         except binascii.Error:
             raise InvalidInput("value is not valid base64") from None
         arr = bytes_to_array(raw, type_json, space.dims)
-    else:
-        arr = json_to_array(body["value"], type_json, space.dims)
+        attr["value"] = array_to_json(arr, type_json)
+        if not _json_is_exact(attr["value"], type_json, space.dims, raw):
+            attr["value_base64"] = base64.b64encode(raw).decode("ascii")
+        return attr
+    arr = json_to_array(body["value"], type_json, space.dims)
     attr["value"] = array_to_json(arr, type_json)
     return attr
 
 
+def _json_is_exact(value: Any, type_json: Doc, dims: tuple[int, ...], raw: bytes) -> bool:
+    """Whether the JSON ``value`` gives back exactly the bytes ``raw`` it was made from.
+
+    Not so for bytes that are not UTF-8 in strings (a pickle in a fixed-length string, as hickle
+    writes) and for NaN payloads: such an attribute keeps its bytes as ``value_base64`` beside
+    the JSON value (which h5pyd reads), and its binary and base64 forms and exports use them.
+    Only types with strings or floats can lose anything, so only those are checked.
+    """
+    if not _may_lose(type_json):
+        return True
+    try:
+        return array_to_bytes(json_to_array(value, type_json, dims), type_json) == raw
+    except InvalidInput:
+        return False
+
+
+def _may_lose(t: Doc) -> bool:
+    match type_class(t):
+        case TypeClass.STRING | TypeClass.FLOAT:
+            return True
+        case TypeClass.VLEN | TypeClass.ARRAY:
+            return _may_lose(t["base"])
+        case TypeClass.COMPOUND:
+            return any(_may_lose(f["type"]) for f in t["fields"])
+    return False
+
+
 def _same(a: Doc, b: Doc) -> bool:
-    keys = ("type", "shape", "value", "nameCharSet")
+    keys = ("type", "shape", "value", "value_base64", "nameCharSet")
     return all(a.get(k) == b.get(k) for k in keys)
 
 
@@ -165,11 +195,17 @@ def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool
             out["encoding"] = "base64"
         else:
             out["value"] = value
+            if "value_base64" in attr:
+                out["value_base64"] = attr["value_base64"]
     out["hrefs"] = []
     return out
 
 
 def attribute_bytes(attr: Doc) -> bytes:
+    """The attribute's value in the binary form: its exact bytes when it was sent so and JSON
+    could not hold them (``value_base64``), else made from the JSON value."""
+    if "value_base64" in attr:
+        return base64.b64decode(attr["value_base64"])
     dims = tuple(attr["shape"].get("dims", ()))
     return array_to_bytes(json_to_array(attr["value"], attr["type"], dims), attr["type"])
 

@@ -20,7 +20,7 @@ from h5lake.model.projection import project, project_points
 from h5lake.model.query import query_mask
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import fill_value_array, item_size, wire_dtype
+from h5lake.model.types import elements_from_buffer, fill_value_array, is_variable, item_size, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import codec_filters, is_linked
@@ -202,7 +202,9 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
     count = 1
     for n in shape:
         count *= n
-    if not ds.doc.get("type", {}).get("class") in ("H5T_STRING", "H5T_VLEN") and count > 1 and not fields:
+    # a body of one element's bytes is broadcast; never for variable-length types, whose byte
+    # count says nothing about their element count (two empty strings in a compound are 8 bytes)
+    if ds.type_json.get("class") != "H5T_STRING" and not is_variable(ds.type_json) and count > 1 and not fields:
         itemsize = layout.dtype.itemsize
         if len(data) == itemsize:  # one element: broadcast
             one = bytes_to_array(data, type_json, ())
@@ -303,9 +305,9 @@ async def write_stream(
             block[filled : filled + take] = leftover[:take]
             leftover = leftover[take:]
             filled += take
-        values = np.frombuffer(block, dtype=wire).reshape(piece.shape)
+        values = elements_from_buffer(block, wire, piece.shape)
         if wire != layout.dtype:
-            values = values.astype(layout.dtype)
+            values = values.astype(layout.dtype.base)
         await _register_linked_files(svc, ds, values)
         await _recorded(
             svc,

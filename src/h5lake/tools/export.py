@@ -333,7 +333,10 @@ class Writer:
             aid = h5native.create_attribute(obj, raw, tid, space, _CSETS[cset])
         if space.get_simple_extent_type() == h5s.NULL or attr.get("value") is None:
             return
-        wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
+        if "value_base64" in attr:  # the exact bytes, where the JSON value could not keep them
+            wire = base64.b64decode(attr["value_base64"])
+        else:
+            wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
         h5values.write_attribute(aid, tid, t, dims, wire, refs)
 
     # -- values --

@@ -78,6 +78,8 @@ def _lib() -> Any:
     lib.H5Pget_fill_value.restype = herr_t
     lib.H5Pset_fill_value.argtypes = [hid_t, hid_t, ctypes.c_void_p]
     lib.H5Pset_fill_value.restype = herr_t
+    lib.H5Dvlen_reclaim.argtypes = [hid_t, hid_t, hid_t, ctypes.c_void_p]
+    lib.H5Dvlen_reclaim.restype = herr_t
     lib.H5Acreate2.argtypes = [hid_t, ctypes.c_char_p, hid_t, hid_t, hid_t, hid_t]
     lib.H5Acreate2.restype = hid_t
     lib.H5Pcreate.argtypes = [hid_t]
@@ -187,6 +189,13 @@ def comment(obj: Any) -> bytes:
     buf = ctypes.create_string_buffer(size + 1)
     _check(lib.H5Oget_comment(obj.id, buf, size + 1), "H5Oget_comment")
     return buf.value
+
+
+@_locked
+def reclaim(tid: Any, space: Any, address: int) -> None:
+    """Free the memory HDF5 allocated for the variable-length parts of a read buffer of memory
+    type ``tid`` (``H5Dvlen_reclaim``; h5py has no such call, it reclaims inside its own reads)."""
+    _check(_lib().H5Dvlen_reclaim(tid.id, space.id, H5P_DEFAULT, address), "H5Dvlen_reclaim")
 
 
 # -- fill values ---------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from h5lake.model.types import (
     wire_dtype,
 )
 from h5lake.model.values import array_to_bytes, bytes_to_array
+from h5lake.tools import h5memory
 
 Selection = tuple[slice, ...]
 
@@ -310,6 +311,8 @@ def read_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, refs: 
         buf = np.empty(raw_size(tid, shape), dtype=np.uint8)
         dsid.read(mspace, fspace, buf, mtype=tid)
         return raw_to_wire(buf.data, t)
+    if not has_reference(t):
+        return h5memory.read(dsid, t, math.prod(shape), mspace, fspace)
     dt = h5py_dtype(t)
     arr = np.empty(shape, dtype=dt)
     dsid.read(mspace, fspace, arr, mtype=h5t.py_create(dt))
@@ -321,6 +324,9 @@ def write_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, data:
     if is_raw(t):
         buf = np.frombuffer(wire_to_raw(data, t), dtype=np.uint8).copy()
         dsid.write(mspace, fspace, buf, mtype=tid)
+        return
+    if not has_reference(t):
+        h5memory.write(dsid, t, data, math.prod(shape), mspace, fspace)
         return
     dt = h5py_dtype(t)
     arr = from_model(bytes_to_array(data, t, shape), t, refs)
@@ -338,6 +344,8 @@ def read_attribute(aid: Any, t: TypeJson, shape: tuple[int, ...], refs: Referenc
         if buf.size:
             aid.read(buf, mtype=tid)
         return raw_to_wire(buf.data, t)
+    if not has_reference(t):
+        return h5memory.read(aid, t, math.prod(shape))
     dt = h5py_dtype(t)
     arr = np.empty(shape, dtype=dt)
     if arr.size:
@@ -350,6 +358,9 @@ def write_attribute(aid: Any, tid: Any, t: TypeJson, shape: tuple[int, ...], dat
         buf = np.frombuffer(wire_to_raw(data, t), dtype=np.uint8).copy()
         if buf.size:
             aid.write(buf, mtype=tid)
+        return
+    if not has_reference(t):
+        h5memory.write(aid, t, data, math.prod(shape))
         return
     dt = h5py_dtype(t)
     arr = from_model(bytes_to_array(data, t, shape), t, refs)
