@@ -29,7 +29,9 @@ class Settings(BaseSettings):
     admin: tuple[str, ...] = ()
     allow_source: tuple[str, ...] = Field((), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]")
     max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
-    max_chunk_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    max_chunk_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
+    )
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
     chunk_concurrency: int = Field(16, ge=1, le=1024)
     public_read: bool = Field(False, description="new domains readable by everyone")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from h5lake.errors import InvalidInput, MethodNotAllowed
@@ -34,6 +35,11 @@ def item_size(type_json: Doc) -> int:
     return max(1, to_dtype(type_json).itemsize)
 
 
+GUESSED_CHUNK_MAX_BYTES = 4 * 1024 * 1024
+"""Chunks h5lake chooses stay this small; a client may choose larger ones up to the
+``--max-chunk-bytes`` limit."""
+
+
 def plan_layout(space: Space, type_json: Doc, props: Doc, svc: Service) -> Doc:
     """The chunk layout actually used. Values are always chunked in storage, whatever the
     client asked for; what it asked for stays in ``creationProperties``."""
@@ -52,14 +58,20 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, svc: Service) -> Doc:
             dims = requested["dims"]
             if not isinstance(dims, list):
                 raise InvalidInput("layout dims must be a list")
-            chunk = adjust_chunk_shape(tuple(dims), space.dims, size, maxdims=space.maxdims)
+            chunk = adjust_chunk_shape(
+                tuple(dims), space.dims, size, max_bytes=svc.limits.max_chunk_size, maxdims=space.maxdims
+            )
             return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
         if cls not in (LayoutClass.CHUNKED, LayoutClass.CONTIGUOUS, LayoutClass.COMPACT):
             raise InvalidInput(f"layout {cls.value} is not supported for new datasets")
     elif space.maxdims is not None and None in space.maxdims:
         pass  # unlimited extents need chunks; guessed below
     chunk = guess_chunk_shape(
-        space.dims, space.maxdims, size, min_bytes=svc.limits.min_chunk_size, max_bytes=svc.limits.max_chunk_size // 4
+        space.dims,
+        space.maxdims,
+        size,
+        min_bytes=min(svc.limits.min_chunk_size, GUESSED_CHUNK_MAX_BYTES),
+        max_bytes=min(svc.limits.max_chunk_size, GUESSED_CHUNK_MAX_BYTES),
     )
     return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
 
@@ -187,6 +199,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     if is_linked({"layout": props.get("layout") if isinstance(props.get("layout"), dict) else {}}):
         from h5lake.sources.linked import SOURCES_KEY, ingest_linked_layout
 
+        check_linked_chunk_size(props["layout"], type_json, svc.limits.max_chunk_size)
         layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])
         props["layout"] = layout
         doc["layout"] = layout
@@ -195,6 +208,16 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     else:
         doc["layout"] = plan_layout(space, type_json, props, svc)
     return doc
+
+
+def check_linked_chunk_size(layout: Doc, type_json: Doc, limit: int) -> None:
+    """A chunk of an HDF5 file is decoded whole for any read of it, so its size is bounded like a
+    native chunk's."""
+    dims = layout.get("dims")
+    if isinstance(dims, list) and dims and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+        nbytes = math.prod(dims) * item_size(type_json)
+        if nbytes > limit:
+            raise InvalidInput(f"chunk of {nbytes} bytes exceeds the limit of {limit} (--max-chunk-bytes)")
 
 
 async def get_type(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:

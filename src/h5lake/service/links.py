@@ -302,12 +302,22 @@ async def delete_links(
     svc.catalog.note_object(domain.path, group_id)
 
 
+MAX_PATH_STEPS = 1024
+"""Links one path may walk, soft links' targets included: a path through a hard link back to
+the root could otherwise be made as long as the request body allows."""
+
+
 async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:
     """Follow hard links (and soft links within the domain) from the root to an object."""
     current = (await load_object(svc, domain, domain.require_root())).doc
-    hops = 0
+    hops = steps = 0
     parts = [p for p in h5path.split("/") if p]
     while parts:
+        steps += 1
+        if steps > MAX_PATH_STEPS:
+            raise InvalidInput(f"path {h5path[:80]!r}... walks more than {MAX_PATH_STEPS} links")
+        if steps % 64 == 0:
+            await asyncio.sleep(0)  # cached objects never yield; let other requests run
         name = parts.pop(0)
         link = current.get("links", {}).get(name)
         if link is None:

@@ -121,6 +121,11 @@ def contiguous_dims(shape: tuple[int, ...], itemsize: int, target: int = CONTIGU
     return (lead, *(max(1, n) for n in shape[1:]))
 
 
+MAX_INLINE_CHUNKS = 10_000
+"""Chunks an ``H5D_CHUNKED_REF`` layout may list inline: the list lives in the dataset document,
+which every read loads, so a larger one belongs in a chunk table (``H5D_CHUNKED_REF_INDIRECT``)."""
+
+
 def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: int) -> RefLayout:
     """Validate a REF layout from ``creationProperties`` for a dataset of ``shape``."""
     cls = linked_class(layout)
@@ -155,6 +160,11 @@ def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: i
         raw = layout.get("chunks", {})
         if not isinstance(raw, dict):
             raise InvalidInput("H5D_CHUNKED_REF chunks must be an object of \"i_j\": [offset, size]")
+        if len(raw) > MAX_INLINE_CHUNKS:
+            raise InvalidInput(
+                f"H5D_CHUNKED_REF lists {len(raw)} chunks; more than {MAX_INLINE_CHUNKS} go in a chunk table "
+                "(use H5D_CHUNKED_REF_INDIRECT)"
+            )
         grid = tuple(-(-n // c) for n, c in zip(shape, dims))
         chunks: dict[tuple[int, ...], ChunkLocation] = {}
         for key, value in raw.items():
