@@ -68,7 +68,7 @@ def explain(exc: RestError, client: RestClient) -> str:
     if exc.status == 401:
         if not settings.username:
             return f"the server at {endpoint} needs a user name and password: give them with {WHERE_CREDENTIALS}"
-        return f"the server at {endpoint} refused user {settings.username!r}: wrong user name or password (set {WHERE_CREDENTIALS})"
+        return f"the server at {endpoint} refused user {settings.username!r} (401): wrong user name or password (set {WHERE_CREDENTIALS})"
     if exc.status == 403:
         return f"{exc.message} on {endpoint}: log in as a user with access ({WHERE_CREDENTIALS}) or ask the owner for access (hsacl)"
     if exc.status == 404 and exc.method == "PUT" and exc.path == "/":
