@@ -509,8 +509,12 @@ class Uploader:
             self.client.post_json(f"/{kind.path}", body)
         except RestError as exc:
             names = ", ".join(n.path for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
-            doing = "linking" if any(n.linked for n in nodes) and exc.status == 403 else "creating"
-            raise ToolError(f"{doing} {kind.path} ({names}) failed: {exc.message}") from None
+            if any(n.linked for n in nodes) and exc.status == 403:
+                raise ToolError(
+                    f"linking {kind.path} ({names}) failed: {exc.message}: start the server with --allow-source "
+                    "covering the file, or load without --link to copy the values"
+                ) from None
+            raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
 
     # -- links --
 
