@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import click
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
 
 from h5lake import __version__
 
 
 def _settings(options: dict[str, Any]) -> Any:
+    # pydantic loads here, not at the top: load, export and passwd start faster without it
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
     from h5lake.config import Settings
 
     given = {k: v for k, v in options.items() if v not in (None, ())}
