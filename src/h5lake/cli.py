@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -41,6 +42,45 @@ def _setting_names(name: str) -> str:
     if not name:
         return "settings"
     return f"{name} (--{name.replace('_', '-')} / H5LAKE_{name.upper()})"
+
+
+def _check_passwd(settings: Any) -> None:
+    """Read the password file once here, so a malformed line stops start-up in one line (the
+    server's own start-up would end in uvicorn's traceback)."""
+    from h5lake.auth import load_passwd
+
+    if settings.passwd is None:
+        return
+    try:
+        load_passwd(settings.passwd)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"invalid setting {_setting_names('passwd')}: {exc}; `h5lake passwd USER` prints a valid line") from None
+
+
+def _check_store(settings: Any) -> None:
+    """One request to an S3 store before announcing it: wrong endpoint, bucket or credentials
+    show as one line instead of a traceback from the server's start-up."""
+    if not settings.storage:
+        return
+    from h5lake.api.app import open_store
+    from h5lake.errors import H5LakeError
+
+    async def probe() -> None:
+        store = open_store(settings)
+        try:
+            await store.head("h5lake-start-up-check")
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(probe())
+    except H5LakeError as exc:
+        at = f" at {settings.s3_endpoint}" if settings.s3_endpoint else ""
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise click.ClickException(
+            f"cannot use the store {settings.storage}{at}: {reason}; check --s3-endpoint / H5LAKE_S3_ENDPOINT, "
+            "--s3-region / H5LAKE_S3_REGION and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables"
+        ) from None
 
 
 def _check_port(host: str, port: int) -> None:
@@ -163,7 +203,9 @@ def serve(**options: Any) -> None:
             settings.data.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise click.ClickException(f"cannot use {settings.data} for storage: {exc.strerror}; choose another with --data / H5LAKE_DATA") from None
+    _check_passwd(settings)
     _check_port(settings.host, settings.port)
+    _check_store(settings)
     _export(settings)
     scheme_host = f"http://{settings.host}:{settings.port}"
     where = settings.storage or str(settings.data.resolve())

@@ -17,9 +17,11 @@ import h5py
 import numpy as np
 import pytest
 import requests
-
+from click.testing import CliRunner
 from tests.support.cli import clean_env, h5lake_command, one_error_line, run_h5lake
 from tests.support.server import USERS, free_port, write_passwd
+
+from h5lake import cli
 
 CREDS = ["-u", "test_user1", "-p", USERS["test_user1"]]
 
@@ -103,6 +105,39 @@ def test_bad_settings_stop_start_up(env: dict[str, str], args: tuple[str, ...], 
     line = one_error_line(result)
     assert "invalid setting" in line and expected in line, line
     assert "serving" not in result.stdout
+
+
+def test_a_malformed_password_file_stops_start_up(tmp_path: Path) -> None:
+    (tmp_path / "passwd.txt").write_text("alice secret\n")
+    line = one_error_line(run_h5lake("serve", "--data", str(tmp_path / "data"), "--passwd", "passwd.txt", cwd=tmp_path))
+    assert "passwd.txt:1: expected user:password" in line and "h5lake passwd USER" in line, line
+
+
+def test_an_unreachable_s3_store_stops_start_up(tmp_path: Path) -> None:
+    store_endpoint = f"http://127.0.0.1:{free_port()}"
+    env = {"AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret"}
+    args = ["--storage", "s3://bucket/prefix", "--s3-endpoint", store_endpoint, "--s3-region", "us-east-1"]
+    result = run_h5lake("serve", *args, "--port", str(free_port()), cwd=tmp_path, env=env, timeout=120)
+    line = one_error_line(result)
+    assert f"cannot use the store s3://bucket/prefix at {store_endpoint}" in line and "--s3-endpoint" in line, line
+
+
+def test_an_unexpected_exception_is_one_line_unless_the_traceback_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net under every command (a bug stands in for one here: the one place a test
+    simulates a failure, since a real bug is what this guards against)."""
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("simulated bug")
+
+    monkeypatch.setattr(cli, "_check_port", broken)
+    result = CliRunner().invoke(cli.main, ["serve", "--data", str(tmp_path / "data")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: unexpected KeyError: 'simulated bug' (a bug in h5lake: please report it; H5LAKE_TRACEBACK=1 shows where it happened)"
+    ]
+    monkeypatch.setenv("H5LAKE_TRACEBACK", "1")
+    assert isinstance(CliRunner().invoke(cli.main, ["serve", "--data", str(tmp_path / "data")]).exception, KeyError)
 
 
 def test_an_occupied_port_is_reported_before_serving(tmp_path: Path) -> None:

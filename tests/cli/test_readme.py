@@ -15,7 +15,6 @@ import tomllib
 from pathlib import Path
 
 import requests
-
 from tests.support.cli import clean_env
 from tests.support.server import free_port
 
@@ -47,17 +46,17 @@ def _installed_by_first_install_line() -> set[str]:
 def test_the_first_install_line_installs_what_the_quick_start_imports_and_runs() -> None:
     installed = _installed_by_first_install_line()
     quick_start = _section("Quick start with h5pyd")
-    code = "\n".join(re.findall(r"```python\n(.*?)```", quick_start, re.S))
+    code = "\n".join(re.findall(r"```python\n(.*?)```", quick_start, re.DOTALL))
     modules = set()
-    for names in re.findall(r"^import (.+)$", code, re.M):
+    for names in re.findall(r"^import (.+)$", code, re.MULTILINE):
         modules |= {n.split(" as ")[0].strip() for n in names.split(",")}
-    modules |= set(re.findall(r"^from (\w+)", code, re.M))
+    modules |= set(re.findall(r"^from (\w+)", code, re.MULTILINE))
     assert {"h5pyd", "numpy"} <= modules
     providers = importlib.metadata.packages_distributions()
     for module in modules:
         assert any(_name(d) in installed for d in providers[module]), f"{module} is not installed by the README's first command"
     # the shell commands of the quick start are h5pyd's console scripts
-    commands = set(re.findall(r"^\s{4}(hs\w+)", quick_start, re.M))
+    commands = set(re.findall(r"^\s{4}(hs\w+)", quick_start, re.MULTILINE))
     assert {"hsls", "hsinfo"} <= commands
     scripts = {ep.name for ep in importlib.metadata.distribution("h5pyd").entry_points if ep.group == "console_scripts"}
     assert commands <= scripts and "h5pyd" in installed
