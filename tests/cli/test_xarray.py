@@ -3,6 +3,7 @@ as xarray reads the local file, with the call the README shows (issue 17, item 1
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable
@@ -11,7 +12,6 @@ from typing import Any
 
 import h5netcdf
 import h5py
-import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -19,6 +19,17 @@ from tests.support.cli import run_h5lake
 from tests.support.server import USERS
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+# Importing netCDF4 points HDF5_PLUGIN_PATH at its own filter plugins, built against its own copy of
+# HDF5; h5py's HDF5 in this process would then load them (and fail) for every other test. The
+# variable is put back at once; the loader's subprocess below gets it on purpose.
+_plugin_path = os.environ.get("HDF5_PLUGIN_PATH")
+import netCDF4
+
+if _plugin_path is None:
+    os.environ.pop("HDF5_PLUGIN_PATH", None)
+else:
+    os.environ["HDF5_PLUGIN_PATH"] = _plugin_path
 
 
 def with_netcdf4(path: Path) -> None:
