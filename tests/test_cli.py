@@ -58,7 +58,7 @@ def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
 
 
 def test_hashed_passwords(tmp_path: Path) -> None:
-    line = run("passwd", "carol", "--password", "s3cret").stdout.strip()
+    line = run("passwd", "carol", input="s3cret\n").stdout.strip()
     assert line.startswith("carol:pbkdf2_sha256$") and "s3cret" not in line
     srv = start_server(tmp_path / "srv")
     srv.stop()

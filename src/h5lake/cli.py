@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import click
-from pydantic import ValidationError
 
 from h5lake import __version__
 
 
 def _settings(options: dict[str, Any]) -> Any:
+    # pydantic loads here, not at the top: load, export and passwd start faster without it
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
     from h5lake.config import Settings
 
     given = {k: v for k, v in options.items() if v not in (None, ())}
@@ -24,11 +30,83 @@ def _settings(options: dict[str, Any]) -> Any:
         return Settings(**given)
     except ValidationError as exc:
         err = exc.errors()[0]
-        message = str(err["msg"]).removeprefix("Value error, ")
-        if not err["loc"]:
-            raise click.UsageError(message) from None
-        where = ".".join(str(p) for p in err["loc"])
-        raise click.UsageError(f"invalid setting {where}: {message}") from None
+        name = str(err["loc"][0]) if err["loc"] else ""
+        message = err["msg"].removeprefix("Value error, ")
+        if not name:  # a rule about several settings together
+            raise click.ClickException(message) from None
+        raise click.ClickException(f"invalid setting {_setting_names(name)}: {message}") from None
+    except SettingsError as exc:  # a value the environment source could not even parse
+        name = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
+        raise click.ClickException(f"invalid setting {_setting_names(name)}: {exc}") from None
+
+
+def _setting_names(name: str) -> str:
+    """How a user spells a setting: the option and the environment variable."""
+    if not name:
+        return "settings"
+    return f"{name} (--{name.replace('_', '-')} / H5LAKE_{name.upper()})"
+
+
+def _check_passwd(settings: Any) -> None:
+    """Read the password file once here, so a malformed line stops start-up in one line (the
+    server's own start-up would end in uvicorn's traceback)."""
+    from h5lake.auth import load_passwd
+
+    if settings.passwd is None:
+        return
+    try:
+        load_passwd(settings.passwd)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"invalid setting {_setting_names('passwd')}: {exc}; `h5lake passwd USER` prints a valid line") from None
+
+
+def _check_store(settings: Any) -> None:
+    """One request to an S3 store before announcing it: wrong endpoint, bucket or credentials
+    show as one line instead of a traceback from the server's start-up."""
+    if not settings.storage:
+        return
+    from h5lake.api.app import open_store
+    from h5lake.errors import H5LakeError
+
+    async def probe() -> None:
+        store = open_store(settings)
+        try:
+            await store.head("h5lake-start-up-check")
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(probe())
+    except H5LakeError as exc:
+        at = f" at {settings.s3_endpoint}" if settings.s3_endpoint else ""
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise click.ClickException(
+            f"cannot use the store {settings.storage}{at}: {reason}; check --s3-endpoint / H5LAKE_S3_ENDPOINT, "
+            "--s3-region / H5LAKE_S3_REGION and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables"
+        ) from None
+
+
+def _check_port(host: str, port: int) -> None:
+    """Bind the address once before announcing it, so an occupied port is reported before
+    "serving", in one line (uvicorn would log its own error after our start-up message)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}; check --host / H5LAKE_HOST") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise click.ClickException(
+                    f"port {port} on {host} is already in use (another h5lake serve?): stop that "
+                    "process or choose another port with --port / H5LAKE_PORT"
+                ) from None
+            raise click.ClickException(
+                f"cannot listen on {host}:{port}: {exc.strerror}; check --host / H5LAKE_HOST and --port / H5LAKE_PORT"
+            ) from None
 
 
 def _export(settings: Any) -> None:
@@ -44,7 +122,12 @@ def _export(settings: Any) -> None:
 
 
 class _Commands(click.Group):
-    """Serving needs none of the client tools, so their modules load only when asked for."""
+    """Serving needs none of the client tools, so their modules load only when asked for.
+
+    Every failure ends in one line on stderr saying what to do: usage errors too (click's
+    usage block is replaced by a pointer to ``--help``), and an unexpected exception is named
+    in one line unless ``H5LAKE_TRACEBACK=1`` asks for the traceback.
+    """
 
     lazy: ClassVar[dict[str, str]] = {"load": "h5lake.tools.load", "export": "h5lake.tools.export"}
 
@@ -60,6 +143,37 @@ class _Commands(click.Group):
             importlib.import_module(self.lazy[name]).register(holder)
             command = holder.commands.get(name)
         return command
+
+    def main(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        if extra.get("standalone_mode", True) is False:
+            return super().main(args, prog_name, **extra)
+        extra["standalone_mode"] = False
+        try:
+            result = super().main(args, prog_name, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # the help text, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "h5lake"
+            _fail(f"{exc.format_message()} See '{where} --help'.", exc.exit_code)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            _fail("aborted", 1)
+        except Exception as exc:
+            if os.environ.get("H5LAKE_TRACEBACK"):
+                raise
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            _fail(f"unexpected {type(exc).__name__}: {text} (a bug in h5lake: please report it; "
+                  "H5LAKE_TRACEBACK=1 shows where it happened)", 1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo("Error: " + " ".join(message.split()), err=True)
+    sys.exit(code)
 
 
 @click.group(cls=_Commands)
@@ -77,8 +191,8 @@ def main() -> None:
 @click.option("--port", type=int, help="Port [H5LAKE_PORT, 5101].")
 @click.option("--workers", type=int, help="Server processes sharing the port [H5LAKE_WORKERS, 1].")
 @click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
-@click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN, JSON list].")
-@click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable).")
+@click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN: names separated by commas, or a JSON list].")
+@click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
@@ -105,7 +219,13 @@ def serve(**options: Any) -> None:
 
     settings = _settings(options)
     if settings.storage is None:
-        settings.data.mkdir(parents=True, exist_ok=True)
+        try:
+            settings.data.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.ClickException(f"cannot use {settings.data} for storage: {exc.strerror}; choose another with --data / H5LAKE_DATA") from None
+    _check_passwd(settings)
+    _check_port(settings.host, settings.port)
+    _check_store(settings)
     _export(settings)
     scheme_host = f"http://{settings.host}:{settings.port}"
     where = settings.storage or str(settings.data.resolve())
@@ -148,15 +268,23 @@ def _warn_about_auth(settings: Any) -> None:
             )
 
 
-@main.command()
+@main.command(short_help="Print a passwd-file line with a salted password hash.")
 @click.argument("user")
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
-def passwd(user: str, password: str) -> None:
-    """Print a passwd-file line with a salted hash of PASSWORD."""
+def passwd(user: str) -> None:
+    """Print a passwd-file line for USER with a salted hash of the password, which is asked for on
+    a terminal or read as one line from a pipe (never an option: options show in the process list)."""
     from h5lake.auth import hash_password
 
     if ":" in user or not user:
         raise click.UsageError("user names may not be empty or contain ':'")
+    if sys.stdin.isatty():
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise click.ClickException(
+            f"no password given: type it when asked, or pipe one line (echo PASSWORD | h5lake passwd {user})"
+        )
     click.echo(f"{user}:{hash_password(password)}")
 
 

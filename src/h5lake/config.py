@@ -6,11 +6,28 @@ line overrides the environment. An unknown or malformed value stops start-up wit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _names(v: Any) -> Any:
+    """A list setting from the environment: a JSON list, or names separated by commas (one name
+    is the common case: ``H5LAKE_ADMIN=alice``)."""
+    if isinstance(v, PurePath):
+        return (str(v),)
+    if not isinstance(v, str):
+        return v
+    text = v.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ValueError("expected a JSON list of strings or comma-separated names") from None
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -26,8 +43,10 @@ class Settings(BaseSettings):
     port: int = Field(5101, ge=0, le=65535)
     workers: int = Field(1, ge=1, le=256)
     passwd: Path | None = Field(None, description="file of user:password or user:<hash> lines")
-    admin: tuple[str, ...] = ()
-    allow_source: tuple[str, ...] = Field((), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]")
+    admin: Annotated[tuple[str, ...], NoDecode] = ()
+    allow_source: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]"
+    )
     max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
     max_chunk_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
@@ -95,17 +114,25 @@ class Settings(BaseSettings):
             raise ValueError(f"no such file: {v}")
         return v
 
+    @field_validator("admin", mode="before")
+    @classmethod
+    def _admins(cls, v: Any) -> Any:
+        return _names(v)
+
     @field_validator("allow_source", mode="before")
     @classmethod
     def _source_roots(cls, v: Any) -> Any:
-        items = [v] if isinstance(v, str | PurePath) else v
+        items = _names(v)
         if not isinstance(items, list | tuple):
-            return v
+            return items
         roots = []
         for item in items:
             text = str(item)
-            if text.startswith("s3://") and not text[len("s3://") :].split("/", 1)[0]:
-                raise ValueError(f"{text}: an S3 source root must look like s3://BUCKET[/PREFIX]")
+            if text.startswith("s3://"):
+                if not text[len("s3://") :].split("/", 1)[0]:
+                    raise ValueError(f"{text}: an S3 source root must look like s3://BUCKET[/PREFIX]")
+            elif not Path(text).is_dir():
+                raise ValueError(f"{text} is not a folder; give an existing folder of HDF5 files or s3://BUCKET[/PREFIX]")
             roots.append(text)
         return tuple(roots)
 

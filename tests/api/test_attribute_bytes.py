@@ -12,7 +12,6 @@ import pickle
 
 import numpy as np
 import orjson
-
 from tests.conftest import Client
 
 BLOB = pickle.dumps({"a": [1.5, None]}, protocol=4)

@@ -7,7 +7,6 @@ import re
 import uuid
 
 import requests
-
 from tests.conftest import Client, RawStore, auth
 
 ID_RE = re.compile(r"^g-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{6}-[0-9a-f]{6}$")

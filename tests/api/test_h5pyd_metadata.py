@@ -7,7 +7,6 @@ import os
 import h5pyd
 import numpy as np
 import pytest
-
 from tests.support.server import USERS
 
 

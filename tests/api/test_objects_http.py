@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 
 import numpy as np
-
 from tests.conftest import Client
 
 

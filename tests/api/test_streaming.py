@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import requests
-
 from tests.support.server import USERS, start_server
 
 ROWS, COLS = 16384, 32768  # float32: 2 GiB

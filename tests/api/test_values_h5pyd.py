@@ -5,7 +5,6 @@ from __future__ import annotations
 import h5pyd
 import numpy as np
 import pytest
-
 from tests.api.test_h5pyd_metadata import open_file
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from tests.conftest import Client, RawStore
 
 OCTET = {"Accept": "application/octet-stream"}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-import time
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass

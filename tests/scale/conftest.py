@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import BACKENDS, Backing, make_backing
 from tests.support.server import Server
 

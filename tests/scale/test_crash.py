@@ -25,7 +25,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import requests
-
 from tests.conftest import Backing, Client, RawStore
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain, on

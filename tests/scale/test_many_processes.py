@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import requests
-
 from tests.conftest import Client
 from tests.scale.conftest import StartServer
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 import click
 from tqdm import tqdm
 
-from h5lake.tools.rest import Settings, resolve_settings
+from h5lake.tools.rest import NOT_A_URL, RestClient, RestError, Settings, resolve_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 MIB = 1024 * 1024
@@ -37,6 +38,48 @@ def check_domain(path: str) -> str:
     if not path.startswith("/") or path.endswith("/") or "//" in path:
         raise ToolError(f"{path!r} is not a domain path (expected /folder/name.h5)")
     return path
+
+
+def connect(options: dict[str, Any], domain: str, workers: int) -> RestClient:
+    """A client for ``domain``, after one quick request that proves the server is there and takes
+    the credentials, so both tools fail the same way, at once, before any work."""
+    client = RestClient(settings_from(options), check_domain(domain), pool_size=workers)
+    try:
+        client.probe()
+    except RestError as exc:
+        raise ToolError(explain(exc, client)) from None
+    return client
+
+
+WHERE_ENDPOINT = "-e/--endpoint, HS_ENDPOINT or hs_endpoint in ~/.hscfg"
+WHERE_CREDENTIALS = "-u/-p, HS_USERNAME/HS_PASSWORD or hs_username/hs_password in ~/.hscfg"
+
+
+def explain(exc: RestError, client: RestClient) -> str:
+    """One line for a failed request that says what to do where the cause is the user's to fix
+    (endpoint, credentials, permissions, a missing folder); otherwise the request and the
+    server's message."""
+    settings = client.settings
+    endpoint = settings.endpoint
+    if exc.status is None and exc.message == NOT_A_URL:
+        return f"{endpoint!r} is {NOT_A_URL}: give the server's URL with {WHERE_ENDPOINT}"
+    if exc.status is None:
+        return f"cannot reach a server at {endpoint}: {exc.message}; check that it runs and give its URL with {WHERE_ENDPOINT}"
+    if exc.status == 401:
+        if not settings.username:
+            return f"the server at {endpoint} needs a user name and password: give them with {WHERE_CREDENTIALS}"
+        return f"the server at {endpoint} refused user {settings.username!r} (401): wrong user name or password (set {WHERE_CREDENTIALS})"
+    if exc.status == 403:
+        return f"{exc.message} on {endpoint}: log in as a user with access ({WHERE_CREDENTIALS}) or ask the owner for access (hsacl)"
+    if exc.status == 404 and exc.method == "PUT" and exc.path == "/":
+        folder = posixpath.dirname(client.domain)
+        return f"{exc.message} on {endpoint}: create the folder first (hstouch {folder}/ with h5pyd's tools, or h5pyd.Folder('{folder}/', mode='w'))"
+    if exc.status in (404, 410) and exc.method == "GET" and exc.path == "/":
+        folder = posixpath.dirname(client.domain)
+        return f"{exc.message} on {endpoint} (hsls {folder}/ lists what the folder holds)"
+    if exc.status == 404 and exc.path == "/about":
+        return f"{endpoint} does not answer GET /about (404): is it an HDF REST API server? Check {WHERE_ENDPOINT}"
+    return str(exc)
 
 
 @contextmanager

@@ -36,12 +36,12 @@ from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
     MIB,
     ToolError,
-    check_domain,
+    connect,
     connection_options,
+    explain,
     progress,
     rate,
     report_notes,
-    settings_from,
 )
 from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl, register_codec_filters
 from h5lake.tools.h5types import Unrepresentable, type_id
@@ -539,7 +539,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
     try:
         domain = client.get_json("/")
     except RestError as exc:
-        raise ToolError(f"cannot open {client.domain}: {exc.message}") from None
+        raise ToolError(explain(exc, client)) from None
     root = domain.get("root")
     if not root:
         raise ToolError(f"{client.domain} is a folder, not a domain")
@@ -573,7 +573,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         except Unrepresentable as exc:
             raise ToolError(f"{client.domain}: {exc.feature} cannot be written to HDF5") from None
         except RestError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(explain(exc, client)) from None
         finally:
             if fid.valid:
                 fid.close()
@@ -584,7 +584,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
 
 
 def register(group: click.Group) -> None:
-    @group.command("export")
+    @group.command("export", short_help="Write a domain into an HDF5 file.")
     @click.argument("domain")
     @click.argument("target", type=click.Path(path_type=Path, dir_okay=False))
     @connection_options
@@ -594,8 +594,17 @@ def register(group: click.Group) -> None:
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
     def export(domain: str, target: Path, overwrite: bool, external_files: bool, workers: int, quiet: bool, **options: Any) -> None:
         """Write DOMAIN into the HDF5 file TARGET, as it was loaded; see docs/fidelity.md."""
-        client = RestClient(settings_from(options), check_domain(domain), pool_size=workers)
-        stats, notes = export_domain(client, target, overwrite=overwrite, workers=workers, quiet=quiet, external_files=external_files)
+        folder = target.absolute().parent
+        if not folder.is_dir():
+            raise ToolError(f"cannot write {target}: folder {folder} does not exist (create it first)")
+        if target.exists() and not overwrite:
+            raise ToolError(f"{target} exists (use --overwrite to replace it)")
+        client = connect(options, domain, workers)
+        try:
+            stats, notes = export_domain(client, target, overwrite=overwrite, workers=workers, quiet=quiet, external_files=external_files)
+        except OSError as exc:  # creating or writing the file itself: h5py names the partial file
+            reason = os.strerror(exc.errno) if exc.errno else str(exc).splitlines()[0]
+            raise ToolError(f"cannot write {target}: {reason}") from None
         report_notes(notes, quiet)
         if not quiet:
             click.echo(stats.summary(domain, str(target)))

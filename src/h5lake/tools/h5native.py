@@ -43,9 +43,13 @@ def _library_path() -> str:
     except OSError:
         found = []
     found = [p for p in found if "_hl" not in os.path.basename(p)]
+    here = os.path.dirname(h5py.__file__)
+    # Other copies of HDF5 may be mapped too (filter plugins on HDF5_PLUGIN_PATH bring their own,
+    # e.g. netCDF4's): the one in h5py's own folders is the one h5py uses.
+    own = {os.path.realpath(os.path.join(here, d)) for d in ("../h5py.libs", ".dylibs", ".")}
+    found.sort(key=lambda p: os.path.realpath(os.path.dirname(p)) not in own)
     if found:
         return found[0]
-    here = os.path.dirname(h5py.__file__)
     for pattern in ("../h5py.libs/libhdf5-*.so*", ".dylibs/libhdf5*.dylib", "libhdf5*.so*"):
         hits = [p for p in glob.glob(os.path.join(here, pattern)) if "_hl" not in os.path.basename(p)]
         if hits:

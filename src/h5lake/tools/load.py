@@ -44,12 +44,12 @@ from h5lake.tools import link as linking
 from h5lake.tools.common import (
     MIB,
     ToolError,
-    check_domain,
+    connect,
     connection_options,
+    explain,
     progress,
     rate,
     report_notes,
-    settings_from,
 )
 from h5lake.tools.h5props import (
     dataset_properties,
@@ -547,8 +547,12 @@ class Uploader:
             self.client.post_json(f"/{kind.path}", body)
         except RestError as exc:
             names = ", ".join(n.path for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
-            doing = "linking" if any(n.linked for n in nodes) and exc.status == 403 else "creating"
-            raise ToolError(f"{doing} {kind.path} ({names}) failed: {exc.message}") from None
+            if any(n.linked for n in nodes) and exc.status == 403:
+                raise ToolError(
+                    f"linking {kind.path} ({names}) failed: {exc.message}: start the server with --allow-source "
+                    "covering the file, or load without --link to copy the values"
+                ) from None
+            raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
 
     # -- links --
 
@@ -825,7 +829,7 @@ def load_file(
                     raise ToolError(f"domain {client.domain} already exists (use --overwrite to replace it)")
                 client.delete("/")
         except RestError as exc:
-            raise ToolError(f"cannot use {client.domain} on {client.settings.endpoint}: {exc}") from None
+            raise ToolError(explain(exc, client)) from None
         uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
         external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
         try:
@@ -837,7 +841,7 @@ def load_file(
             if isinstance(exc, ToolError | KeyboardInterrupt):
                 raise
             if isinstance(exc, RestError):
-                raise ToolError(str(exc)) from None
+                raise ToolError(explain(exc, client)) from None
             raise
     return stats, plan.notes + planner.link_step.notes
 
@@ -979,7 +983,7 @@ def _delete_quietly(client: RestClient) -> None:
 
 
 def register(group: click.Group) -> None:
-    @group.command("load")
+    @group.command("load", short_help="Copy HDF5 files into a domain, or link them where they are.")
     @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
     @click.argument("domain")
     @connection_options
@@ -1013,8 +1017,10 @@ def register(group: click.Group) -> None:
             raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
         if len(sources) > 1 and not append:
             raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
-        settings = settings_from(options)
-        client = RestClient(settings, check_domain(domain), pool_size=workers)
+        for source in sources:
+            if not source.is_file():
+                raise ToolError(f"{source}: no such file")
+        client = connect(options, domain, workers)
         for i, source in enumerate(sources):
             counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
             if append and extend is not None and (i > 0 or _exists(client)):
@@ -1034,4 +1040,4 @@ def _exists(client: RestClient) -> bool:
     try:
         return client.domain_exists()
     except RestError as exc:
-        raise ToolError(f"cannot use {client.domain} on {client.settings.endpoint}: {exc}") from None
+        raise ToolError(explain(exc, client)) from None

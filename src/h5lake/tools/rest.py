@@ -28,6 +28,7 @@ from requests.adapters import HTTPAdapter
 OCTET = "application/octet-stream"
 RETRY_STATUS = frozenset({500, 502, 503, 504})
 DEFAULT_ENDPOINT = "http://127.0.0.1:5101"
+NOT_A_URL = "not a valid server URL (expected http://HOST:PORT)"
 
 
 class RestError(Exception):
@@ -164,9 +165,12 @@ class RestClient:
                 response = self._session().request(
                     method, url, params=query, data=body, headers=headers, timeout=self.timeout
                 )
+            except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                    requests.exceptions.MissingSchema) as exc:
+                raise RestError(method, path, None, connection_problem(exc)) from None
             except requests.RequestException as exc:
                 if attempt == self.retries:
-                    raise RestError(method, path, None, str(exc)) from None
+                    raise RestError(method, path, None, connection_problem(exc)) from None
             else:
                 if response.status_code in ok:
                     return response
@@ -214,6 +218,44 @@ class RestClient:
     def about(self) -> dict[str, Any]:
         result: dict[str, Any] = _json(self.request("GET", "/about"))
         return result
+
+    def probe(self, connect_timeout: float = 2.0) -> None:
+        """One ``GET /about`` with the credentials, not retried, waiting at most
+        ``connect_timeout`` seconds for a connection: a wrong endpoint or password shows at once
+        instead of after the retries meant for a server that blips during a long transfer."""
+        url = self.settings.endpoint + "/about"
+        try:
+            response = self._session().get(url, timeout=(connect_timeout, self.timeout))
+        except requests.RequestException as exc:
+            raise RestError("GET", "/about", None, connection_problem(exc)) from None
+        if response.status_code != 200:
+            raise RestError("GET", "/about", response.status_code, _message(response))
+
+
+def connection_problem(exc: requests.RequestException) -> str:
+    """What went wrong before any answer came, in a few words (urllib3's text is a paragraph)."""
+    if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.InvalidSchema
+                  | requests.exceptions.MissingSchema):
+        return NOT_A_URL
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "no connection within the time allowed"
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return "the server did not answer in time"
+    text = str(exc)
+    for needle, words in (
+        ("Connection refused", "connection refused"),
+        ("NameResolutionError", "host name not found"),
+        ("Name or service not known", "host name not found"),
+        ("Network is unreachable", "network unreachable"),
+        ("No route to host", "no route to host"),
+        ("timed out", "no connection within the time allowed"),
+        ("Connection reset", "connection reset"),
+        ("RemoteDisconnected", "the server closed the connection"),
+        ("SSLError", "TLS handshake failed"),
+    ):
+        if needle in text:
+            return words
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def _json(response: requests.Response) -> Any:

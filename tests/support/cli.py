@@ -1,0 +1,59 @@
+"""Run the real ``h5lake`` command as a user would: a subprocess, in its own working directory,
+with a home of its own (no stray ``~/.hscfg``) and none of the caller's ``H5LAKE_*``/``HS_*``
+variables unless given."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def h5lake_command() -> list[str]:
+    """The ``h5lake`` console script beside this interpreter (the venv's), else on PATH, else
+    the module; ``PYTHONPATH`` is passed on, so the script imports the code under test."""
+    beside = Path(sys.executable).parent / "h5lake"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("h5lake")
+    return [found] if found else [sys.executable, "-m", "h5lake.cli"]
+
+
+def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("H5LAKE_", "HS_"))}
+    env["HOME"] = str(home)
+    env.update(extra or {})
+    return env
+
+
+def run_h5lake(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*h5lake_command(), *args],
+        cwd=cwd,
+        env=clean_env(cwd, env),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The single line a failed command printed (asserting it failed, printed one line on
+    stderr, nothing on stdout, and no traceback)."""
+    assert proc.returncode != 0, f"{proc.args} succeeded:\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert proc.stdout.strip() == "", proc.stdout
+    assert lines[0].startswith("Error: "), lines[0]
+    return lines[0]
