@@ -288,7 +288,7 @@ def passwd(user: str) -> None:
     click.echo(f"{user}:{hash_password(password)}")
 
 
-@main.group()
+@main.group(short_help="Create, list and revoke API keys.")
 def apikey() -> None:
     """Create, list and revoke API keys (h5pyd: api_key=KEY or hs_api_key in ~/.hscfg)."""
 
