@@ -21,9 +21,16 @@ from typing import Protocol
 
 import pytest
 import requests
+from hypothesis import settings
+
 
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
+
+# Property tests run on loaded, shared machines: a per-example deadline there measures the
+# machine, not the code, so none applies (each test's example count still bounds its time).
+settings.register_profile("h5lake", deadline=None)
+settings.load_profile("h5lake")
 
 # Every backend by default (CI); H5LAKE_TEST_BACKENDS=local (comma-separated) narrows a local run.
 BACKENDS = tuple(b for b in os.environ.get("H5LAKE_TEST_BACKENDS", "local,s3").split(",") if b)

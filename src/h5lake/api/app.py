@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
-from h5lake.api import domain_routes, object_routes
+from h5lake.api import domain_routes, object_routes, value_routes
 from h5lake.api.errors import HANDLERS
 from h5lake.auth import Authenticator, load_passwd
 from h5lake.config import Settings
@@ -23,11 +23,11 @@ log = logging.getLogger(__name__)
 
 def open_store(settings: Settings) -> Store:
     if settings.storage:
-        from h5lake.storage.s3 import S3Store
+        from h5lake.storage.s3 import S3Store  # imported only when used: S3 clients are heavy
 
         bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
         return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
-    from h5lake.storage.local import LocalStore
+    from h5lake.storage.local import LocalStore  # imported only when used, as S3Store is
 
     return LocalStore(settings.data)
 
@@ -40,7 +40,7 @@ def open_sources(settings: Settings) -> SourceRegistry:
     if any(r.startswith("s3://") for r in roots):
 
         def s3(bucket: str) -> Any:
-            from h5lake.storage.s3 import S3Store
+            from h5lake.storage.s3 import S3Store  # imported only when a server reads from S3
 
             return S3Store(bucket, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
 
@@ -63,8 +63,6 @@ def build_service(settings: Settings, store: Store) -> Service:
 
 
 def create_app(settings: Settings, store: Store | None = None) -> Starlette:
-    from h5lake.api import value_routes
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         backend = store if store is not None else open_store(settings)

@@ -9,12 +9,16 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from h5lake.errors import InvalidInput, TooLarge, UnsupportedMediaType
+from h5lake.errors import InvalidInput, TooLarge
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
 _TRUE = {"1", "true", "True", "yes", "on"}
 _FALSE = {"0", "false", "False", "no", "off", ""}
+
+
+class UnsupportedMediaType(InvalidInput):
+    """The body comes in an encoding this route does not take (an HTTP notion: edge only)."""
 
 
 def service(request: Request) -> Service:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
+from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
 from h5lake.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
@@ -21,34 +20,13 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
+from h5lake.service import reclaim
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
+from h5lake.service.stats import domain_stats
+from h5lake.service.views import Domain
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Domain:
-    path: str
-    doc: Doc
-    etag: str
-
-    @property
-    def root(self) -> str | None:
-        return self.doc.get("root")
-
-    @property
-    def owner(self) -> str:
-        return str(self.doc.get("owner", ""))
-
-    @property
-    def is_folder(self) -> bool:
-        return "root" not in self.doc
-
-    def require_root(self) -> str:
-        if self.root is None:
-            raise InvalidInput(f"{self.path} is a folder, not a domain")
-        return self.root
 
 
 async def load_domain(svc: Service, path: str) -> Domain:
@@ -56,7 +34,7 @@ async def load_domain(svc: Service, path: str) -> Domain:
     found = await svc.docs.get(domain_key(path))
     if found is None:
         raise NotFound(f"domain {path} not found")
-    return Domain(path, found.doc, found.etag)
+    return Domain(path, found.doc, found.etag, svc.head)
 
 
 def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
@@ -146,7 +124,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
         # The root group is stored first: a domain document never points at a missing root.
         await svc.docs.create(object_key(root_id), root_doc, "root group")
     etag = await svc.docs.create(domain_key(path), doc, f"domain {path}")
-    return Domain(path, doc, etag)
+    return Domain(path, doc, etag, svc.head)
 
 
 async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool = False) -> None:
@@ -158,8 +136,6 @@ async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool
             raise Conflict(f"{domain.path} has sub-domains; delete them first")
     await svc.store.delete(domain_key(domain.path))
     if not keep_root and domain.root is not None:
-        from h5lake.service import reclaim  # local import: reclaim walks objects of every kind
-
         svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))
 
 
@@ -178,8 +154,6 @@ async def _holds_domains(svc: Service, prefix: str) -> bool:
 
 
 def domain_json(svc: Service, domain: Domain) -> Doc:
-    from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
-
     out: Doc = {
         "owner": domain.owner,
         "class": "folder" if domain.is_folder else "domain",
@@ -230,7 +204,7 @@ async def list_domains(
         names.append(name)
         if limit is not None and len(names) >= limit * 2 + 10:
             break
-    docs = await asyncio.gather(*(svc.docs.get(domain_prefix(n) + DOMAIN_FILE) for n in names))
+    docs = await svc.workers.map(names, lambda n: svc.docs.get(domain_prefix(n) + DOMAIN_FILE))
     out: list[Doc] = []
     for name, found in zip(names, docs):
         if found is None:
@@ -255,20 +229,18 @@ async def list_domains(
 
 async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list[Any], names: list[str]) -> None:
     """``verbose=1`` listings (``hsls -v``) carry each readable domain's size summary, as HSDS's do."""
-    from h5lake.service.stats import domain_stats  # local import: stats builds on Domain
-
     by_name = {n: f for n, f in zip(names, found) if f is not None}
     readable: list[tuple[Doc, Domain]] = []
     for item in items:
         if item["class"] != "domain":
             continue
-        domain = Domain(item["name"], by_name[item["name"]].doc, by_name[item["name"]].etag)
+        domain = Domain(item["name"], by_name[item["name"]].doc, by_name[item["name"]].etag, svc.head)
         try:
             authorize(caller, domain, Permission.READ)
         except (Forbidden, Unauthorized):
             continue
         readable.append((item, domain))
-    summaries = await asyncio.gather(*(domain_stats(svc, domain) for _, domain in readable))
+    summaries = await svc.workers.map(readable, lambda pair: domain_stats(svc, pair[1]))
     for (item, _), summary in zip(readable, summaries):
         item.update(summary)
 
