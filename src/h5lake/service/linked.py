@@ -34,8 +34,6 @@ from h5lake.sources.linked import (
     ref_layout,
 )
 
-__all__ = ["SOURCES_KEY", "ingest_linked_layout", "locator_of_linked", "register_table_sources"]
-
 
 def registry(svc: Service) -> SourceRegistry:
     """The service's source registry, made at start-up from the settings (``api.app``)."""
