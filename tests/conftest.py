@@ -14,19 +14,31 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import pytest
 import requests
+from hypothesis import settings
 
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
 
+# Property tests run on loaded, shared machines: a per-example deadline there measures the
+# machine, not the code, so none applies (each test's example count still bounds its time).
+settings.register_profile("h5lake", deadline=None)
+settings.load_profile("h5lake")
+
 # Every backend by default (CI); H5LAKE_TEST_BACKENDS=local (comma-separated) narrows a local run.
 BACKENDS = tuple(b for b in os.environ.get("H5LAKE_TEST_BACKENDS", "local,s3").split(",") if b)
+
+
+def backend_params(names: Iterable[str]) -> list[object]:
+    """Fixture params for storage backends: the S3 ones are marked ``slow`` (a SeaweedFS per
+    session, every request over the network), so ``-m "not slow"`` leaves them to CI."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n == "s3" else n for n in names]
 
 
 # --- where a server keeps its objects --------------------------------------------------------
@@ -140,7 +152,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     server.stop()
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+@pytest.fixture(scope="session", params=backend_params(BACKENDS))
 def backing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Backing:
     return make_backing(request.param, request, tmp_path_factory.mktemp(f"store-{request.param}"))
 

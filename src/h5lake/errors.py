@@ -1,7 +1,11 @@
 """One exception tree for the whole service.
 
-Classes are grouped by what a caller does about them; the HTTP edge maps each class to a
-status code in one place (``h5lake.api.errors``). Deep layers raise these, never HTTP errors.
+Classes are grouped by what a caller does about them: fix the request (`InvalidInput`), look
+elsewhere (`NotFound`), ask for access (`Unauthorized`, `Forbidden`), re-read and retry
+(`Conflict`), write somewhere writable (`ReadOnly`), ask for less (`TooLarge`), wait
+(`StorageUnavailable`), or report a bug or damage (`Internal`). Nothing here knows HTTP: the edge
+maps each class to a status code in one place (``h5lake.api.errors``), walking the class
+hierarchy, so a new subclass answers as its parent does.
 """
 
 from __future__ import annotations
@@ -10,70 +14,59 @@ from __future__ import annotations
 class H5LakeError(Exception):
     """Base of every error h5lake raises on purpose."""
 
-    status = 500
-
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
 class InvalidInput(H5LakeError):
-    """The request is malformed or names something impossible."""
-
-    status = 400
+    """The request is malformed or names something impossible: the caller fixes the request."""
 
 
 class Unauthorized(H5LakeError):
     """No valid credentials where they are required."""
 
-    status = 401
-
 
 class Forbidden(H5LakeError):
-    """Valid credentials, but no permission."""
-
-    status = 403
+    """Valid credentials (or none needed), but no permission for this."""
 
 
 class NotFound(H5LakeError):
-    status = 404
+    """The domain, object, link, attribute... does not exist (or is not where it was named)."""
 
 
-class MethodNotAllowed(H5LakeError):
-    """The resource exists but does not allow this operation (e.g. a write to a linked dataset)."""
-
-    status = 405
+class ReadOnly(H5LakeError):
+    """The thing exists but cannot be changed this way (a dataset linked to an HDF5 file,
+    tomorrow a version of a domain)."""
 
 
 class Conflict(H5LakeError):
-    """The request conflicts with the current state (existing name, lost race)."""
-
-    status = 409
+    """The request conflicts with the current state (an existing name, a lost race, a changed
+    source file): re-read, then retry or give up."""
 
 
 class AlreadyExists(Conflict):
-    pass
+    """A create-only write found something already there."""
 
 
 class Gone(H5LakeError):
-    status = 410
+    """The thing existed and has been removed for good."""
 
 
 class TooLarge(H5LakeError):
-    status = 413
+    """The request or its answer exceeds a size policy: ask for less at a time."""
 
 
-class UnsupportedMediaType(H5LakeError):
-    status = 415
+class StorageUnavailable(H5LakeError):
+    """The store failed in a way the caller cannot fix by changing the request: retry later."""
 
 
-class StorageError(H5LakeError):
-    """The store failed in a way the caller cannot fix by changing the request."""
-
-    status = 503
+StorageError = StorageUnavailable  # the name storage backends and their tests use
 
 
-class DataCorruption(H5LakeError):
+class Internal(H5LakeError):
+    """A bug or damaged data: nothing the caller can do but report it."""
+
+
+class DataCorruption(Internal):
     """Stored bytes fail a checksum or cannot be decoded."""
-
-    status = 500

@@ -6,8 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 import requests
 from tests.support.server import USERS, start_server
+
+pytestmark = pytest.mark.slow  # 2 GiB through one request: minutes, left to CI by -m "not slow"
 
 ROWS, COLS = 16384, 32768  # float32: 2 GiB
 BLOCK_ROWS = 256

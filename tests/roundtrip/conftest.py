@@ -14,13 +14,14 @@ import pytest
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
-from tests.conftest import Backing, make_backing
+
+from tests.conftest import Backing, backend_params, make_backing
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import CORPUS, build_all
 from tests.support.server import USERS, Server
 
 
-@pytest.fixture(scope="session", params=os.environ.get("ROUNDTRIP_BACKENDS", "local,s3").split(","))
+@pytest.fixture(scope="session", params=backend_params(os.environ.get("ROUNDTRIP_BACKENDS", "local,s3").split(",")))
 def backing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Backing:
     """The corpus runs on every storage backend, like the rest of the suite;
     ``ROUNDTRIP_BACKENDS=local`` narrows a local run."""

@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import BACKENDS, Backing, make_backing
+
+from tests.conftest import BACKENDS, Backing, backend_params, make_backing
 from tests.support.server import Server
 
 StartServer = Callable[..., Server]
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=backend_params(BACKENDS))
 def store_backing(request: pytest.FixtureRequest, tmp_path: Path) -> Backing:
     return make_backing(request.param, request, tmp_path)
 

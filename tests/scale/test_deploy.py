@@ -22,6 +22,8 @@ import yaml
 
 from h5lake.config import Settings
 
+pytestmark = pytest.mark.slow  # deployment images and manifests: minutes, left to CI by -m "not slow"
+
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deploy" / "k8s"
 DOCKERFILE = REPO / "deploy" / "Dockerfile"

@@ -15,9 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 import requests
 from tests.conftest import Client
 from tests.scale.conftest import StartServer
+
+pytestmark = pytest.mark.slow  # many server processes on one store: minutes, left to CI by -m "not slow"
 
 THREADS = 8
 ELEMENTS = 64  # all in one chunk

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import backend_params
 from tests.support.s3server import S3Server, start_s3_server
 
 from h5lake.storage.base import Store
@@ -60,7 +62,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
     return make
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=backend_params(BACKENDS))
 async def store(request: pytest.FixtureRequest, make_store: MakeStore) -> AsyncIterator[Store]:
     backend = make_store(request.param)
     yield backend

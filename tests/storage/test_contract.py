@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+
 from tests.support.s3server import S3Server
 
 from h5lake.errors import StorageError
@@ -566,6 +567,7 @@ class _Throttling(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [429, 503])
 async def test_s3_retries_throttling_and_server_errors(status: int) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Throttling)
@@ -608,6 +610,7 @@ _SHORT_PROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_s3_short_processes_exit_cleanly(s3_server: S3Server) -> None:
     """obstore's threads can abort a finishing interpreter; S3Store must prevent that.
 

@@ -128,7 +128,9 @@ class StoreModel(RuleBasedStateMachine):
         assert self.run(collect()) == want
 
 
-@pytest.mark.parametrize(("kind", "examples"), [("memory", 100), ("local", 40), ("s3", 12)])
+@pytest.mark.parametrize(
+    ("kind", "examples"), [("memory", 100), ("local", 40), pytest.param("s3", 12, marks=pytest.mark.slow)]
+)
 def test_store_matches_model(
     kind: str,
     examples: int,

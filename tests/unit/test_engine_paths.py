@@ -12,13 +12,16 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine
+from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.model.selection import PointSelection, Selection, Slice
-from h5lake.service.values import codec_and_fill
+from h5lake.service.layouts import codec_and_fill
 from h5lake.storage.base import Blob, GetRanges, ObjectInfo
 from h5lake.storage.local import LocalStore
 from h5lake.storage.memory import MemoryStore
+
+WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
 
 F4 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}
 I2 = {"class": "H5T_INTEGER", "base": "H5T_STD_I16BE"}
@@ -74,9 +77,9 @@ async def filled(layout: DatasetLayout) -> np.ndarray:
     rng = np.random.default_rng(3)
     data = (rng.random(SHAPE) * 1000).astype(layout.dtype)
     for rows in (Slice(0, 16), Slice(32, 37)):
-        await engine.write_selection(layout, Selection((rows, Slice(0, 50))), data[rows.start : rows.stop], 4)
-    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(0, 20))), data[16:32, 0:20], 4)
-    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(40, 50))), data[16:32, 40:50], 4)
+        await engine.write_selection(layout, Selection((rows, Slice(0, 50))), data[rows.start : rows.stop], WORKERS)
+    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(0, 20))), data[16:32, 0:20], WORKERS)
+    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(40, 50))), data[16:32, 40:50], WORKERS)
     expected = data.copy()
     expected[16:32, 20:40] = layout.fill
     return expected
@@ -90,7 +93,7 @@ async def test_points_match_numpy(store: Any, type_json: Any, filters: Any) -> N
     rng = np.random.default_rng(5)
     for npoints in (1, 3, 40, 500, 3000):  # sparse (ranged) up to dense (whole chunks)
         coords = np.stack([rng.integers(0, n, npoints) for n in SHAPE], axis=1)
-        got = await engine.read_points(layout, PointSelection.from_array(coords, SHAPE), 4)
+        got = await engine.read_points(layout, PointSelection.from_array(coords, SHAPE), WORKERS)
         np.testing.assert_array_equal(got, expected[coords[:, 0], coords[:, 1]])
 
 
@@ -99,21 +102,21 @@ async def test_points_in_big_chunks_match_numpy(store: Any) -> None:
     shape, chunks = (300, 700), (128, 256)
     layout = make_layout(store, shape=shape, chunks=chunks, fill=-1)
     data = np.random.default_rng(8).random(shape, dtype=np.float32)
-    await engine.write_selection(layout, Selection((Slice(0, 256), Slice(0, 700))), data[:256], 4)
+    await engine.write_selection(layout, Selection((Slice(0, 256), Slice(0, 700))), data[:256], WORKERS)
     expected = data.copy()
     expected[256:] = -1  # the last row of chunks was never written
     rng = np.random.default_rng(9)
     for npoints in (2, 50, 400, 5000):
         coords = np.stack([rng.integers(0, n, npoints) for n in shape], axis=1)
         coords[: npoints // 2, 1] = coords[: npoints // 2, 1] // 4 * 4  # neighbours and repeats
-        got = await engine.read_points(layout, PointSelection.from_array(coords, shape), 4)
+        got = await engine.read_points(layout, PointSelection.from_array(coords, shape), WORKERS)
         np.testing.assert_array_equal(got, expected[coords[:, 0], coords[:, 1]])
 
 
 async def test_points_in_missing_chunk_read_fill(store: Any) -> None:
     layout = make_layout(store)
     coords = np.array([[0, 0], [36, 49], [20, 25]])
-    got = await engine.read_points(layout, PointSelection.from_array(coords, SHAPE), 4)
+    got = await engine.read_points(layout, PointSelection.from_array(coords, SHAPE), WORKERS)
     np.testing.assert_array_equal(got, np.full(3, 7, np.float32))
 
 
@@ -122,7 +125,7 @@ async def test_partial_hyperslabs_match_numpy(store: Any) -> None:
     expected = await filled(layout)
     for rows, cols in [((0, 3), (0, 4)), ((14, 35), (5, 45)), ((33, 37), (47, 50)), ((20, 21), (22, 30))]:
         sel = Selection((Slice(*rows), Slice(*cols)))
-        got = await engine.read_selection(layout, sel, 4)
+        got = await engine.read_selection(layout, sel, WORKERS)
         np.testing.assert_array_equal(got, expected[slice(*rows), slice(*cols)])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from h5lake.api import connections, domain_routes, object_routes
+from h5lake.api import connections, domain_routes, object_routes, value_routes
 from h5lake.api.errors import HANDLERS
 from h5lake.api.http import Authenticate
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
@@ -25,11 +25,11 @@ log = logging.getLogger(__name__)
 
 def open_store(settings: Settings) -> Store:
     if settings.storage:
-        from h5lake.storage.s3 import S3Store
+        from h5lake.storage.s3 import S3Store  # imported only when used: S3 clients are heavy
 
         bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
         return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
-    from h5lake.storage.local import LocalStore
+    from h5lake.storage.local import LocalStore  # imported only when used, as S3Store is
 
     return LocalStore(settings.data)
 
@@ -42,7 +42,7 @@ def open_sources(settings: Settings) -> SourceRegistry:
     if any(r.startswith("s3://") for r in roots):
 
         def s3(bucket: str) -> Any:
-            from h5lake.storage.s3 import S3Store
+            from h5lake.storage.s3 import S3Store  # imported only when a server reads from S3
 
             return S3Store(bucket, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
 
@@ -86,7 +86,6 @@ def build_authenticator(settings: Settings, store: Store) -> Authenticator:
 
 def create_app(settings: Settings, store: Store | None = None) -> Starlette:
     connections.configure(settings.header_timeout, settings.body_timeout)
-    from h5lake.api import value_routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -12,9 +12,7 @@ from h5lake import HSDS_COMPAT_VERSION, __version__
 from h5lake.api.http import caller, domain_param, flag, int_param, json_body, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.service import domains, stats
-from h5lake.service.links import resolve_path
-from h5lake.service.objects import object_json
+from h5lake.service import domains, paths
 
 
 async def about(request: Request) -> Response:
@@ -50,23 +48,16 @@ async def info(request: Request) -> Response:
 
 
 async def get_domain(request: Request) -> Response:
-    svc, who, path = service(request), caller(request), domain_param(request)
-    domain = await domains.open_domain(svc, who, path, Permission.READ)
-    h5path = request.query_params.get("h5path")
-    if h5path is not None:
-        target = await resolve_path(svc, domain, h5path)
-        out = object_json(
-            domain,
-            target,
-            include_links=flag(request, "include_links"),
-            include_attrs=flag(request, "include_attrs"),
-        )
-        return ok(out)
-    out = domains.domain_json(svc, domain)
-    if flag(request, "getdnids"):
-        out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
-    if flag(request, "verbose") and not domain.is_folder:
-        out.update(await stats.domain_stats(svc, domain))
+    out = await paths.describe(
+        service(request),
+        caller(request),
+        domain_param(request),
+        h5path=request.query_params.get("h5path"),
+        include_links=flag(request, "include_links"),
+        include_attrs=flag(request, "include_attrs"),
+        verbose=flag(request, "verbose"),
+        dn_ids=flag(request, "getdnids"),
+    )
     return ok(out)
 
 
@@ -95,21 +86,7 @@ async def post_domain(request: Request) -> Response:
     body = await json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("h5paths"), list):
         raise InvalidInput("body must be an object with an h5paths list")
-    domain = await domains.open_domain(svc, who, path, Permission.READ)
-    found = {}
-    for h5path in body["h5paths"]:
-        if not isinstance(h5path, str):
-            raise InvalidInput("h5paths must be strings")
-        try:
-            target = await resolve_path(svc, domain, h5path)
-        except Exception as exc:  # a path that does not resolve is left out of the answer
-            from h5lake.errors import NotFound
-
-            if not isinstance(exc, NotFound):
-                raise
-            continue
-        found[h5path] = object_json(domain, target, include_links=False, include_attrs=False)
-    return ok({"h5paths": found})
+    return ok({"h5paths": await paths.resolve_paths(svc, who, path, body["h5paths"])})
 
 
 async def list_domains(request: Request) -> Response:

@@ -1,4 +1,8 @@
-"""Errors to HTTP responses, in one place: every error is JSON with a status and a message."""
+"""Errors to HTTP responses, in one place: every error is JSON with a status and a message.
+
+The status of an error is found by walking its class hierarchy (most specific class first), so
+the layers below name errors by what a caller does about them and never by a status code.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,43 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from h5lake.api.http import JSONResponse
-from h5lake.errors import H5LakeError
+from h5lake.api.http import JSONResponse, UnsupportedMediaType
+from h5lake.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    H5LakeError,
+    InvalidInput,
+    NotFound,
+    ReadOnly,
+    StorageUnavailable,
+    TooLarge,
+    Unauthorized,
+)
 
 log = logging.getLogger(__name__)
+
+STATUS: dict[type[H5LakeError], int] = {
+    InvalidInput: 400,
+    UnsupportedMediaType: 415,
+    Unauthorized: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    ReadOnly: 405,
+    Conflict: 409,
+    Gone: 410,
+    TooLarge: 413,
+    StorageUnavailable: 503,
+    H5LakeError: 500,  # Internal, DataCorruption and anything not named above
+}
+
+
+def status_of(exc: H5LakeError) -> int:
+    for cls in type(exc).__mro__:
+        status = STATUS.get(cls)  # type: ignore[call-overload]
+        if status is not None:
+            return status
+    return 500
 
 
 def error_response(status: int, message: str) -> Response:
@@ -20,12 +57,12 @@ def error_response(status: int, message: str) -> Response:
 
 async def h5lake_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, H5LakeError)
-    if exc.status >= 500:
+    status = status_of(exc)
+    if status >= 500:
         log.error("%s %s: %s", request.method, request.url.path, exc.message)
-    headers = {"Retry-After": "1"} if exc.status == 503 else None
-    response = error_response(exc.status, exc.message)
-    if headers:
-        response.headers.update(headers)
+    response = error_response(status, exc.message)
+    if isinstance(exc, StorageUnavailable):
+        response.headers["Retry-After"] = "1"
     return response
 
 

@@ -12,12 +12,16 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from h5lake.auth import Authenticator, Identity
-from h5lake.errors import InvalidInput, TooLarge, Unauthorized, UnsupportedMediaType
+from h5lake.errors import InvalidInput, TooLarge, Unauthorized
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
 _TRUE = {"1", "true", "True", "yes", "on"}
 _FALSE = {"0", "false", "False", "no", "off", ""}
+
+
+class UnsupportedMediaType(InvalidInput):
+    """The body comes in an encoding this route does not take (an HTTP notion: edge only)."""
 
 
 def service(request: Request) -> Service:

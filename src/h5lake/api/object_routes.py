@@ -25,6 +25,7 @@ from h5lake.api.http import (
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection
 from h5lake.service import attributes, datasets, links, objects
+from h5lake.service.documents import PutOutcome
 
 
 def _collection(request: Request) -> Collection:
@@ -33,6 +34,11 @@ def _collection(request: Request) -> Collection:
 
 def _created(items: list[dict], many: bool) -> Response:
     return ok({"objects": items} if many else items[0], 201)
+
+
+def _put_reply(outcome: PutOutcome) -> Response:
+    """A PUT of links or attributes: 201 when anything changed, 200 when all was there."""
+    return ok({}, 201 if outcome is PutOutcome.CREATED else 200)
 
 
 # --- collections ------------------------------------------------------------------------------
@@ -106,8 +112,8 @@ async def dataset_shape(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     dset_id = request.path_params["id"]
     if request.method == "PUT":
-        status, out = await datasets.resize(svc, who, path, dset_id, await json_body(request))
-        return ok(out, status)
+        region = await datasets.resize(svc, who, path, dset_id, await json_body(request))
+        return ok({"selection": region.to_text(), "hrefs": []}, 201)
     return ok(await datasets.get_shape(svc, who, path, dset_id))
 
 
@@ -132,7 +138,7 @@ async def links_collection(request: Request) -> Response:
     gid = request.path_params["id"]
     if request.method == "PUT":
         outcome = await links.put_links(svc, who, path, gid, await json_body(request))
-        return ok({}, outcome.value)
+        return _put_reply(outcome)
     if request.method == "DELETE":
         titles = _titles(request) or []
         await links.delete_links(svc, who, path, gid, titles)
@@ -164,7 +170,7 @@ async def link_item(request: Request) -> Response:
     gid, title = request.path_params["id"], request.path_params["title"]
     if request.method == "PUT":
         outcome = await links.put_link(svc, who, path, gid, title, await json_body(request))
-        return ok({}, outcome.value)
+        return _put_reply(outcome)
     if request.method == "DELETE":
         await links.delete_links(svc, who, path, gid, [title])
         return ok({})
@@ -197,7 +203,7 @@ async def attributes_collection(request: Request) -> Response:
     obj_id = request.path_params["id"]
     if request.method == "PUT":
         outcome = await attributes.put_attributes(svc, who, path, obj_id, await json_body(request), b64=_b64(request))
-        return ok({}, outcome.value)
+        return _put_reply(outcome)
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, _attr_names(request) or [])
         return ok({})
@@ -264,10 +270,10 @@ async def attribute_item(request: Request) -> Response:
         if is_binary(request):
             body = await _binary_attribute_body(request, obj_id, name)
             outcome = await attributes.put_attribute(svc, who, path, obj_id, name, body)
-            return ok({}, outcome.value)
+            return _put_reply(outcome)
         body = await json_body(request)
         outcome = await attributes.put_attribute(svc, who, path, obj_id, name, body, b64=_b64(request))
-        return ok({}, outcome.value)
+        return _put_reply(outcome)
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})

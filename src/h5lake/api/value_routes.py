@@ -1,12 +1,13 @@
-"""``/datasets/{id}/value``: hyperslab, point and query reads and writes, JSON or binary."""
+"""``/datasets/{id}/value``: hyperslab, point and query reads and writes, JSON or binary.
+
+Each handler parses its request into a typed value (``service.value_requests``), makes one
+service call, and serializes what it gets back.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
-from typing import Any
+from collections.abc import AsyncIterator
 
-import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -24,158 +25,110 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
-from h5lake.errors import InvalidInput, TooLarge
-from h5lake.model.acl import Permission
-from h5lake.model.query import update_fields
-from h5lake.model.selection import PointSelection, Selection, parse_select
-from h5lake.model.types import is_variable
+from h5lake.errors import InvalidInput
+from h5lake.model.values import array_to_bytes, array_to_json
 from h5lake.service import values
-from h5lake.service.values import OpenDataset, Query
+from h5lake.service.value_requests import (
+    Append,
+    JsonValues,
+    PackedBody,
+    PointRead,
+    Points,
+    Query,
+    QueryUpdate,
+    ValueRead,
+    ValuesRead,
+    ValueWrite,
+)
 
-JSON_LIMIT = 256 * 1024 * 1024  # largest selection answered as JSON (packed bytes stream)
+
+def _query(request: Request) -> Query | None:
+    text = request.query_params.get("query")
+    return Query(text, int_param(request, "Limit", minimum=1)) if text else None
 
 
-def _selection(ds: OpenDataset, text: str | None) -> Selection | None:
-    layout = ds.require_layout()
-    if text is None or text == "":
-        return None
-    return parse_select(text, layout.shape)
+def _value_read(request: Request, select: str | None, *, null_reads_empty: bool) -> ValueRead:
+    return ValueRead(
+        select=select,
+        fields=request.query_params.get("fields"),
+        query=_query(request),
+        binary=wants_binary(request),
+        null_reads_empty=null_reads_empty,
+    )
+
+
+async def _reply(request: Request, found: ValuesRead) -> Response:
+    as_binary = wants_binary(request)
+    if found.blocks is not None:
+        if found.size > values.STREAM_BLOCK_BYTES:
+            return StreamingResponse(found.blocks, media_type=OCTET, headers={"Content-Length": str(found.size)})
+        return binary(b"".join([c async for c in found.blocks]))
+    if found.values is None:
+        return binary(b"") if as_binary else ok({"value": None, "hrefs": []})
+    if as_binary:
+        return binary(array_to_bytes(found.values, found.type_json))
+    out = {"value": array_to_json(found.values, found.type_json), "hrefs": []}
+    if found.index is not None:
+        out = {"index": found.index.tolist(), **out}
+    return ok(out)
 
 
 async def get_value(request: Request) -> Response:
-    svc, who, path = service(request), caller(request), domain_param(request)
-    ds = await values.open_dataset(svc, who, path, request.path_params["id"], Permission.READ)
-    if ds.layout is None:
-        return binary(b"") if wants_binary(request) else ok({"value": None, "hrefs": []})
-    return await _read(request, ds, request.query_params.get("select"))
-
-
-async def _read(request: Request, ds: OpenDataset, select: str | None) -> Response:
-    svc = service(request)
-    selection = _selection(ds, select)
-    fields = values.parse_fields(request.query_params.get("fields"), ds.require_layout().dtype)
-    query = request.query_params.get("query")
-    if query:
-        matches, index = await values.query(svc, ds, selection, Query(query, int_param(request, "Limit", minimum=1)))
-        if fields:
-            matches = matches[fields]
-        if wants_binary(request):
-            return binary(values.to_bytes(ds, matches, fields))
-        return ok({"index": index.tolist(), "value": values.to_json_value(ds, matches, fields), "hrefs": []})
-    if wants_binary(request) and not fields and not is_variable(ds.type_json):
-        size, chunks = values.stream(svc, ds, selection)
-        if size > values.STREAM_BLOCK_BYTES:
-            return StreamingResponse(chunks, media_type=OCTET, headers={"Content-Length": str(size)})
-        return binary(b"".join([c async for c in chunks]))
-    layout = ds.require_layout()
-    count = selection.count if selection is not None else int(np.prod(layout.shape, dtype=np.int64))
-    nbytes = count * layout.dtype.itemsize
-    binary_reply = wants_binary(request)
-    if nbytes > (svc.limits.max_request_size if binary_reply else JSON_LIMIT):
-        kind = "binary" if binary_reply else "JSON"
-        raise TooLarge(f"selection of {nbytes} bytes is too large for one {kind} reply; read it in parts")
-    arr = await values.read(svc, ds, selection, fields)
-    if wants_binary(request):
-        return binary(values.to_bytes(ds, arr, fields))
-    return ok({"value": values.to_json_value(ds, arr, fields), "hrefs": []})
+    read = _value_read(request, request.query_params.get("select"), null_reads_empty=True)
+    found = await values.read_values(service(request), caller(request), domain_param(request), request.path_params["id"], read)
+    return await _reply(request, found)
 
 
 async def post_value(request: Request) -> Response:
     """Point reads (binary uint64 coordinates or JSON ``points``), or a long ``select`` in JSON."""
-    svc, who, path = service(request), caller(request), domain_param(request)
-    ds = await values.open_dataset(svc, who, path, request.path_params["id"], Permission.READ)
-    layout = ds.require_layout()
+    svc, who, path, dset_id = service(request), caller(request), domain_param(request), request.path_params["id"]
     if is_binary(request):
-        points = PointSelection.from_bytes(await body_bytes(request), layout.shape)
+        points = Points(packed=await body_bytes(request))
     else:
         body = await json_body(request)
         if not isinstance(body, dict):
             raise InvalidInput("body must be a JSON object with points or select")
         if "select" in body and "points" not in body:
-            return await _read(request, ds, body["select"])
+            read = _value_read(request, body["select"], null_reads_empty=False)
+            return await _reply(request, await values.read_values(svc, who, path, dset_id, read))
         if "points" not in body:
             raise InvalidInput("body must have points or select")
-        points = PointSelection.from_json(body["points"], layout.shape)
-    arr = await values.read_points(svc, ds, points)
-    if wants_binary(request):
-        return binary(values.to_bytes(ds, arr))
-    return ok({"value": values.to_json_value(ds, arr), "hrefs": []})
+        points = Points(listed=body["points"])
+    found = await values.read_points(svc, who, path, dset_id, PointRead(points, wants_binary(request)))
+    return await _reply(request, found)
+
+
+class _RequestBody:
+    """The request's packed body, read by the use case only if and as it needs it."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    def stream(self) -> AsyncIterator[bytes]:
+        return self.request.stream()
+
+    async def read(self) -> bytes:
+        return await body_bytes(self.request)
 
 
 async def put_value(request: Request) -> Response:
-    svc, who, path = service(request), caller(request), domain_param(request)
-    dset_id = request.path_params["id"]
-    ds = await values.open_dataset(svc, who, path, dset_id, Permission.UPDATE)
-    layout = values.writable(ds)
-    fields = values.parse_fields(request.query_params.get("fields"), layout.dtype)
-    select = request.query_params.get("select")
-    append = int_param(request, "append", minimum=1)
-    if request.query_params.get("query"):
-        return await _query_update(request, ds)
-    if append is not None:
-        axis = int_param(request, "append_dim") or 0
-        selection: Selection | None = await values.append(svc, who, path, ds, append, axis)
-        ds = await values.reopen(svc, ds)
-    else:
-        selection = _selection(ds, select)
-    layout = ds.require_layout()
-    shape = selection.shape if selection is not None else layout.shape
+    svc, who, path, dset_id = service(request), caller(request), domain_param(request), request.path_params["id"]
+    fields = request.query_params.get("fields")
+    query = _query(request)
+    if query is not None:
+        update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
+        index = await values.update_where(svc, who, path, dset_id, update)
+        return ok({"index": index.tolist(), "hrefs": []})
+    count = int_param(request, "append", minimum=1)
+    append = Append(count, int_param(request, "append_dim") or 0) if count is not None else None
+    body: PackedBody | JsonValues
     if is_binary(request):
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        fixed = not is_variable(ds.type_json) and not fields
-        if fixed and count * values.wire_size(ds) > values.STREAM_BLOCK_BYTES:
-            await values.write_stream(svc, ds, selection, request.stream())
-            return ok({})
-        data = await body_bytes(request)
-        arr = values.values_from_bytes(ds, data, shape, fields)
-        await values.write(svc, ds, selection, arr, fields)
-        return ok({})
-    body = await json_body(request, allow_empty=False)
-    if not isinstance(body, dict):
-        raise InvalidInput("body must be a JSON object with value (or value_base64)")
-    if "points" in body:
-        points = PointSelection.from_json(body["points"], layout.shape)
-        arr = _body_values(ds, body, (points.npoints,), fields)
-        if fields:
-            raise InvalidInput("fields cannot be combined with point writes")
-        await values.write_points(svc, ds, points, arr)
-        return ok({})
-    if "select" in body and select is None and append is None:
-        selection = _selection(ds, body["select"])
-        shape = selection.shape if selection is not None else layout.shape
-    arr = _body_values(ds, body, shape, fields)
-    await values.write(svc, ds, selection, arr, fields)
+        body = _RequestBody(request)
+    else:
+        body = JsonValues.from_body(await json_body(request, allow_empty=False))
+    write = ValueWrite(body, select=request.query_params.get("select"), fields=fields, append=append)
+    await values.write_values(svc, who, path, dset_id, write)
     return ok({})
-
-
-def _body_values(ds: OpenDataset, body: dict[str, Any], shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
-    if "value_base64" in body:
-        try:
-            data = base64.b64decode(body["value_base64"], validate=True)
-        except (binascii.Error, TypeError):
-            raise InvalidInput("value_base64 is not valid base64") from None
-        return values.values_from_bytes(ds, data, shape, fields)
-    if "value" not in body:
-        raise InvalidInput("body needs value or value_base64")
-    return values.values_from_json(ds, body["value"], shape, fields)
-
-
-async def _query_update(request: Request, ds: OpenDataset) -> Response:
-    """``PUT value?query=...`` with ``{"value": {field: v}}``: update the matching elements."""
-    svc = service(request)
-    body = await json_body(request, allow_empty=False)
-    layout = values.writable(ds)
-    if layout.dtype.names is None or not isinstance(body, dict) or not isinstance(body.get("value"), dict):
-        raise InvalidInput("a query update needs a compound dataset and {\"value\": {field: value}}")
-    q = Query(request.query_params["query"], int_param(request, "Limit", minimum=1))
-    _, index = await values.query(svc, ds, None, q)
-    if len(layout.shape) != 1:
-        raise InvalidInput("query updates need a one-dimensional dataset")
-    if index.size:
-        points = PointSelection.from_array(index.reshape(-1, 1), layout.shape)
-        current = await values.read_points(svc, ds, points)
-        await values.write_points(svc, ds, points, update_fields(current, body["value"]))
-    return ok({"index": index.tolist(), "hrefs": []})
 
 
 ROUTES = [

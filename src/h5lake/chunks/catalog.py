@@ -42,7 +42,7 @@ from typing import Any
 
 import orjson
 
-from h5lake.chunks.engine import bounded
+from h5lake.chunks.fanout import bounded
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model import ids
 from h5lake.model.layout import chunk_grid, is_linked

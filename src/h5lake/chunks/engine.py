@@ -13,57 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from h5lake.chunks import ranges
+from h5lake.chunks.fanout import Workers, bounded
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
-from h5lake.errors import Conflict, DataCorruption, MethodNotAllowed
+from h5lake.errors import Conflict, DataCorruption, ReadOnly
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage.base import GetRanges, PreconditionFailed
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-_EXECUTOR = ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2)), thread_name_prefix="h5lake-cpu")
 _MAX_RETRIES = 100
-INLINE_BYTES = 64 * 1024  # smaller codec jobs run inline: a thread hop costs more than they do
-
-
-async def cpu(fn: Callable[..., T], *args: Any, size: int = INLINE_BYTES + 1) -> T:
-    if size <= INLINE_BYTES:
-        return fn(*args)
-    return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, fn, *args)
-
-
-async def bounded(items: Iterable[Any], work: Callable[[Any], Awaitable[None]], limit: int) -> None:
-    """Run ``work`` on every item, at most ``limit`` at once; the first failure cancels the rest."""
-    iterator = iter(items)
-    running: set[asyncio.Task[None]] = set()
-    try:
-        for item in iterator:
-            if len(running) >= limit:
-                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    task.result()
-            running.add(asyncio.ensure_future(work(item)))
-        while running:
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()
-    finally:
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
 
 
 async def fetch(ref: ChunkRef) -> bytes | None:
@@ -73,14 +41,14 @@ async def fetch(ref: ChunkRef) -> bytes | None:
     return await ref.source.get_range(ref.key, ref.offset, ref.length or 0)
 
 
-async def load_chunk(layout: DatasetLayout, index: tuple[int, ...]) -> np.ndarray | None:
+async def load_chunk(layout: DatasetLayout, index: tuple[int, ...], workers: Workers) -> np.ndarray | None:
     ref = await layout.locator.locate(index)
     if ref is None:
         return None
     stored = await fetch(ref)
     if stored is None:
         return None
-    return await cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+    return await workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
 
 
 PART_CONCURRENCY = 8  # ranged reads at once within one chunk
@@ -95,7 +63,9 @@ def reads_in_part(layout: DatasetLayout, ref: ChunkRef) -> bool:
     return all(ref.filter_mask >> i & 1 for i in range(len(codec.pipeline.filters)))
 
 
-async def read_part(layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple[Any, ...]) -> np.ndarray:
+async def read_part(
+    layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple[Any, ...], workers: Workers
+) -> np.ndarray:
     """``chunk[chunk_selection]`` of a raw chunk, fetching only the byte ranges it touches
     (nearby ranges merged into one request, large ones split and fetched concurrently)."""
     plan = ranges.plan_part(chunk_selection, layout.chunk_shape, layout.dtype.itemsize)
@@ -106,7 +76,7 @@ async def read_part(layout: DatasetLayout, ref: ChunkRef, chunk_selection: tuple
         data = await ref.source.get_range(ref.key, base + request.start, request.length)
         if data is None or len(data) < request.length:
             raise DataCorruption(f"chunk bytes of {ref.key} end before the chunk does")
-        await cpu(ranges.assemble, box, request, data, size=request.length)
+        await workers.cpu(ranges.assemble, box, request, data, size=request.length)
 
     await bounded(ranges.group_requests(plan), one, PART_CONCURRENCY)
     return elements_from_buffer(box.data, layout.dtype, plan.box_shape)[plan.box_selection]
@@ -151,7 +121,7 @@ def native_part(
 
 
 async def read_native_part(
-    layout: DatasetLayout, ref: ChunkRef, plan: ranges.PartPlan, request: ranges.Request
+    layout: DatasetLayout, ref: ChunkRef, plan: ranges.PartPlan, request: ranges.Request, workers: Workers
 ) -> np.ndarray | None:
     data = await ref.source.get_range(ref.key, request.start, request.length)
     if data is None:
@@ -159,7 +129,7 @@ async def read_native_part(
     if len(data) < request.length:
         raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
     box = np.empty(plan.nbytes, dtype=np.uint8)
-    await cpu(ranges.assemble, box, request, data, size=plan.nbytes)  # the copy is what it costs
+    await workers.cpu(ranges.assemble, box, request, data, size=plan.nbytes)  # the copy is what it costs
     return elements_from_buffer(box.data, layout.dtype, plan.box_shape)[plan.box_selection]
 
 
@@ -208,7 +178,7 @@ async def read_point_ranges(
     return elements_from_buffer(joined, layout.dtype, (len(joined) // layout.dtype.itemsize,))[elements]
 
 
-async def load_points(layout: DatasetLayout, p: PointProjection) -> np.ndarray | None:
+async def load_points(layout: DatasetLayout, p: PointProjection, workers: Workers) -> np.ndarray | None:
     """The points of one chunk, from their own bytes when that is much less than the chunk."""
     ref = await layout.locator.locate(p.chunk_index)
     if ref is None:
@@ -216,13 +186,14 @@ async def load_points(layout: DatasetLayout, p: PointProjection) -> np.ndarray |
     plan = point_ranges(layout, ref, p.chunk_coords)
     if plan is not None:
         return await read_point_ranges(layout, ref, plan)
-    return await load_selected(layout, p.chunk_index, p.chunk_selection, ref)
+    return await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
 
 
 async def load_selected(
     layout: DatasetLayout,
     index: tuple[int, ...],
     chunk_selection: tuple[Any, ...],
+    workers: Workers,
     ref: ChunkRef | None = None,
 ) -> np.ndarray | None:
     """``chunk[chunk_selection]`` of one chunk, or None when the chunk reads as fill.
@@ -233,39 +204,39 @@ async def load_selected(
     if ref is None:
         return None
     if reads_in_part(layout, ref):
-        return await read_part(layout, ref, chunk_selection)
+        return await read_part(layout, ref, chunk_selection, workers)
     part = native_part(layout, ref, chunk_selection)
     if part is not None:
-        return await read_native_part(layout, ref, *part)
+        return await read_native_part(layout, ref, *part, workers)
     stored = await fetch(ref)
     if stored is None:
         return None
-    chunk = await cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+    chunk = await workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
     return chunk[chunk_selection]
 
 
 # --- reads ------------------------------------------------------------------------------------
 
 
-async def read_selection(layout: DatasetLayout, selection: Selection, concurrency: int) -> np.ndarray:
+async def read_selection(layout: DatasetLayout, selection: Selection, workers: Workers) -> np.ndarray:
     out = np.empty(selection.shape, dtype=layout.dtype)
 
     async def one(p: ChunkProjection) -> None:
-        part = await load_selected(layout, p.chunk_index, p.chunk_selection)
+        part = await load_selected(layout, p.chunk_index, p.chunk_selection, workers)
         out[p.out_selection + (...,)] = layout.fill if part is None else part
 
-    await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
+    await workers.each(project(selection, layout.shape, layout.chunk_shape), one)
     return out
 
 
-async def read_points(layout: DatasetLayout, points: PointSelection, concurrency: int) -> np.ndarray:
+async def read_points(layout: DatasetLayout, points: PointSelection, workers: Workers) -> np.ndarray:
     out = np.empty((points.npoints,), dtype=layout.dtype)
 
     async def one(p: PointProjection) -> None:
-        part = await load_points(layout, p)
+        part = await load_points(layout, p, workers)
         out[(p.out_positions, ...)] = layout.fill if part is None else part
 
-    await bounded(project_points(points, layout.chunk_shape), one, concurrency)
+    await workers.each(project_points(points, layout.chunk_shape), one)
     return out
 
 
@@ -300,25 +271,25 @@ def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int
 async def stream_selection(
     layout: DatasetLayout,
     selection: Selection,
-    concurrency: int,
+    workers: Workers,
     encode: Callable[[np.ndarray], bytes],
     block_bytes: int,
 ) -> AsyncIterator[bytes]:
     """Yield the encoded selection block by block, reading the next block while one is sent."""
     pieces = row_split(selection, layout, block_bytes)
     pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
-        read_selection(layout, pieces[0], concurrency)
+        read_selection(layout, pieces[0], workers)
     )
     try:
         for i in range(len(pieces)):
             assert pending is not None
             arr = await pending
             pending = (
-                asyncio.ensure_future(read_selection(layout, pieces[i + 1], concurrency))
+                asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
                 if i + 1 < len(pieces)
                 else None
             )
-            yield await cpu(encode, arr, size=arr.nbytes)
+            yield await workers.cpu(encode, arr, size=arr.nbytes)
     finally:
         if pending is not None:
             pending.cancel()
@@ -329,18 +300,25 @@ async def stream_selection(
 
 
 def _native(layout: DatasetLayout) -> NativeChunks:
+    """The chunks a write replaces. Whether a dataset may be written is the service's decision
+    (made before any write starts); this only guards against a locator that cannot be written."""
     if not isinstance(layout.locator, NativeChunks) or not layout.locator.writable:
-        raise MethodNotAllowed("this dataset is read-only (its values live in an HDF5 file)")
+        raise ReadOnly(f"the chunks of {layout.dataset_id} cannot be written")
     return layout.locator
 
 
 async def update_chunk(
     layout: DatasetLayout,
     index: tuple[int, ...],
-    modify: Callable[[np.ndarray], None],
+    modify: Callable[[np.ndarray], bool | None],
     complete: bool,
+    workers: Workers,
 ) -> None:
-    """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates."""
+    """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates.
+
+    ``modify`` changes the chunk in place; it returns False when it changed nothing, and then
+    nothing is written. On a lost race it runs again on the chunk as it is now.
+    """
     chunks = _native(layout)
     key = chunks.key(index)
     store = chunks.store
@@ -354,7 +332,7 @@ async def update_chunk(
             modify(chunk)
             return layout.codec.encode(chunk)
 
-        data = await cpu(build, size=layout.codec.chunk_bytes)
+        data = await workers.cpu(build, size=layout.codec.chunk_bytes)
         await store.put(key, data)
         return
     for attempt in range(_MAX_RETRIES):
@@ -362,9 +340,10 @@ async def update_chunk(
         if blob is None:
             chunk = layout.empty_chunk()
         else:
-            chunk = (await cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
-        modify(chunk)
-        data = await cpu(layout.codec.encode, chunk, size=chunk.nbytes)
+            chunk = (await workers.cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
+        if modify(chunk) is False:
+            return
+        data = await workers.cpu(layout.codec.encode, chunk, size=chunk.nbytes)
         try:
             if blob is None:
                 await store.put(key, data, if_none_match=True)
@@ -377,7 +356,7 @@ async def update_chunk(
 
 
 async def write_selection(
-    layout: DatasetLayout, selection: Selection, values: np.ndarray, concurrency: int
+    layout: DatasetLayout, selection: Selection, values: np.ndarray, workers: Workers
 ) -> list[tuple[int, ...]]:
     """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written."""
     _native(layout)
@@ -387,15 +366,15 @@ async def write_selection(
         def modify(chunk: np.ndarray) -> None:
             chunk[p.chunk_selection] = values[p.out_selection]
 
-        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk)
+        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers)
         written.append(p.chunk_index)
 
-    await bounded(project(selection, layout.shape, layout.chunk_shape), one, concurrency)
+    await workers.each(project(selection, layout.shape, layout.chunk_shape), one)
     return written
 
 
 async def write_points(
-    layout: DatasetLayout, points: PointSelection, values: np.ndarray, concurrency: int
+    layout: DatasetLayout, points: PointSelection, values: np.ndarray, workers: Workers
 ) -> list[tuple[int, ...]]:
     _native(layout)
     written: list[tuple[int, ...]] = []
@@ -404,10 +383,10 @@ async def write_points(
         def modify(chunk: np.ndarray) -> None:
             chunk[p.chunk_selection] = values[p.out_positions]
 
-        await update_chunk(layout, p.chunk_index, modify, False)
+        await update_chunk(layout, p.chunk_index, modify, False, workers)
         written.append(p.chunk_index)
 
-    await bounded(project_points(points, layout.chunk_shape), one, concurrency)
+    await workers.each(project_points(points, layout.chunk_shape), one)
     return written
 
 

@@ -8,7 +8,6 @@ the h5py API expect ``attrs[name] = value`` to overwrite. An identical PUT answe
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 from typing import Any
@@ -19,10 +18,11 @@ from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import TypeClass, client_type, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
+from h5lake.service.access import client_timestamp, load_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
-from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import client_timestamp, load_object, resolve_type, update_object
+from h5lake.service.domains import open_domain
+from h5lake.service.views import Domain
 
 MAX_ATTRIBUTE_BYTES = 64 * 1024 * 1024
 
@@ -136,7 +136,7 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     if not isinstance(body, dict):
         raise InvalidInput("attributes must be an object keyed by attribute name")
     names = [validate_name(n) for n in body]
-    parsed = await asyncio.gather(*(parse_attribute(svc, domain, body[n], base64_values=b64) for n in names))
+    parsed = await svc.workers.map(names, lambda n: parse_attribute(svc, domain, body[n], base64_values=b64))
     return dict(zip(names, parsed))
 
 
@@ -179,7 +179,7 @@ async def put_attributes(
         raise InvalidInput("body needs attributes or obj_ids")
     for oid in per_object:
         parse_id(oid)
-    outcomes = await asyncio.gather(*(_put_attributes(svc, domain, o, a) for o, a in per_object.items()))
+    outcomes = await svc.workers.map(per_object.items(), lambda item: _put_attributes(svc, domain, *item))
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
 
 

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from h5lake.chunks.catalog import ChunkCatalog
+from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
 from h5lake.service.documents import Documents
+from h5lake.service.views import HeadView
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
 
@@ -55,6 +57,10 @@ class Service:
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
+        self.head = HeadView(self.docs, self.store)
+        # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
+        # chunk engine runs on it (see h5lake.chunks.fanout).
+        self.workers = Workers(self.chunk_concurrency, cpu_pool())
         self.catalog = ChunkCatalog(
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )
@@ -74,6 +80,7 @@ class Service:
         await self.catalog.close()
         if self.sources is not None:
             await self.sources.close()
+        self.workers.executor.shutdown(wait=False)
 
     async def ensure_home_folder(self) -> None:
         """The ``/home`` folder, where each user may make their own folder, exists from the start."""

@@ -88,10 +88,10 @@ class Documents:
 
 
 class PutOutcome(enum.Enum):
-    """What a PUT of links or attributes did: 201 when anything changed, 200 when all was there."""
+    """What a PUT of links or attributes did: something was added or replaced, or all was there."""
 
-    CREATED = 201
-    UNCHANGED = 200
+    CREATED = enum.auto()
+    UNCHANGED = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)

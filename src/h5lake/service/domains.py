@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
+from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
 from h5lake.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
@@ -21,34 +20,13 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
+from h5lake.service import reclaim
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
+from h5lake.service.stats import domain_stats
+from h5lake.service.views import Domain
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Domain:
-    path: str
-    doc: Doc
-    etag: str
-
-    @property
-    def root(self) -> str | None:
-        return self.doc.get("root")
-
-    @property
-    def owner(self) -> str:
-        return str(self.doc.get("owner", ""))
-
-    @property
-    def is_folder(self) -> bool:
-        return "root" not in self.doc
-
-    def require_root(self) -> str:
-        if self.root is None:
-            raise InvalidInput(f"{self.path} is a folder, not a domain")
-        return self.root
 
 
 async def load_domain(svc: Service, path: str) -> Domain:
@@ -56,7 +34,7 @@ async def load_domain(svc: Service, path: str) -> Domain:
     found = await svc.docs.get(domain_key(path))
     if found is None:
         raise NotFound(f"domain {path} not found")
-    return Domain(path, found.doc, found.etag)
+    return Domain(path, found.doc, found.etag, svc.head)
 
 
 def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
@@ -153,7 +131,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
         if root_doc is not None:  # lost a race for the name: the new root must not stay behind
             await svc.store.delete(object_key(root_doc["id"]))
         raise
-    return Domain(path, doc, etag)
+    return Domain(path, doc, etag, svc.head)
 
 
 async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool = False) -> None:
@@ -165,8 +143,6 @@ async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool
             raise Conflict(f"{domain.path} has sub-domains; delete them first")
     await svc.store.delete(domain_key(domain.path))
     if not keep_root and domain.root is not None:
-        from h5lake.service import reclaim  # local import: reclaim walks objects of every kind
-
         svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))
 
 
@@ -185,8 +161,6 @@ async def _holds_domains(svc: Service, prefix: str) -> bool:
 
 
 def domain_json(svc: Service, domain: Domain) -> Doc:
-    from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
-
     out: Doc = {
         "owner": domain.owner,
         "class": "folder" if domain.is_folder else "domain",
@@ -252,11 +226,11 @@ async def list_domains(
                 break
         else:
             exhausted = True
-        found_batch = await asyncio.gather(*(svc.docs.get(domain_prefix(n) + DOMAIN_FILE) for n in batch))
+        found_batch = await svc.workers.map(batch, lambda n: svc.docs.get(domain_prefix(n) + DOMAIN_FILE))
         for name, found in zip(batch, found_batch):
             if found is None:
                 continue  # a prefix with no domain object (e.g. left-over catalog files)
-            if not _readable(caller, Domain(name, found.doc, found.etag)):
+            if not _readable(caller, Domain(name, found.doc, found.etag, svc.head)):
                 continue
             d = found.doc
             item: Doc = {
@@ -288,20 +262,18 @@ def _readable(caller: Caller, domain: Domain) -> bool:
 
 async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list[Any], names: list[str]) -> None:
     """``verbose=1`` listings (``hsls -v``) carry each readable domain's size summary, as HSDS's do."""
-    from h5lake.service.stats import domain_stats  # local import: stats builds on Domain
-
     by_name = {n: f for n, f in zip(names, found) if f is not None}
     readable: list[tuple[Doc, Domain]] = []
     for item in items:
         if item["class"] != "domain":
             continue
-        domain = Domain(item["name"], by_name[item["name"]].doc, by_name[item["name"]].etag)
+        domain = Domain(item["name"], by_name[item["name"]].doc, by_name[item["name"]].etag, svc.head)
         try:
             authorize(caller, domain, Permission.READ)
         except (Forbidden, Unauthorized):
             continue
         readable.append((item, domain))
-    summaries = await asyncio.gather(*(domain_stats(svc, domain) for _, domain in readable))
+    summaries = await svc.workers.map(readable, lambda pair: domain_stats(svc, pair[1]))
     for (item, _), summary in zip(readable, summaries):
         item.update(summary)
 

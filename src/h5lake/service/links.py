@@ -12,10 +12,11 @@ from typing import Any
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, is_valid_id, parse_id, same_domain
+from h5lake.service.access import client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
-from h5lake.service.domains import Domain, open_domain
-from h5lake.service.objects import client_timestamp, load_object, update_object
+from h5lake.service.domains import open_domain
+from h5lake.service.views import Domain
 
 
 class LinkClass(enum.Enum):
@@ -183,7 +184,7 @@ async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: st
         per_group[group_id] = _parse_links(body["links"], domain)
     else:
         raise InvalidInput("body needs links or grp_ids")
-    outcomes = await asyncio.gather(*(_put_links(svc, domain, g, l) for g, l in per_group.items()))
+    outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item))
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
 
 
@@ -261,7 +262,7 @@ async def get_links(
     if grp_ids is not None or follow_links:
         if grp_ids is None:
             grp_ids = await _descendant_groups(svc, domain, group_id)
-        results = await asyncio.gather(*(links_of(g) for g in grp_ids))
+        results = await svc.workers.map(grp_ids, links_of)
         return {"links": dict(zip(grp_ids, results)), "hrefs": []}
     return {"links": await links_of(group_id), "hrefs": []}
 
@@ -270,7 +271,7 @@ async def _descendant_groups(svc: Service, domain: Domain, start: str) -> list[s
     seen = [start]
     frontier = [start]
     while frontier:
-        docs = await asyncio.gather(*(load_object(svc, domain, g) for g in frontier))
+        docs = await svc.workers.map(frontier, lambda g: load_object(svc, domain, g))
         frontier = []
         for found in docs:
             for link in found.doc.get("links", {}).values():

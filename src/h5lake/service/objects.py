@@ -2,61 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import Any
 
-from h5lake.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
+from h5lake.chunks.catalog import dataset_stats
+from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain
+from h5lake.model.ids import Collection, object_key, parse_id
 from h5lake.model.types import client_type, validate_type
-from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, Versioned
-from h5lake.service.domains import Domain, open_domain
+from h5lake.service import reclaim
+from h5lake.service.access import (
+    base_doc,
+    bodies,
+    new_id_for,
+    open_object,
+    parse_link_request,
+)
+from h5lake.service.context import Caller, Service
+from h5lake.service.documents import Doc
+from h5lake.service.domains import open_domain
+from h5lake.service.links import link_json, link_new_object
+from h5lake.service.views import Domain
+from h5lake.service.walk import walk_objects
 
 _ADMIN_KEYS = ("acls",)
-
-
-async def open_object(
-    svc: Service,
-    caller: Caller,
-    domain_path: str,
-    obj_id: str,
-    permission: Permission,
-    collection: Collection | None = None,
-) -> tuple[Domain, Versioned]:
-    """Authorize ``caller`` on the domain and load one of its objects (404 if it is elsewhere)."""
-    parse_id(obj_id, collection)
-    domain = await open_domain(svc, caller, domain_path, permission)
-    return domain, await load_object(svc, domain, obj_id)
-
-
-async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:
-    root = domain.require_root()
-    if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
-    found = await svc.docs.get(object_key(obj_id))
-    if found is None or found.doc.get("root") != root:
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
-    return found
-
-
-async def update_object(
-    svc: Service, domain: Domain, obj_id: str, mutate: Callable[[Doc], Any]
-) -> tuple[Doc, Any]:
-    """Change an object of ``domain`` atomically (see ``Documents.update``); 404 when it is not
-    one of the domain's objects. The ownership check runs on the document being updated, so the
-    object is read once."""
-    root = domain.require_root()
-    if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
-
-    def checked(doc: Doc) -> Any:
-        if doc.get("root") != root:
-            raise NotFound(f"object {obj_id} not found in {domain.path}")
-        return mutate(doc)
-
-    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}")
 
 
 def object_json(
@@ -69,8 +37,6 @@ def object_json(
     if collection is Collection.GROUPS:
         out["linkCount"] = len(doc.get("links", {}))
         if include_links:
-            from h5lake.service.links import link_json
-
             out["links"] = {name: link_json(link) for name, link in doc.get("links", {}).items()}
     if "type" in out:
         out["type"] = client_type(out["type"])
@@ -80,48 +46,6 @@ def object_json(
     out["domain"] = domain.path
     out["hrefs"] = []
     return out
-
-
-def client_timestamp(body: Doc, key: str, default: float) -> float:
-    value = body.get(key)
-    # Keep the client's clock when it is near ours (creation order depends on it).
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - default) < 300:
-        return float(value)
-    return default
-
-
-def new_id_for(collection: Collection, body: Doc, domain: Domain) -> str:
-    root = domain.require_root()
-    if "id" not in body:
-        return new_object_id(collection, root)
-    obj_id = body["id"]
-    parse_id(obj_id, collection)
-    if not same_domain(obj_id, root):
-        raise InvalidInput(f"id {obj_id} does not belong to domain {domain.path}")
-    return obj_id
-
-
-def base_doc(obj_id: str, domain: Domain, body: Doc) -> Doc:
-    ts = now()
-    created = client_timestamp(body, "created", ts)
-    return {
-        "id": obj_id,
-        "root": domain.require_root(),
-        "created": created,
-        "lastModified": max(created, client_timestamp(body, "lastModified", ts)),
-        "attributes": {},
-    }
-
-
-def bodies(body: Any) -> tuple[list[Doc], bool]:
-    """POST bodies come as one object or, from h5pyd 1.0, a list of them."""
-    if isinstance(body, dict):
-        return [body], False
-    if isinstance(body, list) and body and all(isinstance(b, dict) for b in body):
-        return body, True
-    if body is None:
-        return [{}], False
-    raise InvalidInput("body must be a JSON object or a non-empty list of objects")
 
 
 async def store_new_objects(
@@ -140,14 +64,11 @@ async def store_new_objects(
             if existing is None or not _same_object(existing.doc, doc):
                 raise
 
-    await asyncio.gather(*(create(d) for d in docs))
+    await svc.workers.each(docs, create)
     for d in docs:
         svc.catalog.note_object(domain.path, d["id"])
-    if link_requests:
-        from h5lake.service.links import link_new_object
-
-        for doc, link in link_requests:
-            await link_new_object(svc, caller, domain, doc, link)
+    for doc, link in link_requests:
+        await link_new_object(svc, caller, domain, doc, link)
 
 
 def _same_object(a: Doc, b: Doc) -> bool:
@@ -155,15 +76,6 @@ def _same_object(a: Doc, b: Doc) -> bool:
     return {k: v for k, v in a.items() if k not in skip} == {
         k: v for k, v in b.items() if k not in skip
     }
-
-
-def parse_link_request(body: Doc) -> Any:
-    link = body.get("link")
-    if link is None:
-        return None
-    if not isinstance(link, dict) or "id" not in link or "name" not in link:
-        raise InvalidInput("link must be an object with id and name")
-    return link
 
 
 # --- groups -----------------------------------------------------------------------------------
@@ -212,18 +124,6 @@ async def create_datatypes(
     return [object_json(domain, d) for d in docs], many
 
 
-async def resolve_type(svc: Service, domain: Domain, type_json: Any) -> Doc:
-    """A type given inline, or by the id of a committed datatype of this domain."""
-    if isinstance(type_json, str) and (type_json.startswith(("t-", "datatypes/"))):
-        type_id = type_json.split("/", 1)[-1]
-        parse_id(type_id, Collection.DATATYPES)
-        committed = await load_object(svc, domain, type_id)
-        resolved = dict(committed.doc["type"])
-        resolved["id"] = type_id
-        return resolved
-    return validate_type(type_json)
-
-
 # --- any collection ---------------------------------------------------------------------------
 
 
@@ -241,8 +141,6 @@ async def get_object(
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ, collection)
     out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
     if verbose and collection is Collection.DATASETS:
-        from h5lake.chunks.catalog import dataset_stats
-
         out["stats"] = await dataset_stats(svc.store, domain.path, found.doc)
     return out
 
@@ -256,8 +154,6 @@ async def delete_object(
     await svc.docs.delete(object_key(obj_id))
     svc.catalog.note_object(domain.path, obj_id)
     if collection is Collection.DATASETS:
-        from h5lake.service import reclaim
-
         svc.spawn(reclaim.reclaim_dataset_chunks(svc, domain.path, found.doc))
 
 
@@ -265,8 +161,6 @@ async def list_objects(
     svc: Service, caller: Caller, domain_path: str, collection: Collection, limit: int | None, marker: str | None
 ) -> list[str]:
     """Ids of the collection's objects reachable from the root (``GET /groups`` and kin)."""
-    from h5lake.service.walk import walk_objects
-
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     ids = sorted(
         [

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from h5lake.chunks.catalog import dataset_chunk_totals
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
-from h5lake.service.domains import Domain
+from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
 
@@ -19,8 +20,6 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         last = max(last, doc.get("lastModified", 0.0))
         if doc["id"].startswith("d-"):
             datasets.append(doc)
-    from h5lake.chunks.catalog import dataset_chunk_totals
-
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)
     return {
         "num_objects": counts["g"] + counts["d"] + counts["t"],

@@ -1,107 +1,45 @@
-"""Dataset values: read and write selections, points, queries; grow by resize or append."""
+"""Dataset values, one use case per request: read (hyperslab, query or points), write
+(hyperslab, points, append, streamed), and update where a query matches.
+
+Each opens the dataset once (its document read once), decides read-only and size policy here,
+and hands the chunk engine a layout whose chunks are found through the domain's view.
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 
 from h5lake.chunks import engine
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
-from h5lake.chunks.locate import ChunkLocator, NativeChunks
-from h5lake.errors import InvalidInput, MethodNotAllowed, TooLarge
+from h5lake.chunks.layout import DatasetLayout
+from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key
-from h5lake.model.projection import project, project_points
-from h5lake.model.query import query_mask
-from h5lake.model.selection import PointSelection, Selection
-from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import elements_from_buffer, fill_value_array, is_variable, item_size, wire_dtype
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
+from h5lake.model.projection import ChunkProjection, project, project_points
+from h5lake.model.query import parse_query
+from h5lake.model.selection import PointSelection, Selection, parse_select
+from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
+from h5lake.model.values import array_to_bytes, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service
-from h5lake.service.datasets import codec_filters, is_linked
+from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
-from h5lake.service.domains import Domain
-from h5lake.service.objects import open_object
+from h5lake.service.layouts import native_layout
+from h5lake.service.linked import is_chunk_table, register_table_sources
+from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
+from h5lake.service.value_requests import (
+    QUERY_UPDATE_SHAPE,
+    JsonValues,
+    PointRead,
+    Query,
+    QueryUpdate,
+    ValueRead,
+    ValuesRead,
+    ValueWrite,
+)
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class OpenDataset:
-    domain: Domain
-    doc: Doc
-    layout: DatasetLayout | None  # None for a null dataspace
-
-    @property
-    def type_json(self) -> Doc:
-        type_json: Doc = self.doc["type"]
-        return type_json
-
-    def require_layout(self) -> DatasetLayout:
-        if self.layout is None:
-            raise InvalidInput("a dataset with a null dataspace has no values")
-        return self.layout
-
-
-async def locator_for(svc: Service, domain: Domain, doc: Doc) -> ChunkLocator:
-    if is_linked(doc):
-        from h5lake.sources.linked import linked_locator
-
-        return await linked_locator(svc, domain, doc)
-    return NativeChunks(svc.store, doc["id"])
-
-
-async def build_layout(svc: Service, domain: Domain, doc: Doc) -> DatasetLayout | None:
-    space = space_from_json(doc["shape"])
-    if space.kind is SpaceClass.NULL:
-        return None
-    props = doc.get("creationProperties", {})
-    chunk_shape = tuple(doc.get("layout", {}).get("dims", []))
-    if space.kind is SpaceClass.SCALAR:
-        chunk_shape = ()
-    codec, fill = codec_and_fill(doc["type"], chunk_shape, props.get("filters"), props.get("fillValue"))
-    locator = await locator_for(svc, domain, doc)
-    return DatasetLayout(doc["id"], domain.path, space.dims, codec, fill, locator)
-
-
-_CODEC_CACHE_SIZE = 256
-_codecs: OrderedDict[bytes, tuple[ChunkCodec, np.ndarray]] = OrderedDict()
-
-
-def codec_and_fill(type_json: Doc, chunk_shape: tuple[int, ...], filters: Any, fill_json: Any) -> tuple[ChunkCodec, np.ndarray]:
-    """A dataset's codec and (read-only) fill element, shared by every request that asks with
-    the same type, chunk shape, filters and fill value.
-
-    Both are pure functions of those values, so a cache keyed by them is never stale, even
-    when another process changes the dataset: a changed document asks with a different key.
-    Building them parses the type and the filters, a good part of a small read's cost.
-    """
-    key = orjson.dumps([type_json, chunk_shape, filters, fill_json], option=orjson.OPT_SORT_KEYS)
-    found = _codecs.get(key)
-    if found is not None:
-        _codecs.move_to_end(key)
-        return found
-    codec = ChunkCodec.for_dataset(type_json, chunk_shape, codec_filters(filters))
-    fill = fill_value_array(type_json, fill_json)
-    if codec.dtype.subdtype is None:  # an H5T_ARRAY fill keeps its dims as its shape (numpy folds them)
-        fill = np.asarray(fill, dtype=codec.dtype)
-    fill.flags.writeable = False
-    _codecs[key] = codec, fill
-    if len(_codecs) > _CODEC_CACHE_SIZE:
-        _codecs.popitem(last=False)
-    return codec, fill
-
-
-async def open_dataset(
-    svc: Service, caller: Caller, domain_path: str, dset_id: str, permission: Permission
-) -> OpenDataset:
-    domain, found = await open_object(svc, caller, domain_path, dset_id, permission, Collection.DATASETS)
-    return OpenDataset(domain, found.doc, await build_layout(svc, domain, found.doc))
+JSON_LIMIT = 256 * 1024 * 1024  # largest selection answered as JSON (packed bytes stream)
 
 
 def parse_fields(text: str | None, dtype: np.dtype[Any]) -> list[str] | None:
@@ -116,45 +54,69 @@ def parse_fields(text: str | None, dtype: np.dtype[Any]) -> list[str] | None:
     return names
 
 
-def field_type(type_json: Doc, names: list[str]) -> Doc:
+def field_type(type_json: Doc, names: list[str] | None) -> Doc:
+    if not names:
+        return type_json
     fields = {f["name"]: f for f in type_json["fields"]}
     return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
+
+
+def _selection(layout: DatasetLayout, text: str | None) -> Selection | None:
+    if text is None or text == "":
+        return None
+    return parse_select(text, layout.shape)
+
+
+def check_size(svc: Service, nbytes: int, binary: bool) -> None:
+    """The size policy of a read answered in one piece: packed bytes up to the request-size
+    limit, JSON up to `JSON_LIMIT`; larger reads are streamed or refused."""
+    if nbytes > (svc.limits.max_request_size if binary else JSON_LIMIT):
+        kind = "binary" if binary else "JSON"
+        raise TooLarge(f"selection of {nbytes} bytes is too large for one {kind} reply; read it in parts")
 
 
 # --- reads ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
-    expression: str
-    limit: int | None
-
-
-async def read(
-    svc: Service, ds: OpenDataset, selection: Selection | None, fields: list[str] | None = None
-) -> np.ndarray:
+async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: ValueRead) -> ValuesRead:
+    """``GET /datasets/{id}/value`` (and ``POST`` with a ``select``)."""
+    ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
+    if ds.layout is None and request.null_reads_empty:
+        return ValuesRead(ds.type_json)
     layout = ds.require_layout()
+    selection = _selection(layout, request.select)
+    fields = parse_fields(request.fields, layout.dtype)
     sel = selection if selection is not None else Selection.all(layout.shape)
-    arr = await engine.read_selection(layout, sel, svc.chunk_concurrency)
-    return arr[fields] if fields else arr
+    if request.query is not None:
+        matches, index = await _query(svc, layout, sel, request.query)
+        return ValuesRead(field_type(ds.type_json, fields), matches[fields] if fields else matches, index)
+    if request.binary and not fields and not is_variable(ds.type_json):
+        encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)
+        blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
+        return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
+    check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
+    arr = await engine.read_selection(layout, sel, svc.workers)
+    return ValuesRead(field_type(ds.type_json, fields), arr[fields] if fields else arr)
 
 
-async def read_points(svc: Service, ds: OpenDataset, points: PointSelection) -> np.ndarray:
-    return await engine.read_points(ds.require_layout(), points, svc.chunk_concurrency)
+async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: PointRead) -> ValuesRead:
+    """``POST /datasets/{id}/value`` with point coordinates."""
+    ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
+    layout = ds.require_layout()
+    points = request.points.parse(layout.shape)
+    return ValuesRead(ds.type_json, await engine.read_points(layout, points, svc.workers))
 
 
-async def query(svc: Service, ds: OpenDataset, selection: Selection | None, q: Query) -> tuple[np.ndarray, np.ndarray]:
+async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
     """Matching elements (and their flat indexes within the selection's first dimension)."""
-    layout = ds.require_layout()
-    sel = selection if selection is not None else Selection.all(layout.shape)
+    predicate = parse_query(q.expression)
     found_values: list[np.ndarray] = []
     found_index: list[np.ndarray] = []
     total = 0
     offset = 0
     for piece in engine.row_split(sel, layout, STREAM_BLOCK_BYTES):
-        arr = await engine.read_selection(layout, piece, svc.chunk_concurrency)
-        mask = query_mask(q.expression, arr)
-        idx = np.flatnonzero(mask)
+        arr = await engine.read_selection(layout, piece, svc.workers)
+        idx = np.flatnonzero(predicate(arr))
         if q.limit is not None:
             idx = idx[: max(0, q.limit - total)]
         found_values.append(arr.reshape(-1)[idx])
@@ -166,38 +128,58 @@ async def query(svc: Service, ds: OpenDataset, selection: Selection | None, q: Q
     return np.concatenate(found_values) if found_values else np.empty(0, layout.dtype), np.concatenate(found_index)
 
 
-def check_size(svc: Service, nbytes: int) -> None:
-    if nbytes > svc.limits.max_request_size:
-        raise TooLarge(
-            f"selection of {nbytes} bytes exceeds the limit of {svc.limits.max_request_size}; "
-            "request it in parts or as application/octet-stream"
-        )
-
-
-def stream(svc: Service, ds: OpenDataset, selection: Selection | None) -> tuple[int, AsyncIterator[bytes]]:
-    """The packed bytes of a selection as a stream of blocks, for reads of any size."""
-    layout = ds.require_layout()
-    sel = selection if selection is not None else Selection.all(layout.shape)
-    encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)
-    size = sel.count * layout.dtype.itemsize
-    return size, engine.stream_selection(layout, sel, svc.chunk_concurrency, encode, STREAM_BLOCK_BYTES)
-
-
-def to_json_value(ds: OpenDataset, arr: np.ndarray, fields: list[str] | None = None) -> Any:
-    type_json = field_type(ds.type_json, fields) if fields else ds.type_json
-    return array_to_json(arr, type_json)
-
-
-def to_bytes(ds: OpenDataset, arr: np.ndarray, fields: list[str] | None = None) -> bytes:
-    type_json = field_type(ds.type_json, fields) if fields else ds.type_json
-    return array_to_bytes(arr, type_json)
-
-
 # --- writes -----------------------------------------------------------------------------------
 
 
+async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: ValueWrite) -> None:
+    """``PUT /datasets/{id}/value``: a hyperslab, points, or the region an append adds."""
+    ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.UPDATE)
+    check_writable(ds.domain, ds.doc, Change.VALUES)
+    layout = ds.require_layout()
+    fields = parse_fields(request.fields, layout.dtype)
+    selection: Selection | None
+    if request.append is not None:
+        axis = request.append.axis
+        if not 0 <= axis < len(layout.shape):
+            raise InvalidInput(f"append_dim must be in 0..{len(layout.shape) - 1}")
+        resized = await grow(svc, ds.domain, ds.id, {"extend": request.append.count, "extend_dim": axis})
+        ds = OpenDataset(ds.domain, resized.doc, native_layout(ds.domain, resized.doc))
+        layout = ds.require_layout()
+        selection = resized.appended(axis)
+    else:
+        selection = _selection(layout, request.select)
+    shape = selection.shape if selection is not None else layout.shape
+    body = request.body
+    if not isinstance(body, JsonValues):
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        fixed = not is_variable(ds.type_json) and not fields
+        if fixed and count * wire_size(ds) > STREAM_BLOCK_BYTES:
+            await _write_stream(svc, ds, layout, selection, body.stream())
+            return
+        arr = values_from_bytes(ds, await body.read(), shape, fields)
+        await _write(svc, ds, layout, selection, arr, fields)
+        return
+    if body.points is not None:
+        points = PointSelection.from_json(body.points, layout.shape)
+        arr = _json_values(ds, body, (points.npoints,), fields)
+        if fields:
+            raise InvalidInput("fields cannot be combined with point writes")
+        await _write_points(svc, ds, layout, points, arr)
+        return
+    if body.has_select and request.select is None and request.append is None:
+        selection = _selection(layout, body.select)
+        shape = selection.shape if selection is not None else layout.shape
+    await _write(svc, ds, layout, selection, _json_values(ds, body, shape, fields), fields)
+
+
+def _json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
+    if body.packed is not None:
+        return values_from_bytes(ds, body.packed, shape, fields)
+    return json_to_array(body.value, field_type(ds.type_json, fields), shape, broadcast=True)
+
+
 def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
-    type_json = field_type(ds.type_json, fields) if fields else ds.type_json
+    type_json = field_type(ds.type_json, fields)
     layout = ds.require_layout()
     count = 1
     for n in shape:
@@ -212,75 +194,91 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
     return bytes_to_array(data, type_json, shape)
 
 
-def values_from_json(ds: OpenDataset, value: Any, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
-    type_json = field_type(ds.type_json, fields) if fields else ds.type_json
-    return json_to_array(value, type_json, shape, broadcast=True)
-
-
-async def write(
-    svc: Service, ds: OpenDataset, selection: Selection | None, values: np.ndarray, fields: list[str] | None = None
-) -> None:
-    layout = writable(ds)
-    await _register_linked_files(svc, ds, values)
-    sel = selection if selection is not None else Selection.all(layout.shape)
-    work: Callable[[], Awaitable[Any]]
-    if fields:
-        work = lambda: _write_fields(svc, layout, sel, values, fields)
-    else:
-        work = lambda: engine.write_selection(layout, sel, values, svc.chunk_concurrency)
-    await _recorded(svc, layout, _chunks_of(layout, sel), work)
+def wire_size(ds: OpenDataset) -> int:
+    """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
+    size = item_size(ds.type_json)
+    if size is None:
+        raise InvalidInput("variable-length values have no fixed size")
+    return size
 
 
 async def _recorded(
-    svc: Service, layout: DatasetLayout, indexes: list[tuple[int, ...]], work: Callable[[], Awaitable[Any]]
+    svc: Service,
+    layout: DatasetLayout,
+    indexes: list[tuple[int, ...]],
+    work: Callable[[], Awaitable[Any]],
+    written: Callable[[], list[tuple[int, ...]]] | None = None,
 ) -> None:
-    """Run a chunk write between the catalog's durable intent and its note of what changed."""
+    """Run a chunk write between the catalog's durable intent and its note of what changed
+    (``written()``, when given, narrows the chunks ``indexes`` the write may touch)."""
     intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
     try:
         await work()
     except BaseException:
         svc.catalog.abort(intent)
         raise
-    svc.catalog.note(layout.domain, layout.dataset_id, indexes, intent)
+    svc.catalog.note(layout.domain, layout.dataset_id, written() if written else indexes, intent)
 
 
 def _chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
     return [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape)]
 
 
+async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
+    """A linked dataset's chunk table names files: check and record them before storing."""
+    if is_chunk_table(ds.doc):
+        await register_table_sources(svc, ds.doc, values)
+
+
+async def _write(
+    svc: Service,
+    ds: OpenDataset,
+    layout: DatasetLayout,
+    selection: Selection | None,
+    values: np.ndarray,
+    fields: list[str] | None,
+) -> None:
+    await _register_linked_files(svc, ds, values)
+    sel = selection if selection is not None else Selection.all(layout.shape)
+    work: Callable[[], Awaitable[Any]]
+    if fields:
+        work = lambda: _write_fields(svc, layout, sel, values, fields)
+    else:
+        work = lambda: engine.write_selection(layout, sel, values, svc.workers)
+    await _recorded(svc, layout, _chunks_of(layout, sel), work)
+
+
 async def _write_fields(
     svc: Service, layout: DatasetLayout, sel: Selection, values: np.ndarray, fields: list[str]
 ) -> None:
-    async def one(p: Any) -> None:
+    async def one(p: ChunkProjection) -> None:
         def modify(chunk: np.ndarray) -> None:
             part = chunk[p.chunk_selection]
             for f in fields:
                 part[f] = values[f][p.out_selection]
             chunk[p.chunk_selection] = part
 
-        await engine.update_chunk(layout, p.chunk_index, modify, False)
+        await engine.update_chunk(layout, p.chunk_index, modify, False, svc.workers)
 
-    await engine.bounded(project(sel, layout.shape, layout.chunk_shape), one, svc.chunk_concurrency)
+    await svc.workers.each(project(sel, layout.shape, layout.chunk_shape), one)
 
 
-async def write_points(
-    svc: Service, ds: OpenDataset, points: PointSelection, values: np.ndarray
+async def _write_points(
+    svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
 ) -> None:
-    layout = writable(ds)
     await _register_linked_files(svc, ds, values)
     indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape)]
-    await _recorded(svc, layout, indexes, lambda: engine.write_points(layout, points, values, svc.chunk_concurrency))
+    await _recorded(svc, layout, indexes, lambda: engine.write_points(layout, points, values, svc.workers))
 
 
-async def write_stream(
-    svc: Service, ds: OpenDataset, selection: Selection | None, body: AsyncIterator[bytes]
+async def _write_stream(
+    svc: Service, ds: OpenDataset, layout: DatasetLayout, selection: Selection | None, body: AsyncIterator[bytes]
 ) -> None:
     """Write a packed body of any size block by block as it arrives (fixed-size types only).
 
     Memory stays bounded by one block: the body is never held whole, so the request-size limit
     (which bounds buffered bodies) does not apply; the selection bounds the body instead.
     """
-    layout = writable(ds)
     sel = selection if selection is not None else Selection.all(layout.shape)
     itemsize = wire_size(ds)
     wire = wire_dtype(ds.type_json)
@@ -313,7 +311,7 @@ async def write_stream(
             svc,
             layout,
             _chunks_of(layout, piece),
-            lambda v=values, p=piece: engine.write_selection(layout, p, v, svc.chunk_concurrency),  # type: ignore[misc]
+            lambda v=values, p=piece: engine.write_selection(layout, p, v, svc.workers),  # type: ignore[misc]
         )
         del block, values
     async for extra in it:
@@ -321,49 +319,87 @@ async def write_stream(
             raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
 
 
-def wire_size(ds: OpenDataset) -> int:
-    """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
-    size = item_size(ds.type_json)
-    if size is None:
-        raise InvalidInput("variable-length values have no fixed size")
-    return size
+# --- update where a query matches ------------------------------------------------------------
 
 
-async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
-    """A linked dataset's chunk table names files: check and record them before storing."""
-    if ds.doc.get("chunk_table_of"):
-        from h5lake.sources.linked import register_table_sources
+async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: QueryUpdate) -> np.ndarray:
+    """``PUT /datasets/{id}/value?query=...``: set fields of the matching elements; returns the
+    indexes of the elements changed.
 
-        await register_table_sources(svc, ds.domain, ds.doc, values)
-
-
-def writable(ds: OpenDataset) -> DatasetLayout:
+    The query is evaluated inside each chunk's conditional write, on the chunk as it is then,
+    and only the named fields of the matching elements change: a concurrent write of other
+    fields or elements is never lost (a lost race re-reads the chunk and evaluates again).
+    With a ``Limit`` chunks are taken in order until that many elements matched.
+    """
+    ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.UPDATE)
+    check_writable(ds.domain, ds.doc, Change.VALUES)
     layout = ds.require_layout()
-    if is_linked(ds.doc):
-        raise MethodNotAllowed("this dataset is read-only: its values live in an HDF5 file")
-    return layout
+    parse_fields(request.fields, layout.dtype)
+    names = layout.dtype.names
+    if names is None:
+        raise InvalidInput(QUERY_UPDATE_SHAPE)
+    if len(layout.shape) != 1:
+        raise InvalidInput("query updates need a one-dimensional dataset")
+    for name in request.values:
+        if name not in names:
+            raise InvalidInput(f"no field {name!r} in the compound type")
+    probe = np.zeros(1, dtype=layout.dtype)
+    try:
+        for name, v in request.values.items():
+            probe[name] = v
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"a value does not fit its field: {exc}") from None
+    if is_chunk_table(ds.doc):
+        await _register_linked_files(svc, ds, _table_probe(probe, request.values))
+    predicate = parse_query(request.query.expression)
+    limit = request.query.limit
+    rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
+    grid: list[tuple[int, ...]] = [(i,) for i in range(-(-rows // per_chunk))]
+    found: dict[int, np.ndarray] = {}
+    written: list[tuple[int, ...]] = []
+
+    async def one(index: tuple[int, ...], wanted: int | None = None) -> None:
+        start = index[0] * per_chunk
+        stop = min(rows, start + per_chunk)
+
+        def modify(chunk: np.ndarray) -> bool:
+            part = chunk[: stop - start]
+            idx = np.flatnonzero(predicate(part))
+            if wanted is not None:
+                idx = idx[:wanted]
+            found[index[0]] = idx + start
+            if not idx.size:
+                return False
+            for name, v in request.values.items():
+                part[name][idx] = v
+            return True
+
+        await engine.update_chunk(layout, index, modify, False, svc.workers)
+        if found[index[0]].size:
+            written.append(index)
+
+    async def work() -> None:
+        if limit is None:
+            await svc.workers.each(grid, one)
+            return
+        total = 0
+        for index in grid:
+            await one(index, limit - total)
+            total += found[index[0]].size
+            if total >= limit:
+                return
+
+    await _recorded(svc, layout, grid, work, lambda: written)
+    parts = [found[i] for i in sorted(found)]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
-async def append(
-    svc: Service, caller: Caller, domain_path: str, ds: OpenDataset, count: int, axis: int
-) -> Selection:
-    """Grow the dataset by ``count`` along ``axis`` and return the selection of the new region."""
-    from h5lake.service.datasets import resize
-
-    layout = writable(ds)
-    if not 0 <= axis < len(layout.shape):
-        raise InvalidInput(f"append_dim must be in 0..{len(layout.shape) - 1}")
-    await resize(svc, caller, domain_path, ds.doc["id"], {"extend": count, "extend_dim": axis})
-    fresh = await svc.docs.require(object_key(ds.doc["id"]), "dataset")
-    dims = tuple(fresh.doc["shape"]["dims"])
-    parts = []
-    from h5lake.model.selection import Slice
-
-    for i, n in enumerate(dims):
-        parts.append(Slice(n - count, n) if i == axis else Slice(0, n))
-    return Selection(tuple(parts))
-
-
-async def reopen(svc: Service, ds: OpenDataset) -> OpenDataset:
-    fresh = await svc.docs.require(object_key(ds.doc["id"]), "dataset")
-    return OpenDataset(ds.domain, fresh.doc, await build_layout(svc, ds.domain, fresh.doc))
+def _table_probe(probe: np.ndarray, values: dict[str, Any]) -> np.ndarray:
+    """One chunk-table entry with the updated fields, standing for every entry the update
+    changes (registration checks each file it names; a size field left alone counts as set)."""
+    entry = probe.copy()
+    names = entry.dtype.names or ()
+    for size_field in ("size", "length"):
+        if size_field in names and size_field not in values:
+            entry[size_field] = 1
+    return entry

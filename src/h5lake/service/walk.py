@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
-from h5lake.model.ids import object_key
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
-from h5lake.service.domains import Domain
+from h5lake.service.views import Domain
 
 _BATCH = 64
 
 
 async def walk_objects(svc: Service, domain: Domain) -> AsyncIterator[Doc]:
-    """Yield every object reachable from the root once (groups, datasets, datatypes).
+    """Yield every object reachable from the root once (groups, datasets, datatypes), as the
+    domain's view sees them.
 
-    Objects are fetched in concurrent batches; a dangling link is skipped.
+    Objects are fetched in bounded concurrent batches; a dangling link is skipped.
     """
     root = domain.require_root()
     seen = {root}
     frontier = [root]
     while frontier:
         batch, frontier = frontier[:_BATCH], frontier[_BATCH:]
-        found = await asyncio.gather(*(svc.docs.get(object_key(i)) for i in batch))
+        found = await svc.workers.map(batch, domain.view.object)
         for item in found:
             if item is None or item.doc.get("root") != root:
                 continue

@@ -1,11 +1,12 @@
-"""Datasets whose values stay in HDF5 files: linking them (ingest) and locating their chunks.
+"""Datasets whose values stay in HDF5 files: checking what a link names, and locating chunks.
 
-Entry points, called by the dataset use cases:
+Pure of the service: everything here is handed what it needs through narrow, typed values.
+The service (``h5lake.service.linked``) does the ingest (reading and writing documents through
+a domain view) and calls in here:
 
-* `ingest_linked_layout` when ``POST /datasets`` carries a REF layout: validates the layout,
-  type and filters, checks every named file against the allowed roots and records its
-  `Fingerprint`; an INDIRECT layout's chunk table is marked so later writes to it register
-  the files they name (`register_table_sources`).
+* `check_linkable` and `check_extent` when ``POST /datasets`` carries a REF layout: the layout,
+  type and filters are valid, the named file holds what the layout points at;
+* `check_chunk_table`, `table_fields` and `entry_uris` for an INDIRECT layout's chunk table;
 * `linked_locator` for reads: a `ChunkLocator` answering where each chunk's bytes are. The
   chunk engine does the rest (ranged reads, filter pipeline, assembling), as for native chunks.
 
@@ -17,19 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from h5lake.chunks import engine
+from h5lake.chunks.fanout import Workers
 from h5lake.chunks.filters import FilterPipeline
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
-from h5lake.chunks.locate import ChunkLocator, ChunkRef, NativeChunks
-from h5lake.errors import Conflict, InvalidInput, NotFound
-from h5lake.model.ids import object_key
-from h5lake.model.selection import Selection
+from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.locate import ChunkLocator, ChunkRef
+from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.shapes import Space, SpaceClass, space_from_json
-from h5lake.model.types import TypeClass, fill_value_array, is_variable, to_dtype, type_class
+from h5lake.model.types import TypeClass, is_variable, to_dtype, type_class
 from h5lake.sources.files import (
     Fingerprint,
     PinnedFile,
@@ -53,17 +54,6 @@ SOURCES_KEY = "linked_sources"  # {file_uri: fingerprint JSON}
 TABLE_OF_KEY = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
 
 
-# --- the source registry of a service -------------------------------------------------------
-
-
-def registry_for(svc: Any) -> SourceRegistry:
-    """The service's source registry, made at start-up from the settings (``api.app``)."""
-    registry = svc.sources
-    if not isinstance(registry, SourceRegistry):
-        raise TypeError("the service has no source registry")
-    return registry
-
-
 # --- ingest -----------------------------------------------------------------------------------
 
 
@@ -85,18 +75,9 @@ def _has_reference(t: Doc) -> bool:
     return False
 
 
-async def ingest_linked_layout(
-    svc: Any, domain: Any, dataset_id: str, space: Space, type_json: Doc, props: Doc, batch: list[Doc]
-) -> tuple[Doc, Doc]:
-    """Validate a REF layout for a new dataset and record its files.
-
-    ``batch`` holds datasets not yet stored that were made earlier in the same request: the
-    chunk table may be one of them.
-
-    Returns ``(layout JSON, fingerprints)`` for the dataset document. Raises `InvalidInput`
-    (400) for a malformed layout, an unlinkable type or an unsupported filter, `Forbidden`
-    (403) for a file outside the allowed roots; no file outside them is opened.
-    """
+def check_linkable(space: Space, type_json: Doc, props: Doc) -> RefLayout:
+    """The REF layout of a new dataset, checked: a simple dataspace, a type whose bytes are all
+    in the file, filters the chunk engine can decode. Raises `InvalidInput` otherwise."""
     if space.kind is not SpaceClass.SIMPLE:
         raise InvalidInput("linked layouts need a simple dataspace; copy scalar and null datasets")
     _check_type(type_json)
@@ -108,19 +89,10 @@ async def ingest_linked_layout(
     FilterPipeline.from_json(filters, dtype, layout.dims)  # unsupported filters fail here, by name
     if not isinstance(layout, ChunkedRefIndirect) and space.maxdims is not None and tuple(space.maxdims) != space.dims:
         raise InvalidInput(f"{layout.layout_class.value} datasets cannot be resizable; use H5D_CHUNKED_REF_INDIRECT")
-    registry = registry_for(svc)
-    fingerprints: Doc = {}
-    if layout.file_uri is not None:
-        resolved = registry.resolve(layout.file_uri)
-        fingerprint = await registry.fingerprint(resolved)
-        _check_extent(layout, fingerprint, layout.file_uri)
-        fingerprints[layout.file_uri] = fingerprint.to_json()
-    if isinstance(layout, ChunkedRefIndirect):
-        await _adopt_chunk_table(svc, domain, dataset_id, layout, len(space.dims), batch)
-    return layout.to_json(), fingerprints
+    return layout
 
 
-def _check_extent(layout: RefLayout, fingerprint: Fingerprint, uri: str) -> None:
+def check_extent(layout: RefLayout, fingerprint: Fingerprint, uri: str) -> None:
     if isinstance(layout, ContiguousRef):
         ends = [layout.offset + layout.size] if layout.size else []
     elif isinstance(layout, ChunkedRef):
@@ -131,7 +103,7 @@ def _check_extent(layout: RefLayout, fingerprint: Fingerprint, uri: str) -> None
         raise InvalidInput(f"the layout points past the end of {uri} ({fingerprint.size} bytes)")
 
 
-def _table_fields(type_json: Doc) -> tuple[str, str, str | None, str | None]:
+def table_fields(type_json: Doc) -> tuple[str, str, str | None, str | None]:
     """(offset field, size field, file_uri field or None, filter-mask field or None)."""
     if type_class(type_json) is not TypeClass.COMPOUND or len(type_json["fields"]) < 2:
         raise InvalidInput("a chunk table is a compound of (offset, size) or (offset, size, file_uri)")
@@ -150,43 +122,29 @@ def _table_fields(type_json: Doc) -> tuple[str, str, str | None, str | None]:
     return offset, size, uri, mask
 
 
-async def _adopt_chunk_table(
-    svc: Any, domain: Any, dataset_id: str, layout: ChunkedRefIndirect, rank: int, batch: list[Doc]
-) -> None:
-    pending = next((d for d in batch if d.get("id") == layout.chunk_table), None)
-    if pending is not None:
-        table = pending
-    else:
-        found = await svc.docs.get(object_key(layout.chunk_table))
-        if found is None or found.doc.get("root") != domain.root:
-            raise InvalidInput(f"chunk_table {layout.chunk_table} is not a dataset of this domain")
-        table = found.doc
+def check_chunk_table(table: Doc, layout: ChunkedRefIndirect, rank: int) -> str | None:
+    """Check that ``table`` can be the chunk table of an INDIRECT dataset of ``rank``; return
+    its file_uri field (None when the layout's file_uri names the one file)."""
     if is_ref_layout(table.get("layout")):
         raise InvalidInput("a chunk table must be an ordinary dataset, not a linked one")
     space = space_from_json(table["shape"])
     if space.kind is not SpaceClass.SIMPLE or len(space.dims) != rank:
         raise InvalidInput(f"the chunk table must have the dataset's rank, {rank}")
-    _, _, uri_field, _ = _table_fields(table["type"])
+    _, _, uri_field, _ = table_fields(table["type"])
     if uri_field is None and layout.file_uri is None:
         raise InvalidInput("without a layout file_uri the chunk table needs a file_uri field")
-
-    def mark(doc: Doc) -> None:
-        users = doc.setdefault(TABLE_OF_KEY, [])
-        if dataset_id not in users:
-            users.append(dataset_id)
-
-    if pending is not None:
-        mark(pending)  # stored with the mark, and empty: nothing to register yet
-        return
-    await svc.docs.update(object_key(layout.chunk_table), mark, f"chunk table {layout.chunk_table}")
-    if uri_field is not None:  # a table filled before the dataset was made: register its files now
-        table_layout = _table_layout(svc, domain, table)
-        entries = await engine.read_selection(table_layout, Selection.all(table_layout.shape), svc.chunk_concurrency)
-        await register_table_sources(svc, domain, table, entries)
+    return uri_field
 
 
-def _entry_uris(type_json: Doc, values: np.ndarray) -> set[str]:
-    _, size_f, uri_f, _ = _table_fields(type_json)
+def mark_table_user(table: Doc, dataset_id: str) -> None:
+    """Record on a chunk table that ``dataset_id`` reads its entries (writes then register files)."""
+    users = table.setdefault(TABLE_OF_KEY, [])
+    if dataset_id not in users:
+        users.append(dataset_id)
+
+
+def entry_uris(type_json: Doc, values: np.ndarray) -> set[str]:
+    _, size_f, uri_f, _ = table_fields(type_json)
     names = values.dtype.names or ()
     if uri_f is None or uri_f not in names:
         return set()
@@ -202,15 +160,14 @@ def _entry_uris(type_json: Doc, values: np.ndarray) -> set[str]:
     return out
 
 
-async def register_table_sources(svc: Any, domain: Any, table_doc: Doc, values: np.ndarray) -> None:
-    """Before chunk-table entries are stored: check and record every file they name.
+async def new_sources(registry: SourceRegistry, table_doc: Doc, values: np.ndarray) -> Doc:
+    """The fingerprints of files named by chunk-table entries ``values`` and not yet recorded.
 
-    A file outside the allowed roots is refused (403) and nothing is written; a file already
-    recorded with a different fingerprint is a `SourceChanged` (409).
+    A file outside the allowed roots is refused (`Forbidden`); a file already recorded with a
+    different fingerprint is a `SourceChanged` (a `Conflict`).
     """
-    uris = _entry_uris(table_doc["type"], values)
+    uris = entry_uris(table_doc["type"], values)
     known = table_doc.get(SOURCES_KEY, {})
-    registry = registry_for(svc)
     new: Doc = {}
     for uri in sorted(uris):
         resolved = registry.resolve(uri)
@@ -220,13 +177,7 @@ async def register_table_sources(svc: Any, domain: Any, table_doc: Doc, values: 
                 raise SourceChanged(f"{uri} has changed since it was first linked into this chunk table")
             continue
         new[uri] = fingerprint.to_json()
-    if not new:
-        return
-
-    def record(doc: Doc) -> None:
-        doc.setdefault(SOURCES_KEY, {}).update(new)
-
-    await svc.docs.update(object_key(table_doc["id"]), record, f"chunk table {table_doc['id']}")
+    return new
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -299,17 +250,20 @@ class IndirectChunks:
 
     writable = False
 
-    def __init__(self, layout: ChunkedRefIndirect, table_doc: Doc, table: DatasetLayout, pins: _Pins) -> None:
+    def __init__(
+        self, layout: ChunkedRefIndirect, table_doc: Doc, table: DatasetLayout, pins: _Pins, workers: Workers
+    ) -> None:
         self.layout = layout
         self.table = table
-        self.fields = _table_fields(table_doc["type"])
+        self.fields = table_fields(table_doc["type"])
         self.pins = pins
+        self.workers = workers
         self._table_chunks: dict[tuple[int, ...], asyncio.Future[np.ndarray | None]] = {}
 
     async def _table_chunk(self, index: tuple[int, ...]) -> np.ndarray | None:
         future = self._table_chunks.get(index)
         if future is None:
-            future = self._table_chunks[index] = asyncio.ensure_future(engine.load_chunk(self.table, index))
+            future = self._table_chunks[index] = asyncio.ensure_future(engine.load_chunk(self.table, index, self.workers))
         return await asyncio.shield(future)
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
@@ -335,30 +289,29 @@ class IndirectChunks:
         return ChunkRef(self.pins.pin(uri), uri, loc.offset, loc.size, loc.filter_mask)
 
 
-def _table_layout(svc: Any, domain: Any, table: Doc) -> DatasetLayout:
-    """The chunk table read as the native dataset it is."""
-    space = space_from_json(table["shape"])
-    chunk_shape = tuple(table.get("layout", {}).get("dims", []))
-    props = table.get("creationProperties", {})
-    codec = ChunkCodec.for_dataset(table["type"], chunk_shape, props.get("filters"))
-    fill = np.asarray(fill_value_array(table["type"], props.get("fillValue")), dtype=codec.dtype)
-    return DatasetLayout(table["id"], domain.path, space.dims, codec, fill, NativeChunks(svc.store, table["id"]))
+@dataclass(frozen=True, slots=True)
+class ChunkTable:
+    """An INDIRECT dataset's chunk table, read as the native dataset it is."""
+
+    doc: Doc
+    layout: DatasetLayout
 
 
-async def linked_locator(svc: Any, domain: Any, doc: Doc) -> ChunkLocator:
-    """The chunk locator of a linked dataset (see the module docstring)."""
-    layout = parse_ref_layout(doc["layout"], tuple(space_from_json(doc["shape"]).dims), to_dtype(doc["type"]).itemsize)
-    registry = registry_for(svc)
+def ref_layout(doc: Doc) -> RefLayout:
+    return parse_ref_layout(doc["layout"], tuple(space_from_json(doc["shape"]).dims), to_dtype(doc["type"]).itemsize)
+
+
+def linked_locator(doc: Doc, registry: SourceRegistry, table: ChunkTable | None, workers: Workers) -> ChunkLocator:
+    """The chunk locator of a linked dataset; ``table`` is its chunk table when the layout is
+    INDIRECT (see `ref_layout`)."""
+    layout = ref_layout(doc)
     recorded: Doc = dict(doc.get(SOURCES_KEY, {}))
     if isinstance(layout, ContiguousRef):
         shape = tuple(space_from_json(doc["shape"]).dims)
         return ContiguousRefChunks(layout, shape, to_dtype(doc["type"]).itemsize, _Pins(registry, recorded))
     if isinstance(layout, ChunkedRef):
         return ChunkedRefChunks(layout, _Pins(registry, recorded))
-    found = await svc.docs.get(object_key(layout.chunk_table))
-    if found is None or found.doc.get("root") != domain.root:
-        raise NotFound(f"the chunk table {layout.chunk_table} of this dataset is gone")
-    table_doc = found.doc
-    recorded.update(table_doc.get(SOURCES_KEY, {}))
-    table = _table_layout(svc, domain, table_doc)
-    return IndirectChunks(layout, table_doc, table, _Pins(registry, recorded))
+    if table is None:
+        raise InvalidInput(f"{layout.layout_class.value} needs its chunk table")
+    recorded.update(table.doc.get(SOURCES_KEY, {}))
+    return IndirectChunks(layout, table.doc, table.layout, _Pins(registry, recorded), workers)

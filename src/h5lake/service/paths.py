@@ -1,0 +1,55 @@
+"""``GET /`` and ``POST /``: a domain, or the objects its HDF5 paths lead to, each one use case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from h5lake.errors import InvalidInput, NotFound
+from h5lake.model.acl import Permission
+from h5lake.service.context import Caller, Service
+from h5lake.service.documents import Doc
+from h5lake.service.domains import domain_json, open_domain
+from h5lake.service.links import resolve_path
+from h5lake.service.objects import object_json
+from h5lake.service.stats import domain_stats
+
+
+async def describe(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    *,
+    h5path: str | None = None,
+    include_links: bool = False,
+    include_attrs: bool = False,
+    verbose: bool = False,
+    dn_ids: bool = False,
+) -> Doc:
+    """The domain (with its size summary when ``verbose``), or the object at ``h5path``."""
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    if h5path is not None:
+        target = await resolve_path(svc, domain, h5path)
+        return object_json(domain, target, include_links=include_links, include_attrs=include_attrs)
+    out = domain_json(svc, domain)
+    if dn_ids:
+        out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
+    if verbose and not domain.is_folder:
+        out.update(await domain_stats(svc, domain))
+    return out
+
+
+async def resolve_paths(svc: Service, caller: Caller, domain_path: str, h5paths: Any) -> Doc:
+    """The objects several paths lead to; a path that does not resolve is left out."""
+    if not isinstance(h5paths, list):
+        raise InvalidInput("body must be an object with an h5paths list")
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    found: Doc = {}
+    for h5path in h5paths:
+        if not isinstance(h5path, str):
+            raise InvalidInput("h5paths must be strings")
+        try:
+            target = await resolve_path(svc, domain, h5path)
+        except NotFound:
+            continue
+        found[h5path] = object_json(domain, target, include_links=False, include_attrs=False)
+    return found

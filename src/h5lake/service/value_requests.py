@@ -1,0 +1,152 @@
+"""What a value request asks for and what it answers, as typed values.
+
+The HTTP edge parses a request into one of these (no dataset needed: anything that depends on
+the dataset's shape or type stays text until the use case checks it against the document), and
+serializes the `ValuesRead` it gets back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from h5lake.errors import InvalidInput
+from h5lake.model.selection import PointSelection
+from h5lake.service.documents import Doc
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    expression: str
+    limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Points:
+    """Point coordinates as sent: packed uint64 (``packed``) or a JSON list (``listed``)."""
+
+    packed: bytes | None = None
+    listed: Any = None
+
+    def parse(self, shape: tuple[int, ...]) -> PointSelection:
+        if self.packed is not None:
+            return PointSelection.from_bytes(self.packed, shape)
+        return PointSelection.from_json(self.listed, shape)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueRead:
+    """A read of a hyperslab (``select``, all when None), optionally of some compound
+    ``fields``, filtered by ``query``, answered as packed bytes (``binary``) or JSON.
+
+    ``null_reads_empty``: a dataset with a null dataspace answers an empty value (GET) instead
+    of an error (POST)."""
+
+    select: str | None = None
+    fields: str | None = None
+    query: Query | None = None
+    binary: bool = False
+    null_reads_empty: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PointRead:
+    points: Points
+    binary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ValuesRead:
+    """What a read found: ``values`` of type ``type_json`` (the requested fields only), or a
+    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions.
+    ``values`` and ``blocks`` both None: a null dataspace, which has no values."""
+
+    type_json: Doc
+    values: np.ndarray | None = None
+    index: np.ndarray | None = None
+    size: int = 0
+    blocks: AsyncIterator[bytes] | None = None
+
+
+class PackedBody(Protocol):
+    """A packed (binary) request body, read only when and as the use case needs it."""
+
+    def stream(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, in pieces of any size (for writes of any size)."""
+        ...
+
+    async def read(self) -> bytes:
+        """The whole body (bounded by the request-size limit)."""
+        ...
+
+
+_NO_SELECT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class JsonValues:
+    """A JSON write body: values as JSON (``value``) or packed bytes (``packed``, from
+    ``value_base64``), for ``points`` or a ``select`` given in the body."""
+
+    value: Any = None
+    packed: bytes | None = None
+    points: Any = None
+    select: Any = _NO_SELECT
+
+    @classmethod
+    def from_body(cls, body: Any) -> JsonValues:
+        if not isinstance(body, dict):
+            raise InvalidInput("body must be a JSON object with value (or value_base64)")
+        packed = None
+        if "value_base64" in body:
+            try:
+                packed = base64.b64decode(body["value_base64"], validate=True)
+            except (binascii.Error, TypeError):
+                raise InvalidInput("value_base64 is not valid base64") from None
+        elif "value" not in body:
+            raise InvalidInput("body needs value or value_base64")
+        return cls(body.get("value"), packed, body.get("points"), body.get("select", _NO_SELECT))
+
+    @property
+    def has_select(self) -> bool:
+        return self.select is not _NO_SELECT
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    count: int
+    axis: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ValueWrite:
+    """A write of a hyperslab (``select``; all when None) or, with ``append``, of the region
+    an append adds; optionally of some compound ``fields`` only."""
+
+    body: PackedBody | JsonValues
+    select: str | None = None
+    fields: str | None = None
+    append: Append | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryUpdate:
+    """Set ``values`` (field name -> value) in every element matching ``query``."""
+
+    query: Query
+    values: dict[str, Any]
+    fields: str | None = None  # a ``fields`` parameter, checked though a query update ignores it
+
+    @classmethod
+    def from_body(cls, query: Query, body: Any, fields: str | None = None) -> QueryUpdate:
+        if not isinstance(body, dict) or not isinstance(body.get("value"), dict):
+            raise InvalidInput(QUERY_UPDATE_SHAPE)
+        return cls(query, body["value"], fields)
+
+
+QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {\"value\": {field: value}}"

@@ -1,0 +1,80 @@
+"""The seam every read of a domain goes through: an opened `Domain` and the `DomainView` it is
+read through.
+
+Today there is one view, the head (`HeadView`): the documents and chunks as they are now,
+writable. A version of a domain will be another view class: documents resolved from a
+snapshot, chunks from a content-addressed store, ``writable`` False. Handlers, use cases and
+the chunk engine ask the view and never the store, so a versioned read needs that class and
+the code that picks it when a domain is opened, nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from h5lake.chunks.locate import ChunkLocator, NativeChunks
+from h5lake.errors import InvalidInput
+from h5lake.model.ids import object_key
+from h5lake.service.documents import Doc, Documents, Versioned
+from h5lake.storage import Store
+
+
+class DomainView(Protocol):
+    """Where one domain's object documents and native chunks are read from."""
+
+    @property
+    def writable(self) -> bool:
+        """False for a view whose contents cannot change (a version)."""
+        ...
+
+    async def object(self, obj_id: str) -> Versioned | None:
+        """An object's document as this view sees it, or None when it has none."""
+        ...
+
+    def chunks(self, dataset_id: str) -> ChunkLocator:
+        """Where the native chunks of a dataset are, as this view sees them."""
+        ...
+
+
+class HeadView:
+    """The domain as it is now: documents and chunks straight from the store."""
+
+    writable = True
+
+    def __init__(self, docs: Documents, store: Store) -> None:
+        self.docs = docs
+        self.store = store
+
+    async def object(self, obj_id: str) -> Versioned | None:
+        return await self.docs.get(object_key(obj_id))
+
+    def chunks(self, dataset_id: str) -> ChunkLocator:
+        return NativeChunks(self.store, dataset_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A domain (or folder) opened for one request, and the view its contents are read through."""
+
+    path: str
+    doc: Doc
+    etag: str
+    view: DomainView
+
+    @property
+    def root(self) -> str | None:
+        return self.doc.get("root")
+
+    @property
+    def owner(self) -> str:
+        return str(self.doc.get("owner", ""))
+
+    @property
+    def is_folder(self) -> bool:
+        return "root" not in self.doc
+
+    def require_root(self) -> str:
+        if self.root is None:
+            raise InvalidInput(f"{self.path} is a folder, not a domain")
+        return self.root
