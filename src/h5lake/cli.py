@@ -195,6 +195,7 @@ def main() -> None:
 @click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
+@click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
 @click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
 @click.option("--log-level", help="critical, error, warning, info or debug.")
 @click.option("--oidc-issuer", help="Accept OpenID Connect bearer tokens of this issuer [H5LAKE_OIDC_ISSUER].")

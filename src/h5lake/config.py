@@ -48,6 +48,9 @@ class Settings(BaseSettings):
         (), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]"
     )
     max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
+    max_json_bytes: int = Field(
+        100 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024, description="largest JSON request or value reply (text)"
+    )
     max_chunk_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
     )

@@ -91,3 +91,76 @@ def test_path_walks_are_bounded_and_fair(domain: Domain) -> None:
     assert deep.status_code == 400
     assert f"more than {MAX_PATH_STEPS} links" in deep.json()["error"]["message"]
     assert waits and max(waits) < 1.0
+
+
+# --- work bounded by the request, not by numbers inside it ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_json(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Domain]:
+    srv = start_server(tmp_path_factory.mktemp("json"), extra=["--max-json-bytes", str(2 * 1024 * 1024),
+                                                               "--max-request-bytes", str(64 * 1024 * 1024)])
+    yield Domain(srv, "/home/admin/json.h5")
+    assert srv.process.poll() is None
+    srv.stop()
+    assert "Traceback" not in srv.log.read_text()
+
+
+def _value(domain: Domain, dsid: str, method: str = "GET", **kw: object) -> requests.Response:
+    return requests.request(method, f"{domain.ep}/datasets/{dsid}/value", params={"domain": domain.name, **kw.pop("params", {})},  # type: ignore[arg-type]
+                            auth=A, timeout=60, **kw)  # type: ignore[arg-type]
+
+
+def test_json_replies_and_requests_are_capped(small_json: Domain) -> None:
+    dsid = small_json.post("/datasets", {"type": "H5T_STD_U8LE", "shape": [10_000_000]}).json()["id"]
+    big = _value(small_json, dsid, params={"select": "[0:1000000]"})
+    assert big.status_code == 413
+    assert "application/octet-stream" in big.json()["error"]["message"]
+    assert _value(small_json, dsid, params={"select": "[0:1000]"}).status_code == 200
+    binary = _value(small_json, dsid, params={"select": "[0:1000000]"}, headers={"Accept": "application/octet-stream"})
+    assert binary.status_code == 200 and len(binary.content) == 1_000_000
+    body = b'{"value": [' + b"1," * 1_499_999 + b"1]}"
+    sent = _value(small_json, dsid, "PUT", params={"select": "[0:1500000]"}, data=body,
+                  headers={"Content-Type": "application/json"})
+    assert sent.status_code == 413 and "for JSON" in sent.json()["error"]["message"]
+    strings = small_json.post("/datasets", {"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE"},
+                                            "shape": [400]}).json()["id"]
+    assert _value(small_json, strings, "PUT", json={"value": ["x" * 4000] * 400}).status_code == 200
+    refused = _value(small_json, strings)  # 1.6 MB of text, escaped and quoted: over 2 MiB as estimated
+    assert refused.status_code == 413
+
+
+def test_broadcast_writes_are_bounded(small_json: Domain) -> None:
+    dsid = small_json.post("/datasets", {"type": "H5T_STD_U8LE", "shape": [2**20, 2**20],
+                                         "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1024, 1024]}}}).json()["id"]
+    for select in ("[0:2048,0:1048576]", "[0:1048576,0:1048576]"):
+        reply = _value(small_json, dsid, "PUT", params={"select": select}, json={"value": 7})
+        assert reply.status_code == 413 and "request limit" in reply.json()["error"]["message"]
+    assert _value(small_json, dsid, "PUT", params={"select": "[0:4,0:4]"}, json={"value": 7}).status_code == 200
+    assert _value(small_json, dsid, params={"select": "[0:2,0:2]"}).json()["value"] == [[7, 7], [7, 7]]
+
+
+def test_query_updates_are_bounded(small_json: Domain) -> None:
+    table = small_json.post("/datasets", {"type": {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I32LE"}]},
+                                          "shape": [4_000_000_000], "creationProperties": {
+                                              "layout": {"class": "H5D_CHUNKED", "dims": [1_000_000]}}}).json()["id"]
+    every = _value(small_json, table, "PUT", params={"query": "a == 0"}, json={"value": {"a": 1}})
+    assert every.status_code == 413 and "Limit" in every.json()["error"]["message"]
+    some = _value(small_json, table, "PUT", params={"query": "a == 0", "Limit": "5"}, json={"value": {"a": 1}})
+    assert some.status_code == 200 and some.json()["index"] == [0, 1, 2, 3, 4]
+
+
+def test_a_huge_streamed_read_plans_lazily_and_others_are_answered(small_json: Domain) -> None:
+    """10**9 rows of 64 MiB: the reply starts at once, memory stays bounded, and another client
+    is answered while it streams."""
+    dsid = small_json.post("/datasets", {"type": "H5T_STD_U8LE", "shape": [10**9, 2**26], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [1024, 1024]}}}).json()["id"]
+    with requests.get(f"{small_json.ep}/datasets/{dsid}/value", params={"domain": small_json.name},
+                      headers={"Accept": "application/octet-stream"}, auth=A, timeout=60, stream=True) as reply:
+        assert reply.status_code == 200
+        assert int(reply.headers["content-length"]) == 10**9 * 2**26
+        first = next(reply.iter_content(1 << 20))
+        assert set(first) == {0}
+        started = time.monotonic()
+        assert requests.get(small_json.ep + "/about", timeout=10).status_code == 200
+        assert time.monotonic() - started < 1.0

@@ -53,7 +53,9 @@ def build_service(settings: Settings, store: Store) -> Service:
     sources = open_sources(settings)
     return Service(
         store=store,
-        limits=Limits(settings.min_chunk_bytes, settings.max_chunk_bytes, settings.max_request_bytes),
+        limits=Limits(
+            settings.min_chunk_bytes, settings.max_chunk_bytes, settings.max_request_bytes, settings.max_json_bytes
+        ),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,
         chunk_concurrency=settings.chunk_concurrency,

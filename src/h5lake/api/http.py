@@ -93,17 +93,17 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     return number
 
 
-async def body_bytes(request: Request) -> bytes:
-    limit = service(request).limits.max_request_size
+async def body_bytes(request: Request, limit: int | None = None, hint: str = "") -> bytes:
+    limit = service(request).limits.max_request_size if limit is None else limit
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise TooLarge(f"request body of {length} bytes exceeds the limit of {limit}")
+        raise TooLarge(f"request body of {length} bytes exceeds the limit of {limit}{hint}")
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.stream():
         total += len(chunk)
         if total > limit:
-            raise TooLarge(f"request body exceeds the limit of {limit} bytes")
+            raise TooLarge(f"request body exceeds the limit of {limit} bytes{hint}")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -121,7 +121,12 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
     other than octet-stream is parsed as JSON."""
     if is_binary(request):
         raise UnsupportedMediaType("expected a JSON body, got application/octet-stream")
-    data = await body_bytes(request)
+    limits = service(request).limits
+    data = await body_bytes(
+        request,
+        min(limits.max_json_size, limits.max_request_size),
+        " for JSON; send values as application/octet-stream (binary bodies may be larger)",
+    )
     if not data.strip():
         if allow_empty:
             return None

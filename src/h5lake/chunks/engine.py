@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -240,13 +241,64 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     return out
 
 
-def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int) -> list[Selection]:
-    """Split a regular selection along its first dimension into pieces of about ``max_bytes``
-    output, so a huge read or write streams in order with bounded memory.
+class Blocks(Sequence[Selection]):
+    """The pieces of a split selection, made on demand.
 
-    Pieces are cut at chunk boundaries whenever one row of chunks fits in four times
-    ``max_bytes``, so that a streamed write replaces whole chunks instead of rewriting each chunk
-    once per piece.
+    Dimensions before ``dim`` are taken one index at a time and ``dim`` in runs of ``per_block``
+    selected indexes; later dimensions are whole. A selection of 10**9 rows has 10**9 pieces,
+    so planning costs nothing until a piece is asked for (and memory stays bounded).
+    """
+
+    def __init__(self, selection: Selection, dim: int, per_block: int) -> None:
+        self.selection = selection
+        self.dim = dim
+        self.per_block = per_block
+        parts = selection.parts
+        self._outer = [p.count for p in parts[:dim]]
+        self._runs = -(-parts[dim].count // per_block)
+        self._len = math.prod(self._outer) * self._runs
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> Selection: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Selection]: ...
+
+    def __getitem__(self, i: int | slice) -> Selection | Sequence[Selection]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        outer, run = divmod(i, self._runs)
+        parts = list(self.selection.parts)
+        for d in range(self.dim - 1, -1, -1):
+            outer, j = divmod(outer, self._outer[d])
+            p = parts[d]
+            assert isinstance(p, Slice)
+            index = p.start + j * p.step
+            parts[d] = Slice(index, index + 1)
+        p = parts[self.dim]
+        assert isinstance(p, Slice)
+        count = min(self.per_block, p.count - run * self.per_block)
+        start = p.start + run * self.per_block * p.step
+        parts[self.dim] = Slice(start, start + (count - 1) * p.step + 1, p.step)
+        return Selection(tuple(parts))
+
+
+def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int) -> Sequence[Selection]:
+    """Split a regular selection into pieces of about ``max_bytes`` output, in C order, so a huge
+    read or write streams in order with bounded memory (``row_bytes`` is one first-dimension
+    row's bytes in the output).
+
+    Pieces are cut along the first dimension, at chunk boundaries whenever one row of chunks
+    fits in four times ``max_bytes``, so that a streamed write replaces whole chunks instead of
+    rewriting each chunk once per piece. When a single row is larger than ``max_bytes`` the cut
+    moves inward, one index at a time on the outer dimensions.
     """
     if selection.rank == 0 or not isinstance(selection.parts[0], Slice):
         return [selection]
@@ -254,18 +306,26 @@ def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int
     if first.count * row_bytes <= max_bytes:
         return [selection]
     row_bytes = max(1, row_bytes)
+    if row_bytes > max_bytes:
+        return _inner_blocks(selection, row_bytes, max_bytes)
     rows_per_chunk_row = max(1, -(-chunk_rows // first.step))  # selected rows per row of chunks
     if rows_per_chunk_row * row_bytes <= 4 * max_bytes and first.start % chunk_rows == 0:
         rows_per_block = rows_per_chunk_row * max(1, max_bytes // (rows_per_chunk_row * row_bytes))
     else:
         rows_per_block = max(1, max_bytes // row_bytes)
-    out = []
-    for i in range(0, first.count, rows_per_block):
-        start = first.start + i * first.step
-        count = min(rows_per_block, first.count - i)
-        stop = start + (count - 1) * first.step + 1
-        out.append(Selection((Slice(start, stop, first.step),) + selection.parts[1:]))
-    return out
+    return Blocks(selection, 0, rows_per_block)
+
+
+def _inner_blocks(selection: Selection, row_bytes: int, max_bytes: int) -> Sequence[Selection]:
+    """Pieces of a selection whose single rows exceed ``max_bytes``: the first dimension whose
+    one index fits decides the cut (regular parts only; otherwise the largest regular prefix)."""
+    parts = selection.parts
+    inner = row_bytes  # bytes of one index of dimension ``dim``
+    dim = 0
+    while inner > max_bytes and dim + 1 < len(parts) and isinstance(parts[dim + 1], Slice):
+        dim += 1
+        inner //= max(1, parts[dim].count)
+    return Blocks(selection, dim, max(1, max_bytes // max(1, inner)))
 
 
 async def stream_selection(

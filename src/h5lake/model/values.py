@@ -528,3 +528,67 @@ def array_to_bytes(arr: np.ndarray[Any, Any], t: TypeJson) -> bytes:
         return arr.astype(wire).tobytes()
     except (ValueError, TypeError, OverflowError) as e:
         raise InvalidInput(f"cannot store {arr.dtype} values as {elem['class']}: {e}") from None
+
+
+# --- the size of a JSON reply, before it is made ------------------------------------------------
+
+_JSON_INT_CHARS = {1: 5, 2: 7, 4: 12, 8: 22}  # digits, sign and ", " of the widest value
+_JSON_MIN_OBJECT = 4
+
+
+def json_size_estimate(arr: np.ndarray, budget: int) -> int:
+    """About how many bytes of JSON text ``arr``'s values become (an upper bound for fixed-size
+    types). Stops counting once past ``budget``: a reply that big is refused anyway, and
+    counting variable-length elements one by one must not cost more than the refusal saves."""
+    per_item = json_item_chars(arr.dtype)
+    if per_item is not None:
+        return arr.size * per_item
+    if arr.size * _JSON_MIN_OBJECT > budget:
+        return arr.size * _JSON_MIN_OBJECT
+    total = 0
+    for item in arr.reshape(-1):
+        total += _json_object_chars(item)
+        if total > budget:
+            break
+    return total
+
+
+def json_item_chars(dt: np.dtype[Any]) -> int | None:
+    """Characters per element of a fixed-size type, or None when it holds Python objects."""
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        inner = json_item_chars(base)
+        return None if inner is None else inner * int(np.prod(shape)) + 2
+    if dt.names is not None:
+        total = 2
+        for name in dt.names:
+            inner = json_item_chars(dt.fields[name][0])  # type: ignore[index]
+            if inner is None:
+                return None
+            total += inner
+        return total
+    if dt.kind == "O":
+        return None
+    if dt.kind in "iu":
+        return _JSON_INT_CHARS.get(dt.itemsize, 42)
+    if dt.kind == "b":
+        return 7
+    if dt.kind in "fc":
+        return 26 * (2 if dt.kind == "c" else 1)
+    return 4 * dt.itemsize + 4  # strings (escapes) and opaque bytes (base64 or lists)
+
+
+def _json_object_chars(item: Any) -> int:
+    if isinstance(item, bytes | str):
+        return 2 * len(item) + 4
+    if isinstance(item, np.ndarray):
+        inner = json_item_chars(item.dtype)
+        if inner is not None:
+            return item.size * inner + 2
+        return sum(_json_object_chars(x) for x in item.reshape(-1)) + 2
+    if isinstance(item, np.void):
+        names = item.dtype.names or ()
+        return sum(_json_object_chars(item[name]) for name in names) + 2
+    if isinstance(item, tuple):
+        return sum(_json_object_chars(x) for x in item) + 2
+    return 26

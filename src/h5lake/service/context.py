@@ -33,12 +33,14 @@ class Limits:
     min_chunk_size: int
     max_chunk_size: int
     max_request_size: int
+    max_json_size: int = 100 * 1024 * 1024  # JSON text, in and out: the encoder's own limits are far above
 
     def to_json(self) -> dict[str, int]:
         return {
             "min_chunk_size": self.min_chunk_size,
             "max_chunk_size": self.max_chunk_size,
             "max_request_size": self.max_request_size,
+            "max_json_size": self.max_json_size,
         }
 
 

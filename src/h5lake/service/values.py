@@ -7,6 +7,7 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -17,10 +18,16 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.projection import ChunkProjection, project, project_points
-from h5lake.model.query import parse_query
+from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PointSelection, Selection, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
-from h5lake.model.values import array_to_bytes, bytes_to_array, json_to_array
+from h5lake.model.values import (
+    array_to_bytes,
+    bytes_to_array,
+    json_item_chars,
+    json_size_estimate,
+    json_to_array,
+)
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
@@ -39,6 +46,8 @@ from h5lake.service.value_requests import (
 )
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
+MAX_QUERY_UPDATE_CHUNKS = 100_000  # chunks one query update may rewrite (each is in its intent)
+INDEX_JSON_CHARS = 12  # an element index in a JSON reply
 JSON_LIMIT = 256 * 1024 * 1024  # largest selection answered as JSON (packed bytes stream)
 
 
@@ -75,6 +84,21 @@ def check_size(svc: Service, nbytes: int, binary: bool) -> None:
         raise TooLarge(f"selection of {nbytes} bytes is too large for one {kind} reply; read it in parts")
 
 
+def check_json_reply(svc: Service, arr: np.ndarray, binary: bool) -> None:
+    """A JSON reply is refused before it is made when its text would pass ``max_json_size``:
+    JSON text is several times the values' bytes, and encoding hundreds of megabytes of it is
+    where a server runs out of memory."""
+    if binary:
+        return
+    limit = svc.limits.max_json_size
+    estimate = json_size_estimate(arr, limit)
+    if estimate > limit:
+        raise TooLarge(
+            f"about {estimate} bytes of JSON for {arr.size} elements is over the limit of {limit}; "
+            "read them as application/octet-stream (Accept header) or in smaller selections"
+        )
+
+
 # --- reads ------------------------------------------------------------------------------------
 
 
@@ -89,14 +113,24 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
         matches, index = await _query(svc, layout, sel, request.query)
-        return ValuesRead(field_type(ds.type_json, fields), matches[fields] if fields else matches, index)
+        found = matches[fields] if fields else matches
+        check_json_reply(svc, found, request.binary)
+        return ValuesRead(field_type(ds.type_json, fields), found, index)
     if request.binary and not fields and not is_variable(ds.type_json):
         encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
         return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
+    per_item = json_item_chars(layout.dtype)
+    if not request.binary and per_item is not None and sel.count * per_item > svc.limits.max_json_size:
+        raise TooLarge(  # a fixed-size type: refused before anything is read
+            f"about {sel.count * per_item} bytes of JSON for {sel.count} elements is over the limit of "
+            f"{svc.limits.max_json_size}; read them as application/octet-stream (Accept header) or in smaller selections"
+        )
     arr = await engine.read_selection(layout, sel, svc.workers)
-    return ValuesRead(field_type(ds.type_json, fields), arr[fields] if fields else arr)
+    found = arr[fields] if fields else arr
+    check_json_reply(svc, found, request.binary)
+    return ValuesRead(field_type(ds.type_json, fields), found)
 
 
 async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: PointRead) -> ValuesRead:
@@ -104,7 +138,9 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
     layout = ds.require_layout()
     points = request.points.parse(layout.shape)
-    return ValuesRead(ds.type_json, await engine.read_points(layout, points, svc.workers))
+    found = await engine.read_points(layout, points, svc.workers)
+    check_json_reply(svc, found, request.binary)
+    return ValuesRead(ds.type_json, found)
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +159,11 @@ async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) 
         found_index.append(idx + offset)
         offset += arr.size
         total += idx.size
+        if total * layout.dtype.itemsize > svc.limits.max_request_size:
+            raise TooLarge(
+                f"the query matches more than {total} elements, over the reply limit of "
+                f"{svc.limits.max_request_size} bytes; give a Limit or query a selection at a time"
+            )
         if q.limit is not None and total >= q.limit:
             break
     return np.concatenate(found_values) if found_values else np.empty(0, layout.dtype), np.concatenate(found_index)
@@ -169,6 +210,11 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     if body.has_select and request.select is None and request.append is None:
         selection = _selection(layout, body.select)
         shape = selection.shape if selection is not None else layout.shape
+    nbytes = math.prod(shape) * layout.dtype.itemsize
+    if nbytes > svc.limits.max_request_size:  # one JSON value broadcast into a huge selection
+        raise TooLarge(
+            f"a write of {nbytes} bytes is over the request limit of {svc.limits.max_request_size}; write it in parts"
+        )
     await _write(svc, ds, layout, selection, _json_values(ds, body, shape, fields), fields)
 
 
@@ -344,17 +390,24 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
         if name not in names:
             raise InvalidInput(f"no field {name!r} in the compound type")
     probe = np.zeros(1, dtype=layout.dtype)
-    try:
-        for name, v in request.values.items():
-            probe[name] = v
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"a value does not fit its field: {exc}") from None
+    converted = update_fields(probe, request.values)  # InvalidInput for a value its field cannot hold
     if is_chunk_table(ds.doc):
         await _register_linked_files(svc, ds, _table_probe(probe, request.values))
     predicate = parse_query(request.query.expression)
     limit = request.query.limit
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
-    grid: list[tuple[int, ...]] = [(i,) for i in range(-(-rows // per_chunk))]
+    chunks = -(-rows // per_chunk)
+    most = rows if limit is None else min(rows, limit)
+    if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
+        raise TooLarge(
+            f"a query update may change up to {most} elements, more than one reply can list "
+            f"(max {svc.limits.max_json_size // INDEX_JSON_CHARS}); give a smaller Limit or update a selection at a time"
+        )
+    if chunks > MAX_QUERY_UPDATE_CHUNKS and limit is None:
+        raise TooLarge(
+            f"a query update over {chunks} chunks is over the limit of {MAX_QUERY_UPDATE_CHUNKS}; "
+            "give a Limit or update a selection at a time"
+        )
     found: dict[int, np.ndarray] = {}
     written: list[tuple[int, ...]] = []
 
@@ -370,26 +423,35 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
             found[index[0]] = idx + start
             if not idx.size:
                 return False
-            for name, v in request.values.items():
-                part[name][idx] = v
+            for name in request.values:
+                part[name][idx] = converted[name][0]
             return True
 
         await engine.update_chunk(layout, index, modify, False, svc.workers)
         if found[index[0]].size:
             written.append(index)
 
-    async def work() -> None:
-        if limit is None:
-            await svc.workers.each(grid, one)
-            return
-        total = 0
-        for index in grid:
-            await one(index, limit - total)
-            total += found[index[0]].size
-            if total >= limit:
-                return
+    total = 0
+    # windows of chunks, each between its own intent and note, so neither lists more than
+    # MAX_QUERY_UPDATE_CHUNKS chunks; with a Limit the windows stop once enough matched
+    for first in range(0, chunks, MAX_QUERY_UPDATE_CHUNKS):
+        grid: list[tuple[int, ...]] = [(i,) for i in range(first, min(chunks, first + MAX_QUERY_UPDATE_CHUNKS))]
+        written.clear()
 
-    await _recorded(svc, layout, grid, work, lambda: written)
+        async def work(grid: list[tuple[int, ...]] = grid) -> None:
+            nonlocal total
+            if limit is None:
+                await svc.workers.each(grid, one)
+                return
+            for index in grid:
+                await one(index, limit - total)
+                total += found[index[0]].size
+                if total >= limit:
+                    return
+
+        await _recorded(svc, layout, grid, work, lambda: list(written))
+        if limit is not None and total >= limit:
+            break
     parts = [found[i] for i in sorted(found)]
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
