@@ -50,3 +50,20 @@ def test_a_new_subclass_answers_as_its_parent() -> None:
 def test_the_tree_below_the_edge_knows_no_status() -> None:
     for _, cls in inspect.getmembers(errors, inspect.isclass):
         assert not hasattr(cls, "status"), cls.__name__
+
+
+def test_storage_failures_do_not_reveal_where_the_store_is() -> None:
+    """The store's own message (a local path, a bucket, an endpoint) is logged, never sent."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from h5lake.api.errors import HANDLERS
+
+    async def failing(request: object) -> None:
+        raise errors.StorageUnavailable("local store /srv/secret/h5lake-data: [Errno 28] No space left on device")
+
+    app = Starlette(routes=[Route("/", failing)], exception_handlers=HANDLERS)  # type: ignore[arg-type]
+    reply = TestClient(app).get("/")
+    assert reply.status_code == 503 and reply.headers["retry-after"] == "1"
+    assert "/srv/secret" not in reply.text and "unavailable" in reply.json()["error"]["message"]

@@ -58,9 +58,14 @@ def error_response(status: int, message: str) -> Response:
 async def h5lake_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, H5LakeError)
     status = status_of(exc)
-    if status >= 500:
+    message = exc.message
+    if isinstance(exc, StorageUnavailable):
+        # the store's own words name local paths, buckets and endpoints: they go to the log only
         log.error("%s %s: %s", request.method, request.url.path, exc.message)
-    response = error_response(status, exc.message)
+        message = "the store is unavailable; try again shortly"
+    elif status >= 500:
+        log.error("%s %s: %s", request.method, request.url.path, exc.message)
+    response = error_response(status, message)
     if isinstance(exc, StorageUnavailable):
         response.headers["Retry-After"] = "1"
     return response
