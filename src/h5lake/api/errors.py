@@ -13,6 +13,8 @@ from h5lake.errors import H5LakeError
 
 log = logging.getLogger(__name__)
 
+CHALLENGE = 'Basic realm="h5lake"'
+
 
 def error_response(status: int, message: str) -> Response:
     return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
@@ -23,6 +25,8 @@ async def h5lake_error(request: Request, exc: Exception) -> Response:
     if exc.status >= 500:
         log.error("%s %s: %s", request.method, request.url.path, exc.message)
     headers = {"Retry-After": "1"} if exc.status == 503 else None
+    if exc.status == 401:  # RFC 9110: a 401 names its scheme; browsers then ask for a login
+        headers = {"WWW-Authenticate": CHALLENGE}
     response = error_response(exc.status, exc.message)
     if headers:
         response.headers.update(headers)
