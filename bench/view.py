@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import add_target_args, describe, row, target  # noqa: E402
+from common import add_target_args, describe, row, target
 
 
 def server_ms(headers: dict[str, str]) -> float:

@@ -13,7 +13,6 @@ import h5py
 import numpy as np
 import pytest
 import requests
-
 from tests.conftest import auth
 from tests.support.server import USERS
 

@@ -9,7 +9,6 @@ import h5py
 import numpy as np
 import pytest
 import requests
-
 from tests.conftest import auth
 from tests.view.conftest import ViewDomain
 

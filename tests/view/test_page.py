@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
-
 from tests.support.server import USERS
 from tests.view.conftest import ViewDomain
 
