@@ -10,8 +10,9 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
-from h5lake.api import connections, domain_routes, object_routes, value_routes
+from h5lake.api import connections, domain_routes, h5grove_routes, object_routes, value_routes, view_routes
 from h5lake.api.errors import HANDLERS
 from h5lake.api.http import Authenticate
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
@@ -103,7 +104,8 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await svc.drain()
             await backend.close()
 
-    routes = domain_routes.ROUTES + value_routes.ROUTES + object_routes.ROUTES
+    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES]
+    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
     return Starlette(
         routes=routes,
         exception_handlers=HANDLERS,  # type: ignore[arg-type]

@@ -51,6 +51,9 @@ def status_of(exc: H5LakeError) -> int:
     return 500
 
 
+CHALLENGE = 'Basic realm="h5lake"'
+
+
 def error_response(status: int, message: str) -> Response:
     return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
 
@@ -68,6 +71,8 @@ async def h5lake_error(request: Request, exc: Exception) -> Response:
     response = error_response(status, message)
     if isinstance(exc, StorageUnavailable):
         response.headers["Retry-After"] = "1"
+    if status == 401:  # RFC 9110: a 401 names its scheme; browsers then ask for a login
+        response.headers["WWW-Authenticate"] = CHALLENGE
     return response
 
 

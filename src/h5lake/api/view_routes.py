@@ -1,0 +1,188 @@
+"""``/view/``: the web view (a static page) and the small JSON/binary API it calls.
+
+Everything lives under ``/view/`` so that a browser which logged in for the page sends the same
+credentials with every call the page makes. The page's data endpoints are read-only and answer
+with the same ACLs as the REST API.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from importlib import resources
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from h5lake.api.arrays import csv_text, npy_bytes
+from h5lake.api.errors import CHALLENGE
+from h5lake.api.http import caller, int_param, ok, service
+from h5lake.errors import InvalidInput, Unauthorized
+from h5lake.model.types import client_type
+from h5lake.model.values import array_to_json
+from h5lake.service import browse, preview
+from h5lake.service.browse import Entity
+
+JSON_VALUES_LIMIT = 16 * 1024 * 1024
+"""Bytes of values one JSON (table) answer may read; the page pages through larger data."""
+CSV_LIMIT = 64 * 1024 * 1024
+
+
+def _param(request: Request, name: str, required: bool = True) -> str:
+    value = request.query_params.get(name)
+    if value is None and required:
+        raise InvalidInput(f"parameter {name} is required")
+    return value or ""
+
+
+async def page(request: Request) -> Response:
+    """The page itself. Without credentials on a server whose reads are not public, the
+    browser is asked to log in first, so the page's own calls carry the login."""
+    identity = request.scope["state"]["identity"]
+    if isinstance(identity, Unauthorized) or (identity.user is None and not service(request).public_read):
+        message = identity.message if isinstance(identity, Unauthorized) else "log in to view data"
+        return Response(message, status_code=401, headers={"WWW-Authenticate": CHALLENGE})
+    html = resources.files("h5lake").joinpath("web", "index.html").read_bytes()
+    return Response(html, media_type="text/html", headers={"Cache-Control": "no-cache"})
+
+
+async def redirect(request: Request) -> Response:
+    return RedirectResponse("/view/" + (f"?{request.url.query}" if request.url.query else ""))
+
+
+async def folder(request: Request) -> Response:
+    entries = await browse.folder_listing(service(request), caller(request), _param(request, "folder", False) or "/")
+    return ok(
+        {
+            "entries": [
+                {"name": e.name, "kind": e.kind, "owner": e.owner, "lastModified": e.last_modified, "size": e.size}
+                for e in entries
+            ]
+        }
+    )
+
+
+async def summary(request: Request) -> Response:
+    return ok(await browse.domain_summary(service(request), caller(request), _param(request, "domain")))
+
+
+async def describe(request: Request) -> Response:
+    tree, stats = await browse.describe(
+        service(request), caller(request), _param(request, "domain"), _param(request, "path", False)
+    )
+    out = _entity_json(tree.entity)
+    out["domain"] = tree.domain.path
+    out["children"] = [{"name": c.name, "path": c.path, "kind": c.kind} for c in tree.children]
+    doc = tree.entity.doc
+    if doc is not None and tree.entity.kind == "dataset":
+        out["dataset"] = _dataset_json(doc, stats)
+    elif doc is not None and tree.entity.kind == "datatype":
+        out["datatype"] = {"type": client_type(doc["type"])}
+    return ok(out)
+
+
+def _entity_json(entity: Entity) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": entity.path, "name": entity.name or "/", "kind": entity.kind}
+    if entity.link is not None:
+        out["link"] = {k: v for k, v in entity.link.items() if k in ("class", "h5path", "h5domain", "file")}
+    doc = entity.doc
+    if doc is not None:
+        out["id"] = doc["id"]
+        out["created"] = doc.get("created")
+        out["lastModified"] = doc.get("lastModified")
+        out["attributes"] = [
+            {"name": name, "type": client_type(a["type"]), "shape": a["shape"], "value": a.get("value")}
+            for name, a in sorted(doc.get("attributes", {}).items())
+        ]
+    return out
+
+
+def _dataset_json(doc: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
+    props = doc.get("creationProperties", {})
+    layout = doc.get("layout", {})
+    return {
+        "type": client_type(doc["type"]),
+        "shape": doc["shape"],
+        "chunks": layout.get("dims"),
+        "layout": props.get("layout", {}).get("class") or layout.get("class"),
+        "filters": props.get("filters", []),
+        "fillValue": props.get("fillValue"),
+        "stats": stats,
+        "linked": browse.linked_file(doc),
+    }
+
+
+async def paths(request: Request) -> Response:
+    found = await browse.list_paths(service(request), caller(request), _param(request, "domain"), _param(request, "path", False))
+    return ok({"paths": [{"path": p, "kind": k} for p, k in found.paths], "truncated": found.truncated})
+
+
+async def preview_values(request: Request) -> Response:
+    """A region reduced for a plot, as ``<u4 header length, JSON header, float data>``: the
+    header says how it was reduced; lines carry float64 x then y, images float32 rows.
+    ``Server-Timing`` gives the time spent here (reading and reducing), for benchmarks."""
+    started = time.perf_counter()
+    reduced = await preview.preview(
+        service(request),
+        caller(request),
+        _param(request, "domain"),
+        _param(request, "path"),
+        request.query_params.get("selection"),
+        int_param(request, "width", minimum=1) or 800,
+        int_param(request, "height", minimum=1) or 500,
+    )
+    head = orjson.dumps(reduced.header())
+    head += b" " * (-(len(head) + 4) % 8)  # data starts 8-byte aligned
+    if reduced.x is not None:
+        body = reduced.x.astype("<f8").tobytes() + reduced.data.astype("<f8").tobytes()
+    else:
+        body = reduced.data.astype("<f4").tobytes()
+    ms = (time.perf_counter() - started) * 1000
+    return Response(struct.pack("<I", len(head)) + head + body, media_type="application/octet-stream",
+                    headers={"Server-Timing": f"preview;dur={ms:.1f}"})
+
+
+async def region_values(request: Request) -> Response:
+    """Values of a region, whole: JSON for tables, ``.npy`` or ``.csv`` downloads."""
+    fmt = request.query_params.get("format", "json")
+    if fmt not in ("json", "npy", "csv"):
+        raise InvalidInput("format must be json, npy or csv")
+    limit = {"json": JSON_VALUES_LIMIT, "csv": CSV_LIMIT}.get(fmt)
+    found = await preview.read_region(
+        service(request),
+        caller(request),
+        _param(request, "domain"),
+        _param(request, "path"),
+        request.query_params.get("selection"),
+        max_bytes=limit,
+    )
+    name = (found.dataset.doc.get("id", "data") if not request.query_params.get("path") else
+            request.query_params["path"].rstrip("/").rsplit("/", 1)[-1] or "data")
+    if fmt == "npy":
+        return _download(npy_bytes(found.values), f"{name}.npy", "application/octet-stream")
+    if fmt == "csv":
+        return _download(csv_text(found.values).encode(), f"{name}.csv", "text/csv")
+    value = array_to_json(found.values, found.dataset.type_json) if found.dataset.layout is not None else None
+    return ok({"shape": list(found.region.shape), "value": value, "type": client_type(found.dataset.type_json)})
+
+
+def _download(data: bytes, filename: str, media_type: str) -> Response:
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in filename)
+    return Response(data, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+
+
+ROUTES = [
+    Route("/view", redirect, methods=["GET"]),
+    Route("/view/", page, methods=["GET"]),
+    Route("/view/api/folder", folder, methods=["GET"]),
+    Route("/view/api/summary", summary, methods=["GET"]),
+    Route("/view/api/object", describe, methods=["GET"]),
+    Route("/view/api/paths", paths, methods=["GET"]),
+    Route("/view/api/preview", preview_values, methods=["GET"]),
+    Route("/view/api/values", region_values, methods=["GET"]),
+    Mount("/view/static", app=StaticFiles(packages=[("h5lake", "web")]), name="view-static"),
+]

@@ -1,0 +1,199 @@
+"""Reading a region of a dataset for a viewer: whole, or reduced to the size of a plot.
+
+The reduction (see ``model.reduce``) keeps a plot of any dataset one small request: a region
+small enough to read whole (``READ_BUDGET``) is reduced exactly (min/max per pixel for lines, mean
+per pixel for images); a larger one is sampled with a stride. A stride over unfiltered chunks
+is read as points, which the chunk engine fetches as byte ranges of the rows it needs, so a
+sampled image of a 1 GiB dataset reads a few per cent of its bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from h5lake.chunks import engine
+from h5lake.errors import InvalidInput, TooLarge
+from h5lake.model.acl import Permission
+from h5lake.model.reduce import (
+    Region,
+    array_stats,
+    block_mean,
+    finite_range,
+    image_targets,
+    is_numeric,
+    min_max,
+    parse_index,
+    steps_for,
+    strided,
+)
+from h5lake.model.selection import PointSelection, Selection
+from h5lake.service.browse import PathNotFound, entity_at
+from h5lake.service.context import Caller, Service
+from h5lake.service.opened import OpenDataset, open_dataset
+
+READ_BUDGET = 64 * 1024 * 1024
+"""Bytes of a region read whole to reduce it exactly; a larger region is sampled."""
+MAX_IMAGE_PIXELS = 480_000
+"""Values in one reduced image (float32: under 2 MiB)."""
+MAX_LINE_WIDTH = 8192
+POINTS_MIN_STEP = 4
+"""A sampled row step from which reading points (ranges) beats reading whole chunks."""
+
+
+async def open_at(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> OpenDataset:
+    """The dataset at ``h5path``, opened for reading (404 when the path names something else)."""
+    domain, entity = await entity_at(svc, caller, domain_path, h5path)
+    if entity.kind != "dataset" or entity.doc is None:
+        raise PathNotFound(f"{entity.path} is not a dataset")
+    return await open_dataset(svc, caller, domain.path, entity.doc["id"], Permission.READ)
+
+
+async def open_by_id(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> OpenDataset:
+    return await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
+
+
+@dataclass(frozen=True, slots=True)
+class RegionValues:
+    dataset: OpenDataset
+    region: Region
+    values: np.ndarray  # shaped as region.shape (fixed dimensions dropped)
+
+
+async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
+                      *, max_bytes: int | None = None) -> RegionValues:
+    """The values at ``index`` (numpy-style), whole. Bounded by ``max_bytes`` (default: the
+    request limit) so a careless click cannot ask for a terabyte."""
+    ds = await open_at(svc, caller, domain_path, h5path)
+    if ds.layout is None:
+        return RegionValues(ds, Region(parse_index(None, ()).selection, ()), np.empty(0))
+    region = parse_index(index, ds.layout.shape)
+    limit = max_bytes if max_bytes is not None else svc.limits.max_request_size
+    nbytes = region.selection.count * ds.layout.dtype.itemsize
+    if nbytes > limit:
+        raise TooLarge(f"the selection holds {nbytes} bytes, more than the {limit} one request may read")
+    arr = await _read(svc, ds, region.selection)
+    return RegionValues(ds, region, arr.reshape(region.shape))
+
+
+async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None) -> dict[str, Any]:
+    found = await read_region(svc, caller, domain_path, h5path, index)
+    if not is_numeric(found.values.dtype):
+        raise InvalidInput("statistics need numeric data")
+    return array_stats(found.values)
+
+
+# --- reduced reads ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """A reduced region. ``mode``: "full" (every value), "mean", "minmax" or "stride".
+
+    Images: ``data`` is 2-D float32. Lines: ``x`` holds each value's dataset index."""
+
+    mode: str
+    shape: tuple[int, ...]  # the region's full shape (fixed dimensions dropped)
+    start: tuple[int, ...]
+    steps: tuple[int, ...]
+    data: np.ndarray
+    x: np.ndarray | None
+    vmin: float | None
+    vmax: float | None
+    itemsize: int
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "shape": list(self.shape),
+            "start": list(self.start),
+            "step": list(self.steps),
+            "dims": list(self.data.shape),
+            "min": self.vmin,
+            "max": self.vmax,
+            "lines": self.x is not None,
+        }
+
+
+async def preview(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
+                  width: int, height: int) -> Preview:
+    """The region at ``index`` (one or two kept dimensions) reduced for a plot of ``width`` x
+    ``height`` pixels."""
+    ds = await open_at(svc, caller, domain_path, h5path)
+    layout = ds.require_layout()
+    if not is_numeric(layout.dtype):
+        raise InvalidInput("only numeric data can be plotted; read it as a table")
+    region = parse_index(index, layout.shape)
+    if len(region.kept) == 1:
+        return await _line(svc, ds, region, width)
+    if len(region.kept) == 2:
+        return await _image(svc, ds, region, width, height)
+    raise InvalidInput("a plot needs one or two dimensions given as slices, the others as indexes")
+
+
+async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Preview:
+    width = max(16, min(width, MAX_LINE_WIDTH))
+    (part,) = region.slices()
+    n = part.count
+    itemsize = ds.require_layout().dtype.itemsize
+    if n <= 2 * width:
+        data = (await _read(svc, ds, region.selection)).reshape(-1)
+        x = part.start + np.arange(n) * part.step
+        return _made("full", region, (1,), data.astype(np.float64), x.astype(np.float64), itemsize)
+    if n * itemsize <= READ_BUDGET:
+        data = (await _read(svc, ds, region.selection)).reshape(-1)
+        step = math.ceil(n / width)
+        x, y = min_max(data, step, part.start, part.step)
+        return _made("minmax", region, (step,), y, x, itemsize)
+    (step,) = steps_for((n,), (2 * width,))
+    sampled = strided(region, (step,))
+    data = (await _read_sampled(svc, ds, sampled)).reshape(-1)
+    (sp,) = sampled.slices()
+    x = sp.start + np.arange(sp.count) * sp.step
+    return _made("stride", region, (step,), data.astype(np.float64), x.astype(np.float64), itemsize)
+
+
+async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, height: int) -> Preview:
+    targets = image_targets(width, height, MAX_IMAGE_PIXELS)
+    counts = region.shape
+    steps = steps_for(counts, targets)
+    itemsize = ds.require_layout().dtype.itemsize
+    if steps == (1, 1):
+        data = (await _read(svc, ds, region.selection)).reshape(counts)
+        return _made("full", region, steps, data.astype(np.float32), None, itemsize)
+    if math.prod(counts) * itemsize <= READ_BUDGET:
+        data = (await _read(svc, ds, region.selection)).reshape(counts)
+        return _made("mean", region, steps, block_mean(data, steps).astype(np.float32), None, itemsize)  # type: ignore[arg-type]
+    sampled = strided(region, steps)
+    data = (await _read_sampled(svc, ds, sampled)).reshape(sampled.shape)
+    return _made("stride", region, steps, data.astype(np.float32), None, itemsize)
+
+
+def _made(mode: str, region: Region, steps: tuple[int, ...], data: np.ndarray, x: np.ndarray | None,
+          itemsize: int) -> Preview:
+    lo, hi = finite_range(data)
+    start = tuple(p.start for p in region.slices())
+    return Preview(mode, region.shape, start, steps, data, x, lo, hi, itemsize)
+
+
+async def _read_sampled(svc: Service, ds: OpenDataset, region: Region) -> np.ndarray:
+    """A strided region. Over unfiltered stored chunks with a large row step, as points: the
+    engine then fetches only the byte ranges of the sampled rows, not whole chunks."""
+    layout = ds.require_layout()
+    rows = region.selection.parts[region.kept[0]]
+    sparse = getattr(rows, "step", 1) >= POINTS_MIN_STEP
+    if sparse and not layout.codec.pipeline.filters and not ds.doc.get("layout", {}).get("file_uri"):
+        axes = [np.arange(p.start, p.stop, p.step) for p in region.selection.parts]  # type: ignore[union-attr]
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+        points = PointSelection.from_array(grid, layout.shape)
+        return await engine.read_points(ds.require_layout(), points, svc.workers)
+    return await _read(svc, ds, region.selection)
+
+
+async def _read(svc: Service, ds: OpenDataset, selection: Selection | None) -> np.ndarray:
+    layout = ds.require_layout()
+    whole = selection if selection is not None else Selection.all(layout.shape)
+    return await engine.read_selection(layout, whole, svc.workers)

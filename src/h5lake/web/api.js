@@ -1,0 +1,49 @@
+// Calls to the view's own API (/view/api/...). Same origin: the browser sends the login it
+// gave for the page. Every failure becomes an ApiError carrying the server's message.
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export function apiUrl(route, params) {
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') query.set(k, v);
+  }
+  return `/view/api/${route}?${query}`;
+}
+
+async function request(route, params) {
+  const response = await fetch(apiUrl(route, params));
+  if (!response.ok) {
+    let message = response.statusText;
+    try {
+      const body = await response.json();
+      message = body.error?.message ?? body.message ?? message;
+    } catch { /* not JSON */ }
+    throw new ApiError(response.status, message);
+  }
+  return response;
+}
+
+export async function getJson(route, params) {
+  return (await request(route, params)).json();
+}
+
+// A reduced region: <u32 header length><JSON header><float data>. Lines carry float64 x then y
+// (header.lines), images float32 rows of header.dims.
+export async function getPreview(params) {
+  const buffer = await (await request('preview', params)).arrayBuffer();
+  const length = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+  const offset = 4 + length;
+  header.bytes = buffer.byteLength;
+  if (header.lines) {
+    const n = (buffer.byteLength - offset) / 16;
+    return { header, x: new Float64Array(buffer, offset, n), y: new Float64Array(buffer, offset + 8 * n, n) };
+  }
+  return { header, data: new Float32Array(buffer, offset) };
+}

@@ -1,0 +1,99 @@
+// An image of a 2-D region on a canvas, coloured by a viridis-like map, with a colour scale.
+// Dragging a rectangle asks for that region (onZoom), so a zoomed view is read at full resolution.
+
+import { el, num } from './format.js';
+
+// Viridis at nine evenly spaced stops (sRGB); the 256-entry table interpolates between them.
+const STOPS = [
+  [68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
+  [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37],
+];
+
+export const COLORMAP = (() => {
+  const table = new Uint8Array(256 * 3);
+  for (let i = 0; i < 256; i += 1) {
+    const pos = (i / 255) * (STOPS.length - 1);
+    const k = Math.min(Math.floor(pos), STOPS.length - 2);
+    const f = pos - k;
+    for (let c = 0; c < 3; c += 1) table[i * 3 + c] = Math.round(STOPS[k][c] * (1 - f) + STOPS[k + 1][c] * f);
+  }
+  return table;
+})();
+
+function paint(data, rows, cols, vmin, vmax) {
+  const image = new ImageData(cols, rows);
+  const span = vmax > vmin ? vmax - vmin : 1;
+  for (let i = 0; i < rows * cols; i += 1) {
+    const v = data[i];
+    const o = i * 4;
+    if (!Number.isFinite(v)) { image.data[o + 3] = 0; continue; } // NaN: transparent
+    const k = Math.max(0, Math.min(255, Math.round(((v - vmin) / span) * 255))) * 3;
+    image.data[o] = COLORMAP[k];
+    image.data[o + 1] = COLORMAP[k + 1];
+    image.data[o + 2] = COLORMAP[k + 2];
+    image.data[o + 3] = 255;
+  }
+  return image;
+}
+
+function colorbar(vmin, vmax) {
+  const bar = el('canvas', { class: 'colorbar', width: 16, height: 256 });
+  const ctx = bar.getContext('2d');
+  for (let i = 0; i < 256; i += 1) {
+    const k = (255 - i) * 3;
+    ctx.fillStyle = `rgb(${COLORMAP[k]},${COLORMAP[k + 1]},${COLORMAP[k + 2]})`;
+    ctx.fillRect(0, i, 16, 1);
+  }
+  return el('div', { class: 'scale' },
+    el('span', { id: 'cbar-max', class: 'cbar-label', text: num(vmax) }),
+    bar,
+    el('span', { id: 'cbar-min', class: 'cbar-label', text: num(vmin) }));
+}
+
+// preview: {header, data}; region: {rows: [start, stop], cols: [start, stop]} in dataset indexes.
+export function drawHeatmap(host, preview, { onZoom, onHover }) {
+  const { header, data } = preview;
+  const [rows, cols] = header.dims;
+  const vmin = header.min ?? 0;
+  const vmax = header.max ?? 0;
+  const width = host.clientWidth - 90 || 600;
+  const height = Math.max(200, Math.min(560, Math.round(width * (header.shape[0] / header.shape[1]))));
+  const canvas = el('canvas', { id: 'heatmap', width, height, 'aria-label': 'image of the selected values' });
+  const ctx = canvas.getContext('2d');
+  const source = el('canvas', { width: cols, height: rows });
+  if (rows > 0 && cols > 0) source.getContext('2d').putImageData(paint(data, rows, cols, vmin, vmax), 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(source, 0, 0, width, height);
+
+  // canvas pixel -> dataset index, through the reduced grid
+  const toIndex = (px, py) => [
+    header.start[0] + Math.floor((py / height) * header.shape[0]),
+    header.start[1] + Math.floor((px / width) * header.shape[1]),
+  ];
+  const box = el('div', { class: 'zoombox', hidden: true });
+  let anchor = null;
+  canvas.addEventListener('mousedown', (e) => { anchor = [e.offsetX, e.offsetY]; });
+  canvas.addEventListener('mousemove', (e) => {
+    const [r, c] = toIndex(e.offsetX, e.offsetY);
+    const i = Math.floor((e.offsetY / height) * rows) * cols + Math.floor((e.offsetX / width) * cols);
+    onHover?.(r, c, data[i]);
+    if (!anchor) return;
+    Object.assign(box.style, {
+      left: `${Math.min(anchor[0], e.offsetX)}px`, top: `${Math.min(anchor[1], e.offsetY)}px`,
+      width: `${Math.abs(e.offsetX - anchor[0])}px`, height: `${Math.abs(e.offsetY - anchor[1])}px`,
+    });
+    box.hidden = false;
+  });
+  canvas.addEventListener('mouseup', (e) => {
+    box.hidden = true;
+    if (!anchor) return;
+    const [x0, y0] = anchor;
+    anchor = null;
+    if (Math.abs(e.offsetX - x0) < 4 || Math.abs(e.offsetY - y0) < 4) return;
+    const [r0, c0] = toIndex(Math.min(x0, e.offsetX), Math.min(y0, e.offsetY));
+    const [r1, c1] = toIndex(Math.max(x0, e.offsetX), Math.max(y0, e.offsetY));
+    onZoom?.({ rows: [r0, r1 + 1], cols: [c0, c1 + 1] });
+  });
+  const stage = el('div', { class: 'stage' }, canvas, box);
+  host.replaceChildren(el('div', { class: 'heatmap' }, stage, colorbar(vmin, vmax)));
+}

@@ -1,0 +1,61 @@
+"""A domain with one object of every kind the view shows, loaded from an h5py file with
+``h5lake load`` (so the page and the h5grove routes are checked against h5py's own values)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import requests
+from tests.conftest import auth
+from tests.support.server import USERS
+
+
+def make_file(path: Path) -> Path:
+    with h5py.File(path, "w") as f:
+        f.attrs["title"] = "view test"
+        f.attrs["version"] = np.array([1, 2, 3], dtype="i4")
+        f.create_dataset("line", data=np.sin(np.linspace(0, 12, 1000)) * 5 + 1)
+        g = f.create_group("images")
+        image = (np.arange(40 * 60, dtype="f4").reshape(40, 60) % 97) - 20.5
+        d = g.create_dataset("image", data=image, chunks=(16, 16), compression="gzip")
+        d.attrs["units"] = "counts"
+        base = np.arange(20 * 30, dtype="i2").reshape(20, 30)
+        g.create_dataset("cube", data=np.stack([(base % (11 + 7 * k)) * (k + 1) for k in range(5)]))  # unlike slices
+        rows = np.array(
+            [(1, b"alpha", 0.5), (2, b"beta", 1.5), (3, b"gamma", -2.25), (4, b"delta", 8.0)],
+            dtype=[("id", "<i4"), ("name", "S8"), ("value", "<f8")],
+        )
+        f.create_dataset("table", data=rows)
+        f.create_dataset("names", data=["red", "green", "blue"], dtype=h5py.string_dtype())
+        f.create_dataset("scalar", data=3.25)
+        f["mytype"] = np.dtype("<i8")
+        f["alias"] = h5py.SoftLink("/line")
+    return path
+
+
+@dataclass(frozen=True)
+class ViewDomain:
+    endpoint: str
+    domain: str
+    file: Path
+
+
+@pytest.fixture(scope="session")
+def view_domain(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> ViewDomain:
+    r = requests.put(endpoint + "/", params={"domain": "/home/test_user1"}, json={"folder": True}, auth=auth("test_user1"))
+    assert r.status_code in (201, 409), r.text
+    source = make_file(tmp_path_factory.mktemp("view") / "view.h5")
+    domain = f"/home/test_user1/view-{uuid.uuid4().hex[:8]}.h5"
+    subprocess.run(
+        [sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
+         "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],
+        check=True, capture_output=True, timeout=300,
+    )
+    return ViewDomain(endpoint, domain, source)

@@ -1,0 +1,215 @@
+"""The web view in a real browser: Debian's chromium driven by Playwright, against a real server.
+
+Each test opens the page as a person would and checks what they would see. Screenshots are
+saved under the pytest temporary directory (the path is printed; ``-s`` shows it).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import requests
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from tests.support.server import USERS
+from tests.view.conftest import ViewDomain
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("the browser tests need Debian's chromium (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("screenshots")
+    print(f"\nscreenshots in {path}")
+    return path
+
+
+def open_page(browser: Browser, user: str | None = "test_user1") -> Page:
+    creds = {"username": user, "password": USERS[user]} if user else None
+    context = browser.new_context(http_credentials=creds, viewport={"width": 1400, "height": 950})  # type: ignore[arg-type]
+    return context.new_page()
+
+
+def visit(page: Page, v: ViewDomain, path: str | None = None) -> None:
+    url = f"{v.endpoint}/view/?domain={v.domain}" + (f"&path={path}" if path else "")
+    page.goto(url)
+    expect(page.locator("#tree .node").first).to_be_visible()
+
+
+def h5(v: ViewDomain, path: str) -> np.ndarray:
+    with h5py.File(v.file) as f:
+        return f[path][()]
+
+
+def canvas_pixels(page: Page) -> list[int]:
+    """The heatmap's RGBA pixels, sampled on a grid."""
+    return page.evaluate(
+        """() => { const c = document.getElementById('heatmap'); const d = c.getContext('2d')
+            .getImageData(0, 0, c.width, c.height).data; const out = [];
+            for (let i = 0; i < d.length; i += 4 * 97) out.push(d[i], d[i + 1], d[i + 2]); return out; }"""
+    )
+
+
+def test_tree_shows_every_object(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    visit(page, view_domain)
+    expected = {"/"}
+    with h5py.File(view_domain.file) as f:
+        f.id.links.visit(lambda name: expected.add("/" + name.decode()))
+    shown = set(page.locator("#tree .node").evaluate_all("nodes => nodes.map(n => n.dataset.path)"))
+    assert shown == expected
+    kinds = dict(page.locator("#tree .node").evaluate_all("ns => ns.map(n => [n.dataset.path, n.dataset.kind])"))
+    assert kinds["/images"] == "group" and kinds["/mytype"] == "datatype" and kinds["/line"] == "dataset"
+    expect(page.locator("#attributes")).to_contain_text("view test")  # the root's attributes
+    page.screenshot(path=shots / "tree.png", full_page=True)
+    page.context.close()
+
+
+def test_folder_listing_shows_owner_and_size(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    page.goto(f"{view_domain.endpoint}/view/?folder=/home/test_user1")
+    name = view_domain.domain.rsplit("/", 1)[-1]
+    row = page.locator("#folder tr", has_text=name)
+    expect(row).to_contain_text("test_user1")
+    expect(row).to_contain_text("KiB")
+    row.locator("a").click()
+    expect(page.locator("#tree .node[data-path='/images/cube']")).to_be_visible()
+    page.screenshot(path=shots / "folder.png")
+    page.context.close()
+
+
+def test_image_colour_scale_matches_the_data(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/images/image")
+    expect(page.locator("#heatmap")).to_be_visible()
+    image = h5(view_domain, "/images/image")
+    assert float(page.locator("#cbar-min").inner_text()) == pytest.approx(float(image.min()))
+    assert float(page.locator("#cbar-max").inner_text()) == pytest.approx(float(image.max()))
+    pixels = canvas_pixels(page)
+    colours = {tuple(pixels[i : i + 3]) for i in range(0, len(pixels), 3)}
+    assert len(colours) > 20, "the image is blank or flat"
+    expect(page.locator("#dataset-info")).to_contain_text("16 × 16")
+    expect(page.locator("#dataset-info")).to_contain_text("gzip")
+    expect(page.locator("#attributes")).to_contain_text("units")
+    expect(page.locator("#attributes")).to_contain_text("counts")
+    page.screenshot(path=shots / "image.png", full_page=True)
+    page.context.close()
+
+
+def test_slider_changes_the_picture(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/images/cube")
+    cube = h5(view_domain, "/images/cube")
+    expect(page.locator("#cbar-max")).to_have_text(str(int(cube[0].max())))
+    before = canvas_pixels(page)
+    slider = page.locator("input.dim-slider[data-dim='0']")
+    slider.fill("3")
+    slider.dispatch_event("change")
+    expect(page.locator("#cbar-max")).to_have_text(str(int(cube[3].max())))
+    expect(page.locator("#cbar-min")).to_have_text(str(int(cube[3].min())))
+    assert canvas_pixels(page) != before
+    page.screenshot(path=shots / "cube-slice-3.png", full_page=True)
+    page.context.close()
+
+
+def test_zoom_reads_the_region_at_full_resolution(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/images/image")
+    canvas = page.locator("#heatmap")
+    expect(canvas).to_be_visible()
+    box = canvas.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 5, box["y"] + 5)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    expect(page.locator(".plot[data-selection]")).not_to_have_attribute("data-selection", "0:40,0:60")
+    selection = page.locator(".plot").get_attribute("data-selection")
+    assert selection is not None
+    rows, cols = (tuple(int(x) for x in part.split(":")) for part in selection.split(","))
+    zoomed = h5(view_domain, "/images/image")[rows[0] : rows[1], cols[0] : cols[1]]
+    assert float(page.locator("#cbar-max").inner_text()) == pytest.approx(float(zoomed.max()))
+    # the download link carries exactly the visible selection
+    href = page.locator("#download-npy").get_attribute("href")
+    data = page.request.get(view_domain.endpoint + str(href)).body()
+    np.testing.assert_array_equal(np.load(io.BytesIO(data)), zoomed)
+    page.context.close()
+
+
+def test_line_plot(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/line")
+    plot = page.locator("#lineplot")
+    expect(plot).to_be_visible()
+    assert plot.get_attribute("data-points") == str(len(h5(view_domain, "/line")))
+    expect(page.locator(".status").first).to_contain_text("every value")
+    csv = page.request.get(view_domain.endpoint + str(page.locator("#download-csv").get_attribute("href"))).text()
+    np.testing.assert_allclose(np.array([float(x) for x in csv.split()]), h5(view_domain, "/line"))
+    page.screenshot(path=shots / "line.png", full_page=True)
+    page.context.close()
+
+
+def test_table_shows_compound_and_string_values(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/table")
+    table = page.locator("table#values")
+    expect(table).to_be_visible()
+    assert table.locator("thead th").all_inner_texts() == ["#", "id", "name", "value"]
+    rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+    expected = h5(view_domain, "/table")
+    assert rows == [[str(r["id"]), r["name"].decode(), str(float(r["value"])).removesuffix(".0")] for r in expected]
+    page.screenshot(path=shots / "table.png", full_page=True)
+    page.locator("#tree .node[data-path='/names']").click()
+    expect(page.locator("table#values tbody td")).to_have_text(["red", "green", "blue"])
+    page.context.close()
+
+
+def test_scalar_shows_its_value(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/scalar")
+    expect(page.locator("#scalar-value")).to_have_text("3.25")
+    page.context.close()
+
+
+def test_search_finds_paths(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain)
+    page.locator("#search").fill("cub")
+    hit = page.locator("#search-results .hit")
+    expect(hit).to_have_count(1)
+    hit.click()
+    expect(page.locator("h2")).to_contain_text("/images/cube")
+    assert "path=%2Fimages%2Fcube" in page.url or "path=/images/cube" in page.url
+    page.context.close()
+
+
+def test_user_without_read_sees_a_refusal(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    page = open_page(browser, "test_user2")
+    page.goto(f"{view_domain.endpoint}/view/?domain={view_domain.domain}&path=/images/image")
+    expect(page.locator("#message.refusal")).to_contain_text("no read access")
+    assert page.locator("#tree .node").count() == 0
+    assert page.locator("#heatmap").count() == 0 and page.locator("table#values").count() == 0
+    page.screenshot(path=shots / "refusal.png")
+    page.context.close()
+
+
+def test_no_credentials_get_a_login_prompt(view_domain: ViewDomain) -> None:
+    for url in ("/view/", f"/view/api/object?domain={view_domain.domain}&path=/"):
+        r = requests.get(view_domain.endpoint + url, timeout=10)
+        assert r.status_code == 401, url
+        assert r.headers["www-authenticate"] == 'Basic realm="h5lake"'
+    assert requests.get(view_domain.endpoint + "/view/static/app.js", timeout=10).status_code == 200
