@@ -59,7 +59,15 @@ class Authenticate:
 
 
 def domain_param(request: Request, *, required: bool = True) -> str:
+    """The domain a request names: ``domain=`` or ``X-Hdf-domain``, an absolute path (HSDS
+    answers 400 for a name without a ``/``; h5lake, which has no buckets in domain names,
+    for any name not starting with one). An ``hdf5:/`` prefix is dropped, as HSDS does."""
     value = request.query_params.get("domain") or request.headers.get("x-hdf-domain")
+    if value:
+        if value.startswith("hdf5:/"):
+            value = value[len("hdf5:/") :]
+        if not value.startswith("/"):
+            raise InvalidInput(f"domain {value[:80]!r} must be an absolute path starting with '/'")
     if value is None:
         value = request.query_params.get("host")
     if not value:

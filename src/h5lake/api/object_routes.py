@@ -24,7 +24,7 @@ from h5lake.api.http import (
 )
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection
-from h5lake.service import attributes, datasets, links, objects
+from h5lake.service import attributes, datasets, links, objects, paths
 from h5lake.service.documents import PutOutcome
 
 
@@ -81,6 +81,27 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
 # --- single objects ---------------------------------------------------------------------------
 
 
+def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
+    """``GET /groups/?h5path=/a/b`` (and datasets, datatypes): the object an absolute path names."""
+
+    async def handler(request: Request) -> Response:
+        h5path = request.query_params.get("h5path")
+        if h5path is None:
+            raise InvalidInput("h5path is required here")
+        out = await paths.object_at_path(
+            service(request),
+            caller(request),
+            domain_param(request),
+            h5path,
+            collection,
+            include_links=flag(request, "include_links", default=False),
+            include_attrs=flag(request, "include_attrs", default=False),
+        )
+        return ok(out)
+
+    return handler
+
+
 def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
     async def handler(request: Request) -> Response:
         svc, who, path = service(request), caller(request), domain_param(request)
@@ -88,6 +109,19 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
         if request.method == "DELETE":
             await objects.delete_object(svc, who, path, obj_id, collection)
             return ok({})
+        h5path = request.query_params.get("h5path")
+        if h5path is not None:
+            out = await paths.object_at_path(
+                svc,
+                who,
+                path,
+                h5path,
+                collection,
+                start=obj_id,
+                include_links=flag(request, "include_links", default=False),
+                include_attrs=flag(request, "include_attrs", default=False),
+            )
+            return ok(out)
         out = await objects.get_object(
             svc,
             who,
@@ -294,6 +328,9 @@ ROUTES = [
     Route("/datatypes", list_collection(Collection.DATATYPES), methods=["GET"]),
     Route("/datasets", post_datasets, methods=["POST"]),
     Route("/datasets", list_collection(Collection.DATASETS), methods=["GET"]),
+    Route("/groups/", object_by_path(Collection.GROUPS), methods=["GET"]),
+    Route("/datatypes/", object_by_path(Collection.DATATYPES), methods=["GET"]),
+    Route("/datasets/", object_by_path(Collection.DATASETS), methods=["GET"]),
     Route("/groups/{id}", object_handler(Collection.GROUPS), methods=["GET", "DELETE"]),
     Route("/datatypes/{id}", object_handler(Collection.DATATYPES), methods=["GET", "DELETE"]),
     Route("/datasets/{id}", object_handler(Collection.DATASETS), methods=["GET", "DELETE"]),

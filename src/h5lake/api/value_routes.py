@@ -26,6 +26,7 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.errors import InvalidInput
+from h5lake.model.selection import Bounds
 from h5lake.model.values import array_to_bytes, array_to_json
 from h5lake.service import values
 from h5lake.service.value_requests import (
@@ -47,7 +48,7 @@ def _query(request: Request) -> Query | None:
     return Query(text, int_param(request, "Limit", minimum=1)) if text else None
 
 
-def _value_read(request: Request, select: str | None, *, null_reads_empty: bool) -> ValueRead:
+def _value_read(request: Request, select: str | Bounds | None, *, null_reads_empty: bool) -> ValueRead:
     return ValueRead(
         select=select,
         fields=request.query_params.get("fields"),
@@ -88,11 +89,14 @@ async def post_value(request: Request) -> Response:
         body = await json_body(request)
         if not isinstance(body, dict):
             raise InvalidInput("body must be a JSON object with points or select")
-        if "select" in body and "points" not in body:
-            read = _value_read(request, body["select"], null_reads_empty=False)
+        bounds = Bounds.from_body(body)
+        if "points" not in body and ("select" in body or bounds is not None):
+            if "select" in body and bounds is not None:
+                raise InvalidInput("select cannot be combined with start/stop/step")
+            read = _value_read(request, body["select"] if bounds is None else bounds, null_reads_empty=False)
             return await _reply(request, await values.read_values(svc, who, path, dset_id, read))
         if "points" not in body:
-            raise InvalidInput("body must have points or select")
+            raise InvalidInput("body must have points, select, or start/stop/step")
         points = Points(listed=body["points"])
     found = await values.read_points(svc, who, path, dset_id, PointRead(points, wants_binary(request)))
     return await _reply(request, found)
@@ -126,7 +130,13 @@ async def put_value(request: Request) -> Response:
         body = _RequestBody(request)
     else:
         body = JsonValues.from_body(await json_body(request, allow_empty=False))
-    write = ValueWrite(body, select=request.query_params.get("select"), fields=fields, append=append)
+    write = ValueWrite(
+        body,
+        select=request.query_params.get("select"),
+        fields=fields,
+        append=append,
+        element_count=request.query_params.get("element_count"),
+    )
     await values.write_values(svc, who, path, dset_id, write)
     return ok({})
 

@@ -16,7 +16,7 @@ from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import TypeClass, client_type, type_class
+from h5lake.model.types import TypeClass, client_type, empty_array, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
 from h5lake.service.access import client_timestamp, load_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
@@ -56,7 +56,9 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
         attr["value"] = None
         return attr
     if "value" not in body and "value_base64" not in body:
-        raise InvalidInput("an attribute needs a value")
+        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
+        attr["value"] = array_to_json(empty_array(type_json, space.dims), type_json)
+        return attr
     encoded = body.get("value_base64")
     if encoded is None and (base64_values or body.get("encoding") == "base64"):
         encoded = body.get("value")
@@ -138,6 +140,18 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     names = [validate_name(n) for n in body]
     parsed = await svc.workers.map(names, lambda n: parse_attribute(svc, domain, body[n], base64_values=b64))
     return dict(zip(names, parsed))
+
+
+async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str, Doc]:
+    """The inline ``attributes`` of a POST that creates an object (absent: none), given as in
+    ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``."""
+    if body is None:
+        return {}
+    if isinstance(body, list):
+        if not all(isinstance(a, dict) and "name" in a for a in body):
+            raise InvalidInput("a list of attributes needs a name in each")
+        body = {a["name"]: a for a in body}
+    return await _parse_many(svc, domain, body, False)
 
 
 async def put_attribute(

@@ -23,8 +23,10 @@ from h5lake.service.access import (
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.creation import check_linked_chunk_size, plan_layout, validate_creation_properties
 from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.initializers import check_initializer, run_initializer
 from h5lake.service.domains import open_domain
 from h5lake.service.linked import SOURCES_KEY, ingest_linked_layout
+from h5lake.service.attributes import parse_attributes
 from h5lake.service.objects import object_json, store_new_objects
 from h5lake.service.opened import Change, check_writable
 from h5lake.service.views import Domain
@@ -35,12 +37,18 @@ async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: 
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs: list[Doc] = []
     links = []
+    initialized = []
     for item in items:
         docs.append(await _new_dataset(svc, domain, item, docs))
+        args = check_initializer(svc, docs[-1])
+        if args is not None:
+            initialized.append((docs[-1], args))
         link = parse_link_request(item)
         if link is not None:
             links.append((docs[-1], link))
     await store_new_objects(svc, caller, domain, docs, links)
+    for doc, args in initialized:
+        await run_initializer(svc, domain, doc, args)
     return [object_json(domain, d) for d in docs], many
 
 
@@ -56,6 +64,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
+    doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
     if is_linked({"layout": props.get("layout") if isinstance(props.get("layout"), dict) else {}}):
         check_linked_chunk_size(props["layout"], type_json, svc.limits.max_chunk_size)
         layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])

@@ -188,6 +188,23 @@ async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: st
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
 
 
+async def place_new_object(svc: Service, domain: Domain, request: Doc) -> Doc:
+    """Turn an ``h5path`` placement (see ``access.parse_link_request``) into a parent group
+    and link name, checked before the object is made: the parent must exist and be a group,
+    and the name must be free (409 otherwise, as HSDS answers)."""
+    if "h5path" not in request:
+        return request
+    h5path: str = request["h5path"]
+    start = None if h5path.startswith("/") else request.get("parent_id")
+    parts = [p for p in h5path.split("/") if p]
+    parent = await resolve_path(svc, domain, "/".join(parts[:-1]), start=start)
+    if parse_id(parent["id"]) is not Collection.GROUPS:
+        raise InvalidInput(f"{h5path}: the parent is not a group")
+    if parts[-1] in parent.get("links", {}):
+        raise Conflict(f"an object already exists at {h5path}")
+    return {"id": parent["id"], "name": parts[-1]}
+
+
 async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:
     """The ``link`` member of a POST that creates an object: link it into a parent group."""
     parent = request["id"]
@@ -308,9 +325,11 @@ MAX_PATH_STEPS = 1024
 the root could otherwise be made as long as the request body allows."""
 
 
-async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:
-    """Follow hard links (and soft links within the domain) from the root to an object."""
-    current = (await load_object(svc, domain, domain.require_root())).doc
+async def resolve_path(svc: Service, domain: Domain, h5path: str, start: str | None = None) -> Doc:
+    """Follow hard links (and soft links within the domain) from the root (or, for a relative
+    path, from group ``start``) to an object."""
+    first = start if start is not None and not h5path.startswith("/") else domain.require_root()
+    current = (await load_object(svc, domain, first)).doc
     hops = steps = 0
     parts = [p for p in h5path.split("/") if p]
     while parts:

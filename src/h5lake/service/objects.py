@@ -7,7 +7,7 @@ from typing import Any
 from h5lake.chunks.catalog import dataset_stats
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key, parse_id
+from h5lake.model.ids import Collection, object_key, parse_id, tombstone_key
 from h5lake.model.types import client_type, validate_type
 from h5lake.service import reclaim
 from h5lake.service.access import (
@@ -20,7 +20,8 @@ from h5lake.service.access import (
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.links import link_json, link_new_object
+from h5lake.service.attributes import parse_attributes
+from h5lake.service.links import link_json, link_new_object, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
@@ -54,7 +55,9 @@ async def store_new_objects(
     """Create documents (create-only), then any ``link`` requests that came with them.
 
     A repeated POST of an identical object is accepted (h5pyd resends after a failed flush).
+    Placements by ``h5path`` are checked before anything is created.
     """
+    link_requests = [(doc, await place_new_object(svc, domain, link)) for doc, link in link_requests]
 
     async def create(doc: Doc) -> None:
         try:
@@ -92,6 +95,7 @@ async def create_groups(svc: Service, caller: Caller, domain_path: str, body: An
             raise InvalidInput("creationProperties must be an object")
         doc["links"] = {}
         doc["creationProperties"] = props
+        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
         docs.append(doc)
         link = parse_link_request(item)
         if link is not None:
@@ -116,6 +120,7 @@ async def create_datatypes(
         doc["type"] = validate_type(item["type"])
         props = item.get("creationProperties", {})
         doc["creationProperties"] = props if isinstance(props, dict) else {}
+        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
         docs.append(doc)
         link = parse_link_request(item)
         if link is not None:
@@ -151,6 +156,7 @@ async def delete_object(
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.DELETE, collection)
     if obj_id == domain.root:
         raise Forbidden("the root group cannot be deleted")
+    await svc.store.put(tombstone_key(domain.path, obj_id), b"")
     await svc.docs.delete(object_key(obj_id))
     svc.catalog.note_object(domain.path, obj_id)
     if collection is Collection.DATASETS:

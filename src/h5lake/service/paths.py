@@ -6,6 +6,7 @@ from typing import Any
 
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection, parse_id
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import domain_json, open_domain
@@ -36,6 +37,31 @@ async def describe(
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
     return out
+
+
+async def object_at_path(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    h5path: str,
+    collection: Collection,
+    *,
+    start: str | None = None,
+    include_links: bool = False,
+    include_attrs: bool = False,
+) -> Doc:
+    """``GET /groups/?h5path=/a/b`` (absolute), or ``GET /groups/{id}?h5path=b`` (relative to
+    group ``start``); likewise for datasets and datatypes: 404 when the path leads to an object
+    of another kind."""
+    if start is None and not h5path.startswith("/"):
+        raise InvalidInput("h5path must be absolute when no parent group id is given")
+    if start is not None:
+        parse_id(start, Collection.GROUPS)
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    target = await resolve_path(svc, domain, h5path, start=start)
+    if parse_id(target["id"]) is not collection:
+        raise NotFound(f"{h5path} is not one of the domain's {collection.path}")
+    return object_json(domain, target, include_links=include_links, include_attrs=include_attrs)
 
 
 async def resolve_paths(svc: Service, caller: Caller, domain_path: str, h5paths: Any) -> Doc:

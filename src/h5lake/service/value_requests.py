@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from h5lake.errors import InvalidInput
-from h5lake.model.selection import PointSelection
+from h5lake.model.selection import Bounds, PointSelection
 from h5lake.service.documents import Doc
 
 
@@ -47,7 +47,7 @@ class ValueRead:
     ``null_reads_empty``: a dataset with a null dataspace answers an empty value (GET) instead
     of an error (POST)."""
 
-    select: str | None = None
+    select: str | Bounds | None = None
     fields: str | None = None
     query: Query | None = None
     binary: bool = False
@@ -91,12 +91,15 @@ _NO_SELECT = object()
 @dataclass(frozen=True, slots=True)
 class JsonValues:
     """A JSON write body: values as JSON (``value``) or packed bytes (``packed``, from
-    ``value_base64``), for ``points`` or a ``select`` given in the body."""
+    ``value_base64``), for ``points``, a ``select`` or ``start``/``stop``/``step`` (``bounds``)
+    given in the body; ``element_count`` values broadcast over the selection."""
 
     value: Any = None
     packed: bytes | None = None
     points: Any = None
     select: Any = _NO_SELECT
+    bounds: Bounds | None = None
+    element_count: Any = None
 
     @classmethod
     def from_body(cls, body: Any) -> JsonValues:
@@ -110,7 +113,11 @@ class JsonValues:
                 raise InvalidInput("value_base64 is not valid base64") from None
         elif "value" not in body:
             raise InvalidInput("body needs value or value_base64")
-        return cls(body.get("value"), packed, body.get("points"), body.get("select", _NO_SELECT))
+        bounds = Bounds.from_body(body)
+        select = body.get("select", _NO_SELECT)
+        if bounds is not None and (select is not _NO_SELECT or "points" in body):
+            raise InvalidInput("start/stop/step cannot be combined with select or points")
+        return cls(body.get("value"), packed, body.get("points"), select, bounds, body.get("element_count"))
 
     @property
     def has_select(self) -> bool:
@@ -132,6 +139,7 @@ class ValueWrite:
     select: str | None = None
     fields: str | None = None
     append: Append | None = None
+    element_count: Any = None  # the ``element_count`` parameter (text), if given
 
 
 @dataclass(frozen=True, slots=True)

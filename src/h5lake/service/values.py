@@ -18,7 +18,7 @@ from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.projection import ChunkProjection, project, project_points
 from h5lake.model.query import parse_query
-from h5lake.model.selection import PointSelection, Selection, parse_select
+from h5lake.model.selection import Bounds, PairedSelection, PointSelection, Selection, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
 from h5lake.model.values import array_to_bytes, bytes_to_array, json_to_array
 from h5lake.service.context import Caller, Service
@@ -61,10 +61,39 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
 
 
-def _selection(layout: DatasetLayout, text: str | None) -> Selection | None:
+def _selection(layout: DatasetLayout, text: str | Bounds | None) -> Selection | PairedSelection | None:
     if text is None or text == "":
         return None
+    if isinstance(text, Bounds):
+        return text.parse(layout.shape)
     return parse_select(text, layout.shape)
+
+
+def _hyperslab(selection: Selection | PairedSelection | None, what: str) -> Selection | None:
+    if isinstance(selection, PairedSelection):
+        raise InvalidInput(f"several coordinate lists cannot be combined with {what}")
+    return selection
+
+
+def _element_count(text: Any, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of ``element_count`` values broadcast over a selection of ``shape`` (as HSDS
+    does: one value, or the trailing dimensions whose product it is); None if it covers all."""
+    if text is None:
+        return None
+    try:
+        count = int(text) if not isinstance(text, bool) else -1
+    except (TypeError, ValueError):
+        raise InvalidInput(f"element_count must be an integer, got {text!r}") from None
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count == total:
+        return None
+    if count == 1:
+        return (1,)
+    for rank in range(1, len(shape)):
+        tail = shape[len(shape) - rank :]
+        if int(np.prod(tail, dtype=np.int64)) == count:
+            return tail
+    raise InvalidInput(f"element_count {count} cannot be broadcast over a selection of shape {list(shape)}")
 
 
 def check_size(svc: Service, nbytes: int, binary: bool) -> None:
@@ -86,6 +115,13 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
     layout = ds.require_layout()
     selection = _selection(layout, request.select)
     fields = parse_fields(request.fields, layout.dtype)
+    if isinstance(selection, PairedSelection):
+        if request.query is not None:
+            raise InvalidInput("several coordinate lists cannot be combined with a query")
+        check_size(svc, selection.count * layout.dtype.itemsize, request.binary)
+        found = await engine.read_points(layout, selection.points(), svc.workers)
+        found = found.reshape(selection.shape)
+        return ValuesRead(field_type(ds.type_json, fields), found[fields] if fields else found)
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
         matches, index = await _query(svc, layout, sel, request.query)
@@ -137,7 +173,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     check_writable(ds.domain, ds.doc, Change.VALUES)
     layout = ds.require_layout()
     fields = parse_fields(request.fields, layout.dtype)
-    selection: Selection | None
+    selection: Selection | PairedSelection | None
     if request.append is not None:
         axis = request.append.axis
         if not 0 <= axis < len(layout.shape):
@@ -148,16 +184,26 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         selection = resized.appended(axis)
     else:
         selection = _selection(layout, request.select)
-    shape = selection.shape if selection is not None else layout.shape
     body = request.body
+    if isinstance(body, JsonValues) and request.select is None and request.append is None:
+        if body.has_select:
+            selection = _selection(layout, body.select)
+        elif body.bounds is not None:
+            selection = body.bounds.parse(layout.shape)
+    shape = selection.shape if selection is not None else layout.shape
+    element_count = request.element_count
+    if isinstance(body, JsonValues) and body.element_count is not None:
+        element_count = body.element_count
+    points_body = isinstance(body, JsonValues) and body.points is not None
+    broadcast = None if points_body else _element_count(element_count, shape)
     if not isinstance(body, JsonValues):
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
-        if fixed and count * wire_size(ds) > STREAM_BLOCK_BYTES:
-            await _write_stream(svc, ds, layout, selection, body.stream())
+        if fixed and broadcast is None and count * wire_size(ds) > STREAM_BLOCK_BYTES:
+            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body.stream())
             return
-        arr = values_from_bytes(ds, await body.read(), shape, fields)
-        await _write(svc, ds, layout, selection, arr, fields)
+        arr = values_from_bytes(ds, await body.read(), broadcast or shape, fields)
+        await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
         return
     if body.points is not None:
         points = PointSelection.from_json(body.points, layout.shape)
@@ -166,10 +212,31 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
             raise InvalidInput("fields cannot be combined with point writes")
         await _write_points(svc, ds, layout, points, arr)
         return
-    if body.has_select and request.select is None and request.append is None:
-        selection = _selection(layout, body.select)
-        shape = selection.shape if selection is not None else layout.shape
-    await _write(svc, ds, layout, selection, _json_values(ds, body, shape, fields), fields)
+    arr = _json_values(ds, body, broadcast or shape, fields)
+    await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
+
+
+def _broadcast(arr: np.ndarray, broadcast: tuple[int, ...] | None, shape: tuple[int, ...]) -> np.ndarray:
+    if broadcast is None:
+        return arr
+    return np.broadcast_to(arr, shape + arr.shape[len(broadcast) :])
+
+
+async def _write_any(
+    svc: Service,
+    ds: OpenDataset,
+    layout: DatasetLayout,
+    selection: Selection | PairedSelection | None,
+    values: np.ndarray,
+    fields: list[str] | None,
+) -> None:
+    if not isinstance(selection, PairedSelection):
+        await _write(svc, ds, layout, selection, values, fields)
+        return
+    if fields:
+        raise InvalidInput("fields cannot be combined with several coordinate lists")
+    points = selection.points()
+    await _write_points(svc, ds, layout, points, np.ascontiguousarray(values).reshape((points.npoints,) + values.shape[len(selection.shape) :]))
 
 
 def _json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:

@@ -1,0 +1,269 @@
+"""Request forms of the HDF REST API documentation (HDFGroup/hdf-rest-api, one page per
+operation) and HSDS 1.0 that h5pyd never sends, over plain HTTP: value selections in JSON
+bodies, paired coordinate lists, ``element_count``, creation with a link, an ``h5path`` or
+inline attributes, initializers, GET by ``h5path``, 410 Gone, and domain names."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import numpy as np
+from tests.conftest import Client
+
+I32 = "H5T_STD_I32LE"
+
+
+def new_dataset(c: Client, shape: object, **extra: object) -> str:
+    r = c.post("/datasets", json={"type": I32, "shape": shape, **extra})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+def value(c: Client, did: str, **params: object) -> object:
+    r = c.get(f"/datasets/{did}/value", params=params)
+    assert r.status_code == 200, r.text
+    return r.json()["value"]
+
+
+# --- PUT_Value / POST_Value / GET_Value ------------------------------------------------------
+
+
+def test_put_value_start_stop_step_in_the_body(client: Client) -> None:
+    d = new_dataset(client, 10)  # "shape" as a plain integer (POST_Dataset sample)
+    assert client.get(f"/datasets/{d}/shape").json()["shape"]["dims"] == [10]
+    r = client.put(f"/datasets/{d}/value", json={"start": 5, "stop": 10, "value": [13, 17, 19, 23, 29]})
+    assert r.status_code == 200, r.text
+    assert value(client, d) == [0, 0, 0, 0, 0, 13, 17, 19, 23, 29]
+    r = client.put(f"/datasets/{d}/value", json={"start": [0], "stop": [6], "step": [2], "value": [1, 2, 3]})
+    assert r.status_code == 200, r.text
+    assert value(client, d)[:6] == [1, 0, 2, 0, 3, 13]
+    d2 = new_dataset(client, [4, 6])
+    r = client.put(f"/datasets/{d2}/value", json={"start": [1, 2], "stop": [3, 6], "step": [1, 2], "value": [[1, 2], [3, 4]]})
+    assert r.status_code == 200, r.text
+    assert value(client, d2, select="[1:3,2:6:2]") == [[1, 2], [3, 4]]
+    assert value(client, d2, select="[0:1,:]") == [[0] * 6]
+    # only stop: from 0
+    assert client.put(f"/datasets/{d2}/value", json={"stop": [1, 2], "value": [[7, 8]]}).status_code == 200
+    assert value(client, d2, select="[0:1,0:3]") == [[7, 8, 0]]
+    for bad in (
+        {"start": 5, "stop": 11, "value": [1] * 6},  # stop past the extent
+        {"start": 10, "stop": 10, "value": []},  # start past the last index
+        {"start": [0, 0], "stop": [1, 1], "value": [[1]]},  # wrong rank
+        {"start": -1, "stop": 2, "value": [1, 2, 3]},
+        {"start": 0, "stop": 4, "step": 0, "value": [1]},
+        {"start": 0, "stop": 2, "points": [1], "value": [1]},
+        {"start": 0, "stop": 3, "value": [1, 2]},  # count does not match
+    ):
+        r = client.put(f"/datasets/{d}/value", json=bad)
+        assert r.status_code == 400, (bad, r.text)
+        assert "message" in r.json()["error"]
+
+
+def test_post_value_start_stop_and_points(client: Client) -> None:
+    d = new_dataset(client, [10])
+    client.put(f"/datasets/{d}/value", json={"value": [i * i for i in range(10)]})
+    r = client.post(f"/datasets/{d}/value", json={"start": 2, "stop": 8, "step": 3})
+    assert r.status_code == 200 and r.json()["value"] == [4, 25]
+    # POST_Value sample: 1-D points as bare integers, any order
+    r = client.post(f"/datasets/{d}/value", json={"points": [9, 7, 5, 3, 2, 2]})
+    assert r.status_code == 200 and r.json()["value"] == [81, 49, 25, 9, 4, 4]
+    assert client.post(f"/datasets/{d}/value", json={"start": 0, "stop": 11}).status_code == 400
+    assert client.post(f"/datasets/{d}/value", json={"select": "[0:2]", "start": 0}).status_code == 400
+    assert client.post(f"/datasets/{d}/value", json={"nothing": 1}).status_code == 400
+
+
+def test_selection_out_of_range_is_400(client: Client) -> None:
+    d = new_dataset(client, [4, 5])
+    for select in ("[0:5,:]", "[0:4,0:6]", "[4:5,:]", "[0:99999999999999999999999,:]", "[[0,4],:]", "[0:2,[5]]"):
+        r = client.get(f"/datasets/{d}/value", params={"select": select})
+        assert r.status_code == 400, select
+    # next to a coordinate list a long stop is clamped: h5pyd sends d[0:100, [1]] unclamped
+    assert np.array(value(client, d, select="[0:100,[1]]")).shape == (4, 1)
+
+
+def test_fancy_selections_unsorted_repeated_and_paired(client: Client) -> None:
+    arr = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
+    d = new_dataset(client, list(arr.shape))
+    assert client.put(f"/datasets/{d}/value", json={"value": arr.tolist()}).status_code == 200
+    # one list, any order, repeats: values in the requested order
+    assert value(client, d, select="[2,[3,0,3,1],1:3]") == arr[2:3, [3, 0, 3, 1], 1:3].tolist()
+    # several lists pair up (HSDS and numpy), the paired dimension where the first list is
+    for select, key in (
+        ("[[2,0,2],1:3,[4,0,0]]", ([2, 0, 2], slice(1, 3), [4, 0, 0])),
+        ("[:,[3,1],[0,4]]", (slice(None), [3, 1], [0, 4])),
+        ("[[1,0],[2,2],[3,3]]", ([1, 0], [2, 2], [3, 3])),
+    ):
+        assert value(client, d, select=select) == arr[key].tolist(), select
+    # binary answer too
+    r = client.get(f"/datasets/{d}/value", params={"select": "[[2,0],1:3,[4,0]]"}, headers={"Accept": "application/octet-stream"})
+    assert r.status_code == 200
+    assert np.frombuffer(r.content, "<i4").tolist() == arr[[2, 0], 1:3, [4, 0]].reshape(-1).tolist()
+    assert client.get(f"/datasets/{d}/value", params={"select": "[[0,1],:,[0,1,2]]"}).status_code == 400
+    # writes through paired lists, and an unsorted list
+    r = client.put(f"/datasets/{d}/value", params={"select": "[[0,2],0:2,[1,3]]"}, json={"value": [[-1, -2], [-3, -4]]})
+    assert r.status_code == 200, r.text
+    arr[[0, 2], 0:2, [1, 3]] = [[-1, -2], [-3, -4]]
+    r = client.put(f"/datasets/{d}/value", params={"select": "[1,[3,0],0:1]"}, json={"value": [[[7], [8]]]})
+    assert r.status_code == 200, r.text
+    arr[1:2, [3, 0], 0:1] = [[[7], [8]]]
+    assert value(client, d) == arr.tolist()
+
+
+def test_element_count_broadcasts_in_2d_and_3d(client: Client) -> None:
+    d2 = new_dataset(client, [3, 4])
+    r = client.put(f"/datasets/{d2}/value", json={"value": [1, 2, 3, 4], "element_count": 4})
+    assert r.status_code == 200, r.text
+    assert value(client, d2) == [[1, 2, 3, 4]] * 3
+    r = client.put(f"/datasets/{d2}/value", params={"element_count": 1, "select": "[1:3,0:2]"}, json={"value": [9]})
+    assert r.status_code == 200, r.text
+    assert value(client, d2, select="[1:3,0:2]") == [[9, 9], [9, 9]]
+    d3 = new_dataset(client, [2, 3, 4])
+    row = np.arange(12, dtype="<i4")
+    r = client.put(
+        f"/datasets/{d3}/value",
+        params={"element_count": 12},
+        data=row.tobytes(),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200, r.text
+    assert value(client, d3) == np.broadcast_to(row.reshape(3, 4), (2, 3, 4)).tolist()
+    r = client.put(
+        f"/datasets/{d3}/value",
+        params={"element_count": 4, "select": "[1,1:3,:]"},
+        data=np.array([5, 6, 7, 8], "<i4").tobytes(),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200, r.text
+    assert value(client, d3, select="[1,1:3,:]") == [[[5, 6, 7, 8], [5, 6, 7, 8]]]
+    for bad in (5, 0, "x"):
+        r = client.put(f"/datasets/{d3}/value", json={"value": [1] * 5, "element_count": bad})
+        assert r.status_code == 400, bad
+
+
+# --- POST_Dataset / POST_Group / POST_Datatype -------------------------------------------------
+
+
+def test_create_with_link_h5path_and_inline_attributes(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    r = client.post("/groups", json={"link": {"id": root, "name": "g"}, "attributes": {"n": {"type": I32, "value": 3}}})
+    assert r.status_code == 201, r.text
+    g = r.json()["id"]
+    assert r.json()["attributeCount"] == 1
+    assert client.get(f"/groups/{g}/attributes/n").json()["value"] == 3
+    # h5path, absolute and relative to parent_id
+    r = client.post("/datasets", json={"type": I32, "shape": [3], "h5path": "/g/d"})
+    assert r.status_code == 201, r.text
+    d = r.json()["id"]
+    r = client.post("/groups", json={"h5path": "sub", "parent_id": g, "creationProperties": {"CreateOrder": 1}})
+    assert r.status_code == 201, r.text
+    sub = r.json()["id"]
+    assert client.get(f"/groups/{sub}").json()["creationProperties"] == {"CreateOrder": 1}
+    r = client.post(
+        "/datatypes",
+        json={"type": "H5T_IEEE_F64LE", "h5path": "/g/sub/t", "attributes": [{"name": "a", "type": I32, "shape": [2], "value": [1, 2]}]},
+    )
+    assert r.status_code == 201, r.text
+    t = r.json()["id"]
+    assert client.get(f"/datatypes/{t}/attributes/a").json()["value"] == [1, 2]
+    links = client.get(f"/groups/{g}/links").json()["links"]
+    assert {lk["title"]: lk["id"] for lk in links} == {"d": d, "sub": sub}
+    # an existing name is 409, a missing parent 404, link and h5path together 400
+    assert client.post("/groups", json={"h5path": "/g/d"}).status_code == 409
+    assert client.post("/groups", json={"h5path": "/nope/x"}).status_code == 404
+    assert client.post("/groups", json={"h5path": "/g/d/x"}).status_code in (400, 404)
+    assert client.post("/groups", json={"h5path": "/x", "link": {"id": root, "name": "x"}}).status_code == 400
+    assert client.post("/groups", json={"attributes": {"bad": {"value": 1}}}).status_code == 400
+    assert client.get(f"/groups/{root}/links/x").status_code == 404  # nothing made by a refusal
+
+
+def test_get_object_by_h5path(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    d = client.post("/datasets", json={"type": I32, "shape": [2], "link": {"id": g, "name": "d"}}).json()["id"]
+    t = client.post("/datatypes", json={"type": I32, "link": {"id": g, "name": "t"}}).json()["id"]
+    client.put(f"/groups/{root}/links/soft", json={"h5path": "/g/d"})
+    assert client.get("/groups/", params={"h5path": "/g"}).json()["id"] == g
+    assert client.get("/datasets/", params={"h5path": "/g/d"}).json()["id"] == d
+    assert client.get("/datasets/", params={"h5path": "/soft"}).json()["id"] == d
+    assert client.get("/datatypes/", params={"h5path": "/g/t"}).json()["id"] == t
+    assert client.get(f"/groups/{g}", params={"h5path": "d"}).status_code == 404  # a dataset, not a group
+    assert client.get(f"/datasets/{d}", params={"h5path": "d"}).status_code == 400  # not a group id
+    r = client.get(f"/groups/{root}", params={"h5path": "g", "include_links": 1})
+    assert r.json()["id"] == g and set(r.json()["links"]) == {"d", "t"}
+    assert client.get("/datasets/", params={"h5path": "/g/none"}).status_code == 404
+    assert client.get("/datasets/", params={"h5path": "g/d"}).status_code == 400  # relative, no parent
+    assert client.get("/groups").json()["groups"] == [g]  # the listing is unchanged
+
+
+def test_dataset_initializer_and_fill_values(client: Client) -> None:
+    props = {"layout": {"class": "H5D_CHUNKED", "dims": [4]}, "initializer": ["arange", "--start=10", "--step=2"]}
+    d = new_dataset(client, [10], creationProperties=props)
+    assert value(client, d) == list(range(10, 30, 2))
+    r = client.post("/datasets", json={"type": "H5T_IEEE_F32LE", "shape": [3], "creationProperties": {"initializer": ["arange"]}})
+    assert r.status_code == 201
+    assert value(client, r.json()["id"]) == [0.0, 1.0, 2.0]
+    for bad in (["nope"], ["arange", "--stop=3"], ["arange", "--start=x"], "arange"):
+        r = client.post("/datasets", json={"type": I32, "shape": [4], "creationProperties": {"initializer": bad}})
+        assert r.status_code == 400, bad
+    assert client.post("/datasets", json={"type": I32, "shape": [2, 2], "creationProperties": {"initializer": ["arange"]}}).status_code == 400
+    # fill values: base64-encoded (HSDS's fillValue_encoding), NaN, compound
+    fill = base64.b64encode(np.array([-7], "<i4").tobytes()).decode()
+    d = new_dataset(client, [3], creationProperties={"fillValue": fill, "fillValue_encoding": "base64"})
+    assert value(client, d) == [-7, -7, -7]
+    assert client.get(f"/datasets/{d}").json()["creationProperties"]["fillValue"] == -7
+    r = client.post("/datasets", json={"type": "H5T_IEEE_F64LE", "shape": [2], "creationProperties": {"fillValue": "NaN"}})
+    assert r.status_code == 201
+    assert all(v == "NaN" or (isinstance(v, float) and math.isnan(v)) for v in value(client, r.json()["id"]))
+    compound = {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": I32}, {"name": "b", "type": "H5T_IEEE_F32LE"}]}
+    r = client.post("/datasets", json={"type": compound, "shape": [2], "creationProperties": {"fillValue": [1, 2.5]}})
+    assert r.status_code == 201, r.text
+    assert value(client, r.json()["id"]) == [[1, 2.5], [1, 2.5]]
+    bad = {"fillValue": "!!", "fillValue_encoding": "base64"}
+    assert client.post("/datasets", json={"type": I32, "shape": [2], "creationProperties": bad}).status_code == 400
+    bad = {"fillValue": 1, "fillValue_encoding": "rot13"}
+    assert client.post("/datasets", json={"type": I32, "shape": [2], "creationProperties": bad}).status_code == 400
+
+
+def test_null_space_dataset_and_attribute_shapes(client: Client) -> None:
+    r = client.post("/datasets", json={"type": I32, "shape": "H5S_NULL"})
+    assert r.status_code == 201
+    d = r.json()["id"]
+    assert client.get(f"/datasets/{d}").json()["shape"]["class"] == "H5S_NULL"
+    assert client.get(f"/datasets/{d}/value").json()["value"] is None
+    root = client.get("/").json()["root"]
+    # no shape: scalar; a null shape; no value: the type's zeros (HSDS keeps null)
+    assert client.put(f"/groups/{root}/attributes/s", json={"type": I32, "value": 4}).status_code == 201
+    a = client.get(f"/groups/{root}/attributes/s").json()
+    assert a["shape"]["class"] == "H5S_SCALAR" and a["value"] == 4
+    assert client.put(f"/groups/{root}/attributes/n", json={"type": I32, "shape": "H5S_NULL"}).status_code == 201
+    assert client.get(f"/groups/{root}/attributes/n").json()["value"] is None
+    assert client.put(f"/groups/{root}/attributes/z", json={"type": I32, "shape": [2]}).status_code == 201
+    assert client.get(f"/groups/{root}/attributes/z").json()["value"] == [0, 0]
+
+
+# --- DELETE_* (410 Gone) and domain names ------------------------------------------------------
+
+
+def test_deleted_objects_answer_410(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    d = new_dataset(client, [2])
+    t = client.post("/datatypes", json={"type": I32}).json()["id"]
+    for col, oid in (("groups", g), ("datasets", d), ("datatypes", t)):
+        assert client.delete(f"/{col}/{oid}").status_code == 200
+        assert client.get(f"/{col}/{oid}").status_code == 410
+        assert client.get(f"/{col}/{oid}/attributes").status_code == 410
+        assert client.delete(f"/{col}/{oid}").status_code == 410
+    assert client.get(f"/datasets/{d}/value").status_code == 410
+    never = root[:19] + "-0000-000000-000000"
+    assert client.get(f"/groups/{never}").status_code == 404  # never existed
+
+
+def test_domain_names_must_be_absolute(client: Client) -> None:
+    relative = client.domain.lstrip("/")
+    r = client.get("/", params={"domain": relative})
+    assert r.status_code == 400 and "absolute" in r.json()["error"]["message"]
+    assert client.get("/", params={"domain": "nodots"}).status_code == 400
+    assert client.get("/", params={"domain": "hdf5:/" + client.domain}).status_code == 200
+    assert client.get("/", headers={"X-Hdf-domain": relative}, params={"domain": ""}).status_code == 400
