@@ -138,7 +138,9 @@ def codec_filters(filters: Any) -> Any:
     return [f for f in filters if _declared_filter_id(f) is None]
 
 
-def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
+def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[int] | None = None) -> Doc:
+    """The creation properties as stored; ``chunk_shape`` (the planned chunk dims) completes
+    filters that depend on it (szip's pixels per scan line)."""
     if props is None:
         return {}
     if not isinstance(props, dict):
@@ -146,7 +148,7 @@ def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
     out = dict(props)
     if "filters" in out:
         filters = out["filters"]
-        applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json)).to_json()
+        applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json), chunk_shape).to_json()
         if isinstance(filters, list) and len(applied) != len(filters):
             normalized = iter(applied)
             merged = []

@@ -59,13 +59,18 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
     space = parse_space(item.get("shape"), item.get("maxdims"))
-    props = validate_creation_properties(item.get("creationProperties"), type_json)
+    raw = item.get("creationProperties")
+    if raw is not None and not isinstance(raw, dict):
+        raise InvalidInput("creationProperties must be an object")
+    linked = is_linked({"layout": raw.get("layout") if raw is not None and isinstance(raw.get("layout"), dict) else {}})
+    planned = None if linked else plan_layout(space, type_json, raw or {}, svc.limits)
+    props = validate_creation_properties(raw, type_json, planned["dims"] if planned and planned["dims"] else None)
     doc = base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item)
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
     doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
-    if is_linked({"layout": props.get("layout") if isinstance(props.get("layout"), dict) else {}}):
+    if planned is None:
         check_linked_chunk_size(props["layout"], type_json, svc.limits.max_chunk_size)
         layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])
         props["layout"] = layout
@@ -73,7 +78,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         if sources:
             doc[SOURCES_KEY] = sources
     else:
-        doc["layout"] = plan_layout(space, type_json, props, svc.limits)
+        doc["layout"] = planned
     return doc
 
 
