@@ -267,3 +267,53 @@ def test_domain_names_must_be_absolute(client: Client) -> None:
     assert client.get("/", params={"domain": "nodots"}).status_code == 400
     assert client.get("/", params={"domain": "hdf5:/" + client.domain}).status_code == 200
     assert client.get("/", headers={"X-Hdf-domain": relative}, params={"domain": ""}).status_code == 400
+
+
+# --- GET_ACLs / GET_ACL / PUT_ACL on objects; /about and /info --------------------------------
+
+
+def test_object_acls(client: Client, endpoint: str) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    d = new_dataset(client, [2], link={"id": root, "name": "d"})
+    t = client.post("/datatypes", json={"type": I32}).json()["id"]
+    other = Client(endpoint, "test_user2", client.domain)
+    # the domain lets everyone read; the objects say nothing yet
+    assert client.put("/acls/default", json={"read": True}).status_code == 201
+    assert other.get(f"/datasets/{d}").status_code == 200
+    for col, oid in (("groups", g), ("datasets", d), ("datatypes", t)):
+        r = client.get(f"/{col}/{oid}/acls")
+        assert r.status_code == 200
+        names = [a["userName"] for a in r.json()["acls"]]
+        assert "default" in names and "test_user1" in names  # the effective ACL: the domain's
+        r = client.put(f"/{col}/{oid}/acls/test_user2", json={"read": False, "readACL": True})
+        assert r.status_code == 201, r.text
+        acl = r.json()["acl"]
+        assert acl["userName"] == "test_user2" and acl["readACL"] and not acl["read"] and not acl["update"]
+        assert client.get(f"/{col}/{oid}/acls/test_user2").json()["acl"] == acl
+        assert other.get(f"/{col}/{oid}").status_code == 403  # the object's ACL narrows the domain's
+        assert other.get(f"/{col}/{oid}/attributes").status_code == 403
+        assert other.get(f"/{col}/{oid}/acls").status_code == 403  # the domain grants no readACL
+        assert client.get(f"/{col}/{oid}").status_code == 200  # the owner is not bound
+        assert "acls" not in client.get(f"/{col}/{oid}").json()
+    assert other.get(f"/datasets/{d}/value").status_code == 403
+    assert other.get(f"/groups/{root}").status_code == 200  # other objects: the domain's ACL
+    # an object ACL never widens the domain's: no update on the domain, none on the object
+    client.put(f"/datasets/{d}/acls/test_user2", json={"read": True, "update": True})
+    assert other.put(f"/datasets/{d}/value", json={"value": [1, 2]}).status_code == 403
+    assert other.put(f"/datasets/{d}/acls/test_user2", json={"updateACL": True}).status_code == 403
+    assert client.get(f"/datasets/{d}/acls/nobody").status_code == 404
+    assert client.put(f"/datasets/{d}/acls/test_user2", json={"read": "yes"}).status_code == 400
+    assert client.put(f"/datasets/{d}/acls/test_user2", json={"fly": True}).status_code == 400
+    assert client.get(f"/groups/{d}/acls").status_code == 400  # a dataset id under /groups
+    assert client.get("/acls").json()["acls"][0]["userName"] == "default"
+
+
+def test_about_and_info_fields(client: Client) -> None:
+    about = client.get("/about").json()
+    for key in ("name", "state", "username", "isadmin", "hsds_version", "node_count", "start_time", "greeting", "about", "dn_urls", "dn_ids"):
+        assert key in about, key
+    assert about["username"] == "test_user1" and about["state"] == "READY"
+    info = client.get("/info").json()
+    assert {"id", "type", "state", "start_time", "node_count"} <= set(info["node"])
+    assert info["cpu"]["cores"] >= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from starlette.requests import Request
@@ -30,6 +31,8 @@ async def about(request: Request) -> Response:
             "isadmin": who.is_admin,
             "node_count": 1,
             "start_time": int(svc.started),
+            "dn_urls": [],  # HSDS lists its data nodes; every h5lake process serves every request
+            "dn_ids": [],
         }
     )
 
@@ -38,7 +41,14 @@ async def info(request: Request) -> Response:
     svc = service(request)
     return ok(
         {
-            "node": {"id": "h5lake", "type": "sn", "state": "READY"},
+            "node": {
+                "id": "h5lake",
+                "type": "sn",
+                "state": "READY",
+                "start_time": int(svc.started),
+                "node_count": 1,
+            },
+            "cpu": {"cores": os.cpu_count()},
             "h5lake_version": __version__,
             "hsds_version": HSDS_COMPAT_VERSION,
             "start_time": int(svc.started),

@@ -24,7 +24,7 @@ from h5lake.api.http import (
 )
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection
-from h5lake.service import attributes, datasets, links, objects, paths
+from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
 
 
@@ -321,6 +321,25 @@ async def attribute_item(request: Request) -> Response:
     )
 
 
+# --- ACLs of single objects ------------------------------------------------------------------
+
+
+async def object_acls_list(request: Request) -> Response:
+    acls = await object_acls.get_object_acls(
+        service(request), caller(request), domain_param(request), request.path_params["id"], _collection(request)
+    )
+    return ok({"acls": acls, "hrefs": []})
+
+
+async def object_acl_item(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    obj_id, user, collection = request.path_params["id"], request.path_params["user"], _collection(request)
+    if request.method == "PUT":
+        acl = await object_acls.put_object_acl(svc, who, path, obj_id, collection, user, await json_body(request))
+        return ok({"acl": acl, "hrefs": []}, 201)
+    return ok({"acl": await object_acls.get_object_acl(svc, who, path, obj_id, collection, user), "hrefs": []})
+
+
 ROUTES = [
     Route("/groups", post_groups, methods=["POST"]),
     Route("/groups", list_collection(Collection.GROUPS), methods=["GET"]),
@@ -338,6 +357,8 @@ ROUTES = [
     Route("/datasets/{id}/shape", dataset_shape, methods=["GET", "PUT"]),
     Route("/groups/{id}/links", links_collection, methods=["GET", "POST", "PUT", "DELETE"]),
     Route("/groups/{id}/links/{title:path}", link_item, methods=["GET", "PUT", "DELETE"]),
+    Route("/{collection}/{id}/acls", object_acls_list, methods=["GET"]),
+    Route("/{collection}/{id}/acls/{user}", object_acl_item, methods=["GET", "PUT"]),
     Route("/{collection}/{id}/attributes", attributes_collection, methods=["GET", "POST", "PUT", "DELETE"]),
     Route("/{collection}/{id}/attributes/{name:path}", attribute_item, methods=["GET", "PUT", "DELETE"]),
 ]

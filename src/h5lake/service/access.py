@@ -13,7 +13,7 @@ from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, sa
 from h5lake.model.types import validate_type
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Versioned
-from h5lake.service.domains import open_domain
+from h5lake.service.domains import authorize_object, open_domain
 from h5lake.service.views import Domain
 
 
@@ -25,10 +25,13 @@ async def open_object(
     permission: Permission,
     collection: Collection | None = None,
 ) -> tuple[Domain, Versioned]:
-    """Authorize ``caller`` on the domain and load one of its objects (404 if it is elsewhere)."""
+    """Authorize ``caller`` on the domain and load one of its objects (404 if it is elsewhere),
+    checking the object's own ACL when it has one."""
     parse_id(obj_id, collection)
     domain = await open_domain(svc, caller, domain_path, permission)
-    return domain, await load_object(svc, domain, obj_id)
+    found = await load_object(svc, domain, obj_id)
+    authorize_object(caller, domain, found.doc, permission)
+    return domain, found
 
 
 async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:

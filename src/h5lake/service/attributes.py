@@ -18,7 +18,7 @@ from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import TypeClass, client_type, empty_array, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
-from h5lake.service.access import client_timestamp, load_object, resolve_type, update_object
+from h5lake.service.access import client_timestamp, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
@@ -226,8 +226,8 @@ def attribute_bytes(attr: Doc) -> bytes:
 
 async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
     parse_id(obj_id)
-    domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    attrs: dict[str, Doc] = (await load_object(svc, domain, obj_id)).doc.get("attributes", {})
+    domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
+    attrs: dict[str, Doc] = found.doc.get("attributes", {})
     return attrs
 
 

@@ -49,6 +49,21 @@ def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
     raise Forbidden(f"user {caller.user} has no {permission.value} access to {domain.path}")
 
 
+def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permission) -> None:
+    """An object's own ACL (the seed schema's optional ``acls`` of a group, dataset or datatype):
+    when it has an entry for the caller (else a ``default`` one), that entry must grant
+    ``permission`` too. It narrows what the domain's ACL allows, never widens it (the domain
+    was authorized first); the domain's owner and admins are not bound by it."""
+    acls = doc.get("acls")
+    if not acls or caller.is_admin or (caller.user is not None and caller.user == domain.owner):
+        return
+    entry = acls.get(caller.user) if caller.user is not None else None
+    if entry is None:
+        entry = acls.get(acl_model.DEFAULT)
+    if entry is not None and not entry.get(permission.value):
+        raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
+
+
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
@@ -281,7 +296,7 @@ async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list
 # --- ACLs -------------------------------------------------------------------------------------
 
 
-def _acl_entry(user: str, flags: dict[str, Any]) -> Doc:
+def acl_entry(user: str, flags: dict[str, Any]) -> Doc:
     entry: Doc = {f: bool(flags.get(f, False)) for f in acl_model.FLAGS}
     entry["userName"] = user
     return entry
@@ -289,7 +304,7 @@ def _acl_entry(user: str, flags: dict[str, Any]) -> Doc:
 
 async def get_acls(svc: Service, caller: Caller, path: str) -> list[Doc]:
     domain = await open_domain(svc, caller, path, Permission.READ_ACL)
-    return [_acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
+    return [acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
 
 
 async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
@@ -299,7 +314,7 @@ async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
     acls = domain.doc.get("acls", {})
     if user not in acls:
         raise NotFound(f"no ACL for user {user} on {domain.path}")
-    return _acl_entry(user, acls[user])
+    return acl_entry(user, acls[user])
 
 
 async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any) -> Doc:
@@ -316,5 +331,5 @@ async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any)
         return entry
 
     _, entry = await svc.docs.update(domain_key(domain.path), mutate, f"domain {domain.path}")
-    return _acl_entry(user, entry)
+    return acl_entry(user, entry)
 
