@@ -317,3 +317,98 @@ def test_about_and_info_fields(client: Client) -> None:
     info = client.get("/info").json()
     assert {"id", "type", "state", "start_time", "node_count"} <= set(info["node"])
     assert info["cpu"]["cores"] >= 1
+
+
+# --- GET_Attributes / GET_Links listing forms; PUT_Link / DELETE_Link batches ------------------
+
+
+def test_attribute_and_link_listing_with_pattern_and_follow_links(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    d = new_dataset(client, [2], link={"id": g, "name": "d"})
+    for oid, col, names in ((root, "groups", ["alpha", "beta", "alps"]), (g, "groups", ["al"]), (d, "datasets", ["x", "alt"])):
+        for n in names:
+            assert client.put(f"/{col}/{oid}/attributes/{n}", json={"type": I32, "value": 1}).status_code == 201
+    r = client.get(f"/groups/{root}/attributes", params={"pattern": "al*"})
+    assert [a["name"] for a in r.json()["attributes"]] == ["alpha", "alps"]
+    r = client.get(f"/groups/{root}/attributes", params={"follow_links": 1, "pattern": "al*", "IncludeData": 1})
+    assert r.status_code == 200, r.text
+    found = r.json()["attributes"]
+    assert {k: [a["name"] for a in v] for k, v in found.items()} == {root: ["alpha", "alps"], g: ["al"], d: ["alt"]}
+    assert found[d][0]["value"] == 1
+    assert client.get(f"/datasets/{d}/attributes", params={"follow_links": 1}).status_code == 400
+    client.put(f"/groups/{root}/links/gamma", json={"h5path": "/g"})
+    r = client.get(f"/groups/{root}/links", params={"pattern": "g*"})
+    assert [lk["title"] for lk in r.json()["links"]] == ["g", "gamma"]
+    r = client.get(f"/groups/{root}/links", params={"follow_links": 1})
+    assert set(r.json()["links"]) == {root, g} and [lk["title"] for lk in r.json()["links"][g]] == ["d"]
+
+
+def test_multi_link_put_and_delete_with_timestamps(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    a = client.post("/groups").json()["id"]
+    b = client.post("/groups").json()["id"]
+    t0 = client.get(f"/groups/{root}").json()["created"]
+    links = {"s": {"h5path": "/x", "created": t0 + 1.5}, "h": {"id": a, "created": t0 + 2.5}}
+    r = client.put(f"/groups/{root}/links", json={"grp_ids": [a, b], "links": links})  # multicast (HSDS)
+    assert r.status_code == 201, r.text
+    for gid in (a, b):
+        got = {lk["title"]: lk for lk in client.get(f"/groups/{gid}/links").json()["links"]}
+        assert got["s"]["created"] == t0 + 1.5 and got["h"]["created"] == t0 + 2.5 and got["h"]["id"] == a
+    got = client.get(f"/groups/{a}/links", params={"CreateOrder": 1}).json()["links"]
+    assert [lk["title"] for lk in got] == ["s", "h"]
+    # a different target under the same name: 409, or replaced with replace=1 (HSDS)
+    assert client.put(f"/groups/{a}/links/s", json={"h5path": "/y"}).status_code == 409
+    assert client.put(f"/groups/{a}/links/s", params={"replace": 1}, json={"h5path": "/y"}).status_code == 201
+    assert client.get(f"/groups/{a}/links/s").json()["link"]["h5path"] == "/y"
+    r = client.delete(f"/groups/{b}/links", params={"titles": "s|h", "separator": "|"})
+    assert r.status_code == 200 and client.get(f"/groups/{b}/links").json()["links"] == []
+    assert client.delete(f"/groups/{a}/links", params={"titles": "s/nope"}).status_code == 404
+    assert len(client.get(f"/groups/{a}/links").json()["links"]) == 2  # nothing deleted
+    assert client.put(f"/groups/{root}/links", json={"grp_ids": [a], "links": "no"}).status_code == 400
+
+
+def test_soft_and_external_link_traversal(client: Client, endpoint: str) -> None:
+    other = Client(endpoint, "test_user1", client.domain.rsplit("/", 1)[0] + "/ext-" + client.domain.rsplit("/", 1)[1])
+    assert other.put("/").status_code == 201
+    oroot = other.get("/").json()["root"]
+    od = other.post("/datasets", json={"type": I32, "shape": [3], "link": {"id": oroot, "name": "target"}}).json()["id"]
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    client.put(f"/groups/{root}/links/soft", json={"h5path": "g"})  # relative
+    client.put(f"/groups/{g}/links/up", json={"h5path": "/g"})
+    relative = other.domain.rsplit("/", 1)[1]
+    client.put(f"/groups/{g}/links/ext", json={"h5path": "target", "h5domain": relative})
+    client.put(f"/groups/{root}/links/ext_abs", json={"h5path": "/target", "h5domain": other.domain})
+    assert client.get("/", params={"h5path": "/soft/up/up"}).json()["id"] == g
+    assert client.get("/", params={"h5path": "/g/ext"}).status_code == 404  # not followed unless asked
+    r = client.get("/", params={"h5path": "/soft/ext", "follow_external_links": 1})
+    assert r.status_code == 200 and r.json()["id"] == od and r.json()["domain"] == other.domain
+    r = client.get("/datasets/", params={"h5path": "/ext_abs", "follow_external_links": 1})
+    assert r.status_code == 200 and r.json()["id"] == od
+    client.put(f"/groups/{root}/links/dangling", json={"h5path": "/x", "h5domain": "/home/nobody/none.h5"})
+    assert client.get("/", params={"h5path": "/dangling", "follow_external_links": 1}).status_code in (403, 404)
+
+
+def test_string_values_fixed_utf8_and_raw_bytes(client: Client) -> None:
+    u8 = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": 6, "strPad": "H5T_STR_NULLPAD"}
+    d = new_dataset(client, [2], type=u8)
+    assert client.put(f"/datasets/{d}/value", json={"value": ["ü€", "ab"]}).status_code == 200
+    assert value(client, d) == ["ü€", "ab"]
+    assert client.put(f"/datasets/{d}/value", json={"value": ["ü€ü€", "ab"]}).status_code == 400  # 10 bytes
+    s4 = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "length": 4, "strPad": "H5T_STR_NULLPAD"}
+    raw = b"\xff\xfeab\x80\x00\x00\x00"  # not UTF-8: kept exactly in binary
+    d = new_dataset(client, [2], type=s4)
+    assert client.put(f"/datasets/{d}/value", json={"value_base64": base64.b64encode(raw).decode()}).status_code == 200
+    r = client.get(f"/datasets/{d}/value", headers={"Accept": "application/octet-stream"})
+    assert r.content == raw
+    root = client.get("/").json()["root"]
+    body = {"type": s4, "shape": [1], "value_base64": base64.b64encode(b"\xff\xfe\x00\x00").decode()}
+    assert client.put(f"/groups/{root}/attributes/nb", json=body).status_code == 201
+    r = client.get(f"/groups/{root}/attributes/nb", params={"encoding": "base64"})
+    assert base64.b64decode(r.json()["value"]) == b"\xff\xfe\x00\x00"
+    # names with characters that need escaping travel percent-encoded
+    assert client.put(f"/groups/{root}/attributes/a%2Fb%3F%23%25", json={"type": I32, "value": 1}).status_code == 201
+    assert client.get(f"/groups/{root}/attributes/a%2Fb%3F%23%25").json()["name"] == "a/b?#%"
+    assert client.put(f"/groups/{root}/links/x%3F%23%25%20y", json={"h5path": "/z"}).status_code == 201
+    assert client.get(f"/groups/{root}/links/x%3F%23%25%20y").json()["link"]["title"] == "x?#% y"

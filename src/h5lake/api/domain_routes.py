@@ -67,6 +67,7 @@ async def get_domain(request: Request) -> Response:
         include_attrs=flag(request, "include_attrs"),
         verbose=flag(request, "verbose"),
         dn_ids=flag(request, "getdnids"),
+        follow_external_links=flag(request, "follow_external_links"),
     )
     return ok(out)
 

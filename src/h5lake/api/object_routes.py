@@ -96,6 +96,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
             collection,
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
+            follow_external_links=flag(request, "follow_external_links"),
         )
         return ok(out)
 
@@ -120,6 +121,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
                 start=obj_id,
                 include_links=flag(request, "include_links", default=False),
                 include_attrs=flag(request, "include_attrs", default=False),
+                follow_external_links=flag(request, "follow_external_links"),
             )
             return ok(out)
         out = await objects.get_object(
@@ -171,7 +173,7 @@ async def links_collection(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     gid = request.path_params["id"]
     if request.method == "PUT":
-        outcome = await links.put_links(svc, who, path, gid, await json_body(request))
+        outcome = await links.put_links(svc, who, path, gid, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
     if request.method == "DELETE":
         titles = _titles(request) or []
@@ -203,7 +205,7 @@ async def link_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     gid, title = request.path_params["id"], request.path_params["title"]
     if request.method == "PUT":
-        outcome = await links.put_link(svc, who, path, gid, title, await json_body(request))
+        outcome = await links.put_link(svc, who, path, gid, title, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
     if request.method == "DELETE":
         await links.delete_links(svc, who, path, gid, [title])
@@ -258,6 +260,21 @@ async def attributes_collection(request: Request) -> Response:
             svc, who, path, obj_id, names=names, include_data=include, b64=_b64(request)
         )
         return ok({"attributes": items, "hrefs": []})
+    if flag(request, "follow_links"):
+        if _collection(request) is not Collection.GROUPS:
+            raise InvalidInput("follow_links can only be used with a group")
+        followed = await attributes.get_attributes_followed(
+            svc,
+            who,
+            path,
+            obj_id,
+            include_data=flag(request, "IncludeData", default=False),
+            create_order=flag(request, "CreateOrder"),
+            limit=int_param(request, "Limit", minimum=1),
+            b64=_b64(request),
+            pattern=request.query_params.get("pattern"),
+        )
+        return ok({"attributes": followed, "hrefs": []})
     items = await attributes.get_attributes(
         svc,
         who,
@@ -269,6 +286,7 @@ async def attributes_collection(request: Request) -> Response:
         marker=request.query_params.get("Marker"),
         limit=int_param(request, "Limit", minimum=1),
         b64=_b64(request),
+        pattern=request.query_params.get("pattern"),
     )
     return ok({"attributes": items, "hrefs": []})
 

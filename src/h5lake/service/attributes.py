@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 from typing import Any
 
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import parse_id, strip_collection_prefix
+from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import TypeClass, client_type, empty_array, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
-from h5lake.service.access import client_timestamp, open_object, resolve_type, update_object
+from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, PutOutcome, Unchanged
+from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
@@ -256,8 +257,24 @@ async def get_attributes(
     marker: str | None = None,
     limit: int | None = None,
     b64: bool = False,
+    pattern: str | None = None,
 ) -> list[Doc]:
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern)
+
+
+def _listed(
+    attrs: dict[str, Doc],
+    names: list[str] | None,
+    include_data: bool,
+    create_order: bool,
+    marker: str | None,
+    limit: int | None,
+    b64: bool,
+    pattern: str | None,
+) -> list[Doc]:
+    if pattern:
+        attrs = {n: a for n, a in attrs.items() if fnmatch.fnmatchcase(n, pattern)}
     if names is not None:
         missing = [n for n in names if n not in attrs]
         if missing:
@@ -272,6 +289,52 @@ async def get_attributes(
         if limit is not None:
             items = items[:limit]
     return [attribute_json(n, a, include_data=include_data, b64=b64) for n, a in items]
+
+
+async def get_attributes_followed(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    group_id: str,
+    *,
+    include_data: bool = False,
+    create_order: bool = False,
+    limit: int | None = None,
+    b64: bool = False,
+    pattern: str | None = None,
+) -> Doc:
+    """``GET /groups/{id}/attributes?follow_links=1`` (HSDS): the attributes of the group and of
+    every object reached from it through hard links, keyed by object id."""
+    parse_id(group_id, Collection.GROUPS)
+    domain, start = await open_object(svc, caller, domain_path, group_id, Permission.READ)
+    found: dict[str, Doc] = {group_id: start.doc}
+    frontier = [start.doc]
+    while frontier:
+        targets = [
+            link["id"]
+            for doc in frontier
+            for link in doc.get("links", {}).values()
+            if link.get("id") and link["id"] not in found
+        ]
+        targets = list(dict.fromkeys(targets))
+        loaded = await svc.workers.map(targets, lambda t: _existing(svc, domain, t))
+        frontier = []
+        for target, versioned in zip(targets, loaded):
+            if versioned is None:
+                continue  # a dangling link
+            found[target] = versioned.doc
+            frontier.append(versioned.doc)
+    return {
+        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern)
+        for oid, doc in found.items()
+    }
+
+
+async def _existing(svc: Service, domain: Domain, obj_id: str) -> Versioned | None:
+    try:
+        return await load_object(svc, domain, obj_id)
+    except (NotFound, Gone):
+        return None
 
 
 async def get_attributes_of_many(

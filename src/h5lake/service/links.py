@@ -7,6 +7,7 @@ import base64
 import binascii
 import enum
 import fnmatch
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput, NotFound
@@ -129,15 +130,16 @@ def link_json(link: Doc, title: str | None = None) -> Doc:
     return out
 
 
-def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
+def _add_links(doc: Doc, new: dict[str, Doc], replace: bool = False) -> Any:
     links = doc.setdefault("links", {})
     added = False
     for name, link in new.items():
         existing = links.get(name)
         if existing is not None:
-            if _target(existing) != _target(link):
+            if _target(existing) == _target(link):
+                continue
+            if not replace:
                 raise Conflict(f"link {name!r} already exists")
-            continue
         links[name] = link
         added = True
     if not added:
@@ -146,9 +148,11 @@ def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
     return PutOutcome.CREATED
 
 
-async def _put_links(svc: Service, domain: Domain, group_id: str, new: dict[str, Doc]) -> PutOutcome:
+async def _put_links(
+    svc: Service, domain: Domain, group_id: str, new: dict[str, Doc], replace: bool = False
+) -> PutOutcome:
     parse_id(group_id, Collection.GROUPS)
-    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new))
+    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace))
     svc.catalog.note_object(domain.path, group_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -160,19 +164,30 @@ def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
 
 
 async def put_link(
-    svc: Service, caller: Caller, domain_path: str, group_id: str, title: str, body: Any
+    svc: Service, caller: Caller, domain_path: str, group_id: str, title: str, body: Any, replace: bool = False
 ) -> PutOutcome:
+    """``PUT /groups/{id}/links/{title}``; with ``replace`` a link of the name that points
+    elsewhere is replaced (HSDS's ``replace=1``), else that is 409."""
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
-    return await _put_links(svc, domain, group_id, {validate_name(title): parse_link(body, domain)})
+    return await _put_links(svc, domain, group_id, {validate_name(title): parse_link(body, domain)}, replace)
 
 
-async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: str, body: Any) -> PutOutcome:
-    """``PUT /groups/{id}/links``: ``{"links": {...}}`` for this group or ``{"grp_ids": {...}}``."""
+async def put_links(
+    svc: Service, caller: Caller, domain_path: str, group_id: str, body: Any, replace: bool = False
+) -> PutOutcome:
+    """``PUT /groups/{id}/links``: ``{"links": {...}}`` for this group, ``{"grp_ids": {...}}``
+    (links per group), or ``{"grp_ids": [...], "links": {...}}`` (the same links in each group,
+    as HSDS multicasts them)."""
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     if not isinstance(body, dict):
         raise InvalidInput("body must be a JSON object")
     per_group: dict[str, dict[str, Doc]] = {}
-    if "grp_ids" in body:
+    if "grp_ids" in body and isinstance(body["grp_ids"], list):
+        shared = _parse_links(body.get("links"), domain)
+        for gid in body["grp_ids"]:
+            parse_id(gid, Collection.GROUPS)
+            per_group[gid] = shared
+    elif "grp_ids" in body:
         grp_ids = body["grp_ids"]
         if not isinstance(grp_ids, dict):
             raise InvalidInput("grp_ids must be an object keyed by group id")
@@ -184,7 +199,7 @@ async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: st
         per_group[group_id] = _parse_links(body["links"], domain)
     else:
         raise InvalidInput("body needs links or grp_ids")
-    outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item))
+    outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item, replace))
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
 
 
@@ -325,13 +340,28 @@ MAX_PATH_STEPS = 1024
 the root could otherwise be made as long as the request body allows."""
 
 
+OpenExternal = Callable[[str], Awaitable[Domain]]
+"""Opens (and authorizes the caller on) the domain an external link names."""
+
+
 async def resolve_path(svc: Service, domain: Domain, h5path: str, start: str | None = None) -> Doc:
     """Follow hard links (and soft links within the domain) from the root (or, for a relative
     path, from group ``start``) to an object."""
+    _, found = await resolve_path_in(svc, domain, h5path, start)
+    return found
+
+
+async def resolve_path_in(
+    svc: Service, domain: Domain, h5path: str, start: str | None = None, open_external: OpenExternal | None = None
+) -> tuple[Domain, Doc]:
+    """`resolve_path`, also through external links when ``open_external`` is given (HSDS's
+    ``follow_external_links``): the object found, and the domain it is in. An external link's
+    ``h5domain`` may be relative (``hsload`` stores ``other.h5``): it is taken relative to the
+    folder of the domain holding the link."""
     first = start if start is not None and not h5path.startswith("/") else domain.require_root()
     current = (await load_object(svc, domain, first)).doc
     hops = steps = 0
-    parts = [p for p in h5path.split("/") if p]
+    parts = [p for p in h5path.split("/") if p and p != "."]
     while parts:
         steps += 1
         if steps > MAX_PATH_STEPS:
@@ -342,18 +372,33 @@ async def resolve_path(svc: Service, domain: Domain, h5path: str, start: str | N
         link = current.get("links", {}).get(name)
         if link is None:
             raise NotFound(f"{h5path} not found")
-        if link["class"] == LinkClass.SOFT.value:
+        if link["class"] in (LinkClass.SOFT.value, LinkClass.EXTERNAL.value):
             hops += 1
             if hops > 32:
-                raise InvalidInput(f"too many soft links resolving {h5path}")
+                raise InvalidInput(f"too many soft or external links resolving {h5path}")
             target = link["h5path"]
+            if link["class"] == LinkClass.EXTERNAL.value:
+                if open_external is None:
+                    raise NotFound(f"{h5path} leads through an external link (follow_external_links=1 follows it)")
+                domain = await open_external(external_domain_path(domain.path, link["h5domain"]))
+                target = "/" + target.lstrip("/")
             if target.startswith("/"):
                 current = (await load_object(svc, domain, domain.require_root())).doc
-            parts = [p for p in target.split("/") if p] + parts
+            parts = [p for p in target.split("/") if p and p != "."] + parts
             continue
         if link["class"] != LinkClass.HARD.value:
-            raise NotFound(f"{h5path} leads through an external link")
+            raise NotFound(f"{h5path} leads through a user-defined link")
         current = (await load_object(svc, domain, link["id"])).doc
         if parts and not current["id"].startswith("g-"):
             raise NotFound(f"{h5path} not found")
-    return current
+    return domain, current
+
+
+def external_domain_path(holder: str, h5domain: str) -> str:
+    """The domain an external link names, as an absolute path (see `resolve_path_in`)."""
+    if h5domain.startswith("hdf5:/"):
+        h5domain = h5domain[len("hdf5:/") :]
+    if h5domain.startswith("/"):
+        return h5domain
+    folder = holder.rsplit("/", 1)[0]
+    return f"{folder}/{h5domain}"

@@ -10,9 +10,10 @@ from h5lake.model.ids import Collection, parse_id
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import domain_json, open_domain
-from h5lake.service.links import resolve_path
+from h5lake.service.links import OpenExternal, resolve_path, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
+from h5lake.service.views import Domain
 
 
 async def describe(
@@ -25,12 +26,15 @@ async def describe(
     include_attrs: bool = False,
     verbose: bool = False,
     dn_ids: bool = False,
+    follow_external_links: bool = False,
 ) -> Doc:
-    """The domain (with its size summary when ``verbose``), or the object at ``h5path``."""
+    """The domain (with its size summary when ``verbose``), or the object at ``h5path`` (which
+    may be in another domain when ``follow_external_links``; its ``domain`` says which)."""
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     if h5path is not None:
-        target = await resolve_path(svc, domain, h5path)
-        return object_json(domain, target, include_links=include_links, include_attrs=include_attrs)
+        opener = _external_opener(svc, caller) if follow_external_links else None
+        where, target = await resolve_path_in(svc, domain, h5path, open_external=opener)
+        return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
     out = domain_json(svc, domain)
     if dn_ids:
         out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
@@ -49,6 +53,7 @@ async def object_at_path(
     start: str | None = None,
     include_links: bool = False,
     include_attrs: bool = False,
+    follow_external_links: bool = False,
 ) -> Doc:
     """``GET /groups/?h5path=/a/b`` (absolute), or ``GET /groups/{id}?h5path=b`` (relative to
     group ``start``); likewise for datasets and datatypes: 404 when the path leads to an object
@@ -58,10 +63,18 @@ async def object_at_path(
     if start is not None:
         parse_id(start, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    target = await resolve_path(svc, domain, h5path, start=start)
+    opener = _external_opener(svc, caller) if follow_external_links else None
+    where, target = await resolve_path_in(svc, domain, h5path, start=start, open_external=opener)
     if parse_id(target["id"]) is not collection:
         raise NotFound(f"{h5path} is not one of the domain's {collection.path}")
-    return object_json(domain, target, include_links=include_links, include_attrs=include_attrs)
+    return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+
+
+def _external_opener(svc: Service, caller: Caller) -> OpenExternal:
+    async def open_external(path: str) -> Domain:
+        return await open_domain(svc, caller, path, Permission.READ)
+
+    return open_external
 
 
 async def resolve_paths(svc: Service, caller: Caller, domain_path: str, h5paths: Any) -> Doc:
