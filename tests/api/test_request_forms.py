@@ -412,3 +412,24 @@ def test_string_values_fixed_utf8_and_raw_bytes(client: Client) -> None:
     assert client.get(f"/groups/{root}/attributes/a%2Fb%3F%23%25").json()["name"] == "a/b?#%"
     assert client.put(f"/groups/{root}/links/x%3F%23%25%20y", json={"h5path": "/z"}).status_code == 201
     assert client.get(f"/groups/{root}/links/x%3F%23%25%20y").json()["link"]["title"] == "x?#% y"
+
+
+def test_attribute_value_get_and_put(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    assert client.put(f"/groups/{root}/attributes/a", json={"type": I32, "shape": [3], "value": [1, 2, 3]}).status_code == 201
+    r = client.get(f"/groups/{root}/attributes/a/value")
+    assert r.status_code == 200 and r.json()["value"] == [1, 2, 3]
+    r = client.get(f"/groups/{root}/attributes/a/value", headers={"Accept": "application/octet-stream"})
+    assert np.frombuffer(r.content, "<i4").tolist() == [1, 2, 3]
+    assert client.put(f"/groups/{root}/attributes/a/value", json={"value": [4, 5, 6]}).status_code == 200
+    assert client.get(f"/groups/{root}/attributes/a").json()["value"] == [4, 5, 6]
+    packed = np.array([7, 8, 9], "<i4").tobytes()
+    r = client.put(f"/groups/{root}/attributes/a/value", data=packed, headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 200
+    assert client.get(f"/groups/{root}/attributes/a").json()["value"] == [7, 8, 9]
+    b64 = base64.b64encode(np.array([1, 1, 1], "<i4").tobytes()).decode()
+    assert client.put(f"/groups/{root}/attributes/a/value", json={"value": b64, "encoding": "base64"}).status_code == 200
+    assert client.get(f"/groups/{root}/attributes/a").json()["value"] == [1, 1, 1]
+    assert client.put(f"/groups/{root}/attributes/a/value", json={"value": [1, 2]}).status_code == 400
+    assert client.put(f"/groups/{root}/attributes/a/value", json={"nothing": 1}).status_code == 400
+    assert client.get(f"/groups/{root}/attributes/none/value").status_code == 404

@@ -22,7 +22,7 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import Collection
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
@@ -314,10 +314,39 @@ def _json_param(name: str, text: str) -> object:
         raise InvalidInput(f"parameter {name} must be JSON") from None
 
 
+_VALUE = "/value"
+
+
+async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
+    """A PUT of ``.../attributes/{name}/value`` writes the value of attribute ``name`` (HSDS)
+    when it exists and no attribute is named with the suffix; otherwise (or with the ``type``
+    parameter of a packed body) it creates or replaces an attribute named ``{name}/value``."""
+    if request.query_params.get("type") is not None:
+        return False
+    svc, who, path = service(request), caller(request), domain_param(request)
+    try:
+        await attributes.get_attribute(svc, who, path, obj_id, name)
+        return False
+    except NotFound:
+        pass
+    try:
+        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+    except NotFound:
+        return False
+    return True
+
+
 async def attribute_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     _collection(request)
     obj_id, name = request.path_params["id"], request.path_params["name"]
+    if request.method == "PUT" and name.endswith(_VALUE) and await _is_value_put(request, obj_id, name):
+        base = name[: -len(_VALUE)]
+        if is_binary(request):
+            await attributes.put_attribute_value(svc, who, path, obj_id, base, packed=await body_bytes(request))
+        else:
+            await attributes.put_attribute_value(svc, who, path, obj_id, base, await json_body(request))
+        return ok({})
     if request.method == "PUT":
         if is_binary(request):
             body = await _binary_attribute_body(request, obj_id, name)
@@ -329,7 +358,17 @@ async def attribute_item(request: Request) -> Response:
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})
-    attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+    try:
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+    except NotFound:
+        if not name.endswith(_VALUE):
+            raise
+        # GET .../attributes/{name}/value (HSDS): the value alone
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        if wants_binary(request) and attr.get("value") is not None:
+            return binary(attributes.binary_value(attr))
+        value = attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))["value"]
+        return ok({"value": value, "hrefs": []})
     if wants_binary(request) and attr.get("value") is not None:
         return binary(attributes.binary_value(attr))
     return ok(

@@ -239,6 +239,24 @@ async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: 
     return attrs[name]
 
 
+async def put_attribute_value(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, body: Any = None, packed: bytes | None = None
+) -> PutOutcome:
+    """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
+    its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
+    packed bytes in base64; a null value stores zeros, as HSDS does)."""
+    existing = await get_attribute(svc, caller, domain_path, obj_id, name)
+    attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
+    if packed is not None:
+        attr["value_base64"] = base64.b64encode(packed).decode("ascii")
+    else:
+        if not isinstance(body, dict) or "value" not in body:
+            raise InvalidInput("body must be a JSON object with a value")
+        if body["value"] is not None:
+            attr["value_base64" if body.get("encoding") == "base64" else "value"] = body["value"]
+    return await put_attribute(svc, caller, domain_path, obj_id, name, attr)
+
+
 def _ordered(attrs: dict[str, Doc], create_order: bool) -> list[tuple[str, Doc]]:
     if create_order:
         return sorted(attrs.items(), key=lambda kv: (kv[1].get("created", 0), kv[0]))
