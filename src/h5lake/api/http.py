@@ -64,8 +64,7 @@ def domain_param(request: Request, *, required: bool = True) -> str:
     for any name not starting with one). An ``hdf5:/`` prefix is dropped, as HSDS does."""
     value = request.query_params.get("domain") or request.headers.get("x-hdf-domain")
     if value:
-        if value.startswith("hdf5:/"):
-            value = value[len("hdf5:/") :]
+        value = value.removeprefix("hdf5:/")
         if not value.startswith("/"):
             raise InvalidInput(f"domain {value[:80]!r} must be an absolute path starting with '/'")
     if value is None:

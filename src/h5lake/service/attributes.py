@@ -227,7 +227,7 @@ def attribute_bytes(attr: Doc) -> bytes:
 
 async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
     parse_id(obj_id)
-    domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
+    _, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
     attrs: dict[str, Doc] = found.doc.get("attributes", {})
     return attrs
 

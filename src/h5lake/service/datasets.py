@@ -20,13 +20,13 @@ from h5lake.service.access import (
     parse_link_request,
     resolve_type,
 )
+from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.creation import check_linked_chunk_size, plan_layout, validate_creation_properties
 from h5lake.service.documents import Doc, Unchanged
-from h5lake.service.initializers import check_initializer, run_initializer
 from h5lake.service.domains import open_domain
+from h5lake.service.initializers import check_initializer, run_initializer
 from h5lake.service.linked import SOURCES_KEY, ingest_linked_layout
-from h5lake.service.attributes import parse_attributes
 from h5lake.service.objects import object_json, store_new_objects
 from h5lake.service.opened import Change, check_writable
 from h5lake.service.views import Domain

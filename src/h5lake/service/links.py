@@ -396,8 +396,7 @@ async def resolve_path_in(
 
 def external_domain_path(holder: str, h5domain: str) -> str:
     """The domain an external link names, as an absolute path (see `resolve_path_in`)."""
-    if h5domain.startswith("hdf5:/"):
-        h5domain = h5domain[len("hdf5:/") :]
+    h5domain = h5domain.removeprefix("hdf5:/")
     if h5domain.startswith("/"):
         return h5domain
     folder = holder.rsplit("/", 1)[0]

@@ -17,10 +17,10 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
+from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.attributes import parse_attributes
 from h5lake.service.links import link_json, link_new_object, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
