@@ -175,6 +175,11 @@ def test_create_with_link_h5path_and_inline_attributes(client: Client) -> None:
     assert client.post("/groups", json={"h5path": "/x", "link": {"id": root, "name": "x"}}).status_code == 400
     assert client.post("/groups", json={"attributes": {"bad": {"value": 1}}}).status_code == 400
     assert client.get(f"/groups/{root}/links/x").status_code == 404  # nothing made by a refusal
+    # implicit=1 (HSDS) makes the missing groups on the way
+    r = client.post("/datasets", params={"implicit": 1}, json={"type": I32, "shape": [1], "h5path": "/g/p/q/dd"})
+    assert r.status_code == 201, r.text
+    assert client.get("/datasets/", params={"h5path": "/g/p/q/dd"}).json()["id"] == r.json()["id"]
+    assert client.get("/groups/", params={"h5path": "/g/p/q"}).status_code == 200
 
 
 def test_get_object_by_h5path(client: Client) -> None:

@@ -45,20 +45,22 @@ def _put_reply(outcome: PutOutcome) -> Response:
 
 
 async def post_groups(request: Request) -> Response:
-    items, many = await objects.create_groups(service(request), caller(request), domain_param(request), await json_body(request))
+    items, many = await objects.create_groups(
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
+    )
     return _created(items, many)
 
 
 async def post_datatypes(request: Request) -> Response:
     items, many = await objects.create_datatypes(
-        service(request), caller(request), domain_param(request), await json_body(request)
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
     return _created(items, many)
 
 
 async def post_datasets(request: Request) -> Response:
     items, many = await datasets.create_datasets(
-        service(request), caller(request), domain_param(request), await json_body(request)
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
     return _created(items, many)
 

@@ -32,7 +32,9 @@ from h5lake.service.opened import Change, check_writable
 from h5lake.service.views import Domain
 
 
-async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
+async def create_datasets(
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
+) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs: list[Doc] = []
@@ -46,7 +48,7 @@ async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: 
         link = parse_link_request(item)
         if link is not None:
             links.append((docs[-1], link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
     for doc, args in initialized:
         await run_initializer(svc, domain, doc, args)
     return [object_json(domain, d) for d in docs], many

@@ -12,8 +12,8 @@ from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, is_valid_id, parse_id, same_domain
-from h5lake.service.access import client_timestamp, load_object, update_object
+from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
+from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
@@ -203,21 +203,43 @@ async def put_links(
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
 
 
-async def place_new_object(svc: Service, domain: Domain, request: Doc) -> Doc:
+async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit: bool = False) -> Doc:
     """Turn an ``h5path`` placement (see ``access.parse_link_request``) into a parent group
-    and link name, checked before the object is made: the parent must exist and be a group,
-    and the name must be free (409 otherwise, as HSDS answers)."""
+    and link name, checked before the object is made: the groups on the way must be reached
+    through hard links (400 otherwise, as HSDS) and exist (404), unless ``implicit`` (HSDS's
+    ``implicit=1``) makes the missing ones; the name must be free (409, as HSDS answers)."""
     if "h5path" not in request:
         return request
     h5path: str = request["h5path"]
-    start = None if h5path.startswith("/") else request.get("parent_id")
-    parts = [p for p in h5path.split("/") if p]
-    parent = await resolve_path(svc, domain, "/".join(parts[:-1]), start=start)
+    start = request.get("parent_id") if not h5path.startswith("/") else None
+    parts = [p for p in h5path.split("/") if p and p != "."]
+    parent = (await load_object(svc, domain, start or domain.require_root())).doc
+    for name in parts[:-1]:
+        link = parent.get("links", {}).get(name)
+        if link is None:
+            if not implicit:
+                raise NotFound(f"{h5path}: group {name!r} does not exist (implicit=1 makes it)")
+            parent = await _new_group_under(svc, domain, parent["id"], name)
+            continue
+        if link.get("class") != LinkClass.HARD.value or parse_id(link["id"]) is not Collection.GROUPS:
+            raise InvalidInput(f"{h5path}: {name!r} is not a hard link to a group")
+        parent = (await load_object(svc, domain, link["id"])).doc
     if parse_id(parent["id"]) is not Collection.GROUPS:
         raise InvalidInput(f"{h5path}: the parent is not a group")
     if parts[-1] in parent.get("links", {}):
         raise Conflict(f"an object already exists at {h5path}")
     return {"id": parent["id"], "name": parts[-1]}
+
+
+async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: str) -> Doc:
+    doc = base_doc(new_object_id(Collection.GROUPS, domain.require_root()), domain, {})
+    doc["links"] = {}
+    doc["creationProperties"] = {}
+    await svc.docs.create(object_key(doc["id"]), doc, f"object {doc['id']}")
+    svc.catalog.note_object(domain.path, doc["id"])
+    link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}
+    await _put_links(svc, domain, parent_id, {validate_name(name): link})
+    return doc
 
 
 async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:

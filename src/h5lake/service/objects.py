@@ -50,14 +50,19 @@ def object_json(
 
 
 async def store_new_objects(
-    svc: Service, caller: Caller, domain: Domain, docs: list[Doc], link_requests: list[tuple[Doc, Any]]
+    svc: Service,
+    caller: Caller,
+    domain: Domain,
+    docs: list[Doc],
+    link_requests: list[tuple[Doc, Any]],
+    implicit: bool = False,
 ) -> None:
     """Create documents (create-only), then any ``link`` requests that came with them.
 
     A repeated POST of an identical object is accepted (h5pyd resends after a failed flush).
     Placements by ``h5path`` are checked before anything is created.
     """
-    link_requests = [(doc, await place_new_object(svc, domain, link)) for doc, link in link_requests]
+    link_requests = [(doc, await place_new_object(svc, domain, link, implicit)) for doc, link in link_requests]
 
     async def create(doc: Doc) -> None:
         try:
@@ -84,7 +89,9 @@ def _same_object(a: Doc, b: Doc) -> bool:
 # --- groups -----------------------------------------------------------------------------------
 
 
-async def create_groups(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
+async def create_groups(
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
+) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs, links = [], []
@@ -100,7 +107,7 @@ async def create_groups(svc: Service, caller: Caller, domain_path: str, body: An
         link = parse_link_request(item)
         if link is not None:
             links.append((doc, link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
     return [object_json(domain, d, include_links=False) for d in docs], many
 
 
@@ -108,7 +115,7 @@ async def create_groups(svc: Service, caller: Caller, domain_path: str, body: An
 
 
 async def create_datatypes(
-    svc: Service, caller: Caller, domain_path: str, body: Any
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
 ) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
@@ -125,7 +132,7 @@ async def create_datatypes(
         link = parse_link_request(item)
         if link is not None:
             links.append((doc, link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
     return [object_json(domain, d) for d in docs], many
 
 
