@@ -438,3 +438,41 @@ def test_attribute_value_get_and_put(client: Client) -> None:
     assert client.put(f"/groups/{root}/attributes/a/value", json={"value": [1, 2]}).status_code == 400
     assert client.put(f"/groups/{root}/attributes/a/value", json={"nothing": 1}).status_code == 400
     assert client.get(f"/groups/{root}/attributes/none/value").status_code == 404
+
+
+# --- HSDS request parameters: getalias, parent_id, reduce_dim, ignore_nan, max_data_size ------
+
+
+def test_hsds_parameters(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    sub = client.post("/groups", json={"link": {"id": g, "name": "sub"}}).json()["id"]
+    d = new_dataset(client, [2, 3], link={"id": sub, "name": "d"})
+    lone = new_dataset(client, [1])
+    assert client.get(f"/datasets/{d}", params={"getalias": 1}).json()["alias"] == ["/g/sub/d"]
+    assert client.get(f"/groups/{root}", params={"getalias": 1}).json()["alias"] == ["/"]
+    assert client.get(f"/datasets/{lone}", params={"getalias": 1}).json()["alias"] == []
+    assert client.get("/", params={"h5path": "sub/d", "parent_id": g}).json()["id"] == d
+    r = client.post("/", params={"parent_id": g}, json={"h5paths": ["sub/d", "nope"]})
+    assert r.status_code == 200 and set(r.json()["h5paths"]) == {"sub/d"}
+    client.put(f"/datasets/{d}/value", json={"value": [[1, 2, 3], [4, 5, 6]]})
+    assert value(client, d, select="[1:2,0:3]") == [[4, 5, 6]]
+    assert value(client, d, select="[1:2,0:3]", reduce_dim=1) == [4, 5, 6]
+    assert value(client, d, select="[1:2,2:3]", reduce_dim=1) == 6
+    f = client.post("/datasets", json={"type": "H5T_IEEE_F64LE", "shape": [3]}).json()["id"]
+    client.put(f"/datasets/{f}/value", json={"value": ["NaN", 1.5, "-Infinity"]})
+    assert value(client, f) == ["NaN", 1.5, "-Infinity"]
+    assert value(client, f, ignore_nan=1) == [None, 1.5, None]
+    client.put(f"/groups/{root}/attributes/fl", json={"type": "H5T_IEEE_F32LE", "shape": [2], "value": ["NaN", 2.0]})
+    client.put(f"/groups/{root}/attributes/big", json={"type": I32, "shape": [100], "value": list(range(100))})
+    for url in (f"/groups/{root}/attributes/fl", f"/groups/{root}/attributes/fl/value"):
+        assert client.get(url, params={"ignore_nan": 1}).json()["value"] == [None, 2.0]
+        assert client.get(url).json()["value"] == ["NaN", 2.0]
+    listed = client.get(f"/groups/{root}/attributes", params={"IncludeData": 1, "max_data_size": 10, "ignore_nan": 1}).json()
+    by_name = {a["name"]: a for a in listed["attributes"]}
+    assert "value" not in by_name["big"] and by_name["fl"]["value"] == [None, 2.0]
+    listed = client.get(f"/groups/{root}/attributes", params={"IncludeData": 1, "max_data_size": 0}).json()
+    assert all("value" in a for a in listed["attributes"])
+    # a name sent with an unencoded '#' arrives empty: 404, as HSDS answers
+    assert client.put(f"/groups/{root}/attributes/#a", json={"type": I32, "value": 1}).status_code == 404
+    assert client.get(f"/groups/{root}/links/").status_code == 404

@@ -24,6 +24,7 @@ from h5lake.api.http import (
 )
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import Collection
+from h5lake.model.values import nan_to_null
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
 
@@ -135,6 +136,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
             verbose=flag(request, "verbose"),
+            alias=flag(request, "getalias"),
         )
         return ok(out)
 
@@ -206,6 +208,8 @@ async def links_collection(request: Request) -> Response:
 async def link_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     gid, title = request.path_params["id"], request.path_params["title"]
+    if not title:
+        raise NotFound("no link name in the path (names with '#' or '?' must be percent-encoded)")
     if request.method == "PUT":
         outcome = await links.put_link(svc, who, path, gid, title, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
@@ -229,6 +233,16 @@ def _attr_names(request: Request, body: object = None) -> list[str] | None:
         return None
     sep = request.query_params.get("separator", "/")
     return [n for n in raw.split(sep) if n]
+
+
+def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
+    """HSDS's ``ignore_nan=1``: NaN and infinities of float values as null."""
+    if flag(request, "ignore_nan"):
+        for item in items:
+            if item.get("value") is not None and item.get("encoding") is None:
+                rank = len(item["shape"].get("dims", []))
+                item["value"] = nan_to_null(item["value"], item["type"], rank)
+    return items
 
 
 def _b64(request: Request) -> bool:
@@ -259,9 +273,16 @@ async def attributes_collection(request: Request) -> Response:
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
         items = await attributes.get_attributes(
-            svc, who, path, obj_id, names=names, include_data=include, b64=_b64(request)
+            svc,
+            who,
+            path,
+            obj_id,
+            names=names,
+            include_data=include,
+            b64=_b64(request),
+            max_data_size=int_param(request, "max_data_size") or 0,
         )
-        return ok({"attributes": items, "hrefs": []})
+        return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
     if flag(request, "follow_links"):
         if _collection(request) is not Collection.GROUPS:
             raise InvalidInput("follow_links can only be used with a group")
@@ -275,7 +296,10 @@ async def attributes_collection(request: Request) -> Response:
             limit=int_param(request, "Limit", minimum=1),
             b64=_b64(request),
             pattern=request.query_params.get("pattern"),
+            max_data_size=int_param(request, "max_data_size") or 0,
         )
+        for listed in followed.values():
+            _ignore_nan(request, listed)
         return ok({"attributes": followed, "hrefs": []})
     items = await attributes.get_attributes(
         svc,
@@ -289,8 +313,9 @@ async def attributes_collection(request: Request) -> Response:
         limit=int_param(request, "Limit", minimum=1),
         b64=_b64(request),
         pattern=request.query_params.get("pattern"),
+        max_data_size=int_param(request, "max_data_size") or 0,
     )
-    return ok({"attributes": items, "hrefs": []})
+    return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
 
 
 async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
@@ -342,6 +367,8 @@ async def attribute_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     _collection(request)
     obj_id, name = request.path_params["id"], request.path_params["name"]
+    if not name:
+        raise NotFound("no attribute name in the path (names with '#' or '?' must be percent-encoded)")
     if request.method == "PUT" and name.endswith(_VALUE) and await _is_value_put(request, obj_id, name):
         base = name[: -len(_VALUE)]
         if is_binary(request):
@@ -369,15 +396,12 @@ async def attribute_item(request: Request) -> Response:
         attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
         if wants_binary(request) and attr.get("value") is not None:
             return binary(attributes.binary_value(attr))
-        value = attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))["value"]
-        return ok({"value": value, "hrefs": []})
+        shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]
+        return ok({"value": shown["value"], "hrefs": []})
     if wants_binary(request) and attr.get("value") is not None:
         return binary(attributes.binary_value(attr))
-    return ok(
-        attributes.attribute_json(
-            name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request)
-        )
-    )
+    shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
+    return ok(_ignore_nan(request, [shown])[0])
 
 
 # --- ACLs of single objects ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from h5lake.api.http import (
     body_bytes,
     caller,
     domain_param,
+    flag,
     int_param,
     is_binary,
     json_body,
@@ -27,7 +28,8 @@ from h5lake.api.http import (
 )
 from h5lake.errors import InvalidInput
 from h5lake.model.selection import Bounds
-from h5lake.model.values import array_to_bytes, array_to_json
+from h5lake.model.types import array_dims
+from h5lake.model.values import array_to_bytes, array_to_json, nan_to_null
 from h5lake.service import values
 from h5lake.service.value_requests import (
     Append,
@@ -68,7 +70,17 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
         return binary(b"") if as_binary else ok({"value": None, "hrefs": []})
     if as_binary:
         return binary(array_to_bytes(found.values, found.type_json))
-    out = {"value": array_to_json(found.values, found.type_json), "hrefs": []}
+    arr = found.values
+    adims, _ = array_dims(found.type_json)
+    rank = arr.ndim - len(adims)
+    if flag(request, "reduce_dim"):  # HSDS: drop the selection's dimensions of extent 1
+        axes = tuple(i for i in range(rank) if arr.shape[i] == 1)
+        arr = arr.squeeze(axis=axes) if axes else arr
+        rank -= len(axes)
+    value = array_to_json(arr, found.type_json)
+    if flag(request, "ignore_nan"):  # HSDS: NaN and infinities as null
+        value = nan_to_null(value, found.type_json, rank)
+    out = {"value": value, "hrefs": []}
     if found.index is not None:
         out = {"index": found.index.tolist(), **out}
     return ok(out)

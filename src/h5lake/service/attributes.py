@@ -276,9 +276,10 @@ async def get_attributes(
     limit: int | None = None,
     b64: bool = False,
     pattern: str | None = None,
+    max_data_size: int = 0,
 ) -> list[Doc]:
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
-    return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern)
+    return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size)
 
 
 def _listed(
@@ -290,7 +291,9 @@ def _listed(
     limit: int | None,
     b64: bool,
     pattern: str | None,
+    max_data_size: int = 0,
 ) -> list[Doc]:
+    """``max_data_size`` (HSDS): values of more bytes than that are left out (0: no limit)."""
     if pattern:
         attrs = {n: a for n, a in attrs.items() if fnmatch.fnmatchcase(n, pattern)}
     if names is not None:
@@ -306,7 +309,15 @@ def _listed(
                 items = items[keys.index(marker) + 1 :]
         if limit is not None:
             items = items[:limit]
-    return [attribute_json(n, a, include_data=include_data, b64=b64) for n, a in items]
+    return [
+        attribute_json(n, a, include_data=include_data and _fits(a, max_data_size), b64=b64) for n, a in items
+    ]
+
+
+def _fits(attr: Doc, max_data_size: int) -> bool:
+    if max_data_size <= 0 or attr.get("value") is None:
+        return True
+    return len(attribute_bytes(attr)) <= max_data_size
 
 
 async def get_attributes_followed(
@@ -320,6 +331,7 @@ async def get_attributes_followed(
     limit: int | None = None,
     b64: bool = False,
     pattern: str | None = None,
+    max_data_size: int = 0,
 ) -> Doc:
     """``GET /groups/{id}/attributes?follow_links=1`` (HSDS): the attributes of the group and of
     every object reached from it through hard links, keyed by object id."""
@@ -343,7 +355,7 @@ async def get_attributes_followed(
             found[target] = versioned.doc
             frontier.append(versioned.doc)
     return {
-        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern)
+        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
         for oid, doc in found.items()
     }
 

@@ -416,6 +416,31 @@ async def resolve_path_in(
     return domain, current
 
 
+async def path_of(svc: Service, domain: Domain, obj_id: str) -> str | None:
+    """The first path (breadth first, names in order) from the root to ``obj_id`` through hard
+    links, or None when no link leads there (HSDS's ``getalias``)."""
+    root = domain.require_root()
+    if obj_id == root:
+        return "/"
+    seen = {root}
+    frontier: list[tuple[str, str]] = [(root, "")]
+    while frontier:
+        docs = await svc.workers.map([g for g, _ in frontier], lambda g: load_object(svc, domain, g))
+        following: list[tuple[str, str]] = []
+        for (_, prefix), found in zip(frontier, docs):
+            for name, link in sorted(found.doc.get("links", {}).items()):
+                target = link.get("id")
+                if target is None or target in seen:
+                    continue
+                if target == obj_id:
+                    return f"{prefix}/{name}"
+                seen.add(target)
+                if target.startswith("g-"):
+                    following.append((target, f"{prefix}/{name}"))
+        frontier = following
+    return None
+
+
 def external_domain_path(holder: str, h5domain: str) -> str:
     """The domain an external link names, as an absolute path (see `resolve_path_in`)."""
     h5domain = h5domain.removeprefix("hdf5:/")

@@ -21,7 +21,7 @@ from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.links import link_json, link_new_object, place_new_object
+from h5lake.service.links import link_json, link_new_object, path_of, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
@@ -149,9 +149,13 @@ async def get_object(
     include_links: bool,
     include_attrs: bool,
     verbose: bool = False,
+    alias: bool = False,
 ) -> Doc:
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ, collection)
     out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
+    if alias:  # HSDS's getalias=1: the paths that lead to the object (the first one found)
+        path = await path_of(svc, domain, obj_id)
+        out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
         out["stats"] = await dataset_stats(svc.store, domain.path, found.doc)
     return out

@@ -27,13 +27,16 @@ async def describe(
     verbose: bool = False,
     dn_ids: bool = False,
     follow_external_links: bool = False,
+    parent_id: str | None = None,
 ) -> Doc:
     """The domain (with its size summary when ``verbose``), or the object at ``h5path`` (which
     may be in another domain when ``follow_external_links``; its ``domain`` says which)."""
+    if parent_id is not None:
+        parse_id(parent_id, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     if h5path is not None:
         opener = _external_opener(svc, caller) if follow_external_links else None
-        where, target = await resolve_path_in(svc, domain, h5path, open_external=opener)
+        where, target = await resolve_path_in(svc, domain, h5path, start=parent_id, open_external=opener)
         return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
     out = domain_json(svc, domain)
     if dn_ids:
@@ -77,17 +80,21 @@ def _external_opener(svc: Service, caller: Caller) -> OpenExternal:
     return open_external
 
 
-async def resolve_paths(svc: Service, caller: Caller, domain_path: str, h5paths: Any) -> Doc:
+async def resolve_paths(
+    svc: Service, caller: Caller, domain_path: str, h5paths: Any, parent_id: str | None = None
+) -> Doc:
     """The objects several paths lead to; a path that does not resolve is left out."""
     if not isinstance(h5paths, list):
         raise InvalidInput("body must be an object with an h5paths list")
+    if parent_id is not None:
+        parse_id(parent_id, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     found: Doc = {}
     for h5path in h5paths:
         if not isinstance(h5path, str):
             raise InvalidInput("h5paths must be strings")
         try:
-            target = await resolve_path(svc, domain, h5path)
+            target = await resolve_path(svc, domain, h5path, start=parent_id)
         except NotFound:
             continue
         found[h5path] = object_json(domain, target, include_links=False, include_attrs=False)
