@@ -476,3 +476,29 @@ def test_hsds_parameters(client: Client) -> None:
     # a name sent with an unencoded '#' arrives empty: 404, as HSDS answers
     assert client.put(f"/groups/{root}/attributes/#a", json={"type": I32, "value": 1}).status_code == 404
     assert client.get(f"/groups/{root}/links/").status_code == 404
+
+
+def test_queries_in_hsds_forms(client: Client) -> None:
+    stock = {
+        "class": "H5T_COMPOUND",
+        "fields": [
+            {"name": "symbol", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "length": 4, "strPad": "H5T_STR_NULLPAD"}},
+            {"name": "open", "type": I32},
+        ],
+    }
+    d = new_dataset(client, [5], type=stock)
+    rows = [["AAPL", 3000], ["EBAY", 5000], ["GOOG", 100], ["AAPL", 5000], ["EBAY", 10]]
+    assert client.put(f"/datasets/{d}/value", json={"value": rows}).status_code == 200
+    r = client.get(f"/datasets/{d}/value", params={"query": "open < 4000 where symbol in (b'AAPL', b'EBAY')"})
+    assert r.status_code == 200 and r.json()["index"] == [0, 4]
+    r = client.get(f"/datasets/{d}/value", params={"query": "where symbol in (b'AAPL', b'EBAY')"})
+    assert r.json()["index"] == [0, 1, 3, 4]
+    assert client.get(f"/datasets/{d}/value", params={"query": "open < 3 where"}).status_code == 400
+    # a query update with HSDS's bare {field: value} body answers the changed rows
+    r = client.put(f"/datasets/{d}/value", params={"query": "symbol == b'AAPL'"}, json={"open": 999})
+    assert r.status_code == 200, r.text
+    assert r.json()["index"] == [0, 3] and r.json()["value"] == [[0, "AAPL", 999], [3, "AAPL", 999]]
+    r = client.put(f"/datasets/{d}/value", params={"query": "symbol == b'EBAY'", "Limit": 1}, json={"value": {"open": 1}})
+    assert r.json()["value"] == [[1, "EBAY", 1]]
+    assert value(client, d) == [["AAPL", 999], ["EBAY", 1], ["GOOG", 100], ["AAPL", 999], ["EBAY", 10]]
+    assert client.put(f"/datasets/{d}/value", params={"query": "open > 0"}, json={"nope": 1}).status_code == 400

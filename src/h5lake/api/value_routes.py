@@ -133,8 +133,10 @@ async def put_value(request: Request) -> Response:
     query = _query(request)
     if query is not None:
         update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
-        index = await values.update_where(svc, who, path, dset_id, update)
-        return ok({"index": index.tolist(), "hrefs": []})
+        index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)
+        # HSDS answers the changed elements as [index, field values...]
+        rows = [[i, *row] for i, row in zip(index.tolist(), array_to_json(changed, type_json))]
+        return ok({"index": index.tolist(), "value": rows, "hrefs": []})
     count = int_param(request, "append", minimum=1)
     append = Append(count, int_param(request, "append_dim") or 0) if count is not None else None
     body: PackedBody | JsonValues

@@ -152,9 +152,12 @@ class QueryUpdate:
 
     @classmethod
     def from_body(cls, query: Query, body: Any, fields: str | None = None) -> QueryUpdate:
-        if not isinstance(body, dict) or not isinstance(body.get("value"), dict):
+        """``{"value": {field: value}}``, or HSDS's bare ``{field: value}``."""
+        if not isinstance(body, dict) or not body:
             raise InvalidInput(QUERY_UPDATE_SHAPE)
-        return cls(query, body["value"], fields)
+        if isinstance(body.get("value"), dict):
+            return cls(query, body["value"], fields)
+        return cls(query, body, fields)
 
 
-QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {\"value\": {field: value}}"
+QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {field: value} (or {\"value\": {field: value}})"

@@ -389,9 +389,11 @@ async def _write_stream(
 # --- update where a query matches ------------------------------------------------------------
 
 
-async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: QueryUpdate) -> np.ndarray:
+async def update_where(
+    svc: Service, caller: Caller, domain_path: str, dset_id: str, request: QueryUpdate
+) -> tuple[np.ndarray, np.ndarray, Doc]:
     """``PUT /datasets/{id}/value?query=...``: set fields of the matching elements; returns the
-    indexes of the elements changed.
+    indexes of the elements changed, those elements as they now are, and their type.
 
     The query is evaluated inside each chunk's conditional write, on the chunk as it is then,
     and only the named fields of the matching elements change: a concurrent write of other
@@ -423,6 +425,7 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
     grid: list[tuple[int, ...]] = [(i,) for i in range(-(-rows // per_chunk))]
     found: dict[int, np.ndarray] = {}
+    changed_rows: dict[int, np.ndarray] = {}
     written: list[tuple[int, ...]] = []
 
     async def one(index: tuple[int, ...], wanted: int | None = None) -> None:
@@ -436,9 +439,11 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
                 idx = idx[:wanted]
             found[index[0]] = idx + start
             if not idx.size:
+                changed_rows[index[0]] = part[:0].copy()
                 return False
             for name, v in request.values.items():
                 part[name][idx] = v
+            changed_rows[index[0]] = part[idx].copy()
             return True
 
         await engine.update_chunk(layout, index, modify, False, svc.workers)
@@ -458,7 +463,9 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
 
     await _recorded(svc, layout, grid, work, lambda: written)
     parts = [found[i] for i in sorted(found)]
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    changed = [changed_rows[i] for i in sorted(changed_rows)]
+    index = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return index, np.concatenate(changed) if changed else np.empty(0, dtype=layout.dtype), ds.type_json
 
 
 def _table_probe(probe: np.ndarray, values: dict[str, Any]) -> np.ndarray:
