@@ -502,3 +502,25 @@ def test_queries_in_hsds_forms(client: Client) -> None:
     assert r.json()["value"] == [[1, "EBAY", 1]]
     assert value(client, d) == [["AAPL", 999], ["EBAY", 1], ["GOOG", 100], ["AAPL", 999], ["EBAY", 10]]
     assert client.put(f"/datasets/{d}/value", params={"query": "open > 0"}, json={"nope": 1}).status_code == 400
+
+
+def test_select_as_json_list_and_fields_in_the_body(client: Client) -> None:
+    d = new_dataset(client, [10])
+    client.put(f"/datasets/{d}/value", json={"value": list(range(10))})
+    r = client.post(f"/datasets/{d}/value", json={"select": [[0, 1, 3, 7]]})
+    assert r.status_code == 200 and r.json()["value"] == [0, 1, 3, 7]
+    assert client.post(f"/datasets/{d}/value", json={"select": ["2:5"]}).json()["value"] == [2, 3, 4]
+    assert client.post(f"/datasets/{d}/value", json={"select": [3]}).json()["value"] == [3]
+    assert client.post(f"/datasets/{d}/value", json={"select": "[2:18]"}).status_code == 400
+    assert client.post(f"/datasets/{d}/value", json={"select": [{"a": 1}]}).status_code == 400
+    pair = {"class": "H5T_COMPOUND", "fields": [{"name": "x1", "type": I32}, {"name": "x2", "type": I32}]}
+    c = new_dataset(client, [4], type=pair)
+    for field, k in (("x1", 1), ("x2", 2)):
+        r = client.put(f"/datasets/{c}/value", json={"value": [[k * i] for i in range(4)], "fields": field})
+        assert r.status_code == 200, r.text
+    assert value(client, c) == [[0, 0], [1, 2], [2, 4], [3, 6]]
+    r = client.post(f"/datasets/{c}/value", json={"points": [3, 1], "fields": "x2"})
+    assert r.status_code == 200 and r.json()["value"] == [[6], [2]]
+    r = client.post(f"/datasets/{c}/value", json={"select": "[1:3]", "fields": "x1"})
+    assert r.json()["value"] == [[1], [2]]
+    assert client.post(f"/datasets/{c}/value", json={"points": [0], "fields": "nope"}).status_code == 400

@@ -7,6 +7,7 @@ service call, and serializes what it gets back.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -50,10 +51,22 @@ def _query(request: Request) -> Query | None:
     return Query(text, int_param(request, "Limit", minimum=1)) if text else None
 
 
-def _value_read(request: Request, select: str | Bounds | None, *, null_reads_empty: bool) -> ValueRead:
+def _fields(request: Request, body_fields: Any = None) -> str | None:
+    """``fields``: the query parameter, else (as HSDS reads it) the JSON body's key."""
+    fields = request.query_params.get("fields")
+    if fields is None and body_fields is not None:
+        if not isinstance(body_fields, str):
+            raise InvalidInput("fields must be a string of names joined by ':'")
+        fields = body_fields
+    return fields
+
+
+def _value_read(
+    request: Request, select: str | list[Any] | Bounds | None, *, null_reads_empty: bool, body_fields: Any = None
+) -> ValueRead:
     return ValueRead(
         select=select,
-        fields=request.query_params.get("fields"),
+        fields=_fields(request, body_fields),
         query=_query(request),
         binary=wants_binary(request),
         null_reads_empty=null_reads_empty,
@@ -95,6 +108,7 @@ async def get_value(request: Request) -> Response:
 async def post_value(request: Request) -> Response:
     """Point reads (binary uint64 coordinates or JSON ``points``), or a long ``select`` in JSON."""
     svc, who, path, dset_id = service(request), caller(request), domain_param(request), request.path_params["id"]
+    body_fields: Any = None
     if is_binary(request):
         points = Points(packed=await body_bytes(request))
     else:
@@ -105,12 +119,15 @@ async def post_value(request: Request) -> Response:
         if "points" not in body and ("select" in body or bounds is not None):
             if "select" in body and bounds is not None:
                 raise InvalidInput("select cannot be combined with start/stop/step")
-            read = _value_read(request, body["select"] if bounds is None else bounds, null_reads_empty=False)
+            select = body["select"] if bounds is None else bounds
+            read = _value_read(request, select, null_reads_empty=False, body_fields=body.get("fields"))
             return await _reply(request, await values.read_values(svc, who, path, dset_id, read))
         if "points" not in body:
             raise InvalidInput("body must have points, select, or start/stop/step")
         points = Points(listed=body["points"])
-    found = await values.read_points(svc, who, path, dset_id, PointRead(points, wants_binary(request)))
+        body_fields = body.get("fields")
+    point_read = PointRead(points, wants_binary(request), _fields(request, body_fields))
+    found = await values.read_points(svc, who, path, dset_id, point_read)
     return await _reply(request, found)
 
 

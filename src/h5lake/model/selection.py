@@ -254,7 +254,7 @@ def orthogonal_index(
 _INT_RE = re.compile(r"[+-]?\d+")
 
 
-def parse_select(text: str | None, shape: Sequence[int]) -> Selection | PairedSelection:
+def parse_select(text: str | list[Any] | None, shape: Sequence[int]) -> Selection | PairedSelection:
     """Parse a ``select`` parameter against a dataset ``shape`` (see the module docstring).
 
     ``None`` (parameter absent) selects everything. A scalar dataset (shape ``()``) accepts only
@@ -264,6 +264,8 @@ def parse_select(text: str | None, shape: Sequence[int]) -> Selection | PairedSe
     shape = tuple(int(n) for n in shape)
     if text is None:
         return Selection.all(shape)
+    if isinstance(text, list):
+        text = _select_from_list(text)
     if not isinstance(text, str):
         raise InvalidInput("select must be a string")
     body = "".join(text.split())
@@ -398,6 +400,24 @@ class PairedSelection:
 
     def __str__(self) -> str:
         return "[" + ",".join(str(p) for p in self.parts) + "]"
+
+
+def _select_from_list(items: list[Any]) -> str:
+    """A ``select`` given as a JSON list, one item per dimension (HSDS's POST body form): an int
+    index, a list of coordinates, or the text of one part (``"2:8"``)."""
+    parts: list[str] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise InvalidInput("select items must be integers, coordinate lists or part texts")
+        if isinstance(item, int):
+            parts.append(str(item))
+        elif isinstance(item, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in item):
+            parts.append("[" + ",".join(str(c) for c in item) + "]")
+        elif isinstance(item, str) and "[" not in item and "]" not in item and "," not in item:
+            parts.append(item)
+        else:
+            raise InvalidInput("select items must be integers, coordinate lists or part texts")
+    return "[" + ",".join(parts) + "]"
 
 
 def _clip(text: str, limit: int = 80) -> str:

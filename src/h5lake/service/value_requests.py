@@ -47,7 +47,7 @@ class ValueRead:
     ``null_reads_empty``: a dataset with a null dataspace answers an empty value (GET) instead
     of an error (POST)."""
 
-    select: str | Bounds | None = None
+    select: str | list[Any] | Bounds | None = None
     fields: str | None = None
     query: Query | None = None
     binary: bool = False
@@ -58,6 +58,7 @@ class ValueRead:
 class PointRead:
     points: Points
     binary: bool = False
+    fields: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ class JsonValues:
     select: Any = _NO_SELECT
     bounds: Bounds | None = None
     element_count: Any = None
+    fields: str | None = None  # HSDS reads ``fields`` from the body too
 
     @classmethod
     def from_body(cls, body: Any) -> JsonValues:
@@ -117,7 +119,10 @@ class JsonValues:
         select = body.get("select", _NO_SELECT)
         if bounds is not None and (select is not _NO_SELECT or "points" in body):
             raise InvalidInput("start/stop/step cannot be combined with select or points")
-        return cls(body.get("value"), packed, body.get("points"), select, bounds, body.get("element_count"))
+        fields = body.get("fields")
+        if fields is not None and not isinstance(fields, str):
+            raise InvalidInput("fields must be a string of names joined by ':'")
+        return cls(body.get("value"), packed, body.get("points"), select, bounds, body.get("element_count"), fields)
 
     @property
     def has_select(self) -> bool:

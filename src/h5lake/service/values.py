@@ -61,7 +61,7 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
 
 
-def _selection(layout: DatasetLayout, text: str | Bounds | None) -> Selection | PairedSelection | None:
+def _selection(layout: DatasetLayout, text: str | list[Any] | Bounds | None) -> Selection | PairedSelection | None:
     if text is None or text == "":
         return None
     if isinstance(text, Bounds):
@@ -139,8 +139,10 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     """``POST /datasets/{id}/value`` with point coordinates."""
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
     layout = ds.require_layout()
+    fields = parse_fields(request.fields, layout.dtype)
     points = request.points.parse(layout.shape)
-    return ValuesRead(ds.type_json, await engine.read_points(layout, points, svc.workers))
+    found = await engine.read_points(layout, points, svc.workers)
+    return ValuesRead(field_type(ds.type_json, fields), found[fields] if fields else found)
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -191,6 +193,8 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         elif body.bounds is not None:
             selection = body.bounds.parse(layout.shape)
     shape = selection.shape if selection is not None else layout.shape
+    if isinstance(body, JsonValues) and body.fields is not None and request.fields is None:
+        fields = parse_fields(body.fields, layout.dtype)
     element_count = request.element_count
     if isinstance(body, JsonValues) and body.element_count is not None:
         element_count = body.element_count
