@@ -524,3 +524,25 @@ def test_select_as_json_list_and_fields_in_the_body(client: Client) -> None:
     r = client.post(f"/datasets/{c}/value", json={"select": "[1:3]", "fields": "x1"})
     assert r.json()["value"] == [[1], [2]]
     assert client.post(f"/datasets/{c}/value", json={"points": [0], "fields": "nope"}).status_code == 400
+
+
+def test_resize_statuses_and_relative_h5path_with_grpid(client: Client) -> None:
+    fixed = new_dataset(client, 10)
+    assert client.put(f"/datasets/{fixed}/shape", json={"extend": 5}).status_code == 400  # not extensible
+    grow = new_dataset(client, 10, maxdims=20)
+    assert client.put(f"/datasets/{grow}/shape", json={"shape": 15}).status_code == 201
+    assert client.put(f"/datasets/{grow}/shape", json={"shape": 25}).status_code == 409  # past maxdims (HSDS)
+    assert client.put(f"/datasets/{grow}/shape", json={"extend": 10}).status_code == 409
+    two = new_dataset(client, [10, 20], maxdims=[0, 20])
+    assert client.put(f"/datasets/{two}/shape", json={"extend": 5, "extend_dim": 0}).status_code == 201
+    assert client.put(f"/datasets/{two}/shape", json={"extend": 5, "extend_dim": 1}).status_code == 409
+    assert client.get(f"/datasets/{two}/shape").json()["shape"]["dims"] == [15, 20]
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    client.put(f"/groups/{g}/links/d", json={"id": two})
+    assert client.get("/datasets/", params={"h5path": "g/d", "grpid": root}).json()["id"] == two
+    assert client.get("/datasets/", params={"h5path": "d", "parent_id": g}).json()["id"] == two
+    assert client.get("/datasets/", params={"h5path": "/g"}).status_code == 404  # a group
+    assert client.post("/datasets", json={"type": I32, "shape": "H5S_SCALAR"}).status_code == 201
+    r = client.post("/datasets", json={"type": I32, "shape": []})
+    assert r.status_code == 201 and client.get(f"/datasets/{r.json()['id']}").json()["shape"]["class"] == "H5S_SCALAR"

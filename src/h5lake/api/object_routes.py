@@ -91,12 +91,15 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
         h5path = request.query_params.get("h5path")
         if h5path is None:
             raise InvalidInput("h5path is required here")
+        # a relative path starts at grpid (HSDS's GET_Dataset) or parent_id
+        start = request.query_params.get("grpid") or request.query_params.get("parent_id")
         out = await paths.object_at_path(
             service(request),
             caller(request),
             domain_param(request),
             h5path,
             collection,
+            start=start,
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
             follow_external_links=flag(request, "follow_external_links"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
@@ -122,9 +122,14 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
             raise InvalidInput("extents must be non-negative integers")
         if new < old:
             raise InvalidInput(f"dimension {i} cannot shrink from {old} to {new}")
-        limit = space.maxdims[i] if space.maxdims is not None else old
+        if space.maxdims is None:
+            if new > old:
+                raise InvalidInput(f"the dataset is not extensible (no maxdims): dimension {i} cannot grow")
+            continue
+        limit = space.maxdims[i]
         if limit is not None and new > limit:
-            raise InvalidInput(f"dimension {i} cannot grow past its maximum {limit}")
+            # as HSDS: a valid request the dataset's maxdims do not allow
+            raise Conflict(f"dimension {i} cannot grow past its maximum {limit}")
     return dims
 
 
