@@ -190,7 +190,8 @@ def test_get_object_by_h5path(client: Client) -> None:
     client.put(f"/groups/{root}/links/soft", json={"h5path": "/g/d"})
     assert client.get("/groups/", params={"h5path": "/g"}).json()["id"] == g
     assert client.get("/datasets/", params={"h5path": "/g/d"}).json()["id"] == d
-    assert client.get("/datasets/", params={"h5path": "/soft"}).json()["id"] == d
+    assert client.get("/datasets/", params={"h5path": "/soft"}).status_code == 400  # as HSDS
+    assert client.get("/datasets/", params={"h5path": "/soft", "follow_soft_links": 1}).json()["id"] == d
     assert client.get("/datatypes/", params={"h5path": "/g/t"}).json()["id"] == t
     assert client.get(f"/groups/{g}", params={"h5path": "d"}).status_code == 404  # a dataset, not a group
     assert client.get(f"/datasets/{d}", params={"h5path": "d"}).status_code == 400  # not a group id
@@ -385,10 +386,16 @@ def test_soft_and_external_link_traversal(client: Client, endpoint: str) -> None
     relative = other.domain.rsplit("/", 1)[1]
     client.put(f"/groups/{g}/links/ext", json={"h5path": "target", "h5domain": relative})
     client.put(f"/groups/{root}/links/ext_abs", json={"h5path": "/target", "h5domain": other.domain})
-    assert client.get("/", params={"h5path": "/soft/up/up"}).json()["id"] == g
-    assert client.get("/", params={"h5path": "/g/ext"}).status_code == 404  # not followed unless asked
-    r = client.get("/", params={"h5path": "/soft/ext", "follow_external_links": 1})
+    soft = {"follow_soft_links": 1}
+    assert client.get("/", params={"h5path": "/soft/up/up"}).status_code == 400  # not followed unless asked
+    r = client.get("/", params={"h5path": "/soft/up/up", **soft})
+    assert r.json()["id"] == g and r.json()["class"] == "group"
+    assert client.get("/", params={"h5path": "/g/ext"}).status_code == 400  # not followed unless asked
+    r = client.get("/", params={"h5path": "/soft/ext", "follow_external_links": 1, **soft})
     assert r.status_code == 200 and r.json()["id"] == od and r.json()["domain"] == other.domain
+    assert r.json()["class"] == "dataset"
+    r = client.post("/", params={"follow_external_links": 1, **soft}, json={"h5paths": ["/soft/ext", "/g"]})
+    assert {k: v["id"] for k, v in r.json()["h5paths"].items()} == {"/soft/ext": od, "/g": g}
     r = client.get("/datasets/", params={"h5path": "/ext_abs", "follow_external_links": 1})
     assert r.status_code == 200 and r.json()["id"] == od
     client.put(f"/groups/{root}/links/dangling", json={"h5path": "/x", "h5domain": "/home/nobody/none.h5"})

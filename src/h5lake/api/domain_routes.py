@@ -68,6 +68,7 @@ async def get_domain(request: Request) -> Response:
         verbose=flag(request, "verbose"),
         dn_ids=flag(request, "getdnids"),
         follow_external_links=flag(request, "follow_external_links"),
+        follow_soft_links=flag(request, "follow_soft_links"),
         parent_id=request.query_params.get("parent_id"),
     )
     return ok(out)
@@ -98,7 +99,15 @@ async def post_domain(request: Request) -> Response:
     body = await json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("h5paths"), list):
         raise InvalidInput("body must be an object with an h5paths list")
-    found = await paths.resolve_paths(svc, who, path, body["h5paths"], request.query_params.get("parent_id"))
+    found = await paths.resolve_paths(
+        svc,
+        who,
+        path,
+        body["h5paths"],
+        request.query_params.get("parent_id"),
+        follow_soft_links=flag(request, "follow_soft_links"),
+        follow_external_links=flag(request, "follow_external_links"),
+    )
     return ok({"h5paths": found})
 
 

@@ -103,6 +103,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
             follow_external_links=flag(request, "follow_external_links"),
+            follow_soft_links=flag(request, "follow_soft_links"),
         )
         return ok(out)
 
@@ -128,6 +129,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
                 include_links=flag(request, "include_links", default=False),
                 include_attrs=flag(request, "include_attrs", default=False),
                 follow_external_links=flag(request, "follow_external_links"),
+                follow_soft_links=flag(request, "follow_soft_links"),
             )
             return ok(out)
         out = await objects.get_object(

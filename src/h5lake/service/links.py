@@ -374,12 +374,18 @@ async def resolve_path(svc: Service, domain: Domain, h5path: str, start: str | N
 
 
 async def resolve_path_in(
-    svc: Service, domain: Domain, h5path: str, start: str | None = None, open_external: OpenExternal | None = None
+    svc: Service,
+    domain: Domain,
+    h5path: str,
+    start: str | None = None,
+    open_external: OpenExternal | None = None,
+    follow_soft: bool = True,
 ) -> tuple[Domain, Doc]:
     """`resolve_path`, also through external links when ``open_external`` is given (HSDS's
     ``follow_external_links``): the object found, and the domain it is in. An external link's
     ``h5domain`` may be relative (``hsload`` stores ``other.h5``): it is taken relative to the
-    folder of the domain holding the link."""
+    folder of the domain holding the link. Without ``follow_soft`` a soft link on the way is
+    `InvalidInput` (HSDS answers 400 unless ``follow_soft_links=1``)."""
     first = start if start is not None and not h5path.startswith("/") else domain.require_root()
     current = (await load_object(svc, domain, first)).doc
     hops = steps = 0
@@ -399,9 +405,11 @@ async def resolve_path_in(
             if hops > 32:
                 raise InvalidInput(f"too many soft or external links resolving {h5path}")
             target = link["h5path"]
+            if link["class"] == LinkClass.SOFT.value and not follow_soft:
+                raise InvalidInput(f"{h5path} leads through a soft link (follow_soft_links=1 follows it)")
             if link["class"] == LinkClass.EXTERNAL.value:
                 if open_external is None:
-                    raise NotFound(f"{h5path} leads through an external link (follow_external_links=1 follows it)")
+                    raise InvalidInput(f"{h5path} leads through an external link (follow_external_links=1 follows it)")
                 domain = await open_external(external_domain_path(domain.path, link["h5domain"]))
                 target = "/" + target.lstrip("/")
             if target.startswith("/"):
