@@ -346,6 +346,12 @@ def test_attribute_and_link_listing_with_pattern_and_follow_links(client: Client
     client.put(f"/groups/{root}/links/gamma", json={"h5path": "/g"})
     r = client.get(f"/groups/{root}/links", params={"pattern": "g*"})
     assert [lk["title"] for lk in r.json()["links"]] == ["g", "gamma"]
+    r = client.get(f"/groups/{root}/links", params={"Marker": "g", "Limit": 1})
+    assert [lk["title"] for lk in r.json()["links"]] == ["gamma"]
+    assert client.get(f"/groups/{root}/links", params={"Marker": "nope"}).status_code == 404  # HSDS
+    r = client.get(f"/groups/{root}/attributes", params={"Marker": "alpha"})
+    assert [a["name"] for a in r.json()["attributes"]] == ["alps", "beta"]
+    assert client.get(f"/groups/{root}/attributes", params={"Marker": "nope"}).status_code == 404
     r = client.get(f"/groups/{root}/links", params={"follow_links": 1})
     assert set(r.json()["links"]) == {root, g} and [lk["title"] for lk in r.json()["links"][g]] == ["d"]
 

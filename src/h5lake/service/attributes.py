@@ -305,8 +305,9 @@ def _listed(
         items = _ordered(attrs, create_order)
         if marker is not None:
             keys = [k for k, _ in items]
-            if marker in keys:
-                items = items[keys.index(marker) + 1 :]
+            if marker not in keys:  # as HSDS: a marker must name an attribute of the listing
+                raise NotFound(f"marker {marker!r} is not an attribute of the object")
+            items = items[keys.index(marker) + 1 :]
         if limit is not None:
             items = items[:limit]
     return [

@@ -269,8 +269,9 @@ def _select(
         items = [kv for kv in items if fnmatch.fnmatchcase(kv[0], pattern)]
     if marker is not None:
         names = [k for k, _ in items]
-        if marker in names:
-            items = items[names.index(marker) + 1 :]
+        if marker not in names:  # as HSDS: a marker must name a link of the listing
+            raise NotFound(f"marker {marker!r} is not a link of the group")
+        items = items[names.index(marker) + 1 :]
     if limit is not None:
         items = items[:limit]
     return items
