@@ -264,6 +264,9 @@ def test_deleted_objects_answer_410(client: Client) -> None:
     assert client.get(f"/datasets/{d}/value").status_code == 410
     never = root[:19] + "-0000-000000-000000"
     assert client.get(f"/groups/{never}").status_code == 404  # never existed
+    elsewhere = "g-00000000-00000000-0000-000000-000001"
+    assert client.get(f"/groups/{elsewhere}").status_code == 400  # not an id of this domain (HSDS)
+    assert client.put(f"/groups/{elsewhere}/attributes/a", json={"type": I32, "value": 1}).status_code == 400
 
 
 def test_domain_names_must_be_absolute(client: Client) -> None:
@@ -451,6 +454,9 @@ def test_attribute_value_get_and_put(client: Client) -> None:
     assert client.put(f"/groups/{root}/attributes/a/value", json={"value": [1, 2]}).status_code == 400
     assert client.put(f"/groups/{root}/attributes/a/value", json={"nothing": 1}).status_code == 400
     assert client.get(f"/groups/{root}/attributes/none/value").status_code == 404
+    client.put(f"/groups/{root}/attributes/null", json={"type": I32, "shape": "H5S_NULL"})
+    assert client.get(f"/groups/{root}/attributes/null/value").status_code == 400  # as HSDS
+    assert client.put(f"/groups/{root}/attributes/n2", json={"type": I32, "shape": "H5S_NULL", "value": 4}).status_code == 400
 
 
 # --- HSDS request parameters: getalias, parent_id, reduce_dim, ignore_nan, max_data_size ------

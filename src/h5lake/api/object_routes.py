@@ -399,6 +399,8 @@ async def attribute_item(request: Request) -> Response:
             raise
         # GET .../attributes/{name}/value (HSDS): the value alone
         attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        if attr["shape"].get("class") == "H5S_NULL":
+            raise InvalidInput("a null-space attribute has no value to read")
         if wants_binary(request) and attr.get("value") is not None:
             return binary(attributes.binary_value(attr))
         shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]

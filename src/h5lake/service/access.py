@@ -36,8 +36,8 @@ async def open_object(
 
 async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:
     root = domain.require_root()
-    if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
+    if not same_domain(obj_id, root):  # as HSDS: the id cannot be one of this domain's
+        raise InvalidInput(f"object {obj_id} is not an id of {domain.path}")
     found = await domain.view.object(obj_id)
     if found is None and await svc.store.head(tombstone_key(domain.path, obj_id)) is not None:
         raise Gone(f"object {obj_id} of {domain.path} has been deleted")
@@ -54,7 +54,7 @@ async def update_object(
     object is read once."""
     root = domain.require_root()
     if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
+        raise InvalidInput(f"object {obj_id} is not an id of {domain.path}")
 
     def checked(doc: Doc) -> Any:
         if doc.get("root") != root:
