@@ -276,6 +276,19 @@ def test_domain_names_must_be_absolute(client: Client) -> None:
     assert client.get("/", params={"domain": "nodots"}).status_code == 400
     assert client.get("/", params={"domain": "hdf5:/" + client.domain}).status_code == 200
     assert client.get("/", headers={"X-Hdf-domain": relative}, params={"domain": ""}).status_code == 400
+    assert client.get("/", params={"domain": "", "host": client.domain}).status_code == 400  # HSDS: deprecated
+
+
+def test_deleted_domains_answer_410_until_made_again(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    assert client.delete("/").status_code == 200
+    assert client.get("/").status_code == 410
+    assert client.get(f"/groups/{root}").status_code == 410
+    assert client.delete("/").status_code == 410
+    assert client.put("/").status_code == 201
+    assert client.get("/").status_code == 200
+    sibling = Client(client.endpoint, "test_user1", client.domain + ".never")
+    assert sibling.get("/").status_code == 404
 
 
 # --- GET_ACLs / GET_ACL / PUT_ACL on objects; /about and /info --------------------------------

@@ -173,6 +173,12 @@ def tombstone_key(domain: str, obj_id: str) -> str:
     return domain_prefix(domain) + TOMBSTONES + obj_id
 
 
+def domain_tombstone_key(domain: str) -> str:
+    """An empty marker left when a domain or folder is deleted (410 Gone afterwards, as HSDS
+    answers); removed when one is made again at the path."""
+    return domain_prefix(domain) + ".domain.gone"
+
+
 def catalog_key(domain: str, name: str) -> str:
     """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``."""
     return domain_prefix(domain) + name

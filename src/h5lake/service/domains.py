@@ -8,13 +8,14 @@ from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
 from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
-from h5lake.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from h5lake.errors import AlreadyExists, Conflict, Forbidden, Gone, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     DOMAIN_FILE,
     domain_key,
     domain_prefix,
+    domain_tombstone_key,
     new_root_id,
     normalize_domain,
     object_key,
@@ -33,6 +34,8 @@ async def load_domain(svc: Service, path: str) -> Domain:
     path = normalize_domain(path)
     found = await svc.docs.get(domain_key(path))
     if found is None:
+        if path != "/" and await svc.store.head(domain_tombstone_key(path)) is not None:
+            raise Gone(f"domain {path} has been deleted")
         raise NotFound(f"domain {path} not found")
     return Domain(path, found.doc, found.etag, svc.head)
 
@@ -103,7 +106,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
     if parent_path is not None and parent_path != "/":
         try:
             parent = await load_domain(svc, parent_path)
-        except NotFound:
+        except (NotFound, Gone):
             raise NotFound(f"parent folder {parent_path} not found") from None
     if not _may_create_under(caller, parent, path):
         raise Forbidden(f"user {caller.user} may not create domains in {parent_path}")
@@ -146,6 +149,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
         if root_doc is not None:  # lost a race for the name: the new root must not stay behind
             await svc.store.delete(object_key(root_doc["id"]))
         raise
+    await svc.store.delete(domain_tombstone_key(path))  # made again: no longer gone
     return Domain(path, doc, etag, svc.head)
 
 
@@ -156,6 +160,7 @@ async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool
     async for entry in svc.store.list(domain_prefix(domain.path), delimiter="/"):
         if entry.endswith("/") and await _holds_domains(svc, entry):
             raise Conflict(f"{domain.path} has sub-domains; delete them first")
+    await svc.store.put(domain_tombstone_key(domain.path), b"")
     await svc.store.delete(domain_key(domain.path))
     if not keep_root and domain.root is not None:
         svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.service.context import Caller, Service
@@ -121,7 +121,7 @@ async def resolve_paths(
             where, target = await resolve_path_in(
                 svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
             )
-        except NotFound:
+        except (NotFound, Gone):
             continue
         found[h5path] = _with_class(object_json(where, target, include_links=False, include_attrs=False))
     return found
