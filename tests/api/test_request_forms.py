@@ -264,8 +264,11 @@ def test_deleted_objects_answer_410(client: Client) -> None:
     assert client.get(f"/datasets/{d}/value").status_code == 410
     never = root[:19] + "-0000-000000-000000"
     assert client.get(f"/groups/{never}").status_code == 404  # never existed
-    elsewhere = "g-00000000-00000000-0000-000000-000001"
-    assert client.get(f"/groups/{elsewhere}").status_code == 400  # not an id of this domain (HSDS)
+    assert client.get("/groups/g-00000000-00000000-0000-000000-000001").status_code == 404  # nowhere
+    other = Client(client.endpoint, "test_user1", client.domain + ".other")
+    assert other.put("/").status_code == 201
+    elsewhere = other.get("/").json()["root"]
+    assert client.get(f"/groups/{elsewhere}").status_code == 400  # another domain's object (HSDS)
     assert client.put(f"/groups/{elsewhere}/attributes/a", json={"type": I32, "value": 1}).status_code == 400
 
 

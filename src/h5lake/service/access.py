@@ -36,14 +36,22 @@ async def open_object(
 
 async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:
     root = domain.require_root()
-    if not same_domain(obj_id, root):  # as HSDS: the id cannot be one of this domain's
-        raise InvalidInput(f"object {obj_id} is not an id of {domain.path}")
+    if not same_domain(obj_id, root):
+        await _not_here(svc, domain, obj_id)
     found = await domain.view.object(obj_id)
     if found is None and await svc.store.head(tombstone_key(domain.path, obj_id)) is not None:
         raise Gone(f"object {obj_id} of {domain.path} has been deleted")
     if found is None or found.doc.get("root") != root:
         raise NotFound(f"object {obj_id} not found in {domain.path}")
     return found
+
+
+async def _not_here(svc: Service, domain: Domain, obj_id: str) -> None:
+    """An id that cannot be one of ``domain``'s: 400 when it names an object of another domain
+    (as HSDS answers), else 404 (no such object anywhere)."""
+    if await svc.docs.get(object_key(obj_id)) is not None:
+        raise InvalidInput(f"object {obj_id} belongs to another domain than {domain.path}")
+    raise NotFound(f"object {obj_id} not found in {domain.path}")
 
 
 async def update_object(
@@ -54,7 +62,7 @@ async def update_object(
     object is read once."""
     root = domain.require_root()
     if not same_domain(obj_id, root):
-        raise InvalidInput(f"object {obj_id} is not an id of {domain.path}")
+        await _not_here(svc, domain, obj_id)
 
     def checked(doc: Doc) -> Any:
         if doc.get("root") != root:
