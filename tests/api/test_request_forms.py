@@ -581,3 +581,13 @@ def test_resize_statuses_and_relative_h5path_with_grpid(client: Client) -> None:
     assert client.post("/datasets", json={"type": I32, "shape": "H5S_SCALAR"}).status_code == 201
     r = client.post("/datasets", json={"type": I32, "shape": []})
     assert r.status_code == 201 and client.get(f"/datasets/{r.json()['id']}").json()["shape"]["class"] == "H5S_SCALAR"
+
+
+def test_append_given_in_the_json_body(client: Client) -> None:
+    d = new_dataset(client, [0], maxdims=["H5S_UNLIMITED"], creationProperties={"layout": {"class": "H5D_CHUNKED", "dims": [8]}})
+    assert client.put(f"/datasets/{d}/value", json={"value": list(range(10)), "append": 10}).status_code == 200
+    assert client.put(f"/datasets/{d}/value", json={"value": list(range(10, 20)), "append": 10}).status_code == 200
+    assert client.get(f"/datasets/{d}/shape").json()["shape"]["dims"] == [20]
+    assert value(client, d) == list(range(20))
+    assert client.put(f"/datasets/{d}/value", json={"value": [1, 2], "append": 3}).status_code == 400  # mismatch
+    assert client.put(f"/datasets/{d}/value", json={"value": [1], "append": "x"}).status_code == 400

@@ -160,7 +160,10 @@ async def put_value(request: Request) -> Response:
     if is_binary(request):
         body = _RequestBody(request)
     else:
-        body = JsonValues.from_body(await json_body(request, allow_empty=False))
+        raw = await json_body(request, allow_empty=False)
+        body = JsonValues.from_body(raw)
+        if append is None and isinstance(raw, dict) and raw.get("append"):  # HSDS reads the body too
+            append = _body_append(raw)
     write = ValueWrite(
         body,
         select=request.query_params.get("select"),
@@ -170,6 +173,16 @@ async def put_value(request: Request) -> Response:
     )
     await values.write_values(svc, who, path, dset_id, write)
     return ok({})
+
+
+def _body_append(raw: dict[str, Any]) -> Append:
+    def number(name: str, least: int, default: int | None = None) -> int:
+        v = raw.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise InvalidInput(f"{name} must be an integer of at least {least}")
+        return v
+
+    return Append(number("append", 1), number("append_dim", 0, 0))
 
 
 ROUTES = [
