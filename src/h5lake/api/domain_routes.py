@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from starlette.requests import Request
@@ -30,6 +31,8 @@ async def about(request: Request) -> Response:
             "isadmin": who.is_admin,
             "node_count": 1,
             "start_time": int(svc.started),
+            "dn_urls": [],  # HSDS lists its data nodes; every h5lake process serves every request
+            "dn_ids": [],
         }
     )
 
@@ -38,7 +41,14 @@ async def info(request: Request) -> Response:
     svc = service(request)
     return ok(
         {
-            "node": {"id": "h5lake", "type": "sn", "state": "READY"},
+            "node": {
+                "id": "h5lake",
+                "type": "sn",
+                "state": "READY",
+                "start_time": int(svc.started),
+                "node_count": 1,
+            },
+            "cpu": {"cores": os.cpu_count()},
             "h5lake_version": __version__,
             "hsds_version": HSDS_COMPAT_VERSION,
             "start_time": int(svc.started),
@@ -57,6 +67,9 @@ async def get_domain(request: Request) -> Response:
         include_attrs=flag(request, "include_attrs"),
         verbose=flag(request, "verbose"),
         dn_ids=flag(request, "getdnids"),
+        follow_external_links=flag(request, "follow_external_links"),
+        follow_soft_links=flag(request, "follow_soft_links"),
+        parent_id=request.query_params.get("parent_id"),
     )
     return ok(out)
 
@@ -86,7 +99,16 @@ async def post_domain(request: Request) -> Response:
     body = await json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("h5paths"), list):
         raise InvalidInput("body must be an object with an h5paths list")
-    return ok({"h5paths": await paths.resolve_paths(svc, who, path, body["h5paths"])})
+    found = await paths.resolve_paths(
+        svc,
+        who,
+        path,
+        body["h5paths"],
+        request.query_params.get("parent_id"),
+        follow_soft_links=flag(request, "follow_soft_links"),
+        follow_external_links=flag(request, "follow_external_links"),
+    )
+    return ok({"h5paths": found})
 
 
 async def list_domains(request: Request) -> Response:

@@ -59,9 +59,17 @@ class Authenticate:
 
 
 def domain_param(request: Request, *, required: bool = True) -> str:
+    """The domain a request names: ``domain=`` or ``X-Hdf-domain``, an absolute path (HSDS
+    answers 400 for a name without a ``/``; h5lake, which has no buckets in domain names,
+    for any name not starting with one). An ``hdf5:/`` prefix is dropped, as HSDS does."""
     value = request.query_params.get("domain") or request.headers.get("x-hdf-domain")
-    if value is None:
-        value = request.query_params.get("host")
+    if value:
+        value = value.removeprefix("hdf5:/")
+        if not value.startswith("/"):
+            raise InvalidInput(f"domain {value[:80]!r} must be an absolute path starting with '/'")
+    if value is None and request.query_params.get("host"):
+        # HSDS 1.0 answers 400 for the old DNS-style host parameter; so does h5lake
+        raise InvalidInput("the host parameter is not supported: name the domain with ?domain= or X-Hdf-domain")
     if not value:
         if required:
             raise InvalidInput("no domain given (use ?domain= or the X-Hdf-domain header)")

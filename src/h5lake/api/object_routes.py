@@ -22,9 +22,10 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import Collection
-from h5lake.service import attributes, datasets, links, objects
+from h5lake.model.values import nan_to_null
+from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
 
 
@@ -45,20 +46,22 @@ def _put_reply(outcome: PutOutcome) -> Response:
 
 
 async def post_groups(request: Request) -> Response:
-    items, many = await objects.create_groups(service(request), caller(request), domain_param(request), await json_body(request))
+    items, many = await objects.create_groups(
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
+    )
     return _created(items, many)
 
 
 async def post_datatypes(request: Request) -> Response:
     items, many = await objects.create_datatypes(
-        service(request), caller(request), domain_param(request), await json_body(request)
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
     return _created(items, many)
 
 
 async def post_datasets(request: Request) -> Response:
     items, many = await datasets.create_datasets(
-        service(request), caller(request), domain_param(request), await json_body(request)
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
     return _created(items, many)
 
@@ -81,6 +84,32 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
 # --- single objects ---------------------------------------------------------------------------
 
 
+def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
+    """``GET /groups/?h5path=/a/b`` (and datasets, datatypes): the object an absolute path names."""
+
+    async def handler(request: Request) -> Response:
+        h5path = request.query_params.get("h5path")
+        if h5path is None:
+            raise InvalidInput("h5path is required here")
+        # a relative path starts at grpid (HSDS's GET_Dataset) or parent_id
+        start = request.query_params.get("grpid") or request.query_params.get("parent_id")
+        out = await paths.object_at_path(
+            service(request),
+            caller(request),
+            domain_param(request),
+            h5path,
+            collection,
+            start=start,
+            include_links=flag(request, "include_links", default=False),
+            include_attrs=flag(request, "include_attrs", default=False),
+            follow_external_links=flag(request, "follow_external_links"),
+            follow_soft_links=flag(request, "follow_soft_links"),
+        )
+        return ok(out)
+
+    return handler
+
+
 def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
     async def handler(request: Request) -> Response:
         svc, who, path = service(request), caller(request), domain_param(request)
@@ -88,6 +117,21 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
         if request.method == "DELETE":
             await objects.delete_object(svc, who, path, obj_id, collection)
             return ok({})
+        h5path = request.query_params.get("h5path")
+        if h5path is not None:
+            out = await paths.object_at_path(
+                svc,
+                who,
+                path,
+                h5path,
+                collection,
+                start=obj_id,
+                include_links=flag(request, "include_links", default=False),
+                include_attrs=flag(request, "include_attrs", default=False),
+                follow_external_links=flag(request, "follow_external_links"),
+                follow_soft_links=flag(request, "follow_soft_links"),
+            )
+            return ok(out)
         out = await objects.get_object(
             svc,
             who,
@@ -97,6 +141,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             include_links=flag(request, "include_links", default=False),
             include_attrs=flag(request, "include_attrs", default=False),
             verbose=flag(request, "verbose"),
+            alias=flag(request, "getalias"),
         )
         return ok(out)
 
@@ -137,7 +182,7 @@ async def links_collection(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     gid = request.path_params["id"]
     if request.method == "PUT":
-        outcome = await links.put_links(svc, who, path, gid, await json_body(request))
+        outcome = await links.put_links(svc, who, path, gid, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
     if request.method == "DELETE":
         titles = _titles(request) or []
@@ -168,8 +213,10 @@ async def links_collection(request: Request) -> Response:
 async def link_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     gid, title = request.path_params["id"], request.path_params["title"]
+    if not title:
+        raise NotFound("no link name in the path (names with '#' or '?' must be percent-encoded)")
     if request.method == "PUT":
-        outcome = await links.put_link(svc, who, path, gid, title, await json_body(request))
+        outcome = await links.put_link(svc, who, path, gid, title, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
     if request.method == "DELETE":
         await links.delete_links(svc, who, path, gid, [title])
@@ -191,6 +238,16 @@ def _attr_names(request: Request, body: object = None) -> list[str] | None:
         return None
     sep = request.query_params.get("separator", "/")
     return [n for n in raw.split(sep) if n]
+
+
+def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
+    """HSDS's ``ignore_nan=1``: NaN and infinities of float values as null."""
+    if flag(request, "ignore_nan"):
+        for item in items:
+            if item.get("value") is not None and item.get("encoding") is None:
+                rank = len(item["shape"].get("dims", []))
+                item["value"] = nan_to_null(item["value"], item["type"], rank)
+    return items
 
 
 def _b64(request: Request) -> bool:
@@ -221,9 +278,34 @@ async def attributes_collection(request: Request) -> Response:
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
         items = await attributes.get_attributes(
-            svc, who, path, obj_id, names=names, include_data=include, b64=_b64(request)
+            svc,
+            who,
+            path,
+            obj_id,
+            names=names,
+            include_data=include,
+            b64=_b64(request),
+            max_data_size=int_param(request, "max_data_size") or 0,
         )
-        return ok({"attributes": items, "hrefs": []})
+        return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
+    if flag(request, "follow_links"):
+        if _collection(request) is not Collection.GROUPS:
+            raise InvalidInput("follow_links can only be used with a group")
+        followed = await attributes.get_attributes_followed(
+            svc,
+            who,
+            path,
+            obj_id,
+            include_data=flag(request, "IncludeData", default=False),
+            create_order=flag(request, "CreateOrder"),
+            limit=int_param(request, "Limit", minimum=1),
+            b64=_b64(request),
+            pattern=request.query_params.get("pattern"),
+            max_data_size=int_param(request, "max_data_size") or 0,
+        )
+        for listed in followed.values():
+            _ignore_nan(request, listed)
+        return ok({"attributes": followed, "hrefs": []})
     items = await attributes.get_attributes(
         svc,
         who,
@@ -235,8 +317,10 @@ async def attributes_collection(request: Request) -> Response:
         marker=request.query_params.get("Marker"),
         limit=int_param(request, "Limit", minimum=1),
         b64=_b64(request),
+        pattern=request.query_params.get("pattern"),
+        max_data_size=int_param(request, "max_data_size") or 0,
     )
-    return ok({"attributes": items, "hrefs": []})
+    return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
 
 
 async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
@@ -262,10 +346,41 @@ def _json_param(name: str, text: str) -> object:
         raise InvalidInput(f"parameter {name} must be JSON") from None
 
 
+_VALUE = "/value"
+
+
+async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
+    """A PUT of ``.../attributes/{name}/value`` writes the value of attribute ``name`` (HSDS)
+    when it exists and no attribute is named with the suffix; otherwise (or with the ``type``
+    parameter of a packed body) it creates or replaces an attribute named ``{name}/value``."""
+    if request.query_params.get("type") is not None:
+        return False
+    svc, who, path = service(request), caller(request), domain_param(request)
+    try:
+        await attributes.get_attribute(svc, who, path, obj_id, name)
+        return False
+    except NotFound:
+        pass
+    try:
+        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+    except NotFound:
+        return False
+    return True
+
+
 async def attribute_item(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     _collection(request)
     obj_id, name = request.path_params["id"], request.path_params["name"]
+    if not name:
+        raise NotFound("no attribute name in the path (names with '#' or '?' must be percent-encoded)")
+    if request.method == "PUT" and name.endswith(_VALUE) and await _is_value_put(request, obj_id, name):
+        base = name[: -len(_VALUE)]
+        if is_binary(request):
+            await attributes.put_attribute_value(svc, who, path, obj_id, base, packed=await body_bytes(request))
+        else:
+            await attributes.put_attribute_value(svc, who, path, obj_id, base, await json_body(request))
+        return ok({})
     if request.method == "PUT":
         if is_binary(request):
             body = await _binary_attribute_body(request, obj_id, name)
@@ -277,14 +392,42 @@ async def attribute_item(request: Request) -> Response:
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})
-    attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+    try:
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+    except NotFound:
+        if not name.endswith(_VALUE):
+            raise
+        # GET .../attributes/{name}/value (HSDS): the value alone
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        if attr["shape"].get("class") == "H5S_NULL":
+            raise InvalidInput("a null-space attribute has no value to read")
+        if wants_binary(request) and attr.get("value") is not None:
+            return binary(attributes.binary_value(attr))
+        shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]
+        return ok({"value": shown["value"], "hrefs": []})
     if wants_binary(request) and attr.get("value") is not None:
         return binary(attributes.binary_value(attr))
-    return ok(
-        attributes.attribute_json(
-            name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request)
-        )
+    shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
+    return ok(_ignore_nan(request, [shown])[0])
+
+
+# --- ACLs of single objects ------------------------------------------------------------------
+
+
+async def object_acls_list(request: Request) -> Response:
+    acls = await object_acls.get_object_acls(
+        service(request), caller(request), domain_param(request), request.path_params["id"], _collection(request)
     )
+    return ok({"acls": acls, "hrefs": []})
+
+
+async def object_acl_item(request: Request) -> Response:
+    svc, who, path = service(request), caller(request), domain_param(request)
+    obj_id, user, collection = request.path_params["id"], request.path_params["user"], _collection(request)
+    if request.method == "PUT":
+        acl = await object_acls.put_object_acl(svc, who, path, obj_id, collection, user, await json_body(request))
+        return ok({"acl": acl, "hrefs": []}, 201)
+    return ok({"acl": await object_acls.get_object_acl(svc, who, path, obj_id, collection, user), "hrefs": []})
 
 
 ROUTES = [
@@ -294,6 +437,9 @@ ROUTES = [
     Route("/datatypes", list_collection(Collection.DATATYPES), methods=["GET"]),
     Route("/datasets", post_datasets, methods=["POST"]),
     Route("/datasets", list_collection(Collection.DATASETS), methods=["GET"]),
+    Route("/groups/", object_by_path(Collection.GROUPS), methods=["GET"]),
+    Route("/datatypes/", object_by_path(Collection.DATATYPES), methods=["GET"]),
+    Route("/datasets/", object_by_path(Collection.DATASETS), methods=["GET"]),
     Route("/groups/{id}", object_handler(Collection.GROUPS), methods=["GET", "DELETE"]),
     Route("/datatypes/{id}", object_handler(Collection.DATATYPES), methods=["GET", "DELETE"]),
     Route("/datasets/{id}", object_handler(Collection.DATASETS), methods=["GET", "DELETE"]),
@@ -301,6 +447,8 @@ ROUTES = [
     Route("/datasets/{id}/shape", dataset_shape, methods=["GET", "PUT"]),
     Route("/groups/{id}/links", links_collection, methods=["GET", "POST", "PUT", "DELETE"]),
     Route("/groups/{id}/links/{title:path}", link_item, methods=["GET", "PUT", "DELETE"]),
+    Route("/{collection}/{id}/acls", object_acls_list, methods=["GET"]),
+    Route("/{collection}/{id}/acls/{user}", object_acl_item, methods=["GET", "PUT"]),
     Route("/{collection}/{id}/attributes", attributes_collection, methods=["GET", "POST", "PUT", "DELETE"]),
     Route("/{collection}/{id}/attributes/{name:path}", attribute_item, methods=["GET", "PUT", "DELETE"]),
 ]

@@ -7,6 +7,7 @@ service call, and serializes what it gets back.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -18,6 +19,7 @@ from h5lake.api.http import (
     body_bytes,
     caller,
     domain_param,
+    flag,
     int_param,
     is_binary,
     json_body,
@@ -26,7 +28,9 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.errors import InvalidInput
-from h5lake.model.values import array_to_bytes, array_to_json
+from h5lake.model.selection import Bounds
+from h5lake.model.types import array_dims
+from h5lake.model.values import array_to_bytes, array_to_json, nan_to_null
 from h5lake.service import values
 from h5lake.service.value_requests import (
     Append,
@@ -47,10 +51,22 @@ def _query(request: Request) -> Query | None:
     return Query(text, int_param(request, "Limit", minimum=1)) if text else None
 
 
-def _value_read(request: Request, select: str | None, *, null_reads_empty: bool) -> ValueRead:
+def _fields(request: Request, body_fields: Any = None) -> str | None:
+    """``fields``: the query parameter, else (as HSDS reads it) the JSON body's key."""
+    fields = request.query_params.get("fields")
+    if fields is None and body_fields is not None:
+        if not isinstance(body_fields, str):
+            raise InvalidInput("fields must be a string of names joined by ':'")
+        fields = body_fields
+    return fields
+
+
+def _value_read(
+    request: Request, select: str | list[Any] | Bounds | None, *, null_reads_empty: bool, body_fields: Any = None
+) -> ValueRead:
     return ValueRead(
         select=select,
-        fields=request.query_params.get("fields"),
+        fields=_fields(request, body_fields),
         query=_query(request),
         binary=wants_binary(request),
         null_reads_empty=null_reads_empty,
@@ -67,7 +83,17 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
         return binary(b"") if as_binary else ok({"value": None, "hrefs": []})
     if as_binary:
         return binary(array_to_bytes(found.values, found.type_json))
-    out = {"value": array_to_json(found.values, found.type_json), "hrefs": []}
+    arr = found.values
+    adims, _ = array_dims(found.type_json)
+    rank = arr.ndim - len(adims)
+    if flag(request, "reduce_dim"):  # HSDS: drop the selection's dimensions of extent 1
+        axes = tuple(i for i in range(rank) if arr.shape[i] == 1)
+        arr = arr.squeeze(axis=axes) if axes else arr
+        rank -= len(axes)
+    value = array_to_json(arr, found.type_json)
+    if flag(request, "ignore_nan"):  # HSDS: NaN and infinities as null
+        value = nan_to_null(value, found.type_json, rank)
+    out = {"value": value, "hrefs": []}
     if found.index is not None:
         out = {"index": found.index.tolist(), **out}
     return ok(out)
@@ -82,19 +108,26 @@ async def get_value(request: Request) -> Response:
 async def post_value(request: Request) -> Response:
     """Point reads (binary uint64 coordinates or JSON ``points``), or a long ``select`` in JSON."""
     svc, who, path, dset_id = service(request), caller(request), domain_param(request), request.path_params["id"]
+    body_fields: Any = None
     if is_binary(request):
         points = Points(packed=await body_bytes(request))
     else:
         body = await json_body(request)
         if not isinstance(body, dict):
             raise InvalidInput("body must be a JSON object with points or select")
-        if "select" in body and "points" not in body:
-            read = _value_read(request, body["select"], null_reads_empty=False)
+        bounds = Bounds.from_body(body)
+        if "points" not in body and ("select" in body or bounds is not None):
+            if "select" in body and bounds is not None:
+                raise InvalidInput("select cannot be combined with start/stop/step")
+            select = body["select"] if bounds is None else bounds
+            read = _value_read(request, select, null_reads_empty=False, body_fields=body.get("fields"))
             return await _reply(request, await values.read_values(svc, who, path, dset_id, read))
         if "points" not in body:
-            raise InvalidInput("body must have points or select")
+            raise InvalidInput("body must have points, select, or start/stop/step")
         points = Points(listed=body["points"])
-    found = await values.read_points(svc, who, path, dset_id, PointRead(points, wants_binary(request)))
+        body_fields = body.get("fields")
+    point_read = PointRead(points, wants_binary(request), _fields(request, body_fields))
+    found = await values.read_points(svc, who, path, dset_id, point_read)
     return await _reply(request, found)
 
 
@@ -117,18 +150,39 @@ async def put_value(request: Request) -> Response:
     query = _query(request)
     if query is not None:
         update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
-        index = await values.update_where(svc, who, path, dset_id, update)
-        return ok({"index": index.tolist(), "hrefs": []})
+        index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)
+        # HSDS answers the changed elements as [index, field values...]
+        rows = [[i, *row] for i, row in zip(index.tolist(), array_to_json(changed, type_json))]
+        return ok({"index": index.tolist(), "value": rows, "hrefs": []})
     count = int_param(request, "append", minimum=1)
     append = Append(count, int_param(request, "append_dim") or 0) if count is not None else None
     body: PackedBody | JsonValues
     if is_binary(request):
         body = _RequestBody(request)
     else:
-        body = JsonValues.from_body(await json_body(request, allow_empty=False))
-    write = ValueWrite(body, select=request.query_params.get("select"), fields=fields, append=append)
+        raw = await json_body(request, allow_empty=False)
+        body = JsonValues.from_body(raw)
+        if append is None and isinstance(raw, dict) and raw.get("append"):  # HSDS reads the body too
+            append = _body_append(raw)
+    write = ValueWrite(
+        body,
+        select=request.query_params.get("select"),
+        fields=fields,
+        append=append,
+        element_count=request.query_params.get("element_count"),
+    )
     await values.write_values(svc, who, path, dset_id, write)
     return ok({})
+
+
+def _body_append(raw: dict[str, Any]) -> Append:
+    def number(name: str, least: int, default: int | None = None) -> int:
+        v = raw.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise InvalidInput(f"{name} must be an integer of at least {least}")
+        return v
+
+    return Append(number("append", 1), number("append_dim", 0, 0))
 
 
 ROUTES = [

@@ -164,6 +164,21 @@ def parent_domain(domain: str) -> str | None:
     return parent or "/"
 
 
+TOMBSTONES = ".gone/"
+
+
+def tombstone_key(domain: str, obj_id: str) -> str:
+    """An empty marker left when an object of ``domain`` is deleted, so a later request for it
+    answers 410 Gone (as HSDS does) rather than 404; removed with the domain."""
+    return domain_prefix(domain) + TOMBSTONES + obj_id
+
+
+def domain_tombstone_key(domain: str) -> str:
+    """An empty marker left when a domain or folder is deleted (410 Gone afterwards, as HSDS
+    answers); removed when one is made again at the path."""
+    return domain_prefix(domain) + ".domain.gone"
+
+
 def catalog_key(domain: str, name: str) -> str:
     """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``."""
     return domain_prefix(domain) + name

@@ -5,6 +5,7 @@ answer holds only the matching elements. `query_mask` turns the text into a bool
 (compound or plain) numpy array. User text is never evaluated: a small tokenizer and a
 recursive-descent parser accept only this grammar::
 
+    query   := expr [ "where" expr ] | "where" expr   HSDS's form: both must hold
     expr    := and_expr ( ("|" | "or") and_expr )*
     and_expr:= not_expr ( ("&" | "and") not_expr )*
     not_expr:= ("~" | "not") not_expr | compare
@@ -57,7 +58,7 @@ _TOKEN_RE = re.compile(
     """,
     re.VERBOSE,
 )
-_KEYWORDS = {"and", "or", "not", "in", "True", "False"}
+_KEYWORDS = {"and", "or", "not", "in", "where", "True", "False"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,12 @@ class _Parser:
         return InvalidInput(f"query: {what}, found {found} at position {t.pos}")
 
     def parse(self) -> _Node:
-        node = self._or()
+        if self._accept("where"):
+            node = self._or()
+        else:
+            node = self._or()
+            if self._accept("where"):
+                node = _Bool("&", (node, self._or()))
         if self.tok.kind != "end":
             raise self._error("expected an operator or the end")
         return node

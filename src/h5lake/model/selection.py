@@ -20,20 +20,25 @@ The ``select`` grammar accepted by `parse_select` (whitespace is ignored)::
 
 Decisions, and why:
 
-* Bounds follow numpy: a negative start, stop, index or coordinate counts from the end. A
-  ``stop`` beyond the extent is clamped to it, as numpy and h5py do, because h5pyd forwards
-  unclamped stops for slice+list selections (``d[0:100, [1]]`` sends ``[0:100,[1]]``). Anything
-  else out of range (a start past the extent, an index or coordinate outside ``[-n, n)``, a
-  negative bound below ``-n``) is an error, as are ``step <= 0`` and ``stop < start`` (numpy
-  would return an empty result; HSDS answers 400, and a silent empty answer hides client bugs).
+* Bounds follow numpy: a negative start, stop, index or coordinate counts from the end (an
+  extension: HSDS refuses negative bounds). A ``stop`` beyond the extent is refused (400), as
+  HSDS 1.0 does, except in a selection that also holds a coordinate list: there h5pyd sends the
+  slice's stop unclamped (``d[0:100, [1]]`` sends ``[0:100,[1]]``), so it is clamped, as h5py
+  would. Anything else out of range (a start past the extent, an index or coordinate outside
+  ``[-n, n)``, a negative bound below ``-n``) is an error, as are ``step <= 0`` and
+  ``stop < start`` (numpy would return an empty result; HSDS answers 400, and a silent empty
+  answer hides client bugs).
 * A single integer keeps its dimension with count 1: h5pyd sends ``d[3, 4]`` as ``[3:4,4:5]``
   and reshapes the answer itself, so the output shape of ``[3,4]`` and ``[3:4,4:5]`` agree.
 * Coordinates may come in any order and may repeat; the output follows the order given (numpy's
-  rule). h5pyd sends them increasing. On a write, the last of repeated coordinates wins.
-* At most one dimension of a parsed ``select`` may hold a coordinate list. With two lists numpy
-  pairs them up as points while HDF5 takes their outer product; h5pyd's own encoding of that
-  case is ambiguous, so we refuse it rather than guess. (The `Selection` type itself handles any
-  number of lists, orthogonally, for callers that build one directly.)
+  rule, and h5py's). On a write, the last of repeated coordinates wins.
+* Several coordinate lists in one ``select`` are paired up element by element, as HSDS 1.0 and
+  numpy do (h5pyd sends ``d[[0,1],[2,3]]`` as ``[[0,1],[2,3]]``, meaning points (0,2) and (1,3)):
+  the lists must have the same length and together give one output dimension, at the place of
+  the first list. `parse_select` returns a `PairedSelection` for that case. (The `Selection`
+  type itself combines several lists orthogonally, for callers that build one directly.)
+* The ``start``/``stop``/``step`` keys of a JSON value request (`Bounds`) select a hyperslab as
+  the ``select`` text would, with the same checks; a bare integer stands for a 1-D list.
 """
 
 from __future__ import annotations
@@ -249,15 +254,18 @@ def orthogonal_index(
 _INT_RE = re.compile(r"[+-]?\d+")
 
 
-def parse_select(text: str | None, shape: Sequence[int]) -> Selection:
+def parse_select(text: str | list[Any] | None, shape: Sequence[int]) -> Selection | PairedSelection:
     """Parse a ``select`` parameter against a dataset ``shape`` (see the module docstring).
 
     ``None`` (parameter absent) selects everything. A scalar dataset (shape ``()``) accepts only
-    ``None`` or ``"[]"``. Any malformed or out-of-range input raises `InvalidInput`.
+    ``None`` or ``"[]"``. Any malformed or out-of-range input raises `InvalidInput`. Several
+    coordinate lists give a `PairedSelection`.
     """
     shape = tuple(int(n) for n in shape)
     if text is None:
         return Selection.all(shape)
+    if isinstance(text, list):
+        text = _select_from_list(text)
     if not isinstance(text, str):
         raise InvalidInput("select must be a string")
     body = "".join(text.split())
@@ -268,12 +276,148 @@ def parse_select(text: str | None, shape: Sequence[int]) -> Selection:
         raise InvalidInput(
             f"select has {len(raw_parts)} dimension(s), dataset has rank {len(shape)}"
         )
+    clamp = any(raw.startswith("[") for raw in raw_parts)
     parts: list[Part] = []
     for dim, (raw, extent) in enumerate(zip(raw_parts, shape)):
-        parts.append(_parse_part(raw, extent, dim))
+        parts.append(_parse_part(raw, extent, dim, clamp))
     if sum(isinstance(p, Coords) for p in parts) > 1:
-        raise InvalidInput("select may hold a coordinate list in at most one dimension")
+        return PairedSelection.of(parts)
     return Selection(tuple(parts))
+
+
+def parse_select_strict(text: str | None, shape: Sequence[int]) -> Selection:
+    """`parse_select` where only a hyperslab (at most one coordinate list) will do."""
+    sel = parse_select(text, shape)
+    if isinstance(sel, PairedSelection):
+        raise InvalidInput("several coordinate lists cannot be used here")
+    return sel
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The ``start``, ``stop`` and ``step`` keys of a JSON value request (each None when absent;
+    an int or a list of ints as sent)."""
+
+    start: Any = None
+    stop: Any = None
+    step: Any = None
+
+    @classmethod
+    def from_body(cls, body: Any) -> Bounds | None:
+        if not isinstance(body, dict) or not any(k in body for k in ("start", "stop", "step")):
+            return None
+        return cls(body.get("start"), body.get("stop"), body.get("step"))
+
+    def parse(self, shape: Sequence[int]) -> Selection:
+        shape = tuple(int(n) for n in shape)
+        rank = len(shape)
+        lists = [_bound_list(v, name, rank) for v, name in ((self.start, "start"), (self.stop, "stop"), (self.step, "step"))]
+        parts: list[Part] = []
+        for dim, extent in enumerate(shape):
+            start, stop, step = (None if lst is None else lst[dim] for lst in lists)
+            if start is not None and start >= extent > 0:
+                raise InvalidInput(f"start {start} is out of range for extent {extent} in dim {dim}")
+            parts.append(_slice_part(start, stop, step, extent, dim, clamp=False))
+        return Selection(tuple(parts))
+
+
+def _bound_list(value: Any, name: str, rank: int) -> list[int] | None:
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else [value]
+    if len(items) != rank:
+        raise InvalidInput(f"{name} has {len(items)} value(s), the dataset has rank {rank}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise InvalidInput(f"{name} must be an integer or a list of integers")
+    if any(v < 0 for v in items):
+        raise InvalidInput(f"{name} values must not be negative")
+    return [int(v) for v in items]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PairedSelection:
+    """A ``select`` with several coordinate lists, paired element by element (HSDS, numpy).
+
+    ``parts`` hold one `Slice` or `Coords` per dimension; the `Coords` all have the same
+    length and make one output dimension, placed where the first of them is.
+    """
+
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def of(cls, parts: Sequence[Part]) -> PairedSelection:
+        lengths = {p.count for p in parts if isinstance(p, Coords)}
+        if len(lengths) > 1:
+            raise InvalidInput(
+                f"coordinate lists of lengths {sorted(lengths)} cannot be paired: they must have the same length"
+            )
+        return cls(tuple(parts))
+
+    @property
+    def rank(self) -> int:
+        return len(self.parts)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        out: list[int] = []
+        listed = False
+        for p in self.parts:
+            if isinstance(p, Coords):
+                if listed:
+                    continue
+                listed = True
+            out.append(p.count)
+        return tuple(out)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for c in self.shape:
+            n *= c
+        return n
+
+    def points(self) -> PointSelection:
+        """Every selected element as a point, in the output's C order."""
+        shape = self.shape
+        axes: list[int] = []
+        shared, following = -1, 0
+        for p in self.parts:
+            if isinstance(p, Coords) and shared >= 0:
+                axes.append(shared)
+                continue
+            if isinstance(p, Coords):
+                shared = following
+            axes.append(following)
+            following += 1
+        columns: list[IndexArray] = []
+        for p, axis in zip(self.parts, axes):
+            idx = p.index if isinstance(p, Coords) else np.arange(p.start, p.stop, p.step, dtype=np.int64)
+            view = idx.reshape([-1 if a == axis else 1 for a in range(len(shape))])
+            columns.append(np.broadcast_to(view, shape).reshape(-1))
+        coords = np.ascontiguousarray(np.stack(columns, axis=1) if columns else np.zeros((0, 0), np.int64))
+        coords.flags.writeable = False
+        return PointSelection(coords)
+
+    def __str__(self) -> str:
+        return "[" + ",".join(str(p) for p in self.parts) + "]"
+
+
+def _select_from_list(items: list[Any]) -> str:
+    """A ``select`` given as a JSON list, one item per dimension (HSDS's POST body form): an int
+    index, a list of coordinates, or the text of one part (``"2:8"``)."""
+    parts: list[str] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise InvalidInput("select items must be integers, coordinate lists or part texts")
+        if isinstance(item, int):
+            parts.append(str(item))
+        elif isinstance(item, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in item):
+            parts.append("[" + ",".join(str(c) for c in item) + "]")
+        elif isinstance(item, str) and "[" not in item and "]" not in item and "," not in item:
+            parts.append(item)
+        else:
+            raise InvalidInput("select items must be integers, coordinate lists or part texts")
+    return "[" + ",".join(parts) + "]"
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -312,7 +456,7 @@ def _parse_int(token: str, what: str, dim: int) -> int:
     return int(token)
 
 
-def _parse_part(raw: str, extent: int, dim: int) -> Part:
+def _parse_part(raw: str, extent: int, dim: int, clamp: bool) -> Part:
     if raw.startswith("["):
         if not raw.endswith("]"):
             raise InvalidInput(f"select dim {dim}: text after a coordinate list")
@@ -327,13 +471,13 @@ def _parse_part(raw: str, extent: int, dim: int) -> Part:
             None if f == "" else _parse_int(f, name, dim)
             for f, name in zip(fields + [""] * (3 - len(fields)), ("start", "stop", "step"))
         )
-        return _slice_part(start, stop, step, extent, dim)
+        return _slice_part(start, stop, step, extent, dim, clamp=clamp)
     if raw == "":
         raise InvalidInput(f"select dim {dim} is empty")
     return _index_part(_parse_int(raw, "index", dim), extent, dim)
 
 
-def _slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int) -> Slice:
+def _slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int, *, clamp: bool = True) -> Slice:
     step = 1 if step is None else _as_int(step, dim)
     if step <= 0:
         raise InvalidInput(f"select step must be positive, got {step} in dim {dim}")
@@ -346,6 +490,8 @@ def _slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int) -> Slic
     if lo < 0 or lo > extent:
         raise InvalidInput(f"select start {start} is out of range for extent {extent} in dim {dim}")
     if hi < 0:
+        raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
+    if hi > extent and not clamp:
         raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
     hi = min(hi, extent)
     if hi < lo:

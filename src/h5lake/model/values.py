@@ -592,3 +592,26 @@ def _json_object_chars(item: Any) -> int:
     if isinstance(item, tuple):
         return sum(_json_object_chars(x) for x in item) + 2
     return 26
+
+
+# --------------------------------------------------------------------------------------------
+# JSON post-processing
+
+
+NON_FINITE = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def nan_to_null(value: Any, t: TypeJson, rank: int) -> Any:
+    """A JSON value (as `array_to_json` gives it, ``rank`` dimensions deep) with every NaN and
+    infinity of a float (also inside arrays and compound fields) as ``null``: HSDS's
+    ``ignore_nan=1``, for readers whose JSON has no NaN."""
+    if rank > 0:
+        return [nan_to_null(v, t, rank - 1) for v in value] if isinstance(value, list) else value
+    cls = t.get("class") if isinstance(t, dict) else None
+    if cls == "H5T_FLOAT" or (cls is None and isinstance(t, str) and t.startswith("H5T_IEEE_F")):
+        return None if isinstance(value, str) and value in NON_FINITE else value
+    if cls == "H5T_ARRAY":
+        return nan_to_null(value, t["base"], len(t.get("dims", [])))
+    if cls == "H5T_COMPOUND" and isinstance(value, list):
+        return [nan_to_null(v, f["type"], 0) for v, f in zip(value, t.get("fields", []))]
+    return value

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain
+from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain, tombstone_key
 from h5lake.model.types import validate_type
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Versioned
-from h5lake.service.domains import open_domain
+from h5lake.service.domains import authorize_object, open_domain
 from h5lake.service.views import Domain
 
 
@@ -25,20 +25,33 @@ async def open_object(
     permission: Permission,
     collection: Collection | None = None,
 ) -> tuple[Domain, Versioned]:
-    """Authorize ``caller`` on the domain and load one of its objects (404 if it is elsewhere)."""
+    """Authorize ``caller`` on the domain and load one of its objects (404 if it is elsewhere),
+    checking the object's own ACL when it has one."""
     parse_id(obj_id, collection)
     domain = await open_domain(svc, caller, domain_path, permission)
-    return domain, await load_object(svc, domain, obj_id)
+    found = await load_object(svc, domain, obj_id)
+    authorize_object(caller, domain, found.doc, permission)
+    return domain, found
 
 
 async def load_object(svc: Service, domain: Domain, obj_id: str) -> Versioned:
     root = domain.require_root()
     if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
+        await _not_here(svc, domain, obj_id)
     found = await domain.view.object(obj_id)
+    if found is None and await svc.store.head(tombstone_key(domain.path, obj_id)) is not None:
+        raise Gone(f"object {obj_id} of {domain.path} has been deleted")
     if found is None or found.doc.get("root") != root:
         raise NotFound(f"object {obj_id} not found in {domain.path}")
     return found
+
+
+async def _not_here(svc: Service, domain: Domain, obj_id: str) -> None:
+    """An id that cannot be one of ``domain``'s: 400 when it names an object of another domain
+    (as HSDS answers), else 404 (no such object anywhere)."""
+    if await svc.docs.get(object_key(obj_id)) is not None:
+        raise InvalidInput(f"object {obj_id} belongs to another domain than {domain.path}")
+    raise NotFound(f"object {obj_id} not found in {domain.path}")
 
 
 async def update_object(
@@ -49,7 +62,7 @@ async def update_object(
     object is read once."""
     root = domain.require_root()
     if not same_domain(obj_id, root):
-        raise NotFound(f"object {obj_id} not found in {domain.path}")
+        await _not_here(svc, domain, obj_id)
 
     def checked(doc: Doc) -> Any:
         if doc.get("root") != root:
@@ -102,7 +115,19 @@ def bodies(body: Any) -> tuple[list[Doc], bool]:
 
 
 def parse_link_request(body: Doc) -> Any:
+    """Where a POST puts the object it creates: ``{"link": {"id", "name"}}`` (a parent group and
+    a link name), or ``{"h5path": ...}`` (absolute, or relative to ``parent_id``; every group
+    on the way must exist, as HSDS requires without ``implicit``). None: anonymous."""
     link = body.get("link")
+    if "h5path" in body:
+        if link is not None:
+            raise InvalidInput("link cannot be combined with h5path")
+        h5path, parent = body["h5path"], body.get("parent_id")
+        if not isinstance(h5path, str) or not h5path.strip("/"):
+            raise InvalidInput("h5path must name an object")
+        if parent is not None:
+            parse_id(parent, Collection.GROUPS)
+        return {"h5path": h5path, "parent_id": parent}
     if link is None:
         return None
     if not isinstance(link, dict) or "id" not in link or "name" not in link:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 from typing import Any
 
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import parse_id, strip_collection_prefix
+from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import TypeClass, client_type, type_class
+from h5lake.model.types import TypeClass, client_type, empty_array, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
-from h5lake.service.access import client_timestamp, load_object, resolve_type, update_object
+from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, PutOutcome, Unchanged
+from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
@@ -56,7 +57,9 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
         attr["value"] = None
         return attr
     if "value" not in body and "value_base64" not in body:
-        raise InvalidInput("an attribute needs a value")
+        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
+        attr["value"] = array_to_json(empty_array(type_json, space.dims), type_json)
+        return attr
     encoded = body.get("value_base64")
     if encoded is None and (base64_values or body.get("encoding") == "base64"):
         encoded = body.get("value")
@@ -140,6 +143,18 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     return dict(zip(names, parsed))
 
 
+async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str, Doc]:
+    """The inline ``attributes`` of a POST that creates an object (absent: none), given as in
+    ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``."""
+    if body is None:
+        return {}
+    if isinstance(body, list):
+        if not all(isinstance(a, dict) and "name" in a for a in body):
+            raise InvalidInput("a list of attributes needs a name in each")
+        body = {a["name"]: a for a in body}
+    return await _parse_many(svc, domain, body, False)
+
+
 async def put_attribute(
     svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, body: Any, *, b64: bool = False
 ) -> PutOutcome:
@@ -212,8 +227,8 @@ def attribute_bytes(attr: Doc) -> bytes:
 
 async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
     parse_id(obj_id)
-    domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    attrs: dict[str, Doc] = (await load_object(svc, domain, obj_id)).doc.get("attributes", {})
+    _, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
+    attrs: dict[str, Doc] = found.doc.get("attributes", {})
     return attrs
 
 
@@ -222,6 +237,24 @@ async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: 
     if name not in attrs:
         raise NotFound(f"attribute {name!r} not found")
     return attrs[name]
+
+
+async def put_attribute_value(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, body: Any = None, packed: bytes | None = None
+) -> PutOutcome:
+    """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
+    its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
+    packed bytes in base64; a null value stores zeros, as HSDS does)."""
+    existing = await get_attribute(svc, caller, domain_path, obj_id, name)
+    attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
+    if packed is not None:
+        attr["value_base64"] = base64.b64encode(packed).decode("ascii")
+    else:
+        if not isinstance(body, dict) or "value" not in body:
+            raise InvalidInput("body must be a JSON object with a value")
+        if body["value"] is not None:
+            attr["value_base64" if body.get("encoding") == "base64" else "value"] = body["value"]
+    return await put_attribute(svc, caller, domain_path, obj_id, name, attr)
 
 
 def _ordered(attrs: dict[str, Doc], create_order: bool) -> list[tuple[str, Doc]]:
@@ -242,8 +275,27 @@ async def get_attributes(
     marker: str | None = None,
     limit: int | None = None,
     b64: bool = False,
+    pattern: str | None = None,
+    max_data_size: int = 0,
 ) -> list[Doc]:
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size)
+
+
+def _listed(
+    attrs: dict[str, Doc],
+    names: list[str] | None,
+    include_data: bool,
+    create_order: bool,
+    marker: str | None,
+    limit: int | None,
+    b64: bool,
+    pattern: str | None,
+    max_data_size: int = 0,
+) -> list[Doc]:
+    """``max_data_size`` (HSDS): values of more bytes than that are left out (0: no limit)."""
+    if pattern:
+        attrs = {n: a for n, a in attrs.items() if fnmatch.fnmatchcase(n, pattern)}
     if names is not None:
         missing = [n for n in names if n not in attrs]
         if missing:
@@ -253,11 +305,67 @@ async def get_attributes(
         items = _ordered(attrs, create_order)
         if marker is not None:
             keys = [k for k, _ in items]
-            if marker in keys:
-                items = items[keys.index(marker) + 1 :]
+            if marker not in keys:  # as HSDS: a marker must name an attribute of the listing
+                raise NotFound(f"marker {marker!r} is not an attribute of the object")
+            items = items[keys.index(marker) + 1 :]
         if limit is not None:
             items = items[:limit]
-    return [attribute_json(n, a, include_data=include_data, b64=b64) for n, a in items]
+    return [
+        attribute_json(n, a, include_data=include_data and _fits(a, max_data_size), b64=b64) for n, a in items
+    ]
+
+
+def _fits(attr: Doc, max_data_size: int) -> bool:
+    if max_data_size <= 0 or attr.get("value") is None:
+        return True
+    return len(attribute_bytes(attr)) <= max_data_size
+
+
+async def get_attributes_followed(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    group_id: str,
+    *,
+    include_data: bool = False,
+    create_order: bool = False,
+    limit: int | None = None,
+    b64: bool = False,
+    pattern: str | None = None,
+    max_data_size: int = 0,
+) -> Doc:
+    """``GET /groups/{id}/attributes?follow_links=1`` (HSDS): the attributes of the group and of
+    every object reached from it through hard links, keyed by object id."""
+    parse_id(group_id, Collection.GROUPS)
+    domain, start = await open_object(svc, caller, domain_path, group_id, Permission.READ)
+    found: dict[str, Doc] = {group_id: start.doc}
+    frontier = [start.doc]
+    while frontier:
+        targets = [
+            link["id"]
+            for doc in frontier
+            for link in doc.get("links", {}).values()
+            if link.get("id") and link["id"] not in found
+        ]
+        targets = list(dict.fromkeys(targets))
+        loaded = await svc.workers.map(targets, lambda t: _existing(svc, domain, t))
+        frontier = []
+        for target, versioned in zip(targets, loaded):
+            if versioned is None:
+                continue  # a dangling link
+            found[target] = versioned.doc
+            frontier.append(versioned.doc)
+    return {
+        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
+        for oid, doc in found.items()
+    }
+
+
+async def _existing(svc: Service, domain: Domain, obj_id: str) -> Versioned | None:
+    try:
+        return await load_object(svc, domain, obj_id)
+    except (NotFound, Gone):
+        return None
 
 
 async def get_attributes_of_many(

@@ -3,6 +3,8 @@ the chunk engine applies, which are only declared)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from typing import Any
 
@@ -12,7 +14,7 @@ from h5lake.errors import InvalidInput
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass
 from h5lake.model.types import is_variable, to_dtype
-from h5lake.model.values import array_to_json, json_to_array
+from h5lake.model.values import array_to_json, bytes_to_array, json_to_array
 from h5lake.service.context import Limits
 from h5lake.service.documents import Doc
 
@@ -136,7 +138,9 @@ def codec_filters(filters: Any) -> Any:
     return [f for f in filters if _declared_filter_id(f) is None]
 
 
-def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
+def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[int] | None = None) -> Doc:
+    """The creation properties as stored; ``chunk_shape`` (the planned chunk dims) completes
+    filters that depend on it (szip's pixels per scan line)."""
     if props is None:
         return {}
     if not isinstance(props, dict):
@@ -144,7 +148,7 @@ def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
     out = dict(props)
     if "filters" in out:
         filters = out["filters"]
-        applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json)).to_json()
+        applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json), chunk_shape).to_json()
         if isinstance(filters, list) and len(applied) != len(filters):
             normalized = iter(applied)
             merged = []
@@ -153,6 +157,18 @@ def validate_creation_properties(props: Any, type_json: Doc) -> Doc:
                 merged.append(next(normalized) if fid is None else _declared_filter_json(spec, fid))
             applied = merged
         out["filters"] = applied
+    encoding = out.pop("fillValue_encoding", None)
+    if encoding not in (None, "None", "base64"):
+        raise InvalidInput(f"fillValue_encoding must be base64, got {encoding!r}")
+    if encoding == "base64" and out.get("fillValue") is not None:
+        # HSDS's form: the fill value's packed bytes in base64; kept as its JSON form
+        try:
+            raw = base64.b64decode(out["fillValue"], validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise InvalidInput("fillValue is not valid base64") from None
+        if is_variable(type_json):
+            raise InvalidInput("a base64 fillValue needs a fixed-size type")
+        out["fillValue"] = array_to_json(bytes_to_array(raw, type_json, ()), type_json)
     if out.get("fillValue") is not None:
         # kept in its canonical JSON form: a NaN from a Python client is stored as "NaN", which
         # strict JSON (our documents) can hold, instead of becoming null

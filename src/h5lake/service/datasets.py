@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
@@ -20,27 +20,37 @@ from h5lake.service.access import (
     parse_link_request,
     resolve_type,
 )
+from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.creation import check_linked_chunk_size, plan_layout, validate_creation_properties
 from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.domains import open_domain
+from h5lake.service.initializers import check_initializer, run_initializer
 from h5lake.service.linked import SOURCES_KEY, ingest_linked_layout
 from h5lake.service.objects import object_json, store_new_objects
 from h5lake.service.opened import Change, check_writable
 from h5lake.service.views import Domain
 
 
-async def create_datasets(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
+async def create_datasets(
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
+) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs: list[Doc] = []
     links = []
+    initialized = []
     for item in items:
         docs.append(await _new_dataset(svc, domain, item, docs))
+        args = check_initializer(svc, docs[-1])
+        if args is not None:
+            initialized.append((docs[-1], args))
         link = parse_link_request(item)
         if link is not None:
             links.append((docs[-1], link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
+    for doc, args in initialized:
+        await run_initializer(svc, domain, doc, args)
     return [object_json(domain, d) for d in docs], many
 
 
@@ -51,12 +61,18 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
     space = parse_space(item.get("shape"), item.get("maxdims"))
-    props = validate_creation_properties(item.get("creationProperties"), type_json)
+    raw = item.get("creationProperties")
+    if raw is not None and not isinstance(raw, dict):
+        raise InvalidInput("creationProperties must be an object")
+    linked = is_linked({"layout": raw.get("layout") if raw is not None and isinstance(raw.get("layout"), dict) else {}})
+    planned = None if linked else plan_layout(space, type_json, raw or {}, svc.limits)
+    props = validate_creation_properties(raw, type_json, planned["dims"] if planned and planned["dims"] else None)
     doc = base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item)
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
-    if is_linked({"layout": props.get("layout") if isinstance(props.get("layout"), dict) else {}}):
+    doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
+    if planned is None:
         check_linked_chunk_size(props["layout"], type_json, svc.limits.max_chunk_size)
         layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])
         props["layout"] = layout
@@ -64,7 +80,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         if sources:
             doc[SOURCES_KEY] = sources
     else:
-        doc["layout"] = plan_layout(space, type_json, props, svc.limits)
+        doc["layout"] = planned
     return doc
 
 
@@ -106,9 +122,14 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
             raise InvalidInput("extents must be non-negative integers")
         if new < old:
             raise InvalidInput(f"dimension {i} cannot shrink from {old} to {new}")
-        limit = space.maxdims[i] if space.maxdims is not None else old
+        if space.maxdims is None:
+            if new > old:
+                raise InvalidInput(f"the dataset is not extensible (no maxdims): dimension {i} cannot grow")
+            continue
+        limit = space.maxdims[i]
         if limit is not None and new > limit:
-            raise InvalidInput(f"dimension {i} cannot grow past its maximum {limit}")
+            # as HSDS: a valid request the dataset's maxdims do not allow
+            raise Conflict(f"dimension {i} cannot grow past its maximum {limit}")
     return dims
 
 

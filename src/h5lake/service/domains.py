@@ -8,13 +8,14 @@ from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
 from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
-from h5lake.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from h5lake.errors import AlreadyExists, Conflict, Forbidden, Gone, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     DOMAIN_FILE,
     domain_key,
     domain_prefix,
+    domain_tombstone_key,
     new_root_id,
     normalize_domain,
     object_key,
@@ -33,6 +34,8 @@ async def load_domain(svc: Service, path: str) -> Domain:
     path = normalize_domain(path)
     found = await svc.docs.get(domain_key(path))
     if found is None:
+        if path != "/" and await svc.store.head(domain_tombstone_key(path)) is not None:
+            raise Gone(f"domain {path} has been deleted")
         raise NotFound(f"domain {path} not found")
     return Domain(path, found.doc, found.etag, svc.head)
 
@@ -47,6 +50,21 @@ def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
     if caller.user is None:
         raise Unauthorized(f"{permission.value} access to {domain.path} needs credentials")
     raise Forbidden(f"user {caller.user} has no {permission.value} access to {domain.path}")
+
+
+def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permission) -> None:
+    """An object's own ACL (the seed schema's optional ``acls`` of a group, dataset or datatype):
+    when it has an entry for the caller (else a ``default`` one), that entry must grant
+    ``permission`` too. It narrows what the domain's ACL allows, never widens it (the domain
+    was authorized first); the domain's owner and admins are not bound by it."""
+    acls = doc.get("acls")
+    if not acls or caller.is_admin or (caller.user is not None and caller.user == domain.owner):
+        return
+    entry = acls.get(caller.user) if caller.user is not None else None
+    if entry is None:
+        entry = acls.get(acl_model.DEFAULT)
+    if entry is not None and not entry.get(permission.value):
+        raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
@@ -88,7 +106,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
     if parent_path is not None and parent_path != "/":
         try:
             parent = await load_domain(svc, parent_path)
-        except NotFound:
+        except (NotFound, Gone):
             raise NotFound(f"parent folder {parent_path} not found") from None
     if not _may_create_under(caller, parent, path):
         raise Forbidden(f"user {caller.user} may not create domains in {parent_path}")
@@ -131,6 +149,7 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
         if root_doc is not None:  # lost a race for the name: the new root must not stay behind
             await svc.store.delete(object_key(root_doc["id"]))
         raise
+    await svc.store.delete(domain_tombstone_key(path))  # made again: no longer gone
     return Domain(path, doc, etag, svc.head)
 
 
@@ -141,6 +160,7 @@ async def delete_domain(svc: Service, caller: Caller, path: str, keep_root: bool
     async for entry in svc.store.list(domain_prefix(domain.path), delimiter="/"):
         if entry.endswith("/") and await _holds_domains(svc, entry):
             raise Conflict(f"{domain.path} has sub-domains; delete them first")
+    await svc.store.put(domain_tombstone_key(domain.path), b"")
     await svc.store.delete(domain_key(domain.path))
     if not keep_root and domain.root is not None:
         svc.spawn(reclaim.reclaim_domain(svc, domain.path, domain.root))
@@ -281,7 +301,7 @@ async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list
 # --- ACLs -------------------------------------------------------------------------------------
 
 
-def _acl_entry(user: str, flags: dict[str, Any]) -> Doc:
+def acl_entry(user: str, flags: dict[str, Any]) -> Doc:
     entry: Doc = {f: bool(flags.get(f, False)) for f in acl_model.FLAGS}
     entry["userName"] = user
     return entry
@@ -289,7 +309,7 @@ def _acl_entry(user: str, flags: dict[str, Any]) -> Doc:
 
 async def get_acls(svc: Service, caller: Caller, path: str) -> list[Doc]:
     domain = await open_domain(svc, caller, path, Permission.READ_ACL)
-    return [_acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
+    return [acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
 
 
 async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
@@ -299,7 +319,7 @@ async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
     acls = domain.doc.get("acls", {})
     if user not in acls:
         raise NotFound(f"no ACL for user {user} on {domain.path}")
-    return _acl_entry(user, acls[user])
+    return acl_entry(user, acls[user])
 
 
 async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any) -> Doc:
@@ -316,5 +336,5 @@ async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any)
         return entry
 
     _, entry = await svc.docs.update(domain_key(domain.path), mutate, f"domain {domain.path}")
-    return _acl_entry(user, entry)
+    return acl_entry(user, entry)
 

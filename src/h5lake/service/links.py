@@ -7,12 +7,13 @@ import base64
 import binascii
 import enum
 import fnmatch
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, is_valid_id, parse_id, same_domain
-from h5lake.service.access import client_timestamp, load_object, update_object
+from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
+from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
@@ -129,15 +130,16 @@ def link_json(link: Doc, title: str | None = None) -> Doc:
     return out
 
 
-def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
+def _add_links(doc: Doc, new: dict[str, Doc], replace: bool = False) -> Any:
     links = doc.setdefault("links", {})
     added = False
     for name, link in new.items():
         existing = links.get(name)
         if existing is not None:
-            if _target(existing) != _target(link):
+            if _target(existing) == _target(link):
+                continue
+            if not replace:
                 raise Conflict(f"link {name!r} already exists")
-            continue
         links[name] = link
         added = True
     if not added:
@@ -146,9 +148,11 @@ def _add_links(doc: Doc, new: dict[str, Doc]) -> Any:
     return PutOutcome.CREATED
 
 
-async def _put_links(svc: Service, domain: Domain, group_id: str, new: dict[str, Doc]) -> PutOutcome:
+async def _put_links(
+    svc: Service, domain: Domain, group_id: str, new: dict[str, Doc], replace: bool = False
+) -> PutOutcome:
     parse_id(group_id, Collection.GROUPS)
-    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new))
+    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace))
     svc.catalog.note_object(domain.path, group_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -160,19 +164,30 @@ def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
 
 
 async def put_link(
-    svc: Service, caller: Caller, domain_path: str, group_id: str, title: str, body: Any
+    svc: Service, caller: Caller, domain_path: str, group_id: str, title: str, body: Any, replace: bool = False
 ) -> PutOutcome:
+    """``PUT /groups/{id}/links/{title}``; with ``replace`` a link of the name that points
+    elsewhere is replaced (HSDS's ``replace=1``), else that is 409."""
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
-    return await _put_links(svc, domain, group_id, {validate_name(title): parse_link(body, domain)})
+    return await _put_links(svc, domain, group_id, {validate_name(title): parse_link(body, domain)}, replace)
 
 
-async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: str, body: Any) -> PutOutcome:
-    """``PUT /groups/{id}/links``: ``{"links": {...}}`` for this group or ``{"grp_ids": {...}}``."""
+async def put_links(
+    svc: Service, caller: Caller, domain_path: str, group_id: str, body: Any, replace: bool = False
+) -> PutOutcome:
+    """``PUT /groups/{id}/links``: ``{"links": {...}}`` for this group, ``{"grp_ids": {...}}``
+    (links per group), or ``{"grp_ids": [...], "links": {...}}`` (the same links in each group,
+    as HSDS multicasts them)."""
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     if not isinstance(body, dict):
         raise InvalidInput("body must be a JSON object")
     per_group: dict[str, dict[str, Doc]] = {}
-    if "grp_ids" in body:
+    if "grp_ids" in body and isinstance(body["grp_ids"], list):
+        shared = _parse_links(body.get("links"), domain)
+        for gid in body["grp_ids"]:
+            parse_id(gid, Collection.GROUPS)
+            per_group[gid] = shared
+    elif "grp_ids" in body:
         grp_ids = body["grp_ids"]
         if not isinstance(grp_ids, dict):
             raise InvalidInput("grp_ids must be an object keyed by group id")
@@ -184,8 +199,47 @@ async def put_links(svc: Service, caller: Caller, domain_path: str, group_id: st
         per_group[group_id] = _parse_links(body["links"], domain)
     else:
         raise InvalidInput("body needs links or grp_ids")
-    outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item))
+    outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item, replace))
     return PutOutcome.CREATED if PutOutcome.CREATED in outcomes else PutOutcome.UNCHANGED
+
+
+async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit: bool = False) -> Doc:
+    """Turn an ``h5path`` placement (see ``access.parse_link_request``) into a parent group
+    and link name, checked before the object is made: the groups on the way must be reached
+    through hard links (400 otherwise, as HSDS) and exist (404), unless ``implicit`` (HSDS's
+    ``implicit=1``) makes the missing ones; the name must be free (409, as HSDS answers)."""
+    if "h5path" not in request:
+        return request
+    h5path: str = request["h5path"]
+    start = request.get("parent_id") if not h5path.startswith("/") else None
+    parts = [p for p in h5path.split("/") if p and p != "."]
+    parent = (await load_object(svc, domain, start or domain.require_root())).doc
+    for name in parts[:-1]:
+        link = parent.get("links", {}).get(name)
+        if link is None:
+            if not implicit:
+                raise NotFound(f"{h5path}: group {name!r} does not exist (implicit=1 makes it)")
+            parent = await _new_group_under(svc, domain, parent["id"], name)
+            continue
+        if link.get("class") != LinkClass.HARD.value or parse_id(link["id"]) is not Collection.GROUPS:
+            raise InvalidInput(f"{h5path}: {name!r} is not a hard link to a group")
+        parent = (await load_object(svc, domain, link["id"])).doc
+    if parse_id(parent["id"]) is not Collection.GROUPS:
+        raise InvalidInput(f"{h5path}: the parent is not a group")
+    if parts[-1] in parent.get("links", {}):
+        raise Conflict(f"an object already exists at {h5path}")
+    return {"id": parent["id"], "name": parts[-1]}
+
+
+async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: str) -> Doc:
+    doc = base_doc(new_object_id(Collection.GROUPS, domain.require_root()), domain, {})
+    doc["links"] = {}
+    doc["creationProperties"] = {}
+    await svc.docs.create(object_key(doc["id"]), doc, f"object {doc['id']}")
+    svc.catalog.note_object(domain.path, doc["id"])
+    link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}
+    await _put_links(svc, domain, parent_id, {validate_name(name): link})
+    return doc
 
 
 async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:
@@ -215,8 +269,9 @@ def _select(
         items = [kv for kv in items if fnmatch.fnmatchcase(kv[0], pattern)]
     if marker is not None:
         names = [k for k, _ in items]
-        if marker in names:
-            items = items[names.index(marker) + 1 :]
+        if marker not in names:  # as HSDS: a marker must name a link of the listing
+            raise NotFound(f"marker {marker!r} is not a link of the group")
+        items = items[names.index(marker) + 1 :]
     if limit is not None:
         items = items[:limit]
     return items
@@ -308,11 +363,34 @@ MAX_PATH_STEPS = 1024
 the root could otherwise be made as long as the request body allows."""
 
 
-async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:
-    """Follow hard links (and soft links within the domain) from the root to an object."""
-    current = (await load_object(svc, domain, domain.require_root())).doc
+OpenExternal = Callable[[str], Awaitable[Domain]]
+"""Opens (and authorizes the caller on) the domain an external link names."""
+
+
+async def resolve_path(svc: Service, domain: Domain, h5path: str, start: str | None = None) -> Doc:
+    """Follow hard links (and soft links within the domain) from the root (or, for a relative
+    path, from group ``start``) to an object."""
+    _, found = await resolve_path_in(svc, domain, h5path, start)
+    return found
+
+
+async def resolve_path_in(
+    svc: Service,
+    domain: Domain,
+    h5path: str,
+    start: str | None = None,
+    open_external: OpenExternal | None = None,
+    follow_soft: bool = True,
+) -> tuple[Domain, Doc]:
+    """`resolve_path`, also through external links when ``open_external`` is given (HSDS's
+    ``follow_external_links``): the object found, and the domain it is in. An external link's
+    ``h5domain`` may be relative (``hsload`` stores ``other.h5``): it is taken relative to the
+    folder of the domain holding the link. Without ``follow_soft`` a soft link on the way is
+    `InvalidInput` (HSDS answers 400 unless ``follow_soft_links=1``)."""
+    first = start if start is not None and not h5path.startswith("/") else domain.require_root()
+    current = (await load_object(svc, domain, first)).doc
     hops = steps = 0
-    parts = [p for p in h5path.split("/") if p]
+    parts = [p for p in h5path.split("/") if p and p != "."]
     while parts:
         steps += 1
         if steps > MAX_PATH_STEPS:
@@ -323,18 +401,59 @@ async def resolve_path(svc: Service, domain: Domain, h5path: str) -> Doc:
         link = current.get("links", {}).get(name)
         if link is None:
             raise NotFound(f"{h5path} not found")
-        if link["class"] == LinkClass.SOFT.value:
+        if link["class"] in (LinkClass.SOFT.value, LinkClass.EXTERNAL.value):
             hops += 1
             if hops > 32:
-                raise InvalidInput(f"too many soft links resolving {h5path}")
+                raise InvalidInput(f"too many soft or external links resolving {h5path}")
             target = link["h5path"]
+            if link["class"] == LinkClass.SOFT.value and not follow_soft:
+                raise InvalidInput(f"{h5path} leads through a soft link (follow_soft_links=1 follows it)")
+            if link["class"] == LinkClass.EXTERNAL.value:
+                if open_external is None:
+                    raise InvalidInput(f"{h5path} leads through an external link (follow_external_links=1 follows it)")
+                domain = await open_external(external_domain_path(domain.path, link["h5domain"]))
+                target = "/" + target.lstrip("/")
             if target.startswith("/"):
                 current = (await load_object(svc, domain, domain.require_root())).doc
-            parts = [p for p in target.split("/") if p] + parts
+            parts = [p for p in target.split("/") if p and p != "."] + parts
             continue
         if link["class"] != LinkClass.HARD.value:
-            raise NotFound(f"{h5path} leads through an external link")
+            raise NotFound(f"{h5path} leads through a user-defined link")
         current = (await load_object(svc, domain, link["id"])).doc
         if parts and not current["id"].startswith("g-"):
             raise NotFound(f"{h5path} not found")
-    return current
+    return domain, current
+
+
+async def path_of(svc: Service, domain: Domain, obj_id: str) -> str | None:
+    """The first path (breadth first, names in order) from the root to ``obj_id`` through hard
+    links, or None when no link leads there (HSDS's ``getalias``)."""
+    root = domain.require_root()
+    if obj_id == root:
+        return "/"
+    seen = {root}
+    frontier: list[tuple[str, str]] = [(root, "")]
+    while frontier:
+        docs = await svc.workers.map([g for g, _ in frontier], lambda g: load_object(svc, domain, g))
+        following: list[tuple[str, str]] = []
+        for (_, prefix), found in zip(frontier, docs):
+            for name, link in sorted(found.doc.get("links", {}).items()):
+                target = link.get("id")
+                if target is None or target in seen:
+                    continue
+                if target == obj_id:
+                    return f"{prefix}/{name}"
+                seen.add(target)
+                if target.startswith("g-"):
+                    following.append((target, f"{prefix}/{name}"))
+        frontier = following
+    return None
+
+
+def external_domain_path(holder: str, h5domain: str) -> str:
+    """The domain an external link names, as an absolute path (see `resolve_path_in`)."""
+    h5domain = h5domain.removeprefix("hdf5:/")
+    if h5domain.startswith("/"):
+        return h5domain
+    folder = holder.rsplit("/", 1)[0]
+    return f"{folder}/{h5domain}"

@@ -7,7 +7,7 @@ from typing import Any
 from h5lake.chunks.catalog import dataset_stats
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key, parse_id
+from h5lake.model.ids import Collection, object_key, parse_id, tombstone_key
 from h5lake.model.types import client_type, validate_type
 from h5lake.service import reclaim
 from h5lake.service.access import (
@@ -17,10 +17,11 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
+from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.links import link_json, link_new_object
+from h5lake.service.links import link_json, link_new_object, path_of, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
@@ -49,12 +50,19 @@ def object_json(
 
 
 async def store_new_objects(
-    svc: Service, caller: Caller, domain: Domain, docs: list[Doc], link_requests: list[tuple[Doc, Any]]
+    svc: Service,
+    caller: Caller,
+    domain: Domain,
+    docs: list[Doc],
+    link_requests: list[tuple[Doc, Any]],
+    implicit: bool = False,
 ) -> None:
     """Create documents (create-only), then any ``link`` requests that came with them.
 
     A repeated POST of an identical object is accepted (h5pyd resends after a failed flush).
+    Placements by ``h5path`` are checked before anything is created.
     """
+    link_requests = [(doc, await place_new_object(svc, domain, link, implicit)) for doc, link in link_requests]
 
     async def create(doc: Doc) -> None:
         try:
@@ -81,7 +89,9 @@ def _same_object(a: Doc, b: Doc) -> bool:
 # --- groups -----------------------------------------------------------------------------------
 
 
-async def create_groups(svc: Service, caller: Caller, domain_path: str, body: Any) -> tuple[list[Doc], bool]:
+async def create_groups(
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
+) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs, links = [], []
@@ -92,11 +102,12 @@ async def create_groups(svc: Service, caller: Caller, domain_path: str, body: An
             raise InvalidInput("creationProperties must be an object")
         doc["links"] = {}
         doc["creationProperties"] = props
+        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
         docs.append(doc)
         link = parse_link_request(item)
         if link is not None:
             links.append((doc, link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
     return [object_json(domain, d, include_links=False) for d in docs], many
 
 
@@ -104,7 +115,7 @@ async def create_groups(svc: Service, caller: Caller, domain_path: str, body: An
 
 
 async def create_datatypes(
-    svc: Service, caller: Caller, domain_path: str, body: Any
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
 ) -> tuple[list[Doc], bool]:
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
@@ -116,11 +127,12 @@ async def create_datatypes(
         doc["type"] = validate_type(item["type"])
         props = item.get("creationProperties", {})
         doc["creationProperties"] = props if isinstance(props, dict) else {}
+        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
         docs.append(doc)
         link = parse_link_request(item)
         if link is not None:
             links.append((doc, link))
-    await store_new_objects(svc, caller, domain, docs, links)
+    await store_new_objects(svc, caller, domain, docs, links, implicit)
     return [object_json(domain, d) for d in docs], many
 
 
@@ -137,9 +149,13 @@ async def get_object(
     include_links: bool,
     include_attrs: bool,
     verbose: bool = False,
+    alias: bool = False,
 ) -> Doc:
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ, collection)
     out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
+    if alias:  # HSDS's getalias=1: the paths that lead to the object (the first one found)
+        path = await path_of(svc, domain, obj_id)
+        out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
         out["stats"] = await dataset_stats(svc.store, domain.path, found.doc)
     return out
@@ -151,6 +167,7 @@ async def delete_object(
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.DELETE, collection)
     if obj_id == domain.root:
         raise Forbidden("the root group cannot be deleted")
+    await svc.store.put(tombstone_key(domain.path, obj_id), b"")
     await svc.docs.delete(object_key(obj_id))
     svc.catalog.note_object(domain.path, obj_id)
     if collection is Collection.DATASETS:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection, parse_id
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import domain_json, open_domain
-from h5lake.service.links import resolve_path
+from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
+from h5lake.service.views import Domain
 
 
 async def describe(
@@ -24,12 +26,21 @@ async def describe(
     include_attrs: bool = False,
     verbose: bool = False,
     dn_ids: bool = False,
+    follow_external_links: bool = False,
+    follow_soft_links: bool = False,
+    parent_id: str | None = None,
 ) -> Doc:
-    """The domain (with its size summary when ``verbose``), or the object at ``h5path``."""
+    """The domain (with its size summary when ``verbose``), or the object at ``h5path`` (which
+    may be in another domain when ``follow_external_links``; its ``domain`` says which)."""
+    if parent_id is not None:
+        parse_id(parent_id, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     if h5path is not None:
-        target = await resolve_path(svc, domain, h5path)
-        return object_json(domain, target, include_links=include_links, include_attrs=include_attrs)
+        opener = _external_opener(svc, caller) if follow_external_links else None
+        where, target = await resolve_path_in(
+            svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
+        )
+        return _with_class(object_json(where, target, include_links=include_links, include_attrs=include_attrs))
     out = domain_json(svc, domain)
     if dn_ids:
         out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
@@ -38,18 +49,79 @@ async def describe(
     return out
 
 
-async def resolve_paths(svc: Service, caller: Caller, domain_path: str, h5paths: Any) -> Doc:
-    """The objects several paths lead to; a path that does not resolve is left out."""
+async def object_at_path(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    h5path: str,
+    collection: Collection,
+    *,
+    start: str | None = None,
+    include_links: bool = False,
+    include_attrs: bool = False,
+    follow_external_links: bool = False,
+    follow_soft_links: bool = False,
+) -> Doc:
+    """``GET /groups/?h5path=/a/b`` (absolute), or ``GET /groups/{id}?h5path=b`` (relative to
+    group ``start``); likewise for datasets and datatypes: 404 when the path leads to an object
+    of another kind."""
+    if start is None and not h5path.startswith("/"):
+        raise InvalidInput("h5path must be absolute when no parent group id is given")
+    if start is not None:
+        parse_id(start, Collection.GROUPS)
+    domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    opener = _external_opener(svc, caller) if follow_external_links else None
+    where, target = await resolve_path_in(
+        svc, domain, h5path, start=start, open_external=opener, follow_soft=follow_soft_links
+    )
+    if parse_id(target["id"]) is not collection:
+        raise NotFound(f"{h5path} is not one of the domain's {collection.path}")
+    return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+
+
+_CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}
+
+
+def _with_class(out: Doc) -> Doc:
+    """An object found by path says what it is (HSDS's ``class``): the client may not know."""
+    out["class"] = _CLASS[parse_id(out["id"])]
+    return out
+
+
+def _external_opener(svc: Service, caller: Caller) -> OpenExternal:
+    async def open_external(path: str) -> Domain:
+        return await open_domain(svc, caller, path, Permission.READ)
+
+    return open_external
+
+
+async def resolve_paths(
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    h5paths: Any,
+    parent_id: str | None = None,
+    *,
+    follow_soft_links: bool = False,
+    follow_external_links: bool = False,
+) -> Doc:
+    """The objects several paths lead to; a path that does not resolve is left out (HSDS
+    answers 404 for the whole request instead)."""
     if not isinstance(h5paths, list):
         raise InvalidInput("body must be an object with an h5paths list")
+    if parent_id is not None:
+        parse_id(parent_id, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
+    opener = _external_opener(svc, caller) if follow_external_links else None
     found: Doc = {}
     for h5path in h5paths:
         if not isinstance(h5path, str):
             raise InvalidInput("h5paths must be strings")
         try:
-            target = await resolve_path(svc, domain, h5path)
-        except NotFound:
+            where, target = await resolve_path_in(
+                svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
+            )
+        except (NotFound, Gone):
             continue
-        found[h5path] = object_json(domain, target, include_links=False, include_attrs=False)
+        found[h5path] = _with_class(object_json(where, target, include_links=False, include_attrs=False))
     return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from h5lake.chunks.catalog import delete_dataset_chunks
-from h5lake.model.ids import Collection, catalog_key, object_key, parse_id
+from h5lake.model.ids import TOMBSTONES, Collection, catalog_key, domain_prefix, object_key, parse_id
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
 from h5lake.service.views import Domain
@@ -31,6 +31,8 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
                 await reclaim_dataset_chunks(svc, path, doc)
         await svc.workers.each(docs, lambda d: svc.store.delete(object_key(d["id"])))
         await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
+        gone = [k async for k in svc.store.list(domain_prefix(path) + TOMBSTONES)]
+        await svc.workers.each(gone, svc.store.delete)
     except Exception:  # background clean-up: log, never crash the server
         log.exception("reclaiming domain %s failed", path)
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from h5lake.errors import InvalidInput
-from h5lake.model.selection import PointSelection
+from h5lake.model.selection import Bounds, PointSelection
 from h5lake.service.documents import Doc
 
 
@@ -47,7 +47,7 @@ class ValueRead:
     ``null_reads_empty``: a dataset with a null dataspace answers an empty value (GET) instead
     of an error (POST)."""
 
-    select: str | None = None
+    select: str | list[Any] | Bounds | None = None
     fields: str | None = None
     query: Query | None = None
     binary: bool = False
@@ -58,6 +58,7 @@ class ValueRead:
 class PointRead:
     points: Points
     binary: bool = False
+    fields: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +92,16 @@ _NO_SELECT = object()
 @dataclass(frozen=True, slots=True)
 class JsonValues:
     """A JSON write body: values as JSON (``value``) or packed bytes (``packed``, from
-    ``value_base64``), for ``points`` or a ``select`` given in the body."""
+    ``value_base64``), for ``points``, a ``select`` or ``start``/``stop``/``step`` (``bounds``)
+    given in the body; ``element_count`` values broadcast over the selection."""
 
     value: Any = None
     packed: bytes | None = None
     points: Any = None
     select: Any = _NO_SELECT
+    bounds: Bounds | None = None
+    element_count: Any = None
+    fields: str | None = None  # HSDS reads ``fields`` from the body too
 
     @classmethod
     def from_body(cls, body: Any) -> JsonValues:
@@ -110,7 +115,14 @@ class JsonValues:
                 raise InvalidInput("value_base64 is not valid base64") from None
         elif "value" not in body:
             raise InvalidInput("body needs value or value_base64")
-        return cls(body.get("value"), packed, body.get("points"), body.get("select", _NO_SELECT))
+        bounds = Bounds.from_body(body)
+        select = body.get("select", _NO_SELECT)
+        if bounds is not None and (select is not _NO_SELECT or "points" in body):
+            raise InvalidInput("start/stop/step cannot be combined with select or points")
+        fields = body.get("fields")
+        if fields is not None and not isinstance(fields, str):
+            raise InvalidInput("fields must be a string of names joined by ':'")
+        return cls(body.get("value"), packed, body.get("points"), select, bounds, body.get("element_count"), fields)
 
     @property
     def has_select(self) -> bool:
@@ -132,6 +144,7 @@ class ValueWrite:
     select: str | None = None
     fields: str | None = None
     append: Append | None = None
+    element_count: Any = None  # the ``element_count`` parameter (text), if given
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +157,12 @@ class QueryUpdate:
 
     @classmethod
     def from_body(cls, query: Query, body: Any, fields: str | None = None) -> QueryUpdate:
-        if not isinstance(body, dict) or not isinstance(body.get("value"), dict):
+        """``{"value": {field: value}}``, or HSDS's bare ``{field: value}``."""
+        if not isinstance(body, dict) or not body:
             raise InvalidInput(QUERY_UPDATE_SHAPE)
-        return cls(query, body["value"], fields)
+        if isinstance(body.get("value"), dict):
+            return cls(query, body["value"], fields)
+        return cls(query, body, fields)
 
 
-QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {\"value\": {field: value}}"
+QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {field: value} (or {\"value\": {field: value}})"

@@ -19,7 +19,7 @@ from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.projection import ChunkProjection, project, project_points
 from h5lake.model.query import parse_query, update_fields
-from h5lake.model.selection import PointSelection, Selection, parse_select
+from h5lake.model.selection import Bounds, PairedSelection, PointSelection, Selection, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
 from h5lake.model.values import (
     array_to_bytes,
@@ -70,10 +70,39 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
 
 
-def _selection(layout: DatasetLayout, text: str | None) -> Selection | None:
+def _selection(layout: DatasetLayout, text: str | list[Any] | Bounds | None) -> Selection | PairedSelection | None:
     if text is None or text == "":
         return None
+    if isinstance(text, Bounds):
+        return text.parse(layout.shape)
     return parse_select(text, layout.shape)
+
+
+def _hyperslab(selection: Selection | PairedSelection | None, what: str) -> Selection | None:
+    if isinstance(selection, PairedSelection):
+        raise InvalidInput(f"several coordinate lists cannot be combined with {what}")
+    return selection
+
+
+def _element_count(text: Any, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape of ``element_count`` values broadcast over a selection of ``shape`` (as HSDS
+    does: one value, or the trailing dimensions whose product it is); None if it covers all."""
+    if text is None:
+        return None
+    try:
+        count = int(text) if not isinstance(text, bool) else -1
+    except (TypeError, ValueError):
+        raise InvalidInput(f"element_count must be an integer, got {text!r}") from None
+    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count == total:
+        return None
+    if count == 1:
+        return (1,)
+    for rank in range(1, len(shape)):
+        tail = shape[len(shape) - rank :]
+        if int(np.prod(tail, dtype=np.int64)) == count:
+            return tail
+    raise InvalidInput(f"element_count {count} cannot be broadcast over a selection of shape {list(shape)}")
 
 
 def check_size(svc: Service, nbytes: int, binary: bool) -> None:
@@ -110,6 +139,13 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
     layout = ds.require_layout()
     selection = _selection(layout, request.select)
     fields = parse_fields(request.fields, layout.dtype)
+    if isinstance(selection, PairedSelection):
+        if request.query is not None:
+            raise InvalidInput("several coordinate lists cannot be combined with a query")
+        check_size(svc, selection.count * layout.dtype.itemsize, request.binary)
+        found = await engine.read_points(layout, selection.points(), svc.workers)
+        found = found.reshape(selection.shape)
+        return ValuesRead(field_type(ds.type_json, fields), found[fields] if fields else found)
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
         matches, index = await _query(svc, layout, sel, request.query)
@@ -137,10 +173,12 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     """``POST /datasets/{id}/value`` with point coordinates."""
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
     layout = ds.require_layout()
+    fields = parse_fields(request.fields, layout.dtype)
     points = request.points.parse(layout.shape)
     found = await engine.read_points(layout, points, svc.workers)
+    found = found[fields] if fields else found
     check_json_reply(svc, found, request.binary)
-    return ValuesRead(ds.type_json, found)
+    return ValuesRead(field_type(ds.type_json, fields), found)
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
@@ -178,7 +216,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     check_writable(ds.domain, ds.doc, Change.VALUES)
     layout = ds.require_layout()
     fields = parse_fields(request.fields, layout.dtype)
-    selection: Selection | None
+    selection: Selection | PairedSelection | None
     if request.append is not None:
         axis = request.append.axis
         if not 0 <= axis < len(layout.shape):
@@ -189,16 +227,30 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         selection = resized.appended(axis)
     else:
         selection = _selection(layout, request.select)
-    shape = selection.shape if selection is not None else layout.shape
     body = request.body
+    if isinstance(body, JsonValues) and request.select is None and request.append is None:
+        if body.has_select:
+            selection = _selection(layout, body.select)
+        elif body.bounds is not None:
+            selection = body.bounds.parse(layout.shape)
+    shape = selection.shape if selection is not None else layout.shape
+    if isinstance(body, JsonValues) and body.fields is not None and request.fields is None:
+        fields = parse_fields(body.fields, layout.dtype)
+    element_count = request.element_count
+    if isinstance(body, JsonValues) and body.element_count is not None:
+        element_count = body.element_count
+    points_body = isinstance(body, JsonValues) and body.points is not None
+    broadcast = None if points_body else _element_count(element_count, shape)
     if not isinstance(body, JsonValues):
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
-        if fixed and count * wire_size(ds) > STREAM_BLOCK_BYTES:
-            await _write_stream(svc, ds, layout, selection, body.stream())
+        if fixed and broadcast is None and count * wire_size(ds) > STREAM_BLOCK_BYTES:
+            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body.stream())
             return
-        arr = values_from_bytes(ds, await body.read(), shape, fields)
-        await _write(svc, ds, layout, selection, arr, fields)
+        if broadcast is not None:
+            _check_broadcast(svc, layout, shape)
+        arr = values_from_bytes(ds, await body.read(), broadcast or shape, fields)
+        await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
         return
     if body.points is not None:
         points = PointSelection.from_json(body.points, layout.shape)
@@ -207,15 +259,42 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
             raise InvalidInput("fields cannot be combined with point writes")
         await _write_points(svc, ds, layout, points, arr)
         return
-    if body.has_select and request.select is None and request.append is None:
-        selection = _selection(layout, body.select)
-        shape = selection.shape if selection is not None else layout.shape
+    _check_broadcast(svc, layout, shape)
+    arr = _json_values(ds, body, broadcast or shape, fields)
+    await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
+
+
+def _check_broadcast(svc: Service, layout: DatasetLayout, shape: tuple[int, ...]) -> None:
+    """A few values broadcast into a selection write as much as a body of the whole selection
+    would, so the selection is bounded like a body."""
     nbytes = math.prod(shape) * layout.dtype.itemsize
-    if nbytes > svc.limits.max_request_size:  # one JSON value broadcast into a huge selection
+    if nbytes > svc.limits.max_request_size:
         raise TooLarge(
             f"a write of {nbytes} bytes is over the request limit of {svc.limits.max_request_size}; write it in parts"
         )
-    await _write(svc, ds, layout, selection, _json_values(ds, body, shape, fields), fields)
+
+
+def _broadcast(arr: np.ndarray, broadcast: tuple[int, ...] | None, shape: tuple[int, ...]) -> np.ndarray:
+    if broadcast is None:
+        return arr
+    return np.broadcast_to(arr, shape + arr.shape[len(broadcast) :])
+
+
+async def _write_any(
+    svc: Service,
+    ds: OpenDataset,
+    layout: DatasetLayout,
+    selection: Selection | PairedSelection | None,
+    values: np.ndarray,
+    fields: list[str] | None,
+) -> None:
+    if not isinstance(selection, PairedSelection):
+        await _write(svc, ds, layout, selection, values, fields)
+        return
+    if fields:
+        raise InvalidInput("fields cannot be combined with several coordinate lists")
+    points = selection.points()
+    await _write_points(svc, ds, layout, points, np.ascontiguousarray(values).reshape((points.npoints,) + values.shape[len(selection.shape) :]))
 
 
 def _json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
@@ -368,9 +447,11 @@ async def _write_stream(
 # --- update where a query matches ------------------------------------------------------------
 
 
-async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: QueryUpdate) -> np.ndarray:
+async def update_where(
+    svc: Service, caller: Caller, domain_path: str, dset_id: str, request: QueryUpdate
+) -> tuple[np.ndarray, np.ndarray, Doc]:
     """``PUT /datasets/{id}/value?query=...``: set fields of the matching elements; returns the
-    indexes of the elements changed.
+    indexes of the elements changed, those elements as they now are, and their type.
 
     The query is evaluated inside each chunk's conditional write, on the chunk as it is then,
     and only the named fields of the matching elements change: a concurrent write of other
@@ -409,6 +490,7 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
             "give a Limit or update a selection at a time"
         )
     found: dict[int, np.ndarray] = {}
+    changed_rows: dict[int, np.ndarray] = {}
     written: list[tuple[int, ...]] = []
 
     async def one(index: tuple[int, ...], wanted: int | None = None) -> None:
@@ -422,9 +504,11 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
                 idx = idx[:wanted]
             found[index[0]] = idx + start
             if not idx.size:
+                changed_rows[index[0]] = part[:0].copy()
                 return False
             for name in request.values:
                 part[name][idx] = converted[name][0]
+            changed_rows[index[0]] = part[idx].copy()
             return True
 
         await engine.update_chunk(layout, index, modify, False, svc.workers)
@@ -453,7 +537,9 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
         if limit is not None and total >= limit:
             break
     parts = [found[i] for i in sorted(found)]
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    changed = [changed_rows[i] for i in sorted(changed_rows)]
+    index = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return index, np.concatenate(changed) if changed else np.empty(0, dtype=layout.dtype), ds.type_json
 
 
 def _table_probe(probe: np.ndarray, values: dict[str, Any]) -> np.ndarray:
