@@ -100,8 +100,13 @@ def test_path_walks_are_bounded_and_fair(domain: Domain) -> None:
 def small_json(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Domain]:
     srv = start_server(tmp_path_factory.mktemp("json"), extra=["--max-json-bytes", str(2 * 1024 * 1024),
                                                                "--max-request-bytes", str(64 * 1024 * 1024)])
-    yield Domain(srv, "/home/admin/json.h5")
+    domain = Domain(srv, "/home/admin/json.h5")
+    kept = domain.post("/datasets", {"type": "H5T_IEEE_F64LE", "shape": [100]}).json()["id"]
+    values = [i / 7 for i in range(100)]
+    assert _value(domain, kept, "PUT", json={"value": values}).status_code == 200
+    yield domain
     assert srv.process.poll() is None
+    assert _value(domain, kept).json()["value"] == values  # written before the attacks, intact after
     srv.stop()
     assert "Traceback" not in srv.log.read_text()
 
@@ -164,3 +169,28 @@ def test_a_huge_streamed_read_plans_lazily_and_others_are_answered(small_json: D
         started = time.monotonic()
         assert requests.get(small_json.ep + "/about", timeout=10).status_code == 200
         assert time.monotonic() - started < 1.0
+
+
+def test_a_query_with_a_limit_stops_early_over_billions_of_rows(small_json: Domain) -> None:
+    table = small_json.post("/datasets", {"type": {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I32LE"}]},
+                                          "shape": [4_000_000_000], "creationProperties": {
+                                              "layout": {"class": "H5D_CHUNKED", "dims": [1_000_000]}}}).json()["id"]
+    waits: list[float] = []
+    done = threading.Event()
+
+    def other_client() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            assert requests.get(small_json.ep + "/about", timeout=10).status_code == 200
+            waits.append(time.monotonic() - started)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=other_client)
+    watcher.start()
+    try:
+        first = _value(small_json, table, params={"query": "a == 0", "Limit": "1"})
+    finally:
+        done.set()
+        watcher.join()
+    assert first.status_code == 200 and first.json()["index"] == [0]
+    assert not waits or max(waits) < 1.0
