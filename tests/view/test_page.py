@@ -20,8 +20,10 @@ from tests.support.server import USERS
 from tests.view.conftest import ViewDomain
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Module-scoped: Playwright's sync API runs an event loop on the main thread while it is
+    open, and pytest-asyncio cannot run the async tests of other modules beside it."""
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("the browser tests need Debian's chromium (apt-get install chromium)")
