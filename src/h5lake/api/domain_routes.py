@@ -9,7 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake import HSDS_COMPAT_VERSION, __version__
-from h5lake.api.http import caller, domain_param, flag, int_param, json_body, ok, service
+from h5lake.api.http import caller, domain_param, flag, int_param, json_body, links, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.service import domains, paths
@@ -58,6 +58,8 @@ async def get_domain(request: Request) -> Response:
         verbose=flag(request, "verbose"),
         dn_ids=flag(request, "getdnids"),
     )
+    h = links(request)
+    out["hrefs"] = h.obj(out) if "id" in out else h.domain(out)
     return ok(out)
 
 
@@ -71,7 +73,9 @@ async def put_domain(request: Request) -> Response:
     if body is None:
         body = {}
     domain = await domains.create_domain(svc, who, path, body)
-    return ok(domains.domain_response_on_create(svc, domain), 201)
+    out = domains.domain_response_on_create(svc, domain)
+    out["hrefs"] = links(request).domain(out)
+    return ok(out, 201)
 
 
 async def delete_domain(request: Request) -> Response:
@@ -86,7 +90,11 @@ async def post_domain(request: Request) -> Response:
     body = await json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("h5paths"), list):
         raise InvalidInput("body must be an object with an h5paths list")
-    return ok({"h5paths": await paths.resolve_paths(svc, who, path, body["h5paths"])})
+    found = await paths.resolve_paths(svc, who, path, body["h5paths"])
+    h = links(request)
+    for obj in found.values():
+        obj["hrefs"] = h.obj(obj)
+    return ok({"h5paths": found, "hrefs": h.of(("self", "/"), ("home", "/"))})
 
 
 async def list_domains(request: Request) -> Response:
@@ -101,12 +109,12 @@ async def list_domains(request: Request) -> Response:
         pattern=request.query_params.get("pattern"),
         verbose=flag(request, "verbose"),
     )
-    return ok({"domains": items, "hrefs": []})
+    return ok({"domains": items, "hrefs": links(request).domains(items)})
 
 
 async def get_acls(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
-    return ok({"acls": await domains.get_acls(svc, who, path), "hrefs": []})
+    return ok({"acls": await domains.get_acls(svc, who, path), "hrefs": links(request).acls()})
 
 
 async def acl_of_user(request: Request) -> Response:
@@ -115,8 +123,8 @@ async def acl_of_user(request: Request) -> Response:
     if request.method == "PUT":
         body = await json_body(request)
         acl = await domains.put_acl(svc, who, path, user, body)
-        return ok({"acl": acl, "hrefs": []}, 201)
-    return ok({"acl": await domains.get_acl(svc, who, path, user), "hrefs": []})
+        return ok({"acl": acl, "hrefs": links(request).acls(user)}, 201)
+    return ok({"acl": await domains.get_acl(svc, who, path, user), "hrefs": links(request).acls(user)})
 
 
 ROUTES = [

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from h5lake.api.hrefs import root_of
 from h5lake.api.http import (
     binary,
     body_bytes,
@@ -22,8 +23,9 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
+from h5lake.api.http import links as hrefs_of
 from h5lake.errors import InvalidInput
-from h5lake.model.ids import Collection
+from h5lake.model.ids import Collection, parse_id
 from h5lake.service import attributes, datasets, links, objects
 from h5lake.service.documents import PutOutcome
 
@@ -32,7 +34,10 @@ def _collection(request: Request) -> Collection:
     return Collection.from_path(request.path_params["collection"])
 
 
-def _created(items: list[dict], many: bool) -> Response:
+def _created(request: Request, items: list[dict], many: bool) -> Response:
+    h = hrefs_of(request)
+    for item in items:
+        item["hrefs"] = h.obj(item)
     return ok({"objects": items} if many else items[0], 201)
 
 
@@ -46,21 +51,21 @@ def _put_reply(outcome: PutOutcome) -> Response:
 
 async def post_groups(request: Request) -> Response:
     items, many = await objects.create_groups(service(request), caller(request), domain_param(request), await json_body(request))
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 async def post_datatypes(request: Request) -> Response:
     items, many = await objects.create_datatypes(
         service(request), caller(request), domain_param(request), await json_body(request)
     )
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 async def post_datasets(request: Request) -> Response:
     items, many = await datasets.create_datasets(
         service(request), caller(request), domain_param(request), await json_body(request)
     )
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
@@ -73,7 +78,8 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
             int_param(request, "Limit", minimum=1),
             request.query_params.get("Marker"),
         )
-        return ok({collection.path: ids, "hrefs": []})
+        root = root_of(ids[0]) if ids else None
+        return ok({collection.path: ids, "hrefs": hrefs_of(request).collection(collection.path, root)})
 
     return handler
 
@@ -98,6 +104,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             include_attrs=flag(request, "include_attrs", default=False),
             verbose=flag(request, "verbose"),
         )
+        out["hrefs"] = hrefs_of(request).obj(out)
         return ok(out)
 
     return handler
@@ -105,6 +112,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
 
 async def dataset_type(request: Request) -> Response:
     out = await datasets.get_type(service(request), caller(request), domain_param(request), request.path_params["id"])
+    out["hrefs"] = hrefs_of(request).dataset_part(request.path_params["id"], "type")
     return ok(out)
 
 
@@ -113,8 +121,10 @@ async def dataset_shape(request: Request) -> Response:
     dset_id = request.path_params["id"]
     if request.method == "PUT":
         region = await datasets.resize(svc, who, path, dset_id, await json_body(request))
-        return ok({"selection": region.to_text(), "hrefs": []}, 201)
-    return ok(await datasets.get_shape(svc, who, path, dset_id))
+        return ok({"selection": region.to_text(), "hrefs": hrefs_of(request).dataset_part(dset_id, "shape")}, 201)
+    out = await datasets.get_shape(svc, who, path, dset_id)
+    out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
+    return ok(out)
 
 
 # --- links ------------------------------------------------------------------------------------
@@ -162,6 +172,7 @@ async def links_collection(request: Request) -> Response:
         limit=int_param(request, "Limit", minimum=1),
         follow_links=flag(request, "follow_links"),
     )
+    out["hrefs"] = hrefs_of(request).links(gid, out.get("links"))
     return ok(out)
 
 
@@ -174,7 +185,9 @@ async def link_item(request: Request) -> Response:
     if request.method == "DELETE":
         await links.delete_links(svc, who, path, gid, [title])
         return ok({})
-    return ok(await links.get_link(svc, who, path, gid, title))
+    out = await links.get_link(svc, who, path, gid, title)
+    out["hrefs"] = hrefs_of(request).link(gid, out["link"])
+    return ok(out)
 
 
 # --- attributes -------------------------------------------------------------------------------
@@ -191,6 +204,17 @@ def _attr_names(request: Request, body: object = None) -> list[str] | None:
         return None
     sep = request.query_params.get("separator", "/")
     return [n for n in raw.split(sep) if n]
+
+
+def _owner(request: Request) -> str:
+    return f"/{request.path_params['collection']}/{request.path_params['id']}"
+
+
+def _collection_path(obj_id: str) -> str:
+    try:
+        return parse_id(obj_id).path
+    except InvalidInput:
+        return "groups"
 
 
 def _b64(request: Request) -> bool:
@@ -216,14 +240,18 @@ async def attributes_collection(request: Request) -> Response:
             out = await attributes.get_attributes_of_many(
                 svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
             )
-            return ok({"attributes": out, "hrefs": []})
+            h = hrefs_of(request)
+            if isinstance(out, dict):
+                for oid, found in out.items():
+                    h.attributes(f"/{_collection_path(oid)}/{oid}", found)
+            return ok({"attributes": out, "hrefs": h.attributes(_owner(request), None)})
         names = _attr_names(request, body)
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
         items = await attributes.get_attributes(
             svc, who, path, obj_id, names=names, include_data=include, b64=_b64(request)
         )
-        return ok({"attributes": items, "hrefs": []})
+        return ok({"attributes": items, "hrefs": hrefs_of(request).attributes(_owner(request), items)})
     items = await attributes.get_attributes(
         svc,
         who,
@@ -236,7 +264,7 @@ async def attributes_collection(request: Request) -> Response:
         limit=int_param(request, "Limit", minimum=1),
         b64=_b64(request),
     )
-    return ok({"attributes": items, "hrefs": []})
+    return ok({"attributes": items, "hrefs": hrefs_of(request).attributes(_owner(request), items)})
 
 
 async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
@@ -280,11 +308,9 @@ async def attribute_item(request: Request) -> Response:
     attr = await attributes.get_attribute(svc, who, path, obj_id, name)
     if wants_binary(request) and attr.get("value") is not None:
         return binary(attributes.binary_value(attr))
-    return ok(
-        attributes.attribute_json(
-            name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request)
-        )
-    )
+    out = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
+    out["hrefs"] = hrefs_of(request).attribute(_owner(request), name)
+    return ok(out)
 
 
 ROUTES = [

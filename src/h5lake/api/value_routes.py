@@ -21,6 +21,7 @@ from h5lake.api.http import (
     int_param,
     is_binary,
     json_body,
+    links,
     ok,
     service,
     wants_binary,
@@ -57,6 +58,10 @@ def _value_read(request: Request, select: str | None, *, null_reads_empty: bool)
     )
 
 
+def _value_hrefs(request: Request) -> list[dict[str, str]]:
+    return links(request).dataset_part(request.path_params["id"], "value")
+
+
 async def _reply(request: Request, found: ValuesRead) -> Response:
     as_binary = wants_binary(request)
     if found.blocks is not None:
@@ -64,10 +69,10 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
             return StreamingResponse(found.blocks, media_type=OCTET, headers={"Content-Length": str(found.size)})
         return binary(b"".join([c async for c in found.blocks]))
     if found.values is None:
-        return binary(b"") if as_binary else ok({"value": None, "hrefs": []})
+        return binary(b"") if as_binary else ok({"value": None, "hrefs": _value_hrefs(request)})
     if as_binary:
         return binary(array_to_bytes(found.values, found.type_json))
-    out = {"value": array_to_json(found.values, found.type_json), "hrefs": []}
+    out = {"value": array_to_json(found.values, found.type_json), "hrefs": _value_hrefs(request)}
     if found.index is not None:
         out = {"index": found.index.tolist(), **out}
     return ok(out)
@@ -118,7 +123,7 @@ async def put_value(request: Request) -> Response:
     if query is not None:
         update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
         index = await values.update_where(svc, who, path, dset_id, update)
-        return ok({"index": index.tolist(), "hrefs": []})
+        return ok({"index": index.tolist(), "hrefs": _value_hrefs(request)})
     count = int_param(request, "append", minimum=1)
     append = Append(count, int_param(request, "append_dim") or 0) if count is not None else None
     body: PackedBody | JsonValues
