@@ -130,6 +130,13 @@ async def dataset_shape(request: Request) -> Response:
 # --- links ------------------------------------------------------------------------------------
 
 
+def _separator(request: Request) -> str:
+    sep = request.query_params.get("separator", "/")
+    if not sep:
+        raise InvalidInput("separator must not be empty")
+    return sep
+
+
 def _titles(request: Request, body: object = None) -> list[str] | None:
     if isinstance(body, dict) and "titles" in body:
         titles = body["titles"]
@@ -139,8 +146,7 @@ def _titles(request: Request, body: object = None) -> list[str] | None:
     raw = request.query_params.get("titles")
     if raw is None:
         return None
-    sep = request.query_params.get("separator", "/")
-    return [t for t in raw.split(sep) if t]
+    return [t for t in raw.split(_separator(request)) if t]
 
 
 async def links_collection(request: Request) -> Response:
@@ -202,8 +208,7 @@ def _attr_names(request: Request, body: object = None) -> list[str] | None:
     raw = request.query_params.get("attr_names")
     if raw is None:
         return None
-    sep = request.query_params.get("separator", "/")
-    return [n for n in raw.split(sep) if n]
+    return [n for n in raw.split(_separator(request)) if n]
 
 
 def _owner(request: Request) -> str:

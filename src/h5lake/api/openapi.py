@@ -205,6 +205,10 @@ def _operation(op: Op) -> dict[str, Any]:
         if op.many:
             schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
         content: dict[str, Any] = {"application/json": {"schema": schema}}
+        extra = op.body.model_config.get("json_schema_extra")
+        examples = extra.get("examples") if isinstance(extra, dict) else None
+        if isinstance(examples, list) and examples:
+            content["application/json"]["example"] = examples[0]
         if op.binary_body:
             content[OCTET] = {"schema": {"type": "string", "format": "binary"}}
         out["requestBody"] = {"required": op.body_required, "content": content}

@@ -113,6 +113,8 @@ class DeletedDomain(Open):
 
 
 class H5PathsQuery(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"h5paths": ["/g", "/d"]}]})
+
     h5paths: list[str]
 
 
@@ -122,6 +124,8 @@ class H5PathsFound(Open):
 
 
 class AclFlags(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"read": True, "update": False}]})
+
     create: bool | None = None
     read: bool | None = None
     update: bool | None = None
@@ -188,12 +192,16 @@ class LinkRequest(Open):
 
 
 class GroupCreate(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
     id: str | None = None
     link: LinkRequest | None = None
     creationProperties: dict[str, Any] | None = None
 
 
 class DatasetCreate(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "H5T_STD_I32LE", "shape": [4, 3], "maxdims": [0, 3]}]})
+
     id: str | None = None
     type: TypeJson
     shape: list[int] | int | str | None = None
@@ -203,6 +211,8 @@ class DatasetCreate(Open):
 
 
 class DatatypeCreate(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "H5T_IEEE_F32LE"}]})
+
     id: str | None = None
     type: TypeJson
     link: LinkRequest | None = None
@@ -233,6 +243,8 @@ class DatasetShape(Open):
 
 
 class ShapeChange(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"shape": [8, 3]}]})
+
     shape: list[int] | int | None = None
     extend: int | None = None
     extend_dim: int | None = None
@@ -247,6 +259,8 @@ class Resized(Open):
 
 
 class Link(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"h5path": "/g"}]})
+
     class_: str | None = Field(None, alias="class")
     title: str | None = None
     id: str | None = None
@@ -271,11 +285,15 @@ class LinkOne(Open):
 
 
 class LinkQuery(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"titles": ["g", "d"]}]})
+
     titles: list[str] | None = None
     grp_ids: list[str] | None = None
 
 
 class LinksPut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"links": {"alias": {"h5path": "/g"}}}]})
+
     links: dict[str, Any] | None = None
 
 
@@ -302,17 +320,23 @@ class AttributeList(Open):
 
 
 class AttributePut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "H5T_STD_I8LE", "shape": [2], "value": [1, 2]}]})
+
     type: TypeJson | None = None
     shape: dict[str, Any] | list[int] | int | None = None
     value: Any = None
 
 
 class AttributesPut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"attributes": {"a1": {"type": "H5T_IEEE_F64LE", "value": 1.5}}}]})
+
     attributes: dict[str, Any] | None = None
     obj_ids: dict[str, Any] | None = None
 
 
 class AttributeQuery(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"attr_names": ["units"]}]})
+
     attr_names: list[str] | None = None
     obj_ids: list[str] | dict[str, Any] | None = None
 
@@ -328,12 +352,16 @@ class ValueRead(Open):
 
 class ValueSelect(Open):
     """``POST /datasets/{id}/value``: point coordinates, or a long ``select``."""
+    model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}]})
+
 
     points: list[Any] | None = None
     select: str | None = None
 
 
 class ValueWrite(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}]})
+
     value: Any = None
     value_base64: str | None = None
     points: list[Any] | None = None
