@@ -27,7 +27,6 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
 from tests.conftest import auth
 from tests.support.server import Server, start_server
 
@@ -100,6 +99,42 @@ def _operations(schema: Any) -> list[Any]:
     return sorted(ops, key=lambda op: (op.method.upper() == "DELETE", op.path == "/", op.path, op.method))
 
 
+CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance, status_code_conformance]
+
+
+def _drive(op: Any, mode: GenerationMode, count: int, e: str, session: requests.Session,
+           ids: dict[str, list[str]], seen: dict[str, list[int]]) -> None:
+    """``count`` generated requests of one operation, each checked."""
+    any_ids = [i for found in ids.values() for i in found]
+
+    @settings(max_examples=count, deadline=None, database=None, derandomize=True,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(case=op.as_strategy(generation_mode=mode), pick=st.integers(0, 5))
+    def run(case: Any, pick: int) -> None:
+        case.query = {**(case.query or {}), "domain": FUZZ}
+        path = dict(case.path_parameters or {})
+        if "id" in path and pick < 5:
+            pool = any_ids
+            if op.path.startswith(("/groups", "/datasets", "/datatypes")):
+                pool = ids[op.path.split("/")[1]]
+            path["id"] = pool[pick % len(pool)]
+            if "collection" in path:
+                path["collection"] = next(c for c, found in ids.items() if path["id"] in found)
+        if "user" in path and pick < 3:
+            path["user"] = ("test_user1", "test_user2", "nobody")[pick]
+        case.path_parameters = path
+        response = case.call(base_url=e, session=session, timeout=TIMEOUT)
+        seen.setdefault(op.label, []).append(response.status_code)
+        case.validate_response(response, checks=CHECKS)
+
+    try:
+        run()
+    except Unsatisfiable:
+        # a negative case needs something to break; an operation with no constraint (no
+        # required parameter, an open body) has none
+        assert mode is GenerationMode.NEGATIVE, op.label
+
+
 def test_fuzz_every_operation(fuzz_server: Server) -> None:
     e = fuzz_server.endpoint
     owner = _session("test_user2")
@@ -110,47 +145,16 @@ def test_fuzz_every_operation(fuzz_server: Server) -> None:
     fuzzer = _session("test_user1")
     _ok(fuzzer.put(e + "/", params={"domain": "/home/test_user1"}, json={"folder": True}), 201)
     ids = _populate(e, fuzzer, FUZZ)
-    any_ids = [i for found in ids.values() for i in found]
 
     schema = schemathesis.openapi.from_dict(fuzzer.get(e + "/openapi.json").json())
-    checks = [not_a_server_error, response_schema_conformance, content_type_conformance, status_code_conformance]
     seen: dict[str, list[int]] = {}
 
     for op in _operations(schema):
         for mode, count in EXAMPLES.items():
-
-            @settings(max_examples=count, deadline=None, database=None, derandomize=True,
-                      phases=[Phase.explicit, Phase.generate],
-                      suppress_health_check=list(HealthCheck))
-            @given(case=op.as_strategy(generation_mode=mode), pick=st.integers(0, 5))
-            def run(case: Any, pick: int) -> None:
-                query = dict(case.query or {})
-                query["domain"] = FUZZ
-                case.query = query
-                path = dict(case.path_parameters or {})
-                if "id" in path and pick < 5:
-                    collection = path.get("collection")
-                    pool = ids.get(collection, any_ids) if collection in ids else any_ids
-                    if op.path.startswith(("/groups", "/datasets", "/datatypes")) and "collection" not in path:
-                        pool = ids[op.path.split("/")[1]]
-                    path["id"] = pool[pick % len(pool)]
-                    if "collection" in path:
-                        path["collection"] = next(c for c, found in ids.items() if path["id"] in found)
-                if "user" in path and pick < 3:
-                    path["user"] = ("test_user1", "test_user2", "nobody")[pick]
-                case.path_parameters = path
-                response = case.call(base_url=e, session=fuzzer, timeout=TIMEOUT)
-                seen.setdefault(op.label, []).append(response.status_code)
-                case.validate_response(response, checks=checks)
-
-            try:
-                run()
-            except Unsatisfiable:
-                # a negative case needs something to break; an operation with no constraint
-                # (no required parameter, an open body) has none
-                assert mode is GenerationMode.NEGATIVE, op.label
+            _drive(op, mode, count, e, fuzzer, ids, seen)
 
     assert set(seen) == {op.label for op in _operations(schema)}
-    for label, codes in sorted(seen.items()):
-        print(label, sorted(set(codes)))
+    # the fuzzing reached past validation: most operations succeeded at least once
+    succeeded = [label for label, codes in seen.items() if any(200 <= c < 300 for c in codes)]
+    assert len(succeeded) >= 2 * len(seen) // 3, sorted((label, sorted(set(c))) for label, c in seen.items())
     assert _snapshot(e, owner, GOLDEN, golden_ids) == before

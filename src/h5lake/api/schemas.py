@@ -243,7 +243,7 @@ class DatasetShape(Open):
 
 
 class ShapeChange(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"shape": [8, 3]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"shape": [5]}]})
 
     shape: list[int] | int | None = None
     extend: int | None = None
