@@ -102,6 +102,8 @@ def problems_of(method: str, url: str, status: int, headers: Any, body: bytes | 
         if "application/octet-stream" not in reply["content"]:
             return [f"{where}: a binary reply is not documented"]
         return []
+    if ctype.startswith("text/plain") and "text/plain" in reply["content"]:
+        return []
     if ctype != "application/json; charset=utf-8":
         return [f"{where}: Content-Type {ctype!r}, expected application/json; charset=utf-8"]
     if body is None:

@@ -229,6 +229,10 @@ def _operation(op: Op) -> dict[str, Any]:
         out["responses"][str(status)] = {"description": model.__doc__.strip().split("\n")[0] if model.__doc__
                                          else model.__name__, "content": content}
     error = {"application/json": {"schema": _ref(s.ErrorBody)}}
+    out["responses"]["503"] = {
+        "description": "storage unavailable (JSON, with Retry-After), or the connection cap reached (plain text)",
+        "content": {**error, "text/plain": {"schema": {"type": "string"}}},
+    }
     out["responses"]["default"] = {"description": "an error: " + ", ".join(map(str, _ERRORS)), "content": error}
     out["security"] = [{"basic": []}, {"bearer": []}, {}]
     return out
