@@ -8,6 +8,8 @@ names and which links each resource carries follow HSDS 1.0 (``docs/api.md``).
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -36,35 +38,51 @@ def _forwarded(header: str) -> tuple[str | None, str | None]:
     return proto, host
 
 
+_HOST = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]{1,255}")
+
+
 def _plain_host(host: str | None) -> str | None:
-    """A host[:port] that can go into a URL as it is, or None for anything else."""
-    if not host or len(host) > 255 or any(c in host for c in "/?#@\\ \t\"<>") or not host.isprintable():
-        return None
-    return host
+    """A host[:port] that can go into a URL as it is (RFC 3986 reg-name, IPv6 literal, port),
+    or None for anything else."""
+    if host and _HOST.fullmatch(host):
+        return host
+    return None
+
+
+_WANTED = frozenset({b"host", b"forwarded", b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-prefix"})
 
 
 def base_url(request: Request) -> str:
     """``scheme://host[:port][prefix]`` as the client sees this server."""
     scope = request.scope
-    headers = request.headers
+    found: dict[bytes, str] = {}
+    for key, value in scope["headers"]:  # one pass over the raw headers: this runs on every reply
+        if key in _WANTED and key not in found:
+            found[key] = value.decode("latin-1")
     proto = host = None
-    forwarded = headers.get("forwarded")
+    forwarded = found.get(b"forwarded")
     if forwarded:
         proto, host = _forwarded(forwarded)
-    if proto is None:
-        proto = headers.get("x-forwarded-proto", "").split(",", 1)[0].strip().lower() or None
-    if host is None:
-        host = headers.get("x-forwarded-host", "").split(",", 1)[0].strip() or None
-    host = _plain_host(host) or _plain_host(headers.get("host"))
+    if proto is None and b"x-forwarded-proto" in found:
+        proto = found[b"x-forwarded-proto"].split(",", 1)[0].strip().lower()
+    if host is None and b"x-forwarded-host" in found:
+        host = found[b"x-forwarded-host"].split(",", 1)[0].strip()
+    host = _plain_host(host) or _plain_host(found.get(b"host"))
     if host is None:
         server = scope.get("server") or ("127.0.0.1", 80)
         host = f"{server[0]}:{server[1]}"
     if proto not in _SCHEMES:
         proto = scope.get("scheme", "http")
-    prefix = headers.get("x-forwarded-prefix", "").strip().rstrip("/")
-    if prefix and not prefix.startswith("/"):
-        prefix = ""
-    return f"{proto}://{host}{quote(prefix, safe='/')}{scope.get('root_path', '')}"
+    prefix = found.get(b"x-forwarded-prefix", "").strip().rstrip("/")
+    if prefix:
+        prefix = quote(prefix, safe="/") if prefix.startswith("/") else ""
+    return f"{proto}://{host}{prefix}{scope.get('root_path', '')}"
+
+
+@lru_cache(maxsize=4096)
+def domain_query(domain: str) -> str:
+    """``?domain=...`` for a domain path (few distinct paths recur: cached)."""
+    return "?domain=" + quote(domain, safe="/") if domain else ""
 
 
 def root_of(obj_id: str) -> str:
@@ -88,7 +106,7 @@ class Hrefs:
     def __init__(self, request: Request, domain: str) -> None:
         self.base = base_url(request)
         self.domain_path = domain
-        self.query = "?domain=" + quote(domain, safe="/") if domain else ""
+        self.query = domain_query(domain)
 
     def url(self, path: str, query: str = "") -> str:
         if query:
@@ -96,10 +114,11 @@ class Hrefs:
         return self.base + path + self.query
 
     def of(self, *pairs: tuple[str, str]) -> list[Href]:
-        return [{"rel": rel, "href": self.url(path)} for rel, path in pairs]
+        base, query = self.base, self.query
+        return [{"rel": rel, "href": base + path + query} for rel, path in pairs]
 
     def for_domain(self, path: str, *, root: str | None) -> str:
-        return self.base + path + ("?domain=" + quote(root, safe="/") if root else "")
+        return self.base + path + domain_query(root or "")
 
     # --- resources ----------------------------------------------------------------------------
 
