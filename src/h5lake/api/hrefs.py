@@ -219,7 +219,6 @@ class Hrefs:
             for attr in items:
                 if isinstance(attr, dict) and "name" in attr:
                     attr["href"] = self.url(f"{owner}/attributes/{segment(attr['name'])}")
-                    attr.pop("hrefs", None)
         return self.of(("self", owner + "/attributes"), ("home", "/"), ("owner", owner))
 
     def attribute(self, owner: str, name: str) -> list[Href]:

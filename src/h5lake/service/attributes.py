@@ -196,7 +196,6 @@ def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool
             out["value"] = value
             if "value_base64" in attr:
                 out["value_base64"] = attr["value_base64"]
-    out["hrefs"] = []
     return out
 
 
