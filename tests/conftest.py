@@ -8,6 +8,9 @@
 * ``backing``: where the current ``server`` keeps its objects (a ``Backing``), from which tests
   start more servers on the same store (``tests/scale``).
 * ``raw_store``: reads stored objects by key without the server, whatever the backend.
+* ``conformance`` (session, automatic): every response from an h5lake on loopback, through
+  ``requests`` (plain HTTP tests and h5pyd alike), is checked against ``/openapi.json``; a test
+  that received a response breaking it fails (``tests/support/conformance.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 import requests
 from hypothesis import settings
 
+from tests.support import conformance
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
 
@@ -142,6 +146,21 @@ def make_backing(kind: str, request: pytest.FixtureRequest, workdir: Path) -> Ba
 
 
 # --- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def conformance_watch() -> Iterator[conformance.Watcher]:
+    with conformance.watch() as watcher:
+        yield watcher
+
+
+@pytest.fixture(autouse=True)
+def conformance_check(conformance_watch: conformance.Watcher) -> Iterator[None]:
+    """Fail the test that received a response breaking the OpenAPI document."""
+    conformance_watch.take()
+    yield
+    problems = conformance_watch.take()
+    assert not problems, "responses breaking /openapi.json:\n" + "\n".join(problems[:20])
 
 
 @pytest.fixture(scope="session")

@@ -193,6 +193,7 @@ def main() -> None:
 @click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
 @click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN: names separated by commas, or a JSON list].")
 @click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
+@click.option("--cors-origin", multiple=True, help="Origin a browser app may call from, or '*' (repeatable; default none: no CORS) [H5LAKE_CORS_ORIGIN: as --admin].")
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     allow_source: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="roots of linkable HDF5 files: folders or s3://BUCKET[/PREFIX]"
     )
+    cors_origin: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="origins a browser app may call from ('*': any); none: no CORS headers"
+    )
     max_request_bytes: int = Field(512 * 1024 * 1024, ge=1024)
     max_json_bytes: int = Field(
         100 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024, description="largest JSON request or value reply (text)"
@@ -121,6 +124,17 @@ class Settings(BaseSettings):
     @classmethod
     def _admins(cls, v: Any) -> Any:
         return _names(v)
+
+    @field_validator("cors_origin", mode="before")
+    @classmethod
+    def _origins(cls, v: Any) -> Any:
+        items = _names(v)
+        if isinstance(items, list | tuple):
+            for item in items:
+                text = str(item)
+                if text != "*" and (not text.startswith(("http://", "https://")) or text.rstrip("/") != text):
+                    raise ValueError(f"{text}: an origin is '*' or scheme://host[:port] with no path")
+        return items
 
     @field_validator("allow_source", mode="before")
     @classmethod

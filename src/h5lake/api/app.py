@@ -10,9 +10,18 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 
-from h5lake.api import connections, domain_routes, h5grove_routes, object_routes, value_routes, view_routes
+from h5lake.api import (
+    connections,
+    domain_routes,
+    h5grove_routes,
+    object_routes,
+    openapi,
+    value_routes,
+    view_routes,
+)
 from h5lake.api.errors import HANDLERS
 from h5lake.api.http import Authenticate
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
@@ -104,13 +113,32 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await svc.drain()
             await backend.close()
 
-    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES]
+    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES, *openapi.ROUTES]
     routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
+    middleware = [Middleware(Authenticate)]
+    if settings.cors_origin:
+        # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
+        middleware.insert(0, cors_middleware(settings.cors_origin))
     return Starlette(
         routes=routes,
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(Authenticate)],
+        middleware=middleware,
         lifespan=lifespan,
+    )
+
+
+def cors_middleware(origins: tuple[str, ...]) -> Middleware:
+    """CORS for browser apps on the given origins (``*``: any): preflights are answered, and
+    every response names the origin, allows credentials (an ``Authorization`` header) and exposes
+    its headers to scripts."""
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=list(origins),
+        allow_methods=["GET", "PUT", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["*"],
+        allow_credentials=True,
+        expose_headers=["ETag", "Content-Length", "Content-Type", "Retry-After"],
+        max_age=600,
     )
 
 

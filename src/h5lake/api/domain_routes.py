@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake import HSDS_COMPAT_VERSION, __version__
-from h5lake.api.http import caller, domain_param, flag, int_param, json_body, ok, service
+from h5lake.api.http import caller, domain_param, flag, int_param, json_body, links, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.service import domains, paths
@@ -71,6 +71,8 @@ async def get_domain(request: Request) -> Response:
         follow_soft_links=flag(request, "follow_soft_links"),
         parent_id=request.query_params.get("parent_id"),
     )
+    h = links(request)
+    out["hrefs"] = h.obj(out) if "id" in out else h.domain(out)
     return ok(out)
 
 
@@ -84,7 +86,9 @@ async def put_domain(request: Request) -> Response:
     if body is None:
         body = {}
     domain = await domains.create_domain(svc, who, path, body)
-    return ok(domains.domain_response_on_create(svc, domain), 201)
+    out = domains.domain_response_on_create(svc, domain)
+    out["hrefs"] = links(request).domain(out)
+    return ok(out, 201)
 
 
 async def delete_domain(request: Request) -> Response:
@@ -108,7 +112,10 @@ async def post_domain(request: Request) -> Response:
         follow_soft_links=flag(request, "follow_soft_links"),
         follow_external_links=flag(request, "follow_external_links"),
     )
-    return ok({"h5paths": found})
+    h = links(request)
+    for obj in found.values():
+        obj["hrefs"] = h.obj(obj)
+    return ok({"h5paths": found, "hrefs": h.of(("self", "/"), ("home", "/"))})
 
 
 async def list_domains(request: Request) -> Response:
@@ -123,12 +130,12 @@ async def list_domains(request: Request) -> Response:
         pattern=request.query_params.get("pattern"),
         verbose=flag(request, "verbose"),
     )
-    return ok({"domains": items, "hrefs": []})
+    return ok({"domains": items, "hrefs": links(request).domains(items)})
 
 
 async def get_acls(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
-    return ok({"acls": await domains.get_acls(svc, who, path), "hrefs": []})
+    return ok({"acls": await domains.get_acls(svc, who, path), "hrefs": links(request).acls()})
 
 
 async def acl_of_user(request: Request) -> Response:
@@ -137,8 +144,8 @@ async def acl_of_user(request: Request) -> Response:
     if request.method == "PUT":
         body = await json_body(request)
         acl = await domains.put_acl(svc, who, path, user, body)
-        return ok({"acl": acl, "hrefs": []}, 201)
-    return ok({"acl": await domains.get_acl(svc, who, path, user), "hrefs": []})
+        return ok({"acl": acl, "hrefs": links(request).acls(user)}, 201)
+    return ok({"acl": await domains.get_acl(svc, who, path, user), "hrefs": links(request).acls(user)})
 
 
 ROUTES = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -11,11 +12,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from h5lake.api.hrefs import Hrefs
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import InvalidInput, TooLarge, Unauthorized
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
+JSON = "application/json; charset=utf-8"
 _TRUE = {"1", "true", "True", "yes", "on"}
 _FALSE = {"0", "false", "False", "no", "off", ""}
 
@@ -152,15 +155,33 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
 
 
 class JSONResponse(Response):
-    media_type = "application/json"
+    media_type = JSON
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
+def links(request: Request) -> Hrefs:
+    """The href builder of this request (its base URL and domain)."""
+    return Hrefs(request, domain_param(request, required=False))
+
+
+#: Buffered 200 responses up to this size carry an ``ETag`` (a hash of the body); hashing larger
+#: ones would cost more than a client can save with it.
+ETAG_MAX_BYTES = 1024 * 1024
+
+
+def _tagged(response: Response) -> Response:
+    body = response.body
+    if response.status_code == 200 and len(body) <= ETAG_MAX_BYTES:
+        # straight onto the raw header list: MutableHeaders would cost more than the hash
+        response.raw_headers.append((b"etag", b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'))
+    return response
+
+
 def ok(content: Any, status: int = 200) -> Response:
-    return JSONResponse(content, status_code=status)
+    return _tagged(JSONResponse(content, status_code=status))
 
 
 def binary(data: bytes, status: int = 200) -> Response:
-    return Response(data, status_code=status, media_type=OCTET)
+    return _tagged(Response(data, status_code=status, media_type=OCTET))

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from h5lake.api.hrefs import root_of, segment
 from h5lake.api.http import (
     binary,
     body_bytes,
@@ -22,8 +23,9 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
+from h5lake.api.http import links as hrefs_of
 from h5lake.errors import InvalidInput, NotFound
-from h5lake.model.ids import Collection
+from h5lake.model.ids import Collection, parse_id
 from h5lake.model.values import nan_to_null
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
@@ -33,7 +35,10 @@ def _collection(request: Request) -> Collection:
     return Collection.from_path(request.path_params["collection"])
 
 
-def _created(items: list[dict], many: bool) -> Response:
+def _created(request: Request, items: list[dict], many: bool) -> Response:
+    h = hrefs_of(request)
+    for item in items:
+        item["hrefs"] = h.obj(item)
     return ok({"objects": items} if many else items[0], 201)
 
 
@@ -49,21 +54,21 @@ async def post_groups(request: Request) -> Response:
     items, many = await objects.create_groups(
         service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 async def post_datatypes(request: Request) -> Response:
     items, many = await objects.create_datatypes(
         service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 async def post_datasets(request: Request) -> Response:
     items, many = await datasets.create_datasets(
         service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
     )
-    return _created(items, many)
+    return _created(request, items, many)
 
 
 def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
@@ -76,7 +81,8 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
             int_param(request, "Limit", minimum=1),
             request.query_params.get("Marker"),
         )
-        return ok({collection.path: ids, "hrefs": []})
+        root = root_of(ids[0]) if ids else None
+        return ok({collection.path: ids, "hrefs": hrefs_of(request).collection(collection.path, root)})
 
     return handler
 
@@ -143,6 +149,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             verbose=flag(request, "verbose"),
             alias=flag(request, "getalias"),
         )
+        out["hrefs"] = hrefs_of(request).obj(out)
         return ok(out)
 
     return handler
@@ -150,6 +157,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
 
 async def dataset_type(request: Request) -> Response:
     out = await datasets.get_type(service(request), caller(request), domain_param(request), request.path_params["id"])
+    out["hrefs"] = hrefs_of(request).dataset_part(request.path_params["id"], "type")
     return ok(out)
 
 
@@ -158,11 +166,20 @@ async def dataset_shape(request: Request) -> Response:
     dset_id = request.path_params["id"]
     if request.method == "PUT":
         region = await datasets.resize(svc, who, path, dset_id, await json_body(request))
-        return ok({"selection": region.to_text(), "hrefs": []}, 201)
-    return ok(await datasets.get_shape(svc, who, path, dset_id))
+        return ok({"selection": region.to_text(), "hrefs": hrefs_of(request).dataset_part(dset_id, "shape")}, 201)
+    out = await datasets.get_shape(svc, who, path, dset_id)
+    out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
+    return ok(out)
 
 
 # --- links ------------------------------------------------------------------------------------
+
+
+def _separator(request: Request) -> str:
+    sep = request.query_params.get("separator", "/")
+    if not sep:
+        raise InvalidInput("separator must not be empty")
+    return sep
 
 
 def _titles(request: Request, body: object = None) -> list[str] | None:
@@ -174,8 +191,7 @@ def _titles(request: Request, body: object = None) -> list[str] | None:
     raw = request.query_params.get("titles")
     if raw is None:
         return None
-    sep = request.query_params.get("separator", "/")
-    return [t for t in raw.split(sep) if t]
+    return [t for t in raw.split(_separator(request)) if t]
 
 
 async def links_collection(request: Request) -> Response:
@@ -207,6 +223,7 @@ async def links_collection(request: Request) -> Response:
         limit=int_param(request, "Limit", minimum=1),
         follow_links=flag(request, "follow_links"),
     )
+    out["hrefs"] = hrefs_of(request).links(gid, out.get("links"))
     return ok(out)
 
 
@@ -221,7 +238,9 @@ async def link_item(request: Request) -> Response:
     if request.method == "DELETE":
         await links.delete_links(svc, who, path, gid, [title])
         return ok({})
-    return ok(await links.get_link(svc, who, path, gid, title))
+    out = await links.get_link(svc, who, path, gid, title)
+    out["hrefs"] = hrefs_of(request).link(gid, out["link"])
+    return ok(out)
 
 
 # --- attributes -------------------------------------------------------------------------------
@@ -236,8 +255,18 @@ def _attr_names(request: Request, body: object = None) -> list[str] | None:
     raw = request.query_params.get("attr_names")
     if raw is None:
         return None
-    sep = request.query_params.get("separator", "/")
-    return [n for n in raw.split(sep) if n]
+    return [n for n in raw.split(_separator(request)) if n]
+
+
+def _owner(request: Request) -> str:
+    return f"/{request.path_params['collection']}/{request.path_params['id']}"
+
+
+def _collection_path(obj_id: str) -> str:
+    try:
+        return parse_id(obj_id).path
+    except InvalidInput:
+        return "groups"
 
 
 def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
@@ -273,7 +302,11 @@ async def attributes_collection(request: Request) -> Response:
             out = await attributes.get_attributes_of_many(
                 svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
             )
-            return ok({"attributes": out, "hrefs": []})
+            h = hrefs_of(request)
+            if isinstance(out, dict):
+                for oid, found in out.items():
+                    h.attributes(f"/{_collection_path(oid)}/{oid}", found)
+            return ok({"attributes": out, "hrefs": h.attributes(_owner(request), None)})
         names = _attr_names(request, body)
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
@@ -287,7 +320,7 @@ async def attributes_collection(request: Request) -> Response:
             b64=_b64(request),
             max_data_size=int_param(request, "max_data_size") or 0,
         )
-        return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
+        return ok({"attributes": _ignore_nan(request, items), "hrefs": hrefs_of(request).attributes(_owner(request), items)})
     if flag(request, "follow_links"):
         if _collection(request) is not Collection.GROUPS:
             raise InvalidInput("follow_links can only be used with a group")
@@ -305,7 +338,7 @@ async def attributes_collection(request: Request) -> Response:
         )
         for listed in followed.values():
             _ignore_nan(request, listed)
-        return ok({"attributes": followed, "hrefs": []})
+        return ok({"attributes": followed, "hrefs": hrefs_of(request).attributes(_owner(request), [])})
     items = await attributes.get_attributes(
         svc,
         who,
@@ -320,7 +353,7 @@ async def attributes_collection(request: Request) -> Response:
         pattern=request.query_params.get("pattern"),
         max_data_size=int_param(request, "max_data_size") or 0,
     )
-    return ok({"attributes": _ignore_nan(request, items), "hrefs": []})
+    return ok({"attributes": _ignore_nan(request, items), "hrefs": hrefs_of(request).attributes(_owner(request), items)})
 
 
 async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
@@ -404,11 +437,14 @@ async def attribute_item(request: Request) -> Response:
         if wants_binary(request) and attr.get("value") is not None:
             return binary(attributes.binary_value(attr))
         shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]
-        return ok({"value": shown["value"], "hrefs": []})
+        base = f"{_owner(request)}/attributes/{segment(name[: -len(_VALUE)])}"
+        return ok({"value": shown["value"], "hrefs": hrefs_of(request).of(("self", base + "/value"), ("home", "/"), ("owner", _owner(request)))})
     if wants_binary(request) and attr.get("value") is not None:
         return binary(attributes.binary_value(attr))
     shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
-    return ok(_ignore_nan(request, [shown])[0])
+    out = _ignore_nan(request, [shown])[0]
+    out["hrefs"] = hrefs_of(request).attribute(_owner(request), name)
+    return ok(out)
 
 
 # --- ACLs of single objects ------------------------------------------------------------------
@@ -418,7 +454,8 @@ async def object_acls_list(request: Request) -> Response:
     acls = await object_acls.get_object_acls(
         service(request), caller(request), domain_param(request), request.path_params["id"], _collection(request)
     )
-    return ok({"acls": acls, "hrefs": []})
+    owner = _owner(request)
+    return ok({"acls": acls, "hrefs": hrefs_of(request).of(("self", owner + "/acls"), ("home", "/"), ("owner", owner))})
 
 
 async def object_acl_item(request: Request) -> Response:
@@ -426,8 +463,13 @@ async def object_acl_item(request: Request) -> Response:
     obj_id, user, collection = request.path_params["id"], request.path_params["user"], _collection(request)
     if request.method == "PUT":
         acl = await object_acls.put_object_acl(svc, who, path, obj_id, collection, user, await json_body(request))
-        return ok({"acl": acl, "hrefs": []}, 201)
-    return ok({"acl": await object_acls.get_object_acl(svc, who, path, obj_id, collection, user), "hrefs": []})
+        return ok({"acl": acl, "hrefs": _acl_hrefs(request, user)}, 201)
+    return ok({"acl": await object_acls.get_object_acl(svc, who, path, obj_id, collection, user), "hrefs": _acl_hrefs(request, user)})
+
+
+def _acl_hrefs(request: Request, user: str) -> list[dict[str, str]]:
+    owner = _owner(request)
+    return hrefs_of(request).of(("self", f"{owner}/acls/{segment(user)}"), ("home", "/"), ("owner", owner))
 
 
 ROUTES = [

@@ -23,6 +23,7 @@ from h5lake.api.http import (
     int_param,
     is_binary,
     json_body,
+    links,
     ok,
     service,
     wants_binary,
@@ -73,6 +74,10 @@ def _value_read(
     )
 
 
+def _value_hrefs(request: Request) -> list[dict[str, str]]:
+    return links(request).dataset_part(request.path_params["id"], "value")
+
+
 async def _reply(request: Request, found: ValuesRead) -> Response:
     as_binary = wants_binary(request)
     if found.blocks is not None:
@@ -80,7 +85,7 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
             return StreamingResponse(found.blocks, media_type=OCTET, headers={"Content-Length": str(found.size)})
         return binary(b"".join([c async for c in found.blocks]))
     if found.values is None:
-        return binary(b"") if as_binary else ok({"value": None, "hrefs": []})
+        return binary(b"") if as_binary else ok({"value": None, "hrefs": _value_hrefs(request)})
     if as_binary:
         return binary(array_to_bytes(found.values, found.type_json))
     arr = found.values
@@ -93,7 +98,7 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
     value = array_to_json(arr, found.type_json)
     if flag(request, "ignore_nan"):  # HSDS: NaN and infinities as null
         value = nan_to_null(value, found.type_json, rank)
-    out = {"value": value, "hrefs": []}
+    out = {"value": value, "hrefs": _value_hrefs(request)}
     if found.index is not None:
         out = {"index": found.index.tolist(), **out}
     return ok(out)
@@ -153,7 +158,7 @@ async def put_value(request: Request) -> Response:
         index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)
         # HSDS answers the changed elements as [index, field values...]
         rows = [[i, *row] for i, row in zip(index.tolist(), array_to_json(changed, type_json))]
-        return ok({"index": index.tolist(), "value": rows, "hrefs": []})
+        return ok({"index": index.tolist(), "value": rows, "hrefs": _value_hrefs(request)})
     count = int_param(request, "append", minimum=1)
     append = Append(count, int_param(request, "append_dim") or 0) if count is not None else None
     body: PackedBody | JsonValues

@@ -9,7 +9,6 @@ the h5py API expect ``attrs[name] = value`` to overwrite. An identical PUT answe
 from __future__ import annotations
 
 import base64
-import binascii
 import fnmatch
 from typing import Any
 
@@ -68,7 +67,7 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
             raise InvalidInput("a base64 value must be a string")
         try:
             raw = base64.b64decode(encoded, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, and non-ASCII text
             raise InvalidInput("value is not valid base64") from None
         arr = bytes_to_array(raw, type_json, space.dims)
         attr["value"] = array_to_json(arr, type_json)
@@ -212,7 +211,6 @@ def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool
             out["value"] = value
             if "value_base64" in attr:
                 out["value_base64"] = attr["value_base64"]
-    out["hrefs"] = []
     return out
 
 

@@ -86,13 +86,13 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
 
 async def get_type(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
     _, found = await open_object(svc, caller, domain_path, dset_id, Permission.READ, Collection.DATASETS)
-    return {"type": client_type(found.doc["type"]), "hrefs": []}
+    return {"type": client_type(found.doc["type"])}
 
 
 async def get_shape(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
     _, found = await open_object(svc, caller, domain_path, dset_id, Permission.READ, Collection.DATASETS)
     doc = found.doc
-    return {"shape": doc["shape"], "created": doc["created"], "lastModified": doc["lastModified"], "hrefs": []}
+    return {"shape": doc["shape"], "created": doc["created"], "lastModified": doc["lastModified"]}
 
 
 def _new_dims(space: Space, body: Any) -> tuple[int, ...]:

@@ -190,7 +190,6 @@ def domain_json(svc: Service, domain: Domain) -> Doc:
         "version": HSDS_COMPAT_VERSION,
         "limits": svc.limits.to_json(),
         "compressors": list(SUPPORTED_COMPRESSORS),
-        "hrefs": [],
     }
     if domain.root is not None:
         out["root"] = domain.root

@@ -288,7 +288,6 @@ async def get_link(svc: Service, caller: Caller, domain_path: str, group_id: str
         "link": link_json(link, title),
         "created": link.get("created"),
         "lastModified": link.get("created"),
-        "hrefs": [],
     }
 
 
@@ -318,8 +317,8 @@ async def get_links(
         if grp_ids is None:
             grp_ids = await _descendant_groups(svc, domain, group_id)
         results = await svc.workers.map(grp_ids, links_of)
-        return {"links": dict(zip(grp_ids, results)), "hrefs": []}
-    return {"links": await links_of(group_id), "hrefs": []}
+        return {"links": dict(zip(grp_ids, results))}
+    return {"links": await links_of(group_id)}
 
 
 async def _descendant_groups(svc: Service, domain: Domain, start: str) -> list[str]:

@@ -45,7 +45,6 @@ def object_json(
         attrs = doc.get("attributes", {})
         out["attributes"] = {name: {**a, "type": client_type(a.get("type"))} for name, a in attrs.items()}
     out["domain"] = domain.path
-    out["hrefs"] = []
     return out
 
 

@@ -8,7 +8,6 @@ serializes the `ValuesRead` it gets back.
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -111,7 +110,7 @@ class JsonValues:
         if "value_base64" in body:
             try:
                 packed = base64.b64decode(body["value_base64"], validate=True)
-            except (binascii.Error, TypeError):
+            except (ValueError, TypeError):  # binascii.Error, and non-ASCII text
                 raise InvalidInput("value_base64 is not valid base64") from None
         elif "value" not in body:
             raise InvalidInput("body needs value or value_base64")

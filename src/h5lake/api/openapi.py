@@ -1,0 +1,303 @@
+"""``GET /openapi.json``: an OpenAPI 3.1 document of the whole API, made from ``api/schemas.py``,
+and ``GET /docs``: a plain page listing the operations (no scripts, nothing fetched elsewhere).
+
+The operation table below names, for every route and method, its parameters, its request body
+and its responses; ``tests/api/test_openapi.py`` checks that it covers exactly the routes the
+application serves, and the test suite validates every response against the document.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from h5lake import __version__
+from h5lake.api import schemas as s
+from h5lake.api.http import JSON, OCTET
+
+_STRING = {"type": "string"}
+_FLAG = {"type": "string", "enum": ["0", "1", "true", "false"]}
+_INT = {"type": "integer", "minimum": 1}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    schema: dict[str, Any]
+    description: str
+    where: str = "query"
+    required: bool = False
+
+
+DOMAIN = Param("domain", _STRING, "the domain (an absolute path such as /home/user/file.h5)")
+SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:10,3] or [0:4,[1,3]]")
+LIMIT = Param("Limit", _INT, "at most this many items")
+MARKER = Param("Marker", _STRING, "start after this item")
+ID = Param("id", _STRING, "an object id", where="path", required=True)
+
+
+@dataclass(frozen=True)
+class Op:
+    method: str
+    path: str
+    op_id: str
+    summary: str
+    responses: dict[int, type[BaseModel] | tuple[type[BaseModel], ...] | str]
+    params: tuple[Param, ...] = ()
+    body: type[BaseModel] | None = None
+    binary_body: bool = False
+    body_required: bool = False
+    many: bool = False  # the body may be a list of such objects; the reply is then ObjectsCreated
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _obj_params(*extra: Param) -> tuple[Param, ...]:
+    return (ID, DOMAIN, *extra)
+
+
+_INCLUDE = (
+    Param("include_links", _FLAG, "include the links (groups)"),
+    Param("include_attrs", _FLAG, "include the attributes"),
+)
+_ATTR_OWNER = (Param("collection", {"type": "string", "enum": ["groups", "datasets", "datatypes"]},
+                     "the owner's collection", where="path", required=True), ID, DOMAIN)
+_ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required=True)
+_TITLE = Param("title", _STRING, "the link name", where="path", required=True)
+_ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as base64 of their packed bytes")
+_NAMES = Param("attr_names", _STRING, "names separated by the separator")
+_SEP = Param("separator", _STRING, "separator of a names list (default /)")
+_QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
+_FIELDS = Param("fields", _STRING, "compound fields, separated by :")
+
+OPS: tuple[Op, ...] = (
+    Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
+    Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
+    Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path",
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
+                             Param("verbose", _FLAG, "add the size summary"),
+                             Param("getobjs", _FLAG, "accepted, ignored"), *_INCLUDE)),
+    Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
+       {201: s.DomainInfo, 204: "flushed"}, (DOMAIN, Param("flush", _FLAG, "only check write access")),
+       body=s.DomainCreate),
+    Op("DELETE", "/", "deleteDomain", "Delete a domain or empty folder", {200: s.DeletedDomain},
+       (DOMAIN, Param("keep_root", _FLAG, "keep the objects"))),
+    Op("POST", "/", "postDomain", "Resolve several paths at once", {200: s.H5PathsFound}, (DOMAIN,),
+       body=s.H5PathsQuery, body_required=True),
+    Op("GET", "/domains", "getDomains", "The domains and folders in a folder", {200: s.DomainList},
+       (DOMAIN, LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"), Param("verbose", _FLAG, "sizes"))),
+    Op("GET", "/acls", "getAcls", "The access lists of a domain", {200: s.AclList}, (DOMAIN,)),
+    Op("GET", "/acls/{user}", "getAcl", "One user's access list", {200: s.AclOne},
+       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
+    Op("PUT", "/acls/{user}", "putAcl", "Set one user's access list", {201: s.AclOne},
+       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN), body=s.AclFlags,
+       body_required=True),
+    # groups, datatypes, datasets
+    Op("POST", "/groups", "postGroup", "Create a group (or a list of them)", {201: s.Group},
+       (DOMAIN,), body=s.GroupCreate, many=True),
+    Op("GET", "/groups", "getGroups", "The ids of the groups of a domain", {200: s.IdList}, (DOMAIN, LIMIT, MARKER)),
+    Op("GET", "/groups/{id}", "getGroup", "A group", {200: s.Group}, _obj_params(*_INCLUDE)),
+    Op("DELETE", "/groups/{id}", "deleteGroup", "Delete a group", {200: s.Empty}, _obj_params()),
+    Op("POST", "/datatypes", "postDatatype", "Commit a datatype (or a list of them)", {201: s.Datatype},
+       (DOMAIN,), body=s.DatatypeCreate, body_required=True, many=True),
+    Op("GET", "/datatypes", "getDatatypes", "The ids of the committed datatypes", {200: s.IdList},
+       (DOMAIN, LIMIT, MARKER)),
+    Op("GET", "/datatypes/{id}", "getDatatype", "A committed datatype", {200: s.Datatype}, _obj_params(*_INCLUDE)),
+    Op("DELETE", "/datatypes/{id}", "deleteDatatype", "Delete a committed datatype", {200: s.Empty}, _obj_params()),
+    Op("POST", "/datasets", "postDataset", "Create a dataset (or a list of them)", {201: s.Dataset},
+       (DOMAIN,), body=s.DatasetCreate, body_required=True, many=True),
+    Op("GET", "/datasets", "getDatasets", "The ids of the datasets of a domain", {200: s.IdList},
+       (DOMAIN, LIMIT, MARKER)),
+    Op("GET", "/datasets/{id}", "getDataset", "A dataset", {200: s.Dataset}, _obj_params(*_INCLUDE)),
+    Op("DELETE", "/datasets/{id}", "deleteDataset", "Delete a dataset", {200: s.Empty}, _obj_params()),
+    Op("GET", "/datasets/{id}/type", "getDatasetType", "A dataset's type", {200: s.DatasetType}, _obj_params()),
+    Op("GET", "/datasets/{id}/shape", "getDatasetShape", "A dataset's shape", {200: s.DatasetShape},
+       _obj_params()),
+    Op("PUT", "/datasets/{id}/shape", "putDatasetShape", "Resize a dataset", {201: s.Resized}, _obj_params(),
+       body=s.ShapeChange, body_required=True),
+    # values
+    Op("GET", "/datasets/{id}/value", "getValue", "Read values (JSON, or packed with Accept: octet-stream)",
+       {200: s.ValueRead}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT)),
+    Op("POST", "/datasets/{id}/value", "postValue", "Read points, or a long selection",
+       {200: s.ValueRead}, _obj_params(_FIELDS), body=s.ValueSelect, binary_body=True, body_required=True),
+    Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query",
+       {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, Param("append", _INT, "append this many elements"),
+                                   Param("append_dim", {"type": "integer", "minimum": 0}, "along this axis")),
+       body=s.ValueWrite, binary_body=True, body_required=True),
+    # links
+    Op("GET", "/groups/{id}/links", "getLinks", "A group's links", {200: s.LinkList},
+       _obj_params(LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"),
+                   Param("CreateOrder", _FLAG, "in creation order"), Param("follow_links", _FLAG, "recurse"),
+                   Param("titles", _STRING, "names separated by the separator"), _SEP)),
+    Op("POST", "/groups/{id}/links", "postLinks", "Links of this or several groups, by name",
+       {200: s.LinkList}, _obj_params(), body=s.LinkQuery),
+    Op("PUT", "/groups/{id}/links", "putLinks", "Create several links", {200: s.Empty, 201: s.Empty},
+       _obj_params(), body=s.LinksPut, body_required=True),
+    Op("DELETE", "/groups/{id}/links", "deleteLinks", "Delete links by name", {200: s.Empty},
+       _obj_params(Param("titles", _STRING, "names separated by the separator"), _SEP)),
+    Op("GET", "/groups/{id}/links/{title}", "getLink", "One link", {200: s.LinkOne}, (ID, _TITLE, DOMAIN)),
+    Op("PUT", "/groups/{id}/links/{title}", "putLink", "Create a link", {200: s.Empty, 201: s.Empty},
+       (ID, _TITLE, DOMAIN), body=s.Link, body_required=True),
+    Op("DELETE", "/groups/{id}/links/{title}", "deleteLink", "Delete a link", {200: s.Empty}, (ID, _TITLE, DOMAIN)),
+    # attributes
+    Op("GET", "/{collection}/{id}/attributes", "getAttributes", "An object's attributes", {200: s.AttributeList},
+       (*_ATTR_OWNER, LIMIT, MARKER, _NAMES, _SEP, _ENCODING, Param("IncludeData", _FLAG, "with values"),
+        Param("CreateOrder", _FLAG, "in creation order"))),
+    Op("POST", "/{collection}/{id}/attributes", "postAttributes", "Attributes by name, of one or several objects",
+       {200: s.AttributeList}, (*_ATTR_OWNER, _ENCODING, Param("IncludeData", _FLAG, "with values")),
+       body=s.AttributeQuery, body_required=True),
+    Op("PUT", "/{collection}/{id}/attributes", "putAttributes", "Create several attributes",
+       {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER, _ENCODING), body=s.AttributesPut, body_required=True),
+    Op("DELETE", "/{collection}/{id}/attributes", "deleteAttributes", "Delete attributes by name",
+       {200: s.Empty}, (*_ATTR_OWNER, _NAMES, _SEP)),
+    Op("GET", "/{collection}/{id}/attributes/{name}", "getAttribute", "One attribute (JSON or packed)",
+       {200: s.AttributeOne}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
+                               Param("IncludeData", _FLAG, "with its value"))),
+    Op("PUT", "/{collection}/{id}/attributes/{name}", "putAttribute", "Create or replace an attribute",
+       {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
+                                      Param("type", _STRING, "type JSON, for a packed body"),
+                                      Param("shape", _STRING, "shape JSON, for a packed body")),
+       body=s.AttributePut, binary_body=True, body_required=True),
+    Op("DELETE", "/{collection}/{id}/attributes/{name}", "deleteAttribute", "Delete an attribute",
+       {200: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN)),
+)
+
+#: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
+BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute"})
+
+_ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
+
+
+def _models() -> list[type[BaseModel]]:
+    seen: dict[str, type[BaseModel]] = {}
+    for op in OPS:
+        for reply in (*op.responses.values(), op.body):
+            for model in reply if isinstance(reply, tuple) else (reply,):
+                if isinstance(model, type):
+                    seen[model.__name__] = model
+    seen["ErrorBody"] = s.ErrorBody
+    seen["ObjectsCreated"] = s.ObjectsCreated
+    return list(seen.values())
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _operation(op: Op) -> dict[str, Any]:
+    out: dict[str, Any] = {"operationId": op.op_id, "summary": op.summary, "responses": {}}
+    if op.params:
+        out["parameters"] = [
+            {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
+             "description": p.description, "schema": p.schema}
+            for p in op.params
+        ]
+    if op.body is not None:
+        schema: dict[str, Any] = _ref(op.body)
+        if op.many:
+            schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
+        content: dict[str, Any] = {"application/json": {"schema": schema}}
+        extra = op.body.model_config.get("json_schema_extra")
+        examples = extra.get("examples") if isinstance(extra, dict) else None
+        if isinstance(examples, list) and examples:
+            content["application/json"]["example"] = examples[0]
+        if op.binary_body:
+            content[OCTET] = {"schema": {"type": "string", "format": "binary"}}
+        out["requestBody"] = {"required": op.body_required, "content": content}
+    for status, model in op.responses.items():
+        if isinstance(model, str):
+            out["responses"][str(status)] = {"description": model}
+            continue
+        if isinstance(model, tuple):
+            reply: dict[str, Any] = {"anyOf": [_ref(m) for m in model]}
+            model = model[0]
+        else:
+            reply = _ref(model)
+        if op.many:
+            reply = {"anyOf": [reply, _ref(s.ObjectsCreated)]}
+        content = {"application/json": {"schema": reply}}
+        if op.op_id in BINARY_REPLIES:
+            content[OCTET] = {"schema": {"type": "string", "format": "binary"}}
+        out["responses"][str(status)] = {"description": model.__doc__.strip().split("\n")[0] if model.__doc__
+                                         else model.__name__, "content": content}
+    error = {"application/json": {"schema": _ref(s.ErrorBody)}}
+    out["responses"]["503"] = {
+        "description": "storage unavailable (JSON, with Retry-After), or the connection cap reached (plain text)",
+        "content": {**error, "text/plain": {"schema": {"type": "string"}}},
+    }
+    out["responses"]["default"] = {"description": "an error: " + ", ".join(map(str, _ERRORS)), "content": error}
+    out["security"] = [{"basic": []}, {"bearer": []}, {}]
+    return out
+
+
+@cache
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document (made once per process)."""
+    _, defs = models_json_schema([(m, "serialization") for m in _models()],
+                                 ref_template="#/components/schemas/{model}")
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPS:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "h5lake: the HDF REST API",
+            "version": __version__,
+            "description": "The HDF5 data model over HTTP (HSDS 1.0 compatible). Every response of "
+            "a resource carries hrefs; errors are JSON. Packed (binary) values travel as "
+            "application/octet-stream.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {
+                "basic": {"type": "http", "scheme": "basic"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            },
+        },
+    }
+
+
+@cache
+def _document_bytes() -> bytes:
+    return orjson.dumps(document())
+
+
+async def openapi_json(request: Request) -> Response:
+    return Response(_document_bytes(), media_type=JSON)
+
+
+@cache
+def _page() -> str:
+    rows = "".join(
+        f"<tr><td><code>{op.method}</code></td><td><code>{html.escape(op.path)}</code></td>"
+        f"<td>{html.escape(op.summary)}</td></tr>"
+        for op in OPS
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>h5lake API</title></head><body>"
+        f"<h1>h5lake {html.escape(__version__)}: the HDF REST API</h1>"
+        "<p>The machine-readable description is <a href='openapi.json'>openapi.json</a> (OpenAPI 3.1). "
+        "Every call but <code>/about</code> and <code>/info</code> names its domain with "
+        "<code>?domain=/path</code>.</p>"
+        f"<table border='1' cellpadding='4'><tr><th>method</th><th>path</th><th>what</th></tr>{rows}</table>"
+        "</body></html>"
+    )
+
+
+async def docs_page(request: Request) -> Response:
+    return HTMLResponse(_page())
+
+
+ROUTES = [
+    Route("/openapi.json", openapi_json, methods=["GET"]),
+    Route("/docs", docs_page, methods=["GET"]),
+]

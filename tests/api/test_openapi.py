@@ -1,0 +1,69 @@
+"""``/openapi.json`` is a valid OpenAPI 3.1 document that describes exactly the routes served."""
+
+from __future__ import annotations
+
+import html
+
+import requests
+from openapi_spec_validator import validate
+from starlette.routing import Route
+from tests.support import conformance
+
+from h5lake.api import domain_routes, object_routes, openapi, value_routes
+
+
+def test_document_is_valid_openapi_31(endpoint: str) -> None:
+    r = requests.get(endpoint + "/openapi.json", timeout=30)
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "application/json; charset=utf-8"
+    doc = r.json()
+    assert doc["openapi"].startswith("3.1")
+    validate(doc)
+    assert doc == openapi.document()
+
+
+def _served() -> set[tuple[str, str]]:
+    out = set()
+    for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES:
+        assert isinstance(route, Route)
+        path = route.path.replace(":path}", "}")
+        for method in route.methods or ():
+            if method != "HEAD":
+                out.add((method, path))
+    return out
+
+
+def test_document_covers_every_route_and_nothing_else() -> None:
+    documented = {(op.method, op.path) for op in openapi.OPS}
+    assert documented == _served()
+    assert len({op.op_id for op in openapi.OPS}) == len(openapi.OPS)
+
+
+def test_every_operation_is_matched_by_the_checker() -> None:
+    for op in openapi.OPS:
+        concrete = op.path.replace("{collection}", "groups").replace("{id}", "g-1").replace("{title}", "a/b")
+        concrete = concrete.replace("{name}", "n").replace("{user}", "u")
+        found = conformance.find(op.method, concrete)
+        assert found is not None and found.template == op.path, (op.method, op.path)
+
+
+def test_docs_page_lists_operations(endpoint: str) -> None:
+    r = requests.get(endpoint + "/docs", timeout=30)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
+    assert "openapi.json" in r.text and "<script" not in r.text
+    for op in openapi.OPS:
+        assert html.escape(op.summary) in r.text
+
+
+def test_checker_catches_a_broken_response() -> None:
+    """The suite-wide check is not a no-op: a group without hrefs, a charset-less JSON reply and a
+    decorated binary type are each reported."""
+    json_type = {"content-type": "application/json; charset=utf-8"}
+    assert conformance.problems_of("GET", "http://127.0.0.1:1/groups/g-1", 200, json_type, b'{"id": "g-1"}')
+    assert conformance.problems_of("GET", "http://127.0.0.1:1/about", 200, {"content-type": "application/json"}, b"{}")
+    assert conformance.problems_of(
+        "GET", "http://127.0.0.1:1/datasets/d-1/value", 200,
+        {"content-type": "application/octet-stream; charset=utf-8"}, b"\0",
+    )
+    good_error = b'{"error": {"status": 404, "message": "no"}}'
+    assert not conformance.problems_of("GET", "http://127.0.0.1:1/groups/g-1", 404, json_type, good_error)
