@@ -111,6 +111,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
             follow_external_links=flag(request, "follow_external_links"),
             follow_soft_links=flag(request, "follow_soft_links"),
         )
+        out["hrefs"] = hrefs_of(request).obj(out)
         return ok(out)
 
     return handler
@@ -137,6 +138,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
                 follow_external_links=flag(request, "follow_external_links"),
                 follow_soft_links=flag(request, "follow_soft_links"),
             )
+            out["hrefs"] = hrefs_of(request).obj(out)
             return ok(out)
         out = await objects.get_object(
             svc,

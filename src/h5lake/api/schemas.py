@@ -310,7 +310,15 @@ class Attribute(Open):
     href: str | None = None
 
 
-class AttributeOne(Attribute):
+class AttributeOne(Open):
+    """One attribute, or (``GET .../attributes/{name}/value``, as HSDS) its value alone."""
+
+    name: str | None = None
+    type: TypeJson | None = None
+    shape: dict[str, Any] | list[int] | int | None = None
+    created: float | None = None
+    lastModified: float | None = None
+    value: Any = None
     hrefs: Hrefs
 
 
