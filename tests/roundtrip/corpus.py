@@ -877,6 +877,63 @@ def nested_variable(path: Path) -> None:
         dset.write(h5s.ALL, h5s.ALL, value, mtype=h5t.py_create(out_dt))
 
 
+# -- issue 15: references (region references, dangling references, undefined fill values) -------
+
+
+def _undefined_fill(f: h5py.File, name: str, tid: Any, shape: tuple[int, ...], value: Any = None, chunks: tuple[int, ...] | None = None) -> None:
+    """A dataset with no fill value (H5Pset_fill_value(NULL)), written with ``value`` if given."""
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    if chunks:
+        dcpl.set_chunk(chunks)
+    h5native.set_fill_value(dcpl, tid, None)
+    dset = h5d.create(f.id, name.encode(), tid, _space(shape), dcpl=dcpl)
+    if value is not None:
+        dset.write(h5s.ALL, h5s.ALL, value)
+
+
+@feature("region_refs_undefined_fill")
+def region_refs_undefined_fill(path: Path) -> None:
+    """Region references in datasets without a fill value whose values are all null (or all
+    zero): export once left these unwritten, and HDF5 cannot read a dataset with no storage and
+    no fill value ("dataset doesn't exist, no data can be read")."""
+    with h5py.File(path, "w") as f:
+        g = f.create_group("grp")
+        d = g.create_dataset("d", data=np.arange(60.0).reshape(6, 10), chunks=(3, 4), compression="gzip")
+        one = f.create_dataset("one", data=np.arange(20), maxshape=(None,), chunks=(4,))
+        null = h5r.RegionReference()
+        _undefined_fill(f, "nulls", h5t.STD_REF_DSETREG, (4,), np.array([null] * 4, dtype=h5py.regionref_dtype))
+        mixed = np.array([d.regionref[1:3, 2:5], null, one.regionref[::3], null], dtype=h5py.regionref_dtype)
+        _undefined_fill(f, "mixed", h5t.STD_REF_DSETREG, (4,), mixed)
+        _undefined_fill(f, "chunked_nulls", h5t.STD_REF_DSETREG, (6,), np.array([null] * 6, dtype=h5py.regionref_dtype), chunks=(2,))
+        _undefined_fill(f, "zeros", h5t.STD_I32LE, (3, 4), np.zeros((3, 4), "<i4"))
+        _undefined_fill(f, "chunked_zeros", h5t.STD_I32LE, (8,), np.zeros(8, "<i4"), chunks=(2,))
+        _undefined_fill(f, "obj_nulls", h5t.STD_REF_OBJ, (3,), np.array([h5r.Reference()] * 3, dtype=h5py.ref_dtype))
+        refs = np.array([d.regionref[0:1, 0:1], null, null, null, null, d.regionref[5:6, 5:9], d.regionref[...], null], dtype=h5py.regionref_dtype)
+        f.create_dataset("sparse_chunks", data=refs, chunks=(2,), maxshape=(None,))
+        comp = np.dtype([("r", h5py.regionref_dtype), ("n", "i4")])
+        f.create_dataset("in_compound", data=np.array([(mixed[0], 1), (null, 2)], dtype=comp))
+        f.attrs["regions"] = mixed
+
+
+@feature("dangling_refs")
+def dangling_refs(path: Path) -> None:
+    """Object and region references to objects deleted afterwards, as h5py leaves them."""
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(100).reshape(10, 10))
+        e = f.create_dataset("gone/e", data=np.arange(10))
+        g = f.create_group("gone/g")
+        f["gone/t"] = np.dtype("<i2")
+        t = f["gone/t"]
+        regions = np.array([d.regionref[1:3, 2:5], e.regionref[2:4], h5r.RegionReference(), e.regionref[...]], dtype=h5py.regionref_dtype)
+        objs = np.array([e.ref, g.ref, d.ref, t.ref, h5r.Reference()], dtype=h5py.ref_dtype)
+        f.create_dataset("regions", data=regions)
+        f.create_dataset("objs", data=objs)
+        f.attrs["gone_region"] = e.regionref[1:2]
+        f.attrs["gone_objects"] = objs[:2]
+        d.attrs["kept"] = d.ref
+        del f["gone"]
+
+
 def _be32(n: int) -> bytes:
     return np.array([n], ">i4").tobytes()
 

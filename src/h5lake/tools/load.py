@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import click
 import h5py
 import numpy as np
+import orjson
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.model.ids import Collection, new_object_id
@@ -196,6 +197,7 @@ class Planner:
         self.nodes: list[Node] = []
         self.by_addr: dict[int, int] = {}
         self.notes: list[str] = []
+        self.dangling = False  # a reference to an object that no longer exists was met
 
     def plan(self) -> Plan:
         user_block = read_user_block(self.file)
@@ -334,7 +336,8 @@ class Planner:
             maxdims = list(node.space.get("maxdims", dims))
             maxdims[axis] = UNLIMITED
             node.space = {**node.space, "maxdims": maxdims}
-        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims):
+        stored = dsid.get_space_status() != h5d.SPACE_STATUS_NOT_ALLOCATED or dsid.get_create_plist().get_external_count() > 0
+        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims) and stored:
             # read once to find what the values reference: an object reached only that way is
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
@@ -407,8 +410,13 @@ class _Scanner:
     def to_wire(self, ref: Any, region: bool) -> bytes:
         if not ref:
             return b""
-        target = h5r.dereference(ref, self.planner.file.id)
-        self.planner._node(target, "(reached only by a reference)")
+        target = dereference(ref, self.planner.file)
+        if target is None:
+            if not self.planner.dangling:
+                self.planner.notes.append(DANGLING_NOTE)
+            self.planner.dangling = True
+        else:
+            self.planner._node(target, "(reached only by a reference)")
         return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
 
     def from_wire(self, value: bytes, region: bool) -> Any:
@@ -430,7 +438,13 @@ class _Ids:
     def to_wire(self, ref: Any, region: bool) -> bytes:
         if not ref:
             return b""
-        target = h5r.dereference(ref, self.file.id)
+        target = dereference(ref, self.file)
+        if target is None:  # its object no longer exists: an id no object in the domain has
+            kind = Collection.DATASETS if region else Collection.GROUPS
+            gone = new_object_id(kind, self.ids[0])
+            if not region:
+                return f"{kind.path}/{gone}".encode()
+            return orjson.dumps({"id": f"{kind.path}/{gone}"})
         oid = self.id_of(target)
         if not region:
             return f"{parse_collection(oid)}/{oid}".encode()
@@ -438,6 +452,21 @@ class _Ids:
 
     def from_wire(self, value: bytes, region: bool) -> Any:
         raise AssertionError("not used while loading")
+
+
+DANGLING_NOTE = (
+    "references to objects that no longer exist (dangling references) are kept as references to ids no "
+    "object in the domain has; export writes them dangling again"
+)
+
+
+def dereference(ref: Any, f: h5py.File) -> Any:
+    """The object a non-null reference points at, or None when it no longer exists (HDF5 then
+    finds no valid object header at the reference's address)."""
+    try:
+        return h5r.dereference(ref, f.id)
+    except (KeyError, ValueError, RuntimeError, OSError):
+        return None
 
 
 def parse_collection(obj_id: str) -> str:
