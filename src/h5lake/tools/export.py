@@ -44,7 +44,7 @@ from h5lake.tools.common import (
     report_notes,
 )
 from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl, register_codec_filters
-from h5lake.tools.h5types import Unrepresentable, type_id
+from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.tools.rest import RestClient, RestError
 
 Doc = dict[str, Any]
@@ -276,7 +276,7 @@ class Writer:
                 props["layout"] = layout
         fill_raw = self._fill_raw(props, t, tid)
         try:
-            dcpl = make_dcpl(props, t, fill_raw, tid)
+            dcpl = make_dcpl(props, t, fill_raw, memory_type_id(tid, t))  # HDF5 converts the fill
         except Unrepresentable as exc:
             raise Unrepresentable(f"dataset {where}: {exc.feature}") from None
         try:

@@ -58,7 +58,7 @@ from h5lake.tools.h5props import (
     group_properties,
     register_codec_filters,
 )
-from h5lake.tools.h5types import Unrepresentable, type_json
+from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_json
 from h5lake.tools.rest import RestClient, RestError
 
 log = logging.getLogger(__name__)
@@ -348,7 +348,7 @@ class Planner:
             return None
         try:
             if h5values.is_raw(t):
-                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, tid), t)
+                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t)
                 return array_to_json(bytes_to_array(wire, t, ()), t)
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
