@@ -985,6 +985,7 @@ class Nbit:
 
     cd: tuple[int, ...] = ()
     given: bool = False  # the cd_values came with the filter (a file's); kept in its JSON
+    file_flags: int | None = None  # a file's flags for the filter, kept for export
 
     filter_id: ClassVar[FilterId] = FilterId.NBIT
     flags: ClassVar[int] = H5Z_FLAG_OPTIONAL
@@ -992,14 +993,16 @@ class Nbit:
     @classmethod
     def parse(cls, p: _Params, ctx: _Context) -> Nbit:
         given = p.take("parameters")
-        p.take("flags")  # a file's flags (HDF5 sets the filter optional); the usual ones are used
+        flags = p.take("flags")
+        if flags is not None and (isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags < 1 << 32):
+            raise InvalidInput("nbit filter: flags must be an unsigned integer")
         if given:
             layout = nbit.NbitLayout(given)
             if not layout.noop and layout.item_size != ctx.itemsize:
                 raise InvalidInput(f"nbit filter: parameters describe {layout.item_size}-byte elements, the type has {ctx.itemsize}")
             if ctx.chunk_shape is not None and layout.elements != math.prod(ctx.chunk_shape):
                 raise InvalidInput(f"nbit filter: parameters describe chunks of {layout.elements} elements, not {math.prod(ctx.chunk_shape)}")
-            return cls(layout.cd, True)
+            return cls(layout.cd, True, flags)
         if ctx.type_json is None or ctx.chunk_shape is None:
             return cls(())  # only described (for export: HDF5 computes the parameters itself)
         return cls(nbit.cd_values_for(ctx.type_json, math.prod(ctx.chunk_shape)))
@@ -1025,7 +1028,12 @@ class Nbit:
         return nbytes if layout.noop else layout.elements * layout.bits // 8 + 1
 
     def json_params(self) -> dict[str, Any]:
-        return {"parameters": list(self.cd)} if self.given else {}
+        if not self.given:
+            return {}
+        out: dict[str, Any] = {"parameters": list(self.cd)}
+        if self.file_flags is not None:
+            out["flags"] = self.file_flags
+        return out
 
     def cd_values(self) -> tuple[int, ...]:
         return ()  # HDF5's set_local computes them from the dataset
