@@ -991,6 +991,23 @@ def nbit_precision(path: Path) -> None:
         aid.write(np.array([1, -1, 32767], "<i4"), mtype=h5t.STD_I32LE)
 
 
+@feature("scaleoffset_kinds")
+def scaleoffset_kinds(path: Path) -> None:
+    """The scale-offset filter on integers (computed and fixed bit counts, with a fill value,
+    big-endian, every bit needed) and on floats with decimal scaling."""
+    rng = np.random.default_rng(6)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("u2_be", data=rng.integers(0, 5000, 300).astype(">u2"), chunks=(50,), scaleoffset=0)
+        f.create_dataset("i8", data=rng.integers(-(1 << 40), 1 << 40, 100).astype("<i8"), chunks=(20,), scaleoffset=0)
+        f.create_dataset("i4_fixed", data=rng.integers(0, 100, 100).astype("<i4"), chunks=(20,), scaleoffset=8)
+        f.create_dataset("i2_full", data=rng.integers(-32768, 32767, 100).astype("<i2"), chunks=(20,), scaleoffset=0)
+        fill = np.where(rng.random(100) < 0.3, -1, rng.integers(0, 1000, 100)).astype("<i4")
+        f.create_dataset("i4_fill", data=fill, chunks=(20,), scaleoffset=0, fillvalue=-1)
+        f.create_dataset("f4_be", data=rng.standard_normal(400).astype(">f4") * 100, chunks=(100,), scaleoffset=1)
+        f.create_dataset("f8_fill", data=np.where(rng.random(200) < 0.2, -999.0, rng.random(200) * 10), chunks=(50,), scaleoffset=2, fillvalue=-999.0)
+        f.create_dataset("f8_edges", data=np.linspace(-5, 5, 1001), chunks=(100,), scaleoffset=3)
+
+
 def _select(space: Any, start: int, count: int) -> Any:
     space.select_hyperslab((start,), (count,))
     return space

@@ -145,6 +145,7 @@ HSLOAD: dict[str, Expected] = {
     "dangling_refs": Fails("Unexpected metadata type", "hsload cannot copy region references"),
     "region_refs_undefined_fill": Fails("Unexpected metadata type", "hsload cannot copy region references"),
     "nbit_precision": Fails("filter unknown is unknown", "hsload sends the nbit filter, which it does not know, as 'unknown'"),
+    "scaleoffset_kinds": Fails("filter unknown is unknown", "hsload sends the scaleoffset filter, which it does not know, as 'unknown'"),
 }
 
 HSGET: dict[str, Expected] = {

@@ -89,3 +89,17 @@ def test_loaded_nbit_domain_reads_as_integers(round_trip: Callable[[str], RoundT
         tid = f["nbit_i32"].id.get_type()
         assert (tid.get_precision(), tid.get_offset()) == (16, 5)
         assert f["nbit_i32"].id.get_create_plist().get_filter(0)[0] == h5py.h5z.FILTER_NBIT
+
+
+def test_loaded_scaleoffset_chunks_are_the_files(round_trip: Callable[[str], RoundTrip], settings: Settings, raw_store: RawStore) -> None:
+    """Loading copies values through HDF5; the server encodes them again with scale-offset and
+    gets the file's chunk bytes back, and the export is HDF5's file (h5diff in test_roundtrip)."""
+    result = round_trip("scaleoffset_kinds")
+    with h5py.File(result.source, "r") as src, h5pyd.File(result.domain, "r", endpoint=settings.endpoint, username=settings.username, password=settings.password) as out:
+        for name in ("u2_be", "i8", "i4_fixed", "i4_fill", "f4_be", "f8_fill"):
+            d = src[name]
+            np.testing.assert_array_equal(out[name][...], d[...], err_msg=name)
+            did = out[name].id.id
+            for i in range(d.id.get_num_chunks()):
+                offset = d.id.get_chunk_info(i).chunk_offset
+                assert raw_store.read(chunk_key(did, (offset[0] // d.chunks[0],))) == d.id.read_direct_chunk(offset)[1], name
