@@ -271,7 +271,7 @@ class Writer:
                 self._check_external(layout["externalStorage"], where)
                 self.has_external = True
             else:
-                self.notes.append(f"dataset {where}: external storage written inline (use --external-files to re-create the raw files)")
+                self.notes.append(f"dataset {where}: external storage written as an ordinary dataset (use --keep-external to re-create the raw files)")
                 del layout["externalStorage"]
                 props["layout"] = layout
         fill_raw = self._fill_raw(props, t, tid)
@@ -291,7 +291,7 @@ class Writer:
         for item in files:
             name = Path(item["name"])
             if name.is_absolute() or ".." in name.parts:
-                raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --external-files")
+                raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --keep-external")
             if (self.target_dir / name).exists():
                 raise ToolError(f"dataset {where}: external file {self.target_dir / name} already exists")
 
@@ -651,7 +651,7 @@ def register(group: click.Group) -> None:
     @click.argument("target", type=click.Path(path_type=Path, dir_okay=False))
     @connection_options
     @click.option("--overwrite", is_flag=True, help="Replace TARGET if it exists.")
-    @click.option("--external-files", is_flag=True, help="Re-create external storage as raw files next to TARGET instead of writing it inline.")
+    @click.option("--keep-external", "--external-files", "external_files", is_flag=True, help="Keep External File List datasets external: re-create their raw files next to TARGET (default: write their values as ordinary datasets).")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
     def export(domain: str, target: Path, overwrite: bool, external_files: bool, workers: int, quiet: bool, **options: Any) -> None:

@@ -191,13 +191,21 @@ def _space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
 class Planner:
     """Walks a file from its root group, breadth first, into a :class:`Plan`."""
 
-    def __init__(self, f: h5py.File, link_step: LinkStep | None = None) -> None:
+    def __init__(self, f: h5py.File, link_step: LinkStep | None = None, external_folder: Path | None = None) -> None:
         self.file = f
         self.link_step: LinkStep = link_step or CopyAll()
+        self.external_folder = external_folder or Path(f.filename).resolve().parent
+        self.missing_external: list[tuple[str, list[str]]] = []  # dataset path, file names
         self.nodes: list[Node] = []
         self.by_addr: dict[int, int] = {}
         self.notes: list[str] = []
         self.dangling = False  # a reference to an object that no longer exists was met
+
+    def external_path(self, name: str) -> Path:
+        """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
+        in the external-file folder (:func:`external_folder`)."""
+        path = Path(name)
+        return path if path.is_absolute() else self.external_folder / path
 
     def plan(self) -> Plan:
         user_block = read_user_block(self.file)
@@ -211,6 +219,12 @@ class Planner:
             except Unrepresentable as exc:
                 raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
             done += 1
+        if self.missing_external:
+            listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
+            raise ExternalFilesMissing(
+                f"external raw data files are missing ({listed}; looked in {self.external_folder}: "
+                "give --external-prefix DIR where they are)"
+            )
         if user_block is not None:  # a file property: kept with the root group's
             self.nodes[0].props["userBlock"] = user_block
         return Plan(self.nodes, self.notes)
@@ -323,8 +337,11 @@ class Planner:
         fill_json = self._fill_value(dsid, tid, node.type)
         node.props = dataset_properties(dsid, fill_json, self.notes)
         if "externalStorage" in node.props.get("layout", {}):
-            files = len(node.props["layout"]["externalStorage"])
-            self.notes.append(f"dataset {node.path}: values from {files} external file(s) copied in")
+            files = node.props["layout"]["externalStorage"]
+            gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
+            if gone:
+                self.missing_external.append((node.path, gone))
+            self.notes.append(f"dataset {node.path}: values from {len(files)} external file(s) copied in")
         dset = h5py.Dataset(dsid)
         node.linked = self.link_step.plan(dset, node.props)
         if node.linked is not None:
@@ -802,6 +819,24 @@ def _allocated_chunks(dsid: Any) -> list[tuple[int, ...]]:
 # -- the command -------------------------------------------------------------------------------
 
 
+class ExternalFilesMissing(Exception):
+    """External raw data files a dataset needs are not where HDF5 would look for them."""
+
+
+ORIGIN = "${ORIGIN}"
+
+
+def external_folder(source: Path, prefix: str | None) -> Path:
+    """The folder HDF5 resolves relative external file names in: the ``HDF5_EXTFILE_PREFIX``
+    environment variable (which HDF5 itself applies), else ``prefix`` (``--external-prefix``),
+    else the source file's folder; ``${ORIGIN}`` stands for the source file's folder."""
+    chosen = os.environ.get("HDF5_EXTFILE_PREFIX") or prefix
+    origin = str(source.resolve().parent)
+    if not chosen:
+        return Path(origin)
+    return Path(chosen.replace(ORIGIN, origin)).resolve()
+
+
 @contextmanager
 def working_directory(folder: str | None) -> Iterator[None]:
     """Run in ``folder`` (if given): HDF5 resolves relative external file names against the
@@ -841,13 +876,18 @@ def load_file(
     overwrite: bool = False,
     workers: int = 8,
     quiet: bool = True,
+    external_prefix: str | None = None,
 ) -> tuple[LoadStats, list[str]]:
     """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
-    counts and the notes to report."""
+    counts and the notes to report. External raw data files are looked for as
+    :func:`external_folder` says; missing ones are named before anything is sent."""
+    folder = external_folder(source, external_prefix)
     with open_source(source) as f:
-        planner = Planner(f, link_step)
+        planner = Planner(f, link_step, folder)
         try:
             plan = planner.plan()
+        except ExternalFilesMissing as exc:
+            raise ToolError(f"{source}: {exc}; nothing was loaded") from None
         except Unrepresentable as exc:
             raise ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded") from None
         except linking.LinkError as exc:
@@ -862,7 +902,7 @@ def load_file(
         uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
         external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
         try:
-            with working_directory(str(source.resolve().parent) if external else None):
+            with working_directory(str(folder) if external else None):
                 stats = uploader.run()
         except BaseException as exc:
             if uploader.ids and not keep_partial:
@@ -1019,6 +1059,7 @@ def register(group: click.Group) -> None:
     @click.option("--link", "link_files", is_flag=True, help="Link datasets where they are (the server reads the file) instead of copying values; copies what cannot be linked.")
     @click.option("--append", is_flag=True, help="Link so that more files can be appended; if DOMAIN exists, append SOURCES to it (needs --extend).")
     @click.option("--extend", metavar="AXIS", help="With --append: the axis to append along, a number or a dimension scale's name.")
+    @click.option("--external-prefix", metavar="DIR", help="Where relative external raw data files are (default: the source's folder; ${ORIGIN} is that folder). HDF5_EXTFILE_PREFIX, if set, wins.")
     @click.option("--keep-partial", is_flag=True, help="On failure, keep what was loaded instead of deleting the domain.")
     @click.option("--overwrite", is_flag=True, help="Replace the domain if it exists.")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
@@ -1029,6 +1070,7 @@ def register(group: click.Group) -> None:
         link_files: bool,
         append: bool,
         extend: str | None,
+        external_prefix: str | None,
         keep_partial: bool,
         overwrite: bool,
         workers: int,
@@ -1059,7 +1101,9 @@ def register(group: click.Group) -> None:
                     click.echo(grown.summary(str(source), domain, extend) + counter)
                 continue
             step = linking.Linker(source_uri(source), extend) if link_files or append else None
-            stats, notes = load_file(source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet)
+            stats, notes = load_file(
+                source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet, external_prefix=external_prefix
+            )
             report_notes(notes, quiet)
             if not quiet:
                 click.echo(stats.summary(str(source), domain) + counter)
