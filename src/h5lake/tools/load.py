@@ -341,9 +341,12 @@ class Planner:
             gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
             if gone:
                 self.missing_external.append((node.path, gone))
-            self.notes.append(f"dataset {node.path}: values from {len(files)} external file(s) copied in")
         dset = h5py.Dataset(dsid)
-        node.linked = self.link_step.plan(dset, node.props)
+        node.linked = None if self.missing_external else self.link_step.plan(dset, node.props)
+        if "externalStorage" in node.props.get("layout", {}):
+            files = len(node.props["layout"]["externalStorage"])
+            done = "linked in place" if node.linked is not None else "copied in"
+            self.notes.append(f"dataset {node.path}: values from {files} external file(s) {done}")
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
@@ -1100,7 +1103,7 @@ def register(group: click.Group) -> None:
                 if not quiet:
                     click.echo(grown.summary(str(source), domain, extend) + counter)
                 continue
-            step = linking.Linker(source_uri(source), extend) if link_files or append else None
+            step = linking.Linker(source_uri(source), extend, external_folder(source, external_prefix)) if link_files or append else None
             stats, notes = load_file(
                 source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet, external_prefix=external_prefix
             )
