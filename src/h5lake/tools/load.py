@@ -42,6 +42,7 @@ from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools import link as linking
+from h5lake.tools import s3files
 from h5lake.tools.common import (
     MIB,
     ToolError,
@@ -400,8 +401,11 @@ def read_user_block(f: h5py.File) -> dict[str, Any] | None:
     size = int(f.id.get_create_plist().get_userblock())
     if not size:
         return None
-    with open(f.filename, "rb") as raw:
-        content = raw.read(size).rstrip(b"\0")
+    if f.id.id in S3_FILES:
+        content = S3_FILES[f.id.id].head(size).rstrip(b"\0")
+    else:
+        with open(f.filename, "rb") as raw:
+            content = raw.read(size).rstrip(b"\0")
     if len(content) > USER_BLOCK_KEPT:
         raise Unrepresentable(
             f"a user block holding {len(content)} bytes (h5lake keeps up to {USER_BLOCK_KEPT} bytes of a user block)"
@@ -829,12 +833,24 @@ class ExternalFilesMissing(Exception):
 ORIGIN = "${ORIGIN}"
 
 
-def external_folder(source: Path, prefix: str | None) -> Path:
+Source = Path | str  # a local file, or an ``s3://BUCKET/KEY`` URI
+
+
+@dataclass(frozen=True, slots=True)
+class S3Settings:
+    """Where ``s3://`` sources are read: the server's settings (credentials: AWS environment)."""
+
+    endpoint: str | None = None
+    region: str | None = None
+
+
+def external_folder(source: Source, prefix: str | None) -> Path:
     """The folder HDF5 resolves relative external file names in: the ``HDF5_EXTFILE_PREFIX``
     environment variable (which HDF5 itself applies), else ``prefix`` (``--external-prefix``),
-    else the source file's folder; ``${ORIGIN}`` stands for the source file's folder."""
+    else the source file's folder (for an S3 source, the working directory); ``${ORIGIN}``
+    stands for the source file's folder."""
     chosen = os.environ.get("HDF5_EXTFILE_PREFIX") or prefix
-    origin = str(source.resolve().parent)
+    origin = os.getcwd() if s3files.is_s3(source) else str(Path(source).resolve().parent)
     if not chosen:
         return Path(origin)
     return Path(chosen.replace(ORIGIN, origin)).resolve()
@@ -856,10 +872,13 @@ def working_directory(folder: str | None) -> Iterator[None]:
         os.chdir(old)
 
 
-def open_source(source: Path) -> h5py.File:
+def open_source(source: Source, s3: S3Settings | None = None) -> h5py.File:
     import hdf5plugin  # noqa: F401  (registers the plugin filters h5py can then decode)
 
     register_codec_filters()
+    if s3files.is_s3(source):
+        return _open_s3(str(source), s3 or S3Settings())
+    source = Path(source)
     if not source.exists():
         raise ToolError(f"{source}: no such file")
     try:
@@ -870,8 +889,44 @@ def open_source(source: Path) -> h5py.File:
         raise ToolError(f"{source} cannot be opened as an HDF5 file: {exc}") from None
 
 
+def _open_s3(uri: str, s3: S3Settings) -> h5py.File:
+    """An HDF5 file on S3, read with ranged GETs (:mod:`h5lake.tools.s3files`)."""
+    try:
+        raw = s3files.S3File(uri, endpoint=s3.endpoint, region=s3.region)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    except FileNotFoundError:
+        raise ToolError(f"{uri}: no such object") from None
+    except Exception as exc:  # noqa: BLE001 - obstore's errors (credentials, network) name the cause
+        raise ToolError(f"{uri} cannot be read: {str(exc).splitlines()[0]}") from None
+    if raw.size < 8 or not _has_signature(raw):
+        raise ToolError(f"{uri} is not an HDF5 file")
+    try:
+        f = h5py.File(raw, "r")
+    except OSError as exc:
+        raise ToolError(f"{uri} cannot be opened as an HDF5 file: {exc}") from None
+    S3_FILES[f.id.id] = raw
+    return f
+
+
+S3_FILES: dict[int, s3files.S3File] = {}  # open S3 sources by file id, for their user blocks
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _has_signature(raw: s3files.S3File) -> bool:
+    """HDF5's signature at offset 0, 512, 1024, 2048... (after a user block)."""
+    at = 0
+    while at + 8 <= raw.size:
+        raw.seek(at)
+        if raw.read(8) == _SIGNATURE:
+            raw.seek(0)
+            return True
+        at = 512 if at == 0 else 2 * at
+    return False
+
+
 def load_file(
-    source: Path,
+    source: Source,
     client: RestClient,
     *,
     link_step: LinkStep | None = None,
@@ -880,12 +935,13 @@ def load_file(
     workers: int = 8,
     quiet: bool = True,
     external_prefix: str | None = None,
+    s3: S3Settings | None = None,
 ) -> tuple[LoadStats, list[str]]:
     """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
     counts and the notes to report. External raw data files are looked for as
     :func:`external_folder` says; missing ones are named before anything is sent."""
     folder = external_folder(source, external_prefix)
-    with open_source(source) as f:
+    with open_source(source, s3) as f:
         planner = Planner(f, link_step, folder)
         try:
             plan = planner.plan()
@@ -962,13 +1018,13 @@ class _Growth:
 
 
 def append_file(
-    source: Path, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True
+    source: Source, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
 ) -> tuple[AppendStats, list[str]]:
     """Grow the datasets of ``client.domain`` (made by ``load --append``) by those of ``source``
     along the axis ``extend`` (a number, or a dimension scale's name). Every dataset is checked
     before anything changes; datasets without that axis keep the first file's values."""
     started = time.monotonic()
-    with open_source(source) as f:
+    with open_source(source, s3) as f:
         growths, notes = _plan_growths(f, client, source_uri(source), extend)
         stats = AppendStats(datasets=len(growths))
         stats.chunks_linked = sum(int(np.count_nonzero(g.linked.entries["size"])) for g in growths if g.linked)
@@ -1042,9 +1098,10 @@ def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Data
     return _Growth(node, dataset_id, new_shape, box=box)
 
 
-def source_uri(source: Path) -> str:
-    """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved."""
-    return str(source.resolve())
+def source_uri(source: Source) -> str:
+    """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved,
+    or the ``s3://`` URI itself."""
+    return str(source) if s3files.is_s3(source) else str(Path(source).resolve())
 
 
 def _delete_quietly(client: RestClient) -> None:
@@ -1056,23 +1113,27 @@ def _delete_quietly(client: RestClient) -> None:
 
 def register(group: click.Group) -> None:
     @group.command("load", short_help="Copy HDF5 files into a domain, or link them where they are.")
-    @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+    @click.argument("sources", nargs=-1, required=True)
     @click.argument("domain")
     @connection_options
     @click.option("--link", "link_files", is_flag=True, help="Link datasets where they are (the server reads the file) instead of copying values; copies what cannot be linked.")
     @click.option("--append", is_flag=True, help="Link so that more files can be appended; if DOMAIN exists, append SOURCES to it (needs --extend).")
     @click.option("--extend", metavar="AXIS", help="With --append: the axis to append along, a number or a dimension scale's name.")
+    @click.option("--s3-endpoint", envvar="H5LAKE_S3_ENDPOINT", help="S3 endpoint for s3:// SOURCES (the server's setting; credentials from the AWS environment).")
+    @click.option("--s3-region", envvar="H5LAKE_S3_REGION", help="S3 region for s3:// SOURCES.")
     @click.option("--external-prefix", metavar="DIR", help="Where relative external raw data files are (default: the source's folder; ${ORIGIN} is that folder). HDF5_EXTFILE_PREFIX, if set, wins.")
     @click.option("--keep-partial", is_flag=True, help="On failure, keep what was loaded instead of deleting the domain.")
     @click.option("--overwrite", is_flag=True, help="Replace the domain if it exists.")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
     def load(
-        sources: tuple[Path, ...],
+        sources: tuple[str, ...],
         domain: str,
         link_files: bool,
         append: bool,
         extend: str | None,
+        s3_endpoint: str | None,
+        s3_region: str | None,
         external_prefix: str | None,
         keep_partial: bool,
         overwrite: bool,
@@ -1091,21 +1152,24 @@ def register(group: click.Group) -> None:
             raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
         if len(sources) > 1 and not append:
             raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
-        for source in sources:
-            if not source.is_file():
+        s3 = S3Settings(s3_endpoint, s3_region)
+        paths: list[Source] = [text if s3files.is_s3(text) else Path(text) for text in sources]
+        for source in paths:
+            if isinstance(source, Path) and not source.is_file():
                 raise ToolError(f"{source}: no such file")
         client = connect(options, domain, workers)
-        for i, source in enumerate(sources):
+        for i, source in enumerate(paths):
             counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
             if append and extend is not None and (i > 0 or _exists(client)):
-                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet)
+                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet, s3=s3)
                 report_notes(notes, quiet)
                 if not quiet:
                     click.echo(grown.summary(str(source), domain, extend) + counter)
                 continue
             step = linking.Linker(source_uri(source), extend, external_folder(source, external_prefix)) if link_files or append else None
             stats, notes = load_file(
-                source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet, external_prefix=external_prefix
+                source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet,
+                external_prefix=external_prefix, s3=s3,
             )
             report_notes(notes, quiet)
             if not quiet:
