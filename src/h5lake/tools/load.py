@@ -1003,9 +1003,15 @@ class _Growth:
     linked: linking.AppendPlan | None = None
     table_id: str | None = None
     box: h5values.Selection | None = None  # where a copied dataset's values go
+    convert: dict[str, Any] | None = None  # a --link dataset to turn into the per-chunk-file form first
 
     def grow(self, client: RestClient) -> int:
         """Extend the chunk table and the dataset (or only the dataset, for copied values)."""
+        if self.convert is not None and self.linked is not None:
+            try:
+                self.table_id = _to_per_chunk_files(client, self.dataset_id, self.node.path, self.convert, self.linked.axis)
+            except linking.LinkError as exc:
+                raise ToolError(str(exc)) from None
         try:
             if self.linked is not None and self.table_id is not None:
                 entries = linking.ChunkTable(self.linked.entries, with_uri=True)
@@ -1083,6 +1089,14 @@ def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Data
     node.space, _ = _space_json(dset.id.get_space())
     if h5values.has_reference(node.type):
         raise linking.LinkError(f"{path}: references name objects of the first file's load; they cannot be appended")
+    if layout.get("class") == "H5D_CHUNKED_REF" or (layout.get("class") == "H5D_CHUNKED_REF_INDIRECT" and layout.get("file_uri")):
+        # the first append to a dataset loaded with --link alone: checked as if it were in the
+        # per-chunk-file form already; `_Growth.grow` turns it into that form first
+        grid = [-(-n // c) for n, c in zip(target["shape"]["dims"], layout["dims"], strict=True)]
+        as_aggregate = {**target, "creationProperties": {**target["creationProperties"], "layout": {**layout, "class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": None}}}
+        table_doc = {"type": linking.table_type_json(True, True), "shape": {"dims": grid}}
+        plan = linking.plan_append(dset, uri, as_aggregate, table_doc, axis)
+        return _Growth(node, dataset_id, plan.new_shape, linked=plan, convert=target)
     if str(layout.get("class", "")).endswith(("_REF", "_REF_INDIRECT")):
         table = client.get_json(f"/datasets/{layout.get('chunk_table')}") if layout.get("chunk_table") else {}
         plan = linking.plan_append(dset, uri, target, table, axis)  # LinkError when they do not fit
@@ -1096,6 +1110,49 @@ def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Data
     new_shape, _ = linking.append_selection(old, dset.shape, axis)
     box = tuple(slice(old[axis], new_shape[axis]) if d == axis else slice(0, n) for d, n in enumerate(new_shape))
     return _Growth(node, dataset_id, new_shape, box=box)
+
+
+def _existing_entries(client: RestClient, layout: dict[str, Any], shape: list[int]) -> np.ndarray:
+    """The chunk locations of a dataset linked from one file, as per-chunk-file entries."""
+    dims = layout["dims"]
+    grid = tuple(-(-n // c) for n, c in zip(shape, dims, strict=True))
+    entries = np.zeros(grid, dtype=linking.table_dtype(True, True))
+    entries["file_uri"] = ""
+    uri = layout["file_uri"]
+    if layout["class"] == "H5D_CHUNKED_REF":
+        for key, value in (layout.get("chunks") or {}).items():
+            index = tuple(int(p) for p in key.split("_"))
+            entries[index] = (value[0], value[1], uri, value[2] if len(value) > 2 else 0)
+        return entries
+    table_doc = client.get_json(f"/datasets/{layout['chunk_table']}")
+    rows = np.asarray(client.get_json(f"/datasets/{layout['chunk_table']}/value")["value"], dtype=object)
+    names = [f["name"] for f in table_doc["type"]["fields"]]
+    flat = rows.reshape(-1, len(names)) if rows.size else rows.reshape(0, len(names))
+    out = entries.reshape(-1)
+    for i, row in enumerate(flat):
+        item = dict(zip(names, row, strict=True))
+        out[i] = (int(item["offset"]), int(item["size"]), uri if int(item["size"]) else "", int(item.get("filter_mask", 0)))
+    return entries
+
+
+def _to_per_chunk_files(client: RestClient, dataset_id: str, path: str, target: dict[str, Any], axis: int) -> str:
+    """Turn a dataset linked from one file into the per-chunk-file form, so files can be
+    appended to it: a new chunk table naming the file in every entry, then one atomic change
+    of the dataset's layout on the server (``PUT /datasets/{id}/layout``)."""
+    layout = target["creationProperties"]["layout"]
+    shape = list(target["shape"]["dims"])
+    entries = _existing_entries(client, layout, shape)
+    maxdims: list[int | None] = list(entries.shape)
+    maxdims[axis] = None
+    table = linking.ChunkTable(entries, True, maxdims)
+    try:
+        item = {k: v for k, v in _table_item(None, table).items() if k != "id"}  # the server picks the id
+        table_id = client.post_json("/datasets", item)["id"]
+        _put_table(client, table_id, table)
+        client.put_json(f"/datasets/{dataset_id}/layout", {"chunk_table": table_id, "extend_dim": axis})
+        return str(table_id)
+    except RestError as exc:
+        raise linking.LinkError(f"{path}: turning it into the per-chunk-file form failed: {exc.message}") from None
 
 
 def source_uri(source: Source) -> str:
