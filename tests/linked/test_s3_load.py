@@ -134,3 +134,23 @@ def test_missing_object_and_ranged_reads(s3: S3Server, prefix: str, aws: None, t
     with h5py.File(raw, "r") as f:
         np.testing.assert_array_equal(f["b"][...], np.arange(10))
     assert raw.gets <= 3, raw.gets  # 16 MB file: the metadata it needs, not the whole object
+
+
+def test_link_then_append_from_s3(s3: S3Server, srv: Server, prefix: str, aws: None, tmp_path: Path) -> None:
+    """``load --link s3://.../day0.h5`` then ``--link --append --extend 0 s3://.../day1.h5``."""
+    uris, parts = [], []
+    for day in range(2):
+        path = tmp_path / f"day{day}.h5"
+        values = np.arange(24 * 10, dtype="<f4").reshape(24, 10) + 1000 * day
+        with h5py.File(path, "w") as f:
+            f.create_dataset("v", data=values, chunks=(6, 10), compression="gzip")
+        parts.append(values)
+        uris.append(_upload(s3, f"{prefix}/day{day}.h5", path))
+    _home(srv)
+    domain = f"/home/test_user1/s3days-{uuid.uuid4().hex[:6]}.h5"
+    code, out = _cli(srv, "load", "--link", uris[0], domain)
+    assert code == 0, out
+    code, out = _cli(srv, "load", "--link", "--append", "--extend", "0", uris[1], domain)
+    assert code == 0, out
+    with h5pyd.File(domain, "r", endpoint=srv.endpoint, username="test_user1", password=USERS["test_user1"]) as f:
+        np.testing.assert_array_equal(f["v"][...], np.concatenate(parts))
