@@ -67,8 +67,7 @@ class ScaleOffsetLayout:
         return self.cls == CLS_INTEGER and self.factor == 8 * self.size
 
     def _native(self, buf: Any) -> np.ndarray:
-        order = ">" if self.big_endian else "<"
-        return np.frombuffer(buf, dtype=self.dtype.newbyteorder(order)).astype(self.dtype)
+        return np.frombuffer(buf, dtype=self.dtype.newbyteorder(">" if self.big_endian else "<")).astype(self.dtype)
 
     # -- encoding --
 
@@ -184,8 +183,7 @@ class ScaleOffsetLayout:
         return self._out(values)
 
     def _out(self, values: np.ndarray) -> bytes:
-        order = ">" if self.big_endian else "<"
-        return np.ascontiguousarray(values, dtype=self.dtype.newbyteorder(order)).tobytes()
+        return np.ascontiguousarray(values, dtype=self.dtype.newbyteorder(">" if self.big_endian else "<")).tobytes()
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:

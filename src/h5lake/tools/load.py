@@ -40,9 +40,8 @@ from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
-from h5lake.tools import h5native, h5values
+from h5lake.tools import h5native, h5values, s3files
 from h5lake.tools import link as linking
-from h5lake.tools import s3files
 from h5lake.tools.common import (
     MIB,
     ToolError,
