@@ -90,3 +90,25 @@ def test_a_cut_chunk_is_corrupt() -> None:
     assert np.frombuffer(layout.decode(stored, 400), "<i4").tolist() == list(range(100))
     with pytest.raises(DataCorruption):
         layout.decode(stored[:30], 400)
+
+
+def test_a_client_dataset_by_name_encodes_as_hdf5_does(tmp_path: Path) -> None:
+    """``{"name": "scaleoffset", "scaleType": ..., "scaleOffset": n}`` on a new dataset: chunks
+    h5py reads back (HDF5 computes the same parameters for a dataset without a fill value)."""
+    values = (np.arange(40, dtype="<i4") * 3) - 50
+    pipeline = FilterPipeline.from_json(
+        [{"name": "scaleoffset", "scaleType": "H5Z_SO_INT", "scaleOffset": 0}], np.dtype("<i4"), (20,), type_json={"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
+    )
+    assert pipeline.to_json()[0]["scaleType"] == "H5Z_SO_INT"
+    floats = FilterPipeline.from_json(
+        [{"name": "scaleoffset", "scaleType": "H5Z_SO_FLOAT_DSCALE", "scaleOffset": 2}], np.dtype("<f8"), (20,), type_json={"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
+    )
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        d = f.create_dataset("d", shape=(40,), dtype="<i4", chunks=(20,), scaleoffset=0)
+        e = f.create_dataset("e", shape=(20,), dtype="<f8", chunks=(20,), scaleoffset=2)
+        for i in range(2):
+            d.id.write_direct_chunk((20 * i,), pipeline.encode(values[20 * i : 20 * i + 20].tobytes()))
+        e.id.write_direct_chunk((0,), floats.encode(np.linspace(0, 1, 20).tobytes()))
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        np.testing.assert_array_equal(f["d"][...], values)
+        np.testing.assert_allclose(f["e"][...], np.round(np.linspace(0, 1, 20), 2), atol=1e-12)

@@ -1068,7 +1068,7 @@ class ScaleOffset:
             if ctx.chunk_shape is not None and layout.elements != math.prod(ctx.chunk_shape):
                 raise InvalidInput(f"scaleoffset filter: parameters describe chunks of {layout.elements} values, not {math.prod(ctx.chunk_shape)}")
             return cls(layout.cd, True, flags, layout.scale_type, layout.factor)
-        scale_type = p.choice("scaleType", "H5Z_SO_INT", {k: v for k, v in _SCALE_TYPES.items()})
+        scale_type = p.choice("scaleType", "H5Z_SO_INT", {k.lower(): v for k, v in _SCALE_TYPES.items()})
         factor = p.integer("scaleOffset", 0, -(1 << 31), (1 << 31) - 1)
         if ctx.type_json is None or ctx.chunk_shape is None:
             return cls((), False, None, scale_type, factor)
