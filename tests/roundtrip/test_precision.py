@@ -10,15 +10,24 @@ from pathlib import Path
 import h5py
 import h5pyd
 import numpy as np
+import pytest
 import requests
 from h5py import h5d, h5p, h5s, h5t
 
 from h5lake.model.ids import chunk_key
 from h5lake.tools.rest import Settings
-from tests.conftest import RawStore
+from tests.conftest import Backing, LocalRaw, RawStore
 from tests.roundtrip.conftest import RoundTrip
+from tests.support.server import Server
 
 TYPE = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE", "precision": 16, "offset": 5}
+
+
+@pytest.fixture
+def stored(server: Server, backing: Backing) -> RawStore:
+    """The store of the server these tests talk to: the session server may have been started
+    for another folder's tests, with that folder's backing."""
+    return backing.raw() if "--storage" in server.args else LocalRaw(server.data)
 
 
 def _hdf5_file(path: Path, values: np.ndarray, chunks: tuple[int, ...]) -> None:
@@ -33,7 +42,7 @@ def _hdf5_file(path: Path, values: np.ndarray, chunks: tuple[int, ...]) -> None:
         dset.write(h5s.ALL, h5s.ALL, values, mtype=h5t.STD_I32LE)
 
 
-def test_server_stores_hdf5_nbit_chunks(settings: Settings, new_domain: Callable[[str], str], raw_store: RawStore, tmp_path: Path) -> None:
+def test_server_stores_hdf5_nbit_chunks(settings: Settings, new_domain: Callable[[str], str], stored: RawStore, tmp_path: Path) -> None:
     domain = new_domain("nbit")
     s = requests.Session()
     s.auth = (settings.username, settings.password)
@@ -59,10 +68,10 @@ def test_server_stores_hdf5_nbit_chunks(settings: Settings, new_domain: Callable
         d = f["d"]
         for index in ((0, 0), (1, 1), (0, 1)):
             offset = (index[0] * 4, index[1] * 3)
-            stored = raw_store.read(chunk_key(did, index))
-            assert stored is not None
-            assert d.id.read_direct_chunk(offset)[1] == stored
-            d.id.write_direct_chunk(offset, stored)
+            chunk = stored.read(chunk_key(did, index))
+            assert chunk is not None
+            assert d.id.read_direct_chunk(offset)[1] == chunk
+            d.id.write_direct_chunk(offset, chunk)
         np.testing.assert_array_equal(d[...], values)
     root = s.get(f"{url}/", params={"domain": domain}).json()["root"]
     assert s.put(f"{url}/groups/{root}/links/d", params={"domain": domain}, json={"id": did}).status_code == 201
@@ -71,7 +80,7 @@ def test_server_stores_hdf5_nbit_chunks(settings: Settings, new_domain: Callable
         np.testing.assert_array_equal(f["d"][2:6, 1:4], values[2:6, 1:4])
 
 
-def test_loaded_nbit_domain_reads_as_integers(round_trip: Callable[[str], RoundTrip], settings: Settings, raw_store: RawStore) -> None:
+def test_loaded_nbit_domain_reads_as_integers(round_trip: Callable[[str], RoundTrip], settings: Settings, stored: RawStore) -> None:
     result = round_trip("nbit_precision")
     with h5py.File(result.source, "r") as src, h5pyd.File(result.domain, "r", endpoint=settings.endpoint, username=settings.username, password=settings.password) as out:
         for name in ("nbit_i32", "nbit_u16be_gzip", "twelve_bits", "u8_three_bits", "i64_40_bits", "nbit_fill", "nbit_compound"):
@@ -84,14 +93,14 @@ def test_loaded_nbit_domain_reads_as_integers(round_trip: Callable[[str], RoundT
         for i in range(d.id.get_num_chunks()):
             offset = d.id.get_chunk_info(i).chunk_offset
             index = (offset[0] // 10, offset[1] // 25)
-            assert raw_store.read(chunk_key(did, index)) == d.id.read_direct_chunk(offset)[1]
+            assert stored.read(chunk_key(did, index)) == d.id.read_direct_chunk(offset)[1]
     with h5py.File(result.exported, "r") as f:
         tid = f["nbit_i32"].id.get_type()
         assert (tid.get_precision(), tid.get_offset()) == (16, 5)
         assert f["nbit_i32"].id.get_create_plist().get_filter(0)[0] == h5py.h5z.FILTER_NBIT
 
 
-def test_loaded_scaleoffset_chunks_are_the_files(round_trip: Callable[[str], RoundTrip], settings: Settings, raw_store: RawStore) -> None:
+def test_loaded_scaleoffset_chunks_are_the_files(round_trip: Callable[[str], RoundTrip], settings: Settings, stored: RawStore) -> None:
     """Loading copies values through HDF5; the server encodes them again with scale-offset and
     gets the file's chunk bytes back, and the export is HDF5's file (h5diff in test_roundtrip)."""
     result = round_trip("scaleoffset_kinds")
@@ -102,4 +111,4 @@ def test_loaded_scaleoffset_chunks_are_the_files(round_trip: Callable[[str], Rou
             did = out[name].id.id
             for i in range(d.id.get_num_chunks()):
                 offset = d.id.get_chunk_info(i).chunk_offset
-                assert raw_store.read(chunk_key(did, (offset[0] // d.chunks[0],))) == d.id.read_direct_chunk(offset)[1], name
+                assert stored.read(chunk_key(did, (offset[0] // d.chunks[0],))) == d.id.read_direct_chunk(offset)[1], name

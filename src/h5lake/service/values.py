@@ -347,7 +347,7 @@ async def update_where(svc: Service, caller: Caller, domain_path: str, dset_id: 
     try:
         for name, v in request.values.items():
             probe[name] = v
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # numpy 2 raises OverflowError out of range
         raise InvalidInput(f"a value does not fit its field: {exc}") from None
     if is_chunk_table(ds.doc):
         await _register_linked_files(svc, ds, _table_probe(probe, request.values))

@@ -447,7 +447,7 @@ def plan_append(dset: Any, file_uri: str, target: Doc, table: Doc, axis: int) ->
     layout = target.get("creationProperties", {}).get("layout", {})
     name = dset.name
     if layout.get("class") == "H5D_CONTIGUOUS_REF":
-        raise LinkError(f"{name}: contiguous data linked in place cannot grow (its chunks are virtual); link chunked files, or copy it")
+        raise LinkError(f"{name}: contiguous data linked in place cannot grow (its chunks are virtual); load the first file with --append too, or copy it")
     if layout.get("class") != "H5D_CHUNKED_REF_INDIRECT" or layout.get("file_uri"):
         raise LinkError(
             f"{name}: the existing dataset does not aggregate files; load the first file with --append too"
