@@ -201,3 +201,56 @@ def test_link_reads_pytables_lzo_chunks(fresh: Client, sources: Path) -> None:
     with h5py.File(path, "r") as src, _h5pyd(fresh) as out:
         for name in ("table", "carray", "old_table"):
             np.testing.assert_array_equal(out[name][...], src[name][...])
+
+
+def _chunked_day(folder: Path, tag: str, day: int) -> Path:
+    """A day whose datasets along time are all chunked, so ``--link`` links every one."""
+    path = folder / f"{tag}-cday{day:03d}.h5"
+    with h5py.File(path, "w") as f:
+        t = f.create_dataset("time", data=np.arange(day * 24, day * 24 + 24, dtype="<f8"), chunks=(12,))
+        t.make_scale("time")
+        temp = f.create_dataset("temp", data=(RNG.standard_normal((24, 20, 30)) + day).astype("<f4"), chunks=(6, 10, 15), compression="gzip")
+        temp.dims[0].attach_scale(t)
+        many = f.create_dataset("many", data=RNG.integers(0, 9, (24, 400), dtype="<i2"), chunks=(2, 4))  # a chunk table with one file_uri
+        many.dims[0].attach_scale(t)
+    return path
+
+
+def test_append_to_a_dataset_loaded_with_link_alone(fresh: Client, sources: Path) -> None:
+    """``load --link day0`` then ``load --link --append --extend time day1 day2``: the first
+    append turns each linked dataset into the per-chunk-file form (issue 15)."""
+    tag = uuid.uuid4().hex[:8]
+    days = [_chunked_day(sources, tag, d) for d in range(3)]
+    first = _load(fresh, "--link", str(days[0]))
+    assert first.exit_code == 0, first.output
+    found = fresh.post("/", json={"h5paths": ["/temp", "/many"]}).json()["h5paths"]
+    before = {p: fresh.get(f"/datasets/{o['id']}").json()["creationProperties"]["layout"] for p, o in found.items()}
+    assert before["/temp"]["class"] == "H5D_CHUNKED_REF"
+    assert before["/many"]["class"] == "H5D_CHUNKED_REF_INDIRECT" and before["/many"]["file_uri"]
+    rest = _load(fresh, "--link", "--append", "--extend", "time", *map(str, days[1:]))
+    assert rest.exit_code == 0, rest.output
+    with _h5pyd(fresh) as out:
+        for name in ("temp", "time", "many"):
+            parts = []
+            for path in days:
+                with h5py.File(path) as f:
+                    parts.append(f[name][...])
+            expect = np.concatenate(parts, axis=0)
+            assert out[name].shape == expect.shape, name
+            assert np.array_equal(out[name][...], expect), name
+    for name in ("/temp", "/many", "/time"):
+        found = fresh.post("/", json={"h5paths": [name]}).json()["h5paths"]
+        doc = fresh.get(f"/datasets/{found[name]['id']}").json()
+        layout = doc["creationProperties"]["layout"]
+        assert layout["class"] == "H5D_CHUNKED_REF_INDIRECT" and not layout.get("file_uri"), name
+        assert doc["shape"]["maxdims"][0] in ("H5S_UNLIMITED", 0), doc["shape"]
+
+
+def test_layout_change_is_refused_for_other_datasets(fresh: Client, sources: Path) -> None:
+    tag = uuid.uuid4().hex[:8]
+    assert _load(fresh, "--link", str(_day(sources, tag, 0))).exit_code == 0
+    found = fresh.post("/", json={"h5paths": ["/time", "/temp"]}).json()["h5paths"]
+    r = fresh.put(f"/datasets/{found['/time']['id']}/layout", json={"chunk_table": "d-00000000-00000000-0000-000000-000000", "extend_dim": 0})
+    assert r.status_code == 400 and "chunked linked dataset" in r.text, r.text
+    r = fresh.put(f"/datasets/{found['/temp']['id']}/layout", json={"extend_dim": 0})
+    assert r.status_code == 400 and "chunk_table" in r.text, r.text

@@ -247,13 +247,16 @@ class Comparer:
         if isinstance(value, h5r.RegionReference):
             if not value:
                 return ("region", None)
-            target = h5r.dereference(value, w.file.id)
+            target = _dereference(value, w)
+            if target is None:
+                return ("region", DANGLING)
             space = h5r.get_region(value, target)
             return ("region", w.canonical(target), _selection(space))
         if isinstance(value, h5r.Reference):
             if not value:
                 return ("ref", None)
-            return ("ref", w.canonical(h5r.dereference(value, w.file.id)))
+            target = _dereference(value, w)
+            return ("ref", DANGLING if target is None else w.canonical(target))
         if isinstance(value, np.ndarray):
             if value.dtype.names:
                 return [tuple(self.resolve(v[n], w, context) for n in value.dtype.names) for v in value.reshape(-1)] + [value.shape]
@@ -298,6 +301,17 @@ class Comparer:
         if arr.size:
             aid.read(arr, mtype=h5t.py_create(dt))
         return self.resolve(arr, w, aid)
+
+
+DANGLING = "<an object that no longer exists>"
+
+
+def _dereference(ref: Any, w: Walk) -> Any:
+    """What a reference points at; None for a dangling one (its object was deleted)."""
+    try:
+        return h5r.dereference(ref, w.file.id)
+    except (KeyError, ValueError, RuntimeError, OSError):
+        return None
 
 
 def _attr_names(oid: Any) -> list[bytes]:

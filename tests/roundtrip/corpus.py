@@ -566,14 +566,6 @@ def not_hdf5(path: Path) -> None:
     path.write_bytes(b"this is plain text, not HDF5\n" * 10)
 
 
-@refused("integer_precision", "/twelve_bits", "precision")
-def integer_precision(path: Path) -> None:
-    with h5py.File(path, "w") as f:
-        tid = h5t.STD_I16LE.copy()
-        tid.set_precision(12)
-        raw_dataset(f, "twelve_bits", tid, (2,), np.array([1, 2], "<i2").tobytes())
-
-
 @refused("virtual_dataset", "/vds", "virtual dataset")
 def virtual_dataset(path: Path) -> None:
     source = path.with_name(f"{path.stem}_source.h5")
@@ -875,6 +867,150 @@ def nested_variable(path: Path) -> None:
         value["pair"] = [[(b"x",), (b"yz",)], [(b"abc",), (b"",)]]
         dset = h5d.create(f.id, b"compound_in_array", outer, _space((2,)))
         dset.write(h5s.ALL, h5s.ALL, value, mtype=h5t.py_create(out_dt))
+
+
+# -- issue 15: references (region references, dangling references, undefined fill values) -------
+
+
+def _undefined_fill(f: h5py.File, name: str, tid: Any, shape: tuple[int, ...], value: Any = None, chunks: tuple[int, ...] | None = None) -> None:
+    """A dataset with no fill value (H5Pset_fill_value(NULL)), written with ``value`` if given."""
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    if chunks:
+        dcpl.set_chunk(chunks)
+    h5native.set_fill_value(dcpl, tid, None)
+    dset = h5d.create(f.id, name.encode(), tid, _space(shape), dcpl=dcpl)
+    if value is not None:
+        dset.write(h5s.ALL, h5s.ALL, value)
+
+
+@feature("region_refs_undefined_fill")
+def region_refs_undefined_fill(path: Path) -> None:
+    """Region references in datasets without a fill value whose values are all null (or all
+    zero): export once left these unwritten, and HDF5 cannot read a dataset with no storage and
+    no fill value ("dataset doesn't exist, no data can be read")."""
+    with h5py.File(path, "w") as f:
+        g = f.create_group("grp")
+        d = g.create_dataset("d", data=np.arange(60.0).reshape(6, 10), chunks=(3, 4), compression="gzip")
+        one = f.create_dataset("one", data=np.arange(20), maxshape=(None,), chunks=(4,))
+        null = h5r.RegionReference()
+        _undefined_fill(f, "nulls", h5t.STD_REF_DSETREG, (4,), np.array([null] * 4, dtype=h5py.regionref_dtype))
+        mixed = np.array([d.regionref[1:3, 2:5], null, one.regionref[::3], null], dtype=h5py.regionref_dtype)
+        _undefined_fill(f, "mixed", h5t.STD_REF_DSETREG, (4,), mixed)
+        _undefined_fill(f, "chunked_nulls", h5t.STD_REF_DSETREG, (6,), np.array([null] * 6, dtype=h5py.regionref_dtype), chunks=(2,))
+        _undefined_fill(f, "zeros", h5t.STD_I32LE, (3, 4), np.zeros((3, 4), "<i4"))
+        _undefined_fill(f, "chunked_zeros", h5t.STD_I32LE, (8,), np.zeros(8, "<i4"), chunks=(2,))
+        _undefined_fill(f, "obj_nulls", h5t.STD_REF_OBJ, (3,), np.array([h5r.Reference()] * 3, dtype=h5py.ref_dtype))
+        refs = np.array([d.regionref[0:1, 0:1], null, null, null, null, d.regionref[5:6, 5:9], d.regionref[...], null], dtype=h5py.regionref_dtype)
+        f.create_dataset("sparse_chunks", data=refs, chunks=(2,), maxshape=(None,))
+        comp = np.dtype([("r", h5py.regionref_dtype), ("n", "i4")])
+        f.create_dataset("in_compound", data=np.array([(mixed[0], 1), (null, 2)], dtype=comp))
+        f.attrs["regions"] = mixed
+
+
+@feature("dangling_refs")
+def dangling_refs(path: Path) -> None:
+    """Object and region references to objects deleted afterwards, as h5py leaves them."""
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(100).reshape(10, 10))
+        e = f.create_dataset("gone/e", data=np.arange(10))
+        g = f.create_group("gone/g")
+        f["gone/t"] = np.dtype("<i2")
+        t = f["gone/t"]
+        regions = np.array([d.regionref[1:3, 2:5], e.regionref[2:4], h5r.RegionReference(), e.regionref[...]], dtype=h5py.regionref_dtype)
+        objs = np.array([e.ref, g.ref, d.ref, t.ref, h5r.Reference()], dtype=h5py.ref_dtype)
+        f.create_dataset("regions", data=regions)
+        f.create_dataset("objs", data=objs)
+        f.attrs["gone_region"] = e.regionref[1:2]
+        f.attrs["gone_objects"] = objs[:2]
+        d.attrs["kept"] = d.ref
+        del f["gone"]
+
+
+# -- issue 15: reduced precision and the N-bit filter ----------------------------------------------
+
+
+def _reduced(base: Any, precision: int, offset: int = 0) -> Any:
+    tid = base.copy()
+    tid.set_precision(precision)
+    tid.set_offset(offset)
+    return tid
+
+
+def _nbit_dcpl(chunks: tuple[int, ...], *more: tuple[int, tuple[int, ...]]) -> Any:
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    dcpl.set_chunk(chunks)
+    dcpl.set_filter(h5py.h5z.FILTER_NBIT, h5py.h5z.FLAG_OPTIONAL, ())
+    for fid, cd in more:
+        dcpl.set_filter(fid, h5py.h5z.FLAG_OPTIONAL, cd)
+    return dcpl
+
+
+def _converted(f: h5py.File, name: str, tid: Any, values: np.ndarray, dcpl: Any = None, mtype: Any = None) -> None:
+    """A dataset of ``tid`` written from ``values`` (HDF5 converts them into the reduced type)."""
+    dset = h5d.create(f.id, name.encode(), tid, _space(values.shape), dcpl=dcpl)
+    dset.write(h5s.ALL, h5s.ALL, np.ascontiguousarray(values), mtype=mtype or h5t.py_create(values.dtype))
+
+
+@feature("nbit_precision")
+def nbit_precision(path: Path) -> None:
+    """Integers with fewer significant bits than their size or a bit offset, with and without
+    the N-bit filter (the issue's case: 16-bit precision at bit offset 5 in a 4-byte integer)."""
+    rng = np.random.default_rng(15)
+    with h5py.File(path, "w") as f:
+        i32 = rng.integers(-(1 << 15), 1 << 15, (40, 50)).astype("<i4")
+        _converted(f, "nbit_i32", _reduced(h5t.STD_I32LE, 16, 5), i32, _nbit_dcpl((10, 25)))
+        u16 = rng.integers(0, 1 << 11, 37).astype(">u2")
+        _converted(f, "nbit_u16be_gzip", _reduced(h5t.STD_U16BE, 11, 3), u16, _nbit_dcpl((8,), (h5py.h5z.FILTER_DEFLATE, (6,))))
+        _converted(f, "twelve_bits", _reduced(h5t.STD_I16LE, 12), np.array([1, -2, 2047, -2048], "<i2"))
+        _converted(f, "u8_three_bits", _reduced(h5t.STD_U8LE, 3, 4), np.arange(8, dtype="u1"), _nbit_dcpl((3,)))
+        _converted(f, "i64_40_bits", _reduced(h5t.STD_I64BE, 40, 20), rng.integers(-(1 << 39), 1 << 39, 30).astype(">i8"), _nbit_dcpl((7,)))
+        full = rng.integers(0, 1000, (20,)).astype("<i4")
+        _converted(f, "nbit_full_precision", h5t.STD_I32LE, full, _nbit_dcpl((5,)))
+        dcpl = _nbit_dcpl((6,))
+        h5native.set_fill_value(dcpl, h5t.STD_I32LE, np.array([-7], "<i4").tobytes())
+        sparse = h5d.create(f.id, b"nbit_fill", _reduced(h5t.STD_I32LE, 20, 2), _space((24,)), dcpl=dcpl)
+        sparse.write(h5s.create_simple((6,)), _select(sparse.get_space(), 6, 6), np.arange(6, dtype="<i4"), mtype=h5t.STD_I32LE)
+        member = _reduced(h5t.STD_I16LE, 9, 2)
+        ctype = h5t.create(h5t.COMPOUND, 16)
+        ctype.insert(b"a", 0, member)
+        ctype.insert(b"s", 2, h5t.C_S1.copy())
+        ctype.insert(b"b", 8, _reduced(h5t.STD_U32BE, 20, 4))
+        values = np.zeros(20, dtype=[("a", "<i2"), ("s", "S1"), ("b", ">u4")])
+        values["a"] = rng.integers(-256, 256, 20)
+        values["s"] = b"x"
+        values["b"] = rng.integers(0, 1 << 20, 20)
+        mtype = h5t.create(h5t.COMPOUND, values.dtype.itemsize)
+        mtype.insert(b"a", 0, h5t.STD_I16LE)
+        mtype.insert(b"s", 2, h5t.C_S1.copy())
+        mtype.insert(b"b", 3, h5t.STD_U32BE)
+        _converted(f, "nbit_compound", ctype, values, _nbit_dcpl((7,)), mtype)
+        arr = rng.integers(-256, 256, (12, 3)).astype("<i2")
+        dset = h5d.create(f.id, b"nbit_array", h5t.array_create(member, (3,)), _space((12,)), dcpl=_nbit_dcpl((5,)))
+        dset.write(h5s.ALL, h5s.ALL, arr, mtype=h5t.array_create(h5t.STD_I16LE, (3,)))
+        aid = h5a.create(f.id, b"reduced", _reduced(h5t.STD_I32LE, 16, 5), _space((3,)))
+        aid.write(np.array([1, -1, 32767], "<i4"), mtype=h5t.STD_I32LE)
+
+
+@feature("scaleoffset_kinds")
+def scaleoffset_kinds(path: Path) -> None:
+    """The scale-offset filter on integers (computed and fixed bit counts, with a fill value,
+    big-endian, every bit needed) and on floats with decimal scaling."""
+    rng = np.random.default_rng(6)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("u2_be", data=rng.integers(0, 5000, 300).astype(">u2"), chunks=(50,), scaleoffset=0)
+        f.create_dataset("i8", data=rng.integers(-(1 << 40), 1 << 40, 100).astype("<i8"), chunks=(20,), scaleoffset=0)
+        f.create_dataset("i4_fixed", data=rng.integers(0, 100, 100).astype("<i4"), chunks=(20,), scaleoffset=8)
+        f.create_dataset("i2_full", data=rng.integers(-32768, 32767, 100).astype("<i2"), chunks=(20,), scaleoffset=0)
+        fill = np.where(rng.random(100) < 0.3, -1, rng.integers(0, 1000, 100)).astype("<i4")
+        f.create_dataset("i4_fill", data=fill, chunks=(20,), scaleoffset=0, fillvalue=-1)
+        f.create_dataset("f4_be", data=rng.standard_normal(400).astype(">f4") * 100, chunks=(100,), scaleoffset=1)
+        f.create_dataset("f8_fill", data=np.where(rng.random(200) < 0.2, -999.0, rng.random(200) * 10), chunks=(50,), scaleoffset=2, fillvalue=-999.0)
+        f.create_dataset("f8_edges", data=np.linspace(-5, 5, 1001), chunks=(100,), scaleoffset=3)
+
+
+def _select(space: Any, start: int, count: int) -> Any:
+    space.select_hyperslab((start,), (count,))
+    return space
 
 
 def _be32(n: int) -> bytes:

@@ -141,9 +141,22 @@ HSLOAD: dict[str, Expected] = {
     ],
     "hickle_attrs": Fails("surrogates not allowed", "hsload cannot read attributes whose bytes are not UTF-8"),
     "nested_variable": Fails("Array Type base type must be", "hsload cannot create arrays of vlens"),
+    # -- issue 15
+    "dangling_refs": Fails("Unexpected metadata type", "hsload cannot copy region references"),
+    "region_refs_undefined_fill": Fails("Unexpected metadata type", "hsload cannot copy region references"),
+    "nbit_precision": Fails("filter unknown is unknown", "hsload sends the nbit filter, which it does not know, as 'unknown'"),
+    "scaleoffset_kinds": [
+        Loss("filters", "*", "hsload drops the scaleoffset filter (h5py reports it by a name h5pyd does not send)"),
+        Loss("chunk shape", "*", "hsload picks its own chunk shape"),
+    ],
 }
 
 HSGET: dict[str, Expected] = {
+    # -- issue 15
+    "dangling_refs": Fails("no appropriate function for conversion path", "hsget cannot write region references"),
+    "region_refs_undefined_fill": Fails("no appropriate function for conversion path", "hsget cannot write region references"),
+    "nbit_precision": Fails("no appropriate function for conversion path", "hsget cannot create H5T_ARRAY datasets (/nbit_array)"),
+    "scaleoffset_kinds": Fails("compression 'scaleoffset' not in filters", "hsget cannot re-create the scaleoffset filter"),
     "array_types": Fails("no appropriate function for conversion path", "hsget cannot create H5T_ARRAY datasets in its output file"),
     "anonymous_datatype": [Loss("type committed", "*", "hsget writes datasets with a copy of a committed datatype that has no name")],
     "comments": [Loss("comment", "*", "hsget does not write object comments")],

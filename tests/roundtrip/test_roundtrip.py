@@ -38,6 +38,10 @@ H5DIFF_UNREADABLE = {
     "int128_time": ["/time32", "/time64be"],  # h5diff: "Not comparable ... of class H5T_TIME"
 }
 
+# Files h5diff 1.10 itself reports an error for (exit status 2) even against an identical copy:
+# it cannot dereference a reference to an object that no longer exists.
+H5DIFF_FAILS_ON_SOURCE = {"dangling_refs"}
+
 # Round trips that do not work yet, with the reason. strict: a fix makes the test fail until
 # the entry is removed.
 KNOWN_FAILURES: dict[str, str] = {}
@@ -81,6 +85,19 @@ def test_h5diff_finds_no_difference(name: str, round_trip: Callable[[str], Round
         timeout=120,
         check=False,
     )
+    if name in H5DIFF_FAILS_ON_SOURCE:
+        # h5diff cannot follow such references even between the file and its own copy: the
+        # export must then give exactly what the copy gives
+        copy = result.exported.with_name("source-copy.h5")
+        shutil.copyfile(result.source, copy)
+        same = subprocess.run([str(h5diff), "-r", *excludes, str(result.source), str(copy)], capture_output=True, text=True, env=env, timeout=120, check=False)
+        ours = subprocess.run([str(h5diff), "-r", *excludes, str(result.source), str(result.exported)], capture_output=True, text=True, env=env, timeout=120, check=False)
+        copy.unlink()
+        assert (ours.returncode, ours.stdout) == (same.returncode, same.stdout), ours.stdout + ours.stderr
+        assert "differences found" in ours.stdout and not any(
+            line.split()[0] != "0" for line in ours.stdout.splitlines() if line.endswith("differences found")
+        ), ours.stdout
+        return
     assert run.returncode == 0, run.stdout + run.stderr
 
 

@@ -89,7 +89,7 @@ def test_cli_load_and_export(corpus: dict[str, Path], server: Server, new_domain
     target = tmp_path / "out.h5"
     exported = runner.invoke(main, ["export", domain, str(target), *creds])
     assert exported.exit_code == 0, exported.output
-    assert "external storage written inline" in exported.output
+    assert "external storage written as an ordinary dataset" in exported.output
     assert f"exported {domain} to {target}" in exported.output and "objects/s" in exported.output
     with h5py.File(target, "r") as f:
         assert f["external"][...].tolist() == [0, 11, 22, 33, 44]

@@ -489,8 +489,10 @@ def test_plugin_cd_values_are_accepted_as_parameters() -> None:
         ({"class": "H5Z_FILTER_DEFLATE", "id": 2}, "H5Z_FILTER_DEFLATE"),
         ({"class": "H5Z_FILTER_SHUFFLE", "name": "gzip"}, "gzip"),
         ({"id": "1"}, "id"),
-        ({"class": "H5Z_FILTER_NBIT", "id": 5, "name": "nbit"}, "nbit"),
-        ({"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "scaleType": "H5Z_SO_INT"}, "scaleoffset"),
+        ({"class": "H5Z_FILTER_NBIT", "id": 5, "name": "nbit", "parameters": [9, 0, 1]}, "nbit"),
+        ({"class": "H5Z_FILTER_NBIT", "id": 5, "parameters": [8, 0, 4, 1, 4, 0, 30, 5]}, "nbit.*precision"),
+        ({"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "scaleType": "H5Z_SO_FLOAT_ESCALE"}, "scaleoffset.*scaleType"),
+        ({"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "parameters": [2, 0, 10]}, "scaleoffset.*parameters"),
         ({"class": "H5Z_FILTER_SNAPPY", "id": 32003, "name": "snappy"}, "snappy"),
         ({"id": 32026}, "blosc2"),
         ({"name": "blosc", "compressor": "snappy"}, "blosc.*compressor"),
@@ -538,7 +540,7 @@ def test_supported_compressors_are_what_h5pyd_sends_and_we_accept() -> None:
             FilterPipeline.from_json([h5json_filters.getFilterItem(name)], 4, CHUNK)
 
 
-def test_from_h5py_dcpl_reports_unsupported_filters_with_their_parameters(tmp_path: Path) -> None:
+def test_from_h5py_dcpl_keeps_scaleoffset_parameters_and_decodes(tmp_path: Path) -> None:
     with h5py.File(tmp_path / "h.h5", "w") as f:
         dset = f.create_dataset("d", data=np.arange(100, dtype="i4"), chunks=(10,), scaleoffset=0)
         (item,) = from_h5py_dcpl(dset)
@@ -547,9 +549,11 @@ def test_from_h5py_dcpl_reports_unsupported_filters_with_their_parameters(tmp_pa
             6,
             "scaleoffset",
         )
-        assert isinstance(item["parameters"], list)
-        with pytest.raises(InvalidInput, match="scaleoffset"):
-            FilterPipeline.from_json([item], dset.dtype, dset.chunks)
+        assert isinstance(item["parameters"], list) and len(item["parameters"]) == 20
+        pipeline = FilterPipeline.from_json([item], dset.dtype, dset.chunks)
+        stored = dset.id.read_direct_chunk((30,))[1]
+        assert np.frombuffer(pipeline.decode(stored), "<i4").tolist() == list(range(30, 40))
+        assert pipeline.encode(np.arange(30, 40, dtype="<i4").tobytes()) == stored
 
 
 def test_from_h5py_dcpl_matches_h5pyd_shape(tmp_path: Path) -> None:

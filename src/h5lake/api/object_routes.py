@@ -174,6 +174,16 @@ async def dataset_shape(request: Request) -> Response:
     return ok(out)
 
 
+async def dataset_layout(request: Request) -> Response:
+    """``PUT /datasets/{id}/layout``: h5lake's extension turning a linked dataset into the
+    per-chunk-file form (``service.datasets.aggregate``)."""
+    svc, who, path = service(request), caller(request), domain_param(request)
+    doc = await datasets.aggregate(svc, who, path, request.path_params["id"], await json_body(request))
+    h = hrefs_of(request)
+    dset = f"/datasets/{request.path_params['id']}"
+    return ok({"layout": doc.get("layout"), "shape": doc.get("shape"), "hrefs": h.of(("self", dset + "/layout"), ("owner", dset), ("home", "/"))})
+
+
 # --- links ------------------------------------------------------------------------------------
 
 
@@ -489,6 +499,7 @@ ROUTES = [
     Route("/datasets/{id}", object_handler(Collection.DATASETS), methods=["GET", "DELETE"]),
     Route("/datasets/{id}/type", dataset_type, methods=["GET"]),
     Route("/datasets/{id}/shape", dataset_shape, methods=["GET", "PUT"]),
+    Route("/datasets/{id}/layout", dataset_layout, methods=["PUT"]),
     Route("/groups/{id}/links", links_collection, methods=["GET", "POST", "PUT", "DELETE"]),
     Route("/groups/{id}/links/{title:path}", link_item, methods=["GET", "PUT", "DELETE"]),
     Route("/{collection}/{id}/acls", object_acls_list, methods=["GET"]),

@@ -141,6 +141,9 @@ OPS: tuple[Op, ...] = (
        _obj_params()),
     Op("PUT", "/datasets/{id}/shape", "putDatasetShape", "Resize a dataset", {201: s.Resized}, _obj_params(),
        body=s.ShapeChange, body_required=True),
+    Op("PUT", "/datasets/{id}/layout", "putDatasetLayout",
+       "h5lake extension: turn a dataset linked from one file into the per-chunk-file form", {200: s.LayoutChanged},
+       _obj_params(), body=s.LayoutChange, body_required=True),
     # values
     Op("GET", "/datasets/{id}/value", "getValue", "Read values (JSON, or packed with Accept: octet-stream)",
        {200: s.ValueRead}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT)),

@@ -378,3 +378,16 @@ class ValueWrite(Open):
 class QueryUpdated(Open):
     index: list[int]
     hrefs: Hrefs
+
+
+class LayoutChange(Open):
+    """``PUT /datasets/{id}/layout`` (h5lake extension): the chunk table and the axis to grow."""
+
+    chunk_table: str
+    extend_dim: int = 0
+
+
+class LayoutChanged(Open):
+    layout: dict[str, Any]
+    shape: Any = None
+    hrefs: Hrefs

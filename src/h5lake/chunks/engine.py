@@ -59,7 +59,7 @@ def reads_in_part(layout: DatasetLayout, ref: ChunkRef) -> bool:
     """True when the chunk is a byte range holding the raw array (no filter applied to it), so
     a selection can be read from the byte ranges it touches instead of the whole chunk."""
     codec = layout.codec
-    if ref.offset is None or codec.variable:
+    if ref.offset is None or codec.variable or codec.reduced:  # reduced: bytes are not the values
         return False
     return all(ref.filter_mask >> i & 1 for i in range(len(codec.pipeline.filters)))
 
@@ -96,7 +96,7 @@ def native_part(
     consistent as a whole one while a writer replaces the chunk.
     """
     codec = layout.codec
-    if ref.offset is not None or codec.variable or codec.pipeline.filters or not layout.chunk_shape:
+    if ref.offset is not None or codec.variable or codec.reduced or codec.pipeline.filters or not layout.chunk_shape:
         return None
     if not all(isinstance(s, slice) for s in chunk_selection):
         return None  # points and lists: their planning costs more than a whole read saves
@@ -144,7 +144,7 @@ def point_ranges(layout: DatasetLayout, ref: ChunkRef, coords: np.ndarray) -> tu
     chunk-relative) of a whole-object, unfiltered chunk, and each point's element index in the
     concatenated ranges; None when a whole read is the better (or the only) way."""
     codec = layout.codec
-    if ref.offset is not None or codec.variable or codec.pipeline.filters or not layout.chunk_shape:
+    if ref.offset is not None or codec.variable or codec.reduced or codec.pipeline.filters or not layout.chunk_shape:
         return None
     if not isinstance(ref.source, GetRanges):
         return None

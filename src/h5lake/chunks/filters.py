@@ -23,8 +23,10 @@ lzo             305    PyTables' LZO1X filter: lzokay to encode, liblzokay (imag
 ==============  =====  =======================================================================
 
 ``lz4hc`` (32005) is HSDS's name for blosc with the lz4hc compressor, not an HDF5 filter; it is
-accepted and normalized to blosc (32001). nbit (5), scaleoffset (6), snappy (32003) and blosc2
-(32026) are rejected with ``InvalidInput``.
+accepted and normalized to blosc (32001). nbit (5) is HDF5's own format, written here
+(``chunks.nbit``), and so is scaleoffset (6) (``chunks.scaleoffset``): they need the
+dataset's type (``type_json``). snappy (32003) and blosc2 (32026) are rejected with
+``InvalidInput``.
 
 Contract: ``encode`` and ``decode`` are synchronous CPU work; callers run them off the event
 loop. ``decode`` never returns garbage: a Fletcher-32 mismatch, a truncated stream or any other
@@ -37,6 +39,7 @@ inside its body to full size; only a Fletcher-32 filter in the pipeline catches 
 from __future__ import annotations
 
 import enum
+import math
 import struct
 import sys
 import zlib
@@ -50,6 +53,7 @@ import numcodecs.zstd
 import numpy as np
 from numcodecs.shuffle import Shuffle as _ByteShuffle
 
+from h5lake.chunks import nbit, scaleoffset
 from h5lake.errors import DataCorruption, H5LakeError, InvalidInput
 
 if TYPE_CHECKING:
@@ -123,11 +127,6 @@ _NAME_TO_ID: dict[str, FilterId] = {
 _CLASS_TO_ID: dict[str, FilterId] = {fid.class_name: fid for fid in FilterId}
 
 _UNSUPPORTED: dict[FilterId, str] = {
-    FilterId.NBIT: "the nbit filter (5) is not supported; store the data without it",
-    FilterId.SCALEOFFSET: (
-        "the scaleoffset filter (6) is not supported (it is lossy and its HDF5 format has no"
-        " maintained codec library); use shuffle with gzip or zstd instead"
-    ),
     FilterId.SNAPPY: "the snappy filter (32003) is not supported; use lz4 or zstd instead",
     FilterId.BLOSC2: "the blosc2 filter (32026) is not supported yet; use blosc (32001)",
 }
@@ -159,6 +158,7 @@ class _Context:
     big_endian: bool
     chunk_shape: tuple[int, ...] | None
     after_shuffle: bool  # a shuffle or bitshuffle filter precedes this one
+    type_json: Mapping[str, Any] | None = None  # the dataset's type, when known (nbit needs it)
 
     @property
     def chunk_nbytes(self) -> int | None:
@@ -199,6 +199,10 @@ class _Params:
             names = ", ".join(str(c) for c in choices if isinstance(c, str))
             raise InvalidInput(f"{self.label} filter: {key} must be one of {names}, not {value!r}")
         return choices[key_value]
+
+    def take(self, key: str) -> Any:
+        """A parameter as given (None when absent); the caller checks it."""
+        return self._values.pop(key, None)
 
     def optional_int(self, key: str, lo: int, hi: int) -> int | None:
         if key not in self._values:
@@ -971,6 +975,139 @@ class Lzo:
         return self.cd
 
 
+@dataclass(frozen=True, slots=True)
+class Nbit:
+    """HDF5's N-bit filter (``chunks.nbit``). Its cd_values are the ones a file gives
+    (``parameters``), else computed from the dataset's type and chunk shape as HDF5 does."""
+
+    cd: tuple[int, ...] = ()
+    given: bool = False  # the cd_values came with the filter (a file's); kept in its JSON
+    file_flags: int | None = None  # a file's flags for the filter, kept for export
+
+    filter_id: ClassVar[FilterId] = FilterId.NBIT
+    flags: ClassVar[int] = H5Z_FLAG_OPTIONAL
+
+    @classmethod
+    def parse(cls, p: _Params, ctx: _Context) -> Nbit:
+        given = p.take("parameters")
+        flags = p.take("flags")
+        if flags is not None and (isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags < 1 << 32):
+            raise InvalidInput("nbit filter: flags must be an unsigned integer")
+        if given:
+            layout = nbit.NbitLayout(given)
+            if not layout.noop and layout.item_size != ctx.itemsize:
+                raise InvalidInput(f"nbit filter: parameters describe {layout.item_size}-byte elements, the type has {ctx.itemsize}")
+            if ctx.chunk_shape is not None and layout.elements != math.prod(ctx.chunk_shape):
+                raise InvalidInput(f"nbit filter: parameters describe chunks of {layout.elements} elements, not {math.prod(ctx.chunk_shape)}")
+            return cls(layout.cd, True, flags)
+        if ctx.type_json is None or ctx.chunk_shape is None:
+            return cls(())  # only described (for export: HDF5 computes the parameters itself)
+        return cls(nbit.cd_values_for(ctx.type_json, math.prod(ctx.chunk_shape)))
+
+    @staticmethod
+    def params_from_cd(cd: Sequence[int]) -> dict[str, Any]:
+        return {"parameters": list(cd)} if cd else {}
+
+    @property
+    def _layout(self) -> nbit.NbitLayout:
+        if not self.cd:
+            raise InvalidInput("nbit filter: the dataset's type and chunk shape are needed to apply it")
+        return nbit.NbitLayout(self.cd)
+
+    def encode(self, buf: Buffer) -> Buffer:
+        return self._layout.encode(buf)
+
+    def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
+        return self._layout.decode(buf, nbytes)
+
+    def encoded_size(self, nbytes: int) -> int | None:
+        layout = self._layout
+        return nbytes if layout.noop else layout.elements * layout.bits // 8 + 1
+
+    def json_params(self) -> dict[str, Any]:
+        if not self.given:
+            return {}
+        out: dict[str, Any] = {"parameters": list(self.cd)}
+        if self.file_flags is not None:
+            out["flags"] = self.file_flags
+        return out
+
+    def cd_values(self) -> tuple[int, ...]:
+        return ()  # HDF5's set_local computes them from the dataset
+
+
+_SCALE_TYPES = {"H5Z_SO_FLOAT_DSCALE": scaleoffset.SO_FLOAT_DSCALE, "H5Z_SO_INT": scaleoffset.SO_INT}
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleOffset:
+    """HDF5's scale-offset filter (``chunks.scaleoffset``): integers, and floats with D-scaling.
+    Its cd_values are a file's (``parameters``), else worked out from ``scaleType`` and
+    ``scaleOffset`` and the dataset's type and chunk shape as HDF5 does for a dataset without
+    a fill value."""
+
+    cd: tuple[int, ...] = ()
+    given: bool = False
+    file_flags: int | None = None
+    scale_type: int = scaleoffset.SO_INT
+    factor: int = 0
+
+    filter_id: ClassVar[FilterId] = FilterId.SCALEOFFSET
+    flags: ClassVar[int] = 0  # HDF5's H5Pset_scaleoffset makes it mandatory
+
+    @classmethod
+    def parse(cls, p: _Params, ctx: _Context) -> ScaleOffset:
+        given = p.take("parameters")
+        flags = p.take("flags")
+        if flags is not None and (isinstance(flags, bool) or not isinstance(flags, int) or not 0 <= flags < 1 << 32):
+            raise InvalidInput("scaleoffset filter: flags must be an unsigned integer")
+        if given:
+            layout = scaleoffset.ScaleOffsetLayout(given)
+            if layout.size != ctx.itemsize:
+                raise InvalidInput(f"scaleoffset filter: parameters describe {layout.size}-byte values, the type has {ctx.itemsize}")
+            if ctx.chunk_shape is not None and layout.elements != math.prod(ctx.chunk_shape):
+                raise InvalidInput(f"scaleoffset filter: parameters describe chunks of {layout.elements} values, not {math.prod(ctx.chunk_shape)}")
+            return cls(layout.cd, True, flags, layout.scale_type, layout.factor)
+        scale_type = p.choice("scaleType", "H5Z_SO_INT", {k.lower(): v for k, v in _SCALE_TYPES.items()})
+        factor = p.integer("scaleOffset", 0, -(1 << 31), (1 << 31) - 1)
+        if ctx.type_json is None or ctx.chunk_shape is None:
+            return cls((), False, None, scale_type, factor)
+        cd = scaleoffset.cd_values_for(scale_type, factor, dict(ctx.type_json), math.prod(ctx.chunk_shape))
+        scaleoffset.ScaleOffsetLayout(cd)  # refuses what it cannot apply, by name
+        return cls(cd, False, None, scale_type, factor)
+
+    @staticmethod
+    def params_from_cd(cd: Sequence[int]) -> dict[str, Any]:
+        return {"parameters": list(cd)} if cd else {}
+
+    @property
+    def _layout(self) -> scaleoffset.ScaleOffsetLayout:
+        if not self.cd:
+            raise InvalidInput("scaleoffset filter: the dataset's type and chunk shape are needed to apply it")
+        return scaleoffset.ScaleOffsetLayout(self.cd)
+
+    def encode(self, buf: Buffer) -> Buffer:
+        return self._layout.encode(buf)
+
+    def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
+        return self._layout.decode(buf, nbytes)
+
+    def encoded_size(self, nbytes: int) -> int | None:
+        return None
+
+    def json_params(self) -> dict[str, Any]:
+        if self.given:
+            out: dict[str, Any] = {"parameters": list(self.cd)}
+            if self.file_flags is not None:
+                out["flags"] = self.file_flags
+            return out
+        name = {v: k for k, v in _SCALE_TYPES.items()}[self.scale_type]
+        return {"scaleType": name, "scaleOffset": self.factor}
+
+    def cd_values(self) -> tuple[int, ...]:
+        return (self.scale_type, self.factor & 0xFFFFFFFF)
+
+
 class _FilterKind(Protocol):
     def parse(self, p: _Params, ctx: _Context) -> ChunkFilter: ...
 
@@ -988,6 +1125,8 @@ _KINDS: dict[FilterId, _FilterKind] = {
     FilterId.BITSHUFFLE: Bitshuffle,
     FilterId.ZSTD: Zstd,
     FilterId.LZO: Lzo,
+    FilterId.NBIT: Nbit,
+    FilterId.SCALEOFFSET: ScaleOffset,
 }
 
 
@@ -1083,6 +1222,8 @@ class FilterPipeline:
         filters: object,
         dtype: np.dtype[Any] | int,
         chunk_shape: Sequence[int] | None = None,
+        *,
+        type_json: Mapping[str, Any] | None = None,
     ) -> FilterPipeline:
         """Build from a creationProperties ``filters`` list.
 
@@ -1107,7 +1248,7 @@ class FilterPipeline:
         parsed: list[ChunkFilter] = []
         after_shuffle = False
         for spec in filters:
-            ctx = _Context(itemsize, base_itemsize, big_endian, shape, after_shuffle)
+            ctx = _Context(itemsize, base_itemsize, big_endian, shape, after_shuffle, type_json)
             f = _parse_filter(spec, ctx)
             parsed.append(f)
             after_shuffle = after_shuffle or f.filter_id in (FilterId.SHUFFLE, FilterId.BITSHUFFLE)

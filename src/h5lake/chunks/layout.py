@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from h5lake.chunks import precision
 from h5lake.chunks.filters import FilterPipeline
 from h5lake.chunks.locate import ChunkLocator
 from h5lake.errors import DataCorruption, InvalidInput
-from h5lake.model.types import is_variable, to_dtype
+from h5lake.model.types import is_variable, reduced_precision, to_dtype
 from h5lake.model.values import array_to_bytes, bytes_to_array
 
 
@@ -30,14 +31,15 @@ class ChunkCodec:
     chunk_shape: tuple[int, ...]
     pipeline: FilterPipeline
     variable: bool
+    reduced: bool = False  # integers with reduced precision or a bit offset (chunks.precision)
 
     @classmethod
     def for_dataset(cls, type_json: dict[str, Any], chunk_shape: tuple[int, ...], filters: Any) -> ChunkCodec:
         variable = is_variable(type_json)
         dtype = to_dtype(type_json)
         element: Any = 1 if variable else dtype
-        pipeline = FilterPipeline.from_json(filters or [], element, None if variable else chunk_shape)
-        return cls(type_json, dtype, chunk_shape, pipeline, variable)
+        pipeline = FilterPipeline.from_json(filters or [], element, None if variable else chunk_shape, type_json=type_json)
+        return cls(type_json, dtype, chunk_shape, pipeline, variable, not variable and reduced_precision(type_json))
 
     @property
     def chunk_bytes(self) -> int:
@@ -57,13 +59,16 @@ class ChunkCodec:
             raise DataCorruption(f"chunk holds {len(raw)} bytes, expected {self.chunk_bytes}")
         # An array type (numpy subarray dtype) lives in memory as its base type with the array's
         # dims appended to the chunk's shape.
-        return np.frombuffer(raw, dtype=self.dtype.base).reshape(self.chunk_shape + self.dtype.shape)
+        arr = np.frombuffer(raw, dtype=self.dtype.base).reshape(self.chunk_shape + self.dtype.shape)
+        return precision.from_stored(arr, self.type_json) if self.reduced else arr
 
     def encode(self, chunk: np.ndarray) -> bytes | memoryview:
         """The bytes to store for ``chunk``: without filters, a view of the C-order array (no
         copy of what may be megabytes; a store's ``put`` takes any contiguous buffer)."""
         if self.variable:
             return self.pipeline.encode(array_to_bytes(chunk, self.type_json))
+        if self.reduced:  # stored as HDF5 stores it: each value shifted to its bit offset
+            chunk = precision.to_stored(np.asarray(chunk, dtype=self.dtype.base), self.type_json)
         raw = np.ascontiguousarray(chunk, dtype=self.dtype.base).reshape(-1).view(np.uint8).data
         return self.pipeline.encode(raw) if self.pipeline.filters else raw
 

@@ -109,6 +109,8 @@ _META_TAG = "h5lake_tag"  # opaque tag
 _META_HDF5 = "h5lake_hdf5"  # an opaque type's hdf5Type
 
 HDF5_TYPE = "hdf5Type"
+PRECISION = "precision"  # of an integer with fewer significant bits than its size
+BIT_OFFSET = "offset"  # where those bits start
 """Key of an opaque type carrying an HDF5 atomic type the type JSON has no name for."""
 HDF5_CLASS = "hdf5Class"
 """Key of an integer type that is an HDF5 bitfield, as clients are shown it (:func:`client_type`)."""
@@ -158,7 +160,9 @@ def _validate(t: Any, where: str, depth: int) -> TypeJson:
     match cls:
         case TypeClass.INTEGER if t.get(HDF5_CLASS) == TypeClass.BITFIELD.value:
             return _bitfield_from_client(t, where)
-        case TypeClass.INTEGER | TypeClass.FLOAT | TypeClass.BITFIELD:
+        case TypeClass.INTEGER:
+            return _with_precision({"class": cls.value, "base": _base_name(t.get("base"), cls, where)}, t, where)
+        case TypeClass.FLOAT | TypeClass.BITFIELD:
             return {"class": cls.value, "base": _base_name(t.get("base"), cls, where)}
         case TypeClass.STRING:
             return _validate_string(t, where)
@@ -177,6 +181,37 @@ def _validate(t: Any, where: str, depth: int) -> TypeJson:
             dims = _validate_dims(_required(t, "dims", where), where)
             base = _validate(_required(t, "base", where), f"{where}.base", depth + 1)
             return {"class": cls.value, "dims": dims, "base": base}
+
+
+def _with_precision(out: TypeJson, t: dict[str, Any], where: str) -> TypeJson:
+    """An integer's ``precision`` and ``offset`` (HDF5's significant bits and where they start),
+    kept only when they differ from the full size; see :func:`reduced_precision`."""
+    bits = 8 * np.dtype(_INT_BASES[out["base"]]).itemsize
+    precision, offset = t.get(PRECISION, bits), t.get(BIT_OFFSET, 0)
+    for key, value in ((PRECISION, precision), (BIT_OFFSET, offset)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInput(f"{where}: {key} must be an integer, not {value!r}")
+    if not 1 <= precision <= bits or not 0 <= offset <= bits - precision:
+        raise InvalidInput(f"{where}: precision {precision} at bit offset {offset} does not fit a {bits}-bit integer")
+    if (precision, offset) != (bits, 0):
+        out[PRECISION], out[BIT_OFFSET] = precision, offset
+    return out
+
+
+def reduced_precision(t: TypeJson) -> bool:
+    """True if ``t`` (or a member, base or element of it) is an integer whose significant bits
+    are fewer than its size or start at a bit offset (HDF5 ``H5Tset_precision``/``H5Tset_offset``).
+    Values are the integers themselves (as if read into a full-size integer); the stored chunk
+    bytes are HDF5's: the value shifted to its offset (see ``h5lake.chunks.precision``)."""
+    match type_class(t):
+        case TypeClass.INTEGER:
+            return PRECISION in t
+        case TypeClass.COMPOUND:
+            return any(reduced_precision(f["type"]) for f in t["fields"])
+        case TypeClass.ARRAY | TypeClass.ENUM:
+            return reduced_precision(t["base"])
+        case _:
+            return False
 
 
 def _bitfield_from_client(t: dict[str, Any], where: str) -> TypeJson:

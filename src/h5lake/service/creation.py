@@ -76,7 +76,7 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, limits: Limits) -> Doc
     return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
 
 
-NO_CODEC_FILTERS = frozenset({"NBIT", "SCALEOFFSET", "SNAPPY", "BLOSC2"})
+NO_CODEC_FILTERS = frozenset({"SNAPPY", "BLOSC2"})
 """Known HDF5 filters ``chunks.filters`` has no codec for; with unknown plugin ids flagged
 optional (which HDF5 itself may skip) these are declared, not applied. Any other unknown filter
 is refused at creation."""

@@ -178,3 +178,47 @@ async def grow(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
     svc.catalog.note_object(domain.path, dset_id)
     return Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc)
+
+
+async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> Doc:
+    """``PUT /datasets/{id}/layout`` (an h5lake extension): turn a dataset linked from one file
+    (``H5D_CHUNKED_REF``, or ``H5D_CHUNKED_REF_INDIRECT`` with one ``file_uri``) into the
+    per-chunk-file form files can be appended to: ``{"chunk_table": id, "extend_dim": axis}``
+    names a chunk table of ``(offset, size, file_uri[, filter_mask])`` entries (filled first) and
+    the axis that becomes unlimited. The table is checked and its files recorded as at
+    creation; the document changes in one conditional update, only if its layout is still the
+    one checked. A dataset already in that form is returned unchanged."""
+    domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
+    check_writable(domain, found.doc, Change.LAYOUT)
+    doc = found.doc
+    layout = doc.get("layout") or {}
+    if layout.get("class") == "H5D_CHUNKED_REF_INDIRECT" and not layout.get("file_uri"):
+        return doc
+    if layout.get("class") not in ("H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT"):
+        raise InvalidInput(f"only a chunked linked dataset can aggregate files, not a {layout.get('class')} one")
+    if not isinstance(body, dict) or not isinstance(body.get("chunk_table"), str):
+        raise InvalidInput("body needs chunk_table (the id of a chunk table with file_uri entries) and extend_dim")
+    space = space_from_json(doc["shape"])
+    axis = body.get("extend_dim")
+    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < space.rank:
+        raise InvalidInput(f"extend_dim must be in 0..{space.rank - 1}")
+    maxdims: list[int | None] = list(space.maxdims if space.maxdims is not None else space.dims)
+    maxdims[axis] = None
+    grown = parse_space({"class": "H5S_SIMPLE", "dims": list(space.dims)}, ["H5S_UNLIMITED" if m is None else m for m in maxdims])
+    new_layout = {"class": "H5D_CHUNKED_REF_INDIRECT", "dims": list(layout["dims"]), "chunk_table": body["chunk_table"]}
+    props = {**(doc.get("creationProperties") or {}), "layout": new_layout}
+    checked, sources = await ingest_linked_layout(svc, domain, dset_id, grown, doc["type"], props, [])
+
+    def mutate(current: Doc) -> Any:
+        if current.get("layout") != layout:
+            raise Conflict(f"dataset {dset_id} changed while it was being turned into the per-chunk-file form")
+        current["layout"] = checked
+        current.setdefault("creationProperties", {})["layout"] = checked
+        current["shape"] = grown.to_json()
+        current.setdefault(SOURCES_KEY, {}).update(sources)
+        current["lastModified"] = now()
+        return None
+
+    updated, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
+    svc.catalog.note_object(domain.path, dset_id)
+    return updated

@@ -20,7 +20,7 @@ from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
 from h5lake.service.views import Domain
 from h5lake.sources.files import SourceRegistry
-from h5lake.sources.layouts import ChunkedRefIndirect
+from h5lake.sources.layouts import ChunkedRefIndirect, ContiguousRef
 from h5lake.sources.linked import (
     SOURCES_KEY,
     TABLE_OF_KEY,
@@ -57,11 +57,12 @@ async def ingest_linked_layout(
     layout = check_linkable(space, type_json, props)
     sources = registry(svc)
     fingerprints: Doc = {}
-    if layout.file_uri is not None:
-        resolved = sources.resolve(layout.file_uri)
+    uris = layout.uris if isinstance(layout, ContiguousRef) else ((layout.file_uri,) if layout.file_uri is not None else ())
+    for uri in uris:  # an External File List names several files
+        resolved = sources.resolve(uri)
         fingerprint = await sources.fingerprint(resolved)
-        check_extent(layout, fingerprint, layout.file_uri)
-        fingerprints[layout.file_uri] = fingerprint.to_json()
+        check_extent(layout, fingerprint, uri)
+        fingerprints[uri] = fingerprint.to_json()
     if isinstance(layout, ChunkedRefIndirect):
         await _adopt_chunk_table(svc, domain, dataset_id, layout, len(space.dims), batch)
     return layout.to_json(), fingerprints

@@ -58,6 +58,7 @@ async def open_dataset(
 class Change(enum.Enum):
     VALUES = "values"
     SHAPE = "shape"
+    LAYOUT = "layout"  # a linked dataset turned into the per-chunk-file form (files appended)
 
 
 def check_writable(domain: Domain, doc: Doc, change: Change) -> None:
@@ -71,6 +72,8 @@ def check_writable(domain: Domain, doc: Doc, change: Change) -> None:
         raise ReadOnly(f"{domain.path} is read-only as opened")
     if not is_linked(doc):
         return
+    if change is Change.LAYOUT:
+        return  # the values stay where they are; only where the layout lists them changes
     if change is Change.SHAPE:
         if doc["layout"].get("class") == LayoutClass.CHUNKED_REF_INDIRECT.value:
             return

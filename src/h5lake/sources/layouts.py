@@ -2,7 +2,9 @@
 
 ``H5D_CONTIGUOUS_REF``  ``file_uri``, ``offset``, ``size``, and ``dims``: the contiguous data cut
                         into virtual chunks of whole trailing dimensions (chosen here when
-                        absent, as h5pyd's hsload sends none).
+                        absent, as h5pyd's hsload sends none). For an External File List,
+                        ``segments`` (``[{"file_uri", "offset", "size"}]``, in order) replace
+                        ``file_uri``/``offset``/``size``: the data is those byte ranges joined.
 ``H5D_CHUNKED_REF``     ``file_uri``, ``dims`` and ``chunks: {"i_j": [offset, size]}``; a third
                         element, when present, is the chunk's HDF5 filter mask.
 ``H5D_CHUNKED_REF_INDIRECT``
@@ -38,15 +40,34 @@ class ChunkLocation:
 
 
 @dataclass(frozen=True, slots=True)
-class ContiguousRef:
+class Segment:
+    """One entry of an External File List: ``size`` bytes at ``offset`` of ``file_uri``."""
+
     file_uri: str
     offset: int
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContiguousRef:
+    file_uri: str | None
+    offset: int
+    size: int
     dims: tuple[int, ...]
+    segments: tuple[Segment, ...] = ()  # external storage: the data is these byte ranges, in order
 
     layout_class = LayoutClass.CONTIGUOUS_REF
 
+    @property
+    def uris(self) -> tuple[str, ...]:
+        if self.segments:
+            return tuple(dict.fromkeys(seg.file_uri for seg in self.segments))
+        return (self.file_uri,) if self.file_uri else ()
+
     def to_json(self) -> dict[str, Any]:
+        if self.segments:
+            segments = [{"file_uri": seg.file_uri, "offset": seg.offset, "size": seg.size} for seg in self.segments]
+            return {"class": self.layout_class.value, "segments": segments, "dims": list(self.dims)}
         return {
             "class": self.layout_class.value,
             "file_uri": self.file_uri,
@@ -135,10 +156,13 @@ def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: i
     if rank == 0:
         raise InvalidInput(f"{cls.value} needs a dataset with a simple dataspace of rank >= 1")
     if cls is LayoutClass.CONTIGUOUS_REF:
-        uri = _file_uri(layout.get("file_uri"), True)
-        assert uri is not None
-        offset = _int(layout.get("offset"), "offset")
-        size = _int(layout.get("size"), "size")
+        segments = _segments(layout.get("segments"))
+        if segments:
+            uri, offset, size = None, 0, sum(seg.size for seg in segments)
+        else:
+            uri = _file_uri(layout.get("file_uri"), True)
+            offset = _int(layout.get("offset"), "offset")
+            size = _int(layout.get("size"), "size")
         if "dims" in layout and layout["dims"] is not None:
             dims = _dims(layout["dims"], rank)
             if tuple(dims[1:]) != tuple(max(1, n) for n in shape[1:]):
@@ -152,7 +176,7 @@ def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: i
             raise InvalidInput(f"H5D_CONTIGUOUS_REF size {size} is less than the {needed} bytes of the dataset")
         if bool(offset) != bool(size) and not (offset == 0 and size > 0):
             raise InvalidInput("H5D_CONTIGUOUS_REF offset and size must both be set, or both 0 (no data)")
-        return ContiguousRef(uri, offset, size, dims)
+        return ContiguousRef(uri, offset, size, dims, segments)
     dims = _dims(layout.get("dims"), rank)
     if cls is LayoutClass.CHUNKED_REF:
         uri = _file_uri(layout.get("file_uri"), True)
@@ -176,6 +200,25 @@ def parse_ref_layout(layout: dict[str, Any], shape: tuple[int, ...], itemsize: i
     table = strip_collection_prefix(table)
     parse_id(table, Collection.DATASETS)
     return ChunkedRefIndirect(dims, table, _file_uri(layout.get("file_uri"), False))
+
+
+MAX_SEGMENTS = 10_000
+
+
+def _segments(value: Any) -> tuple[Segment, ...]:
+    """An External File List (``segments``: ``[{"file_uri", "offset", "size"}...]``), or ()."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple) or not value or len(value) > MAX_SEGMENTS:
+        raise InvalidInput(f"H5D_CONTIGUOUS_REF segments must be a list of 1 to {MAX_SEGMENTS} {{file_uri, offset, size}}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"segment {i} must be an object with file_uri, offset and size")
+        uri = _file_uri(item.get("file_uri"), True)
+        assert uri is not None
+        out.append(Segment(uri, _int(item.get("offset"), f"segment {i} offset"), _int(item.get("size"), f"segment {i} size", 1)))
+    return tuple(out)
 
 
 def _chunk_index(key: Any, grid: tuple[int, ...]) -> tuple[int, ...]:

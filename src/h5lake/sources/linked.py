@@ -42,6 +42,7 @@ from h5lake.sources.layouts import (
     ChunkedRefIndirect,
     ContiguousRef,
     RefLayout,
+    Segment,
     is_ref_layout,
     location_from_entry,
     parse_ref_layout,
@@ -93,6 +94,8 @@ def check_linkable(space: Space, type_json: Doc, props: Doc) -> RefLayout:
 
 
 def check_extent(layout: RefLayout, fingerprint: Fingerprint, uri: str) -> None:
+    if isinstance(layout, ContiguousRef) and layout.segments:
+        return  # an external file shorter than its segment reads as zeros past its end, as in HDF5
     if isinstance(layout, ContiguousRef):
         ends = [layout.offset + layout.size] if layout.size else []
     elif isinstance(layout, ChunkedRef):
@@ -220,8 +223,42 @@ class ContiguousRefChunks:
         if start >= self.data_bytes:
             return None
         length = min(self.chunk_bytes, self.data_bytes - start)
+        if self.layout.segments:
+            return ChunkRef(SegmentedFiles(self.layout.segments, self.pins), "external files", start, length)
         uri = self.layout.file_uri
+        assert uri is not None
         return ChunkRef(self.pins.pin(uri), uri, self.layout.offset + start, length)
+
+
+class SegmentedFiles:
+    """The byte stream of an External File List: each segment a byte range of its own (pinned)
+    file, joined in order. A file shorter than its segment reads as zeros past its end, and so
+    does the stream past the last segment, as HDF5 reads them."""
+
+    def __init__(self, segments: tuple[Segment, ...], pins: _Pins) -> None:
+        self.segments = segments
+        self.pins = pins
+
+    async def get_range(self, key: str, offset: int, length: int) -> bytes | None:
+        out = bytearray(length)
+        reads = []
+        at = 0
+        for seg in self.segments:
+            lo, hi = max(offset, at), min(offset + length, at + seg.size)
+            if lo < hi:
+                pinned = self.pins.pin(seg.file_uri)
+                inside = seg.offset + lo - at
+                n = max(0, min(hi - lo, pinned.expected.size - inside))
+                if n:
+                    reads.append((lo - offset, pinned.get_range(seg.file_uri, inside, n)))
+            at += seg.size
+            if at >= offset + length:
+                break
+        for (where, read), data in zip(reads, await asyncio.gather(*(r for _, r in reads)), strict=True):
+            if data is None:
+                return None
+            out[where : where + len(data)] = data
+        return bytes(out)
 
 
 class ChunkedRefChunks:

@@ -44,7 +44,7 @@ from h5lake.tools.common import (
     report_notes,
 )
 from h5lake.tools.h5props import CRT_ORDER, make_dcpl, make_gcpl, make_tcpl, register_codec_filters
-from h5lake.tools.h5types import Unrepresentable, type_id
+from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.tools.rest import RestClient, RestError
 
 Doc = dict[str, Any]
@@ -271,12 +271,12 @@ class Writer:
                 self._check_external(layout["externalStorage"], where)
                 self.has_external = True
             else:
-                self.notes.append(f"dataset {where}: external storage written inline (use --external-files to re-create the raw files)")
+                self.notes.append(f"dataset {where}: external storage written as an ordinary dataset (use --keep-external to re-create the raw files)")
                 del layout["externalStorage"]
                 props["layout"] = layout
         fill_raw = self._fill_raw(props, t, tid)
         try:
-            dcpl = make_dcpl(props, t, fill_raw, tid)
+            dcpl = make_dcpl(props, t, fill_raw, memory_type_id(tid, t))  # HDF5 converts the fill
         except Unrepresentable as exc:
             raise Unrepresentable(f"dataset {where}: {exc.feature}") from None
         try:
@@ -291,7 +291,7 @@ class Writer:
         for item in files:
             name = Path(item["name"])
             if name.is_absolute() or ".." in name.parts:
-                raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --external-files")
+                raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --keep-external")
             if (self.target_dir / name).exists():
                 raise ToolError(f"dataset {where}: external file {self.target_dir / name} already exists")
 
@@ -366,6 +366,21 @@ class Writer:
                     self.stats.value_bytes += nbytes
                     bar.update(nbytes)
 
+    def check_readable(self) -> None:
+        """Stop, naming the dataset, rather than leave one HDF5 cannot read: elements, no
+        storage, no external files and no fill value ("dataset doesn't exist, no data can be
+        read"). Values are written for such datasets (:meth:`_may_skip`), so this is a guard."""
+        for oid, path in self.paths.items():
+            if not oid.startswith("d-"):
+                continue
+            dsid = self.open(oid)
+            space = dsid.get_space()
+            if space.get_simple_extent_type() == h5s.NULL or space.get_simple_extent_npoints() == 0:
+                continue
+            dcpl = dsid.get_create_plist()
+            if dsid.get_storage_size() == 0 and dcpl.get_external_count() == 0 and dcpl.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED:
+                raise ToolError(f"dataset {path} would have no values and no fill value, which HDF5 cannot read; it was not written")
+
     def _boxes(self, oid: str) -> Iterator[tuple[str, Any, int]]:
         doc = self.fetcher.get(oid)
         shape = doc["shape"]
@@ -408,8 +423,10 @@ class Writer:
     def _may_skip(t: TypeJson, props: Doc) -> bool:
         """Whether a block holding only the fill value may be left unwritten: not when the fill
         is never written (the storage would hold garbage), nor for a variable-length type with
-        a fill value (HDF5 cannot read such an unallocated chunk from a read-only file)."""
-        if props.get("fillTime") == "H5D_FILL_TIME_NEVER":
+        a fill value (HDF5 cannot read such an unallocated chunk from a read-only file), nor when
+        the fill value is undefined: HDF5 refuses to read a dataset with no storage and no fill
+        value ("dataset doesn't exist, no data can be read")."""
+        if props.get("fillTime") == "H5D_FILL_TIME_NEVER" or props.get("fillValueUndefined"):
             return False
         return not (is_variable(t) and props.get("fillValue") is not None)
 
@@ -466,6 +483,43 @@ class ExportRefs:
 
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.gone: dict[str, Any] = {}  # id of no object in the domain -> its placeholder
+        self.present: dict[str, bool] = {}
+
+    def target(self, obj_id: str, region: bool) -> Any:
+        """The object a reference to ``obj_id`` is made on: the one written for it, or, when no
+        object in the domain has that id (a reference whose object no longer existed in the
+        loaded file), an unlinked placeholder that is deleted when the file is complete, so
+        the reference is dangling again."""
+        w = self.writer
+        if obj_id in w.paths or obj_id in w.types:
+            return w.open(obj_id)
+        if obj_id not in self.present:
+            try:
+                w.client.get_json(f"/{_COLLECTIONS[obj_id[0]]}/{obj_id}")
+                self.present[obj_id] = True
+            except RestError as exc:
+                if exc.status != 404:
+                    raise
+                self.present[obj_id] = False
+        if self.present[obj_id]:
+            return w.open(obj_id)  # names the object that is referenced but not linked
+        if obj_id not in self.gone:
+            if region or obj_id.startswith("d-"):
+                space = h5s.create_simple((1,))
+                self.gone[obj_id] = h5d.create(w.fid, None, h5t.STD_U8LE, space)
+            elif obj_id.startswith("t-"):
+                tid = h5t.STD_U8LE.copy()
+                h5native.commit_anonymous(w.fid, tid)
+                self.gone[obj_id] = tid
+            else:
+                self.gone[obj_id] = h5g.create(w.fid, None)
+        return self.gone[obj_id]
+
+    def release(self) -> None:
+        """Close the placeholders (dropping the last handle closes one): unlinked, HDF5 deletes
+        them when the file is closed."""
+        self.gone.clear()
 
     def to_wire(self, ref: Any, region: bool) -> bytes:
         raise AssertionError("not used while exporting")
@@ -478,14 +532,20 @@ class ExportRefs:
             text = value.decode("ascii", "replace")
             if not is_valid_id(bare_id(text)):
                 raise ToolError(f"a reference holds {text!r}, which is not an object id")
-            return h5r.create(self.writer.open(bare_id(text)), b".", h5r.OBJECT)
+            return h5r.create(self.target(bare_id(text), False), b".", h5r.OBJECT)
         try:
             blob = h5values.decode_region_blob(value)
         except ValueError:
             raise ToolError("a region reference is not in h5lake's format (written by another client?)") from None
-        dsid = self.writer.open(bare_id(blob["id"]))
+        target_id = bare_id(blob["id"])
+        if not is_valid_id(target_id):
+            raise ToolError(f"a region reference names {blob['id']!r}, which is not a dataset id")
+        dsid = self.target(target_id, True)
         space = dsid.get_space()
-        h5values.select_region(space, blob)
+        if target_id in self.gone:
+            space.select_none()  # the selection on a dataset that no longer exists is unknown
+        else:
+            h5values.select_region(space, blob)
         return h5r.create(dsid, b".", h5r.DATASET_REGION, space)
 
 
@@ -564,6 +624,8 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             writer.stats.metadata_seconds = time.monotonic() - started
             with working_directory(str(writer.target_dir) if writer.has_external else None):
                 writer.write_values(pool, refs)
+            writer.check_readable()
+            refs.release()
             fid.close()
             _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
             if content:
@@ -589,7 +651,7 @@ def register(group: click.Group) -> None:
     @click.argument("target", type=click.Path(path_type=Path, dir_okay=False))
     @connection_options
     @click.option("--overwrite", is_flag=True, help="Replace TARGET if it exists.")
-    @click.option("--external-files", is_flag=True, help="Re-create external storage as raw files next to TARGET instead of writing it inline.")
+    @click.option("--keep-external", "--external-files", "external_files", is_flag=True, help="Keep External File List datasets external: re-create their raw files next to TARGET (default: write their values as ordinary datasets).")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
     def export(domain: str, target: Path, overwrite: bool, external_files: bool, workers: int, quiet: bool, **options: Any) -> None:

@@ -3,7 +3,7 @@
 Why not numpy dtypes: a dtype cannot say string padding, bitfield, opaque tags, compound
 padding around references or variable-length members, so the tools read and build HDF5 types
 directly. :func:`type_json` refuses, with :class:`Unrepresentable`, anything the type JSON cannot
-say (integers of a standard size with a precision below it, HDF5 1.12 references);
+say (HDF5 1.12 references, enum bases and bitfields of reduced precision);
 :func:`type_id` builds the HDF5 type of any normalized type JSON. Atomic types with no name in
 the type JSON (long double, 16-byte integers, time types) are carried as opaque types with an
 ``hdf5Type`` description (:func:`carried_type_id`).
@@ -20,7 +20,7 @@ from typing import Any
 from h5py import h5t
 
 from h5lake.errors import InvalidInput
-from h5lake.model.types import TypeJson, hdf5_size, validate_type
+from h5lake.model.types import TypeJson, hdf5_size, reduced_precision, validate_type
 from h5lake.tools import h5native
 
 TypeID = Any  # h5py.h5t.TypeID and its subclasses (no stubs)
@@ -68,6 +68,42 @@ def _integer_base(tid: TypeID, what: str, letter: str | None = None) -> str:
     if letter is None:
         letter = "I" if tid.get_sign() == h5t.SGN_2 else "U"
     return f"H5T_STD_{letter}{8 * size}{_order(tid, what)}"
+
+
+def _integer_json(tid: TypeID) -> TypeJson:
+    """An integer; one of 1, 2, 4 or 8 bytes with fewer significant bits or a bit offset keeps
+    ``precision`` and ``offset`` (its values are the integers; see ``model.types``). Other sizes,
+    and padding bits that are not zero, are carried (:func:`_carried`)."""
+    size, precision, offset = tid.get_size(), tid.get_precision(), tid.get_offset()
+    if size not in (1, 2, 4, 8):
+        return _carried(tid, "integer")
+    if (precision, offset) == (8 * size, 0):
+        return {"class": "H5T_INTEGER", "base": _integer_base(tid, "integer")}
+    if tid.get_pad() != (h5t.PAD_ZERO, h5t.PAD_ZERO):
+        return _carried(tid, "integer")
+    letter = "I" if tid.get_sign() == h5t.SGN_2 else "U"
+    base = f"H5T_STD_{letter}{8 * size}{_order(tid, 'integer')}"
+    return {"class": "H5T_INTEGER", "base": base, "precision": int(precision), "offset": int(offset)}
+
+
+def memory_type_id(tid: TypeID, t: TypeJson) -> TypeID:
+    """The type to read and write values of ``t`` with: ``tid`` itself, or, when ``t`` has
+    integers of reduced precision, the same type at full precision, so HDF5 converts between
+    the stored bits and the integers the service holds."""
+    if not reduced_precision(t):
+        return tid
+    return type_id(_full_precision(t))
+
+
+def _full_precision(t: TypeJson) -> TypeJson:
+    cls = t["class"]
+    if cls == "H5T_INTEGER":
+        return {"class": cls, "base": t["base"]}
+    if cls in ("H5T_ARRAY", "H5T_ENUM"):
+        return {**t, "base": _full_precision(t["base"])}
+    if cls == "H5T_COMPOUND":
+        return {**t, "fields": [{**f, "type": _full_precision(f["type"])} for f in t["fields"]]}
+    return t
 
 
 _PAD = {h5t.PAD_ZERO: "H5T_PAD_ZERO", h5t.PAD_ONE: "H5T_PAD_ONE", h5t.PAD_BACKGROUND: "H5T_PAD_BACKGROUND"}
@@ -168,7 +204,7 @@ def _raw_json(tid: TypeID) -> TypeJson:
     if cls == h5t.INTEGER and tid.get_size() not in (1, 2, 4, 8):
         return _carried(tid, "integer")
     if cls == h5t.INTEGER:
-        return {"class": "H5T_INTEGER", "base": _integer_base(tid, "integer")}
+        return _integer_json(tid)
     if cls == h5t.FLOAT:
         try:
             return {"class": "H5T_FLOAT", "base": _float_base(tid)}
@@ -253,6 +289,11 @@ def _atomic(t: TypeJson) -> TypeID:
 def type_id(t: TypeJson) -> TypeID:
     """A new (transient, uncommitted) HDF5 datatype for normalized type JSON ``t``."""
     cls = t["class"]
+    if cls == "H5T_INTEGER" and "precision" in t:
+        tid = _atomic(t).copy()
+        tid.set_precision(int(t["precision"]))
+        tid.set_offset(int(t["offset"]))
+        return tid
     if cls in ("H5T_INTEGER", "H5T_FLOAT", "H5T_BITFIELD"):
         return _atomic(t).copy()
     if cls == "H5T_STRING":

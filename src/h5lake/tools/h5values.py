@@ -42,6 +42,7 @@ from h5lake.model.types import (
 )
 from h5lake.model.values import array_to_bytes, bytes_to_array
 from h5lake.tools import h5memory
+from h5lake.tools.h5types import memory_type_id
 
 Selection = tuple[slice, ...]
 
@@ -308,6 +309,7 @@ def read_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, refs: 
     """The wire bytes of a box ``sel`` (None: everything) of a dataset."""
     mspace, fspace, shape = _spaces(dsid, sel)
     if is_raw(t):
+        tid = memory_type_id(tid, t)
         buf = np.empty(raw_size(tid, shape), dtype=np.uint8)
         dsid.read(mspace, fspace, buf, mtype=tid)
         return raw_to_wire(buf.data, t)
@@ -323,7 +325,7 @@ def write_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, data:
     mspace, fspace, shape = _spaces(dsid, sel)
     if is_raw(t):
         buf = np.frombuffer(wire_to_raw(data, t), dtype=np.uint8).copy()
-        dsid.write(mspace, fspace, buf, mtype=tid)
+        dsid.write(mspace, fspace, buf, mtype=memory_type_id(tid, t))
         return
     if not has_reference(t):
         h5memory.write(dsid, t, data, math.prod(shape), mspace, fspace)
@@ -338,7 +340,7 @@ def write_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, data:
 
 
 def read_attribute(aid: Any, t: TypeJson, shape: tuple[int, ...], refs: References) -> bytes:
-    tid = aid.get_type()
+    tid = memory_type_id(aid.get_type(), t)
     if is_raw(t):
         buf = np.empty(raw_size(tid, shape), dtype=np.uint8)
         if buf.size:
@@ -357,7 +359,7 @@ def write_attribute(aid: Any, tid: Any, t: TypeJson, shape: tuple[int, ...], dat
     if is_raw(t):
         buf = np.frombuffer(wire_to_raw(data, t), dtype=np.uint8).copy()
         if buf.size:
-            aid.write(buf, mtype=tid)
+            aid.write(buf, mtype=memory_type_id(tid, t))
         return
     if not has_reference(t):
         h5memory.write(aid, t, data, math.prod(shape))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,10 @@ class LinkError(Exception):
 # --- what can be linked -------------------------------------------------------------------
 
 
-def copy_reason(dset: Any, type_json: Doc | None = None) -> str | None:
-    """Why ``dset`` must be copied rather than linked, or None when it can be linked."""
+def copy_reason(dset: Any, type_json: Doc | None = None, *, external_ok: bool = False) -> str | None:
+    """Why ``dset`` must be copied rather than linked, or None when it can be linked. External
+    storage is linked (each segment a byte range of its file) when ``external_ok``: the loader
+    knows where the raw files are."""
     import h5py
 
     if dset.shape is None:
@@ -71,7 +74,7 @@ def copy_reason(dset: Any, type_json: Doc | None = None) -> str | None:
     if layout == h5py.h5d.VIRTUAL:
         return "virtual dataset"
     if plist.get_external_count() > 0:
-        return "external storage"
+        return None if external_ok else "external storage"
     if layout == h5py.h5d.CONTIGUOUS and dset.id.get_offset() is None:
         return "no data written"
     filters = from_h5py_dcpl(dset)
@@ -287,6 +290,7 @@ def plan_link(
     aggregate: bool = False,
     axis: int | None = None,
     inline_chunks: int = INLINE_CHUNKS,
+    external_folder: Path | None = None,
 ) -> LinkPlan | None:
     """How to link ``dset`` of the file at ``file_uri``, or None when it must be copied.
 
@@ -297,11 +301,18 @@ def plan_link(
     """
     import h5py
 
-    if copy_reason(dset, type_json) is not None:
+    external = external_folder is not None and not aggregate
+    if copy_reason(dset, type_json, external_ok=external) is not None:
         return None
     props = _base_props(dset, base_props)
     shape = list(dset.shape)
-    layout = dset.id.get_create_plist().get_layout()
+    plist = dset.id.get_create_plist()
+    layout = plist.get_layout()
+    if plist.get_external_count() > 0:
+        assert external_folder is not None
+        props.pop("filters", None)
+        props["layout"] = {"class": "H5D_CONTIGUOUS_REF", "segments": external_segments(dset, external_folder)}
+        return LinkPlan(props, shape, None)
     if aggregate:
         if axis is None:
             raise ValueError("aggregate needs the axis files are appended along")
@@ -338,6 +349,25 @@ def plan_link(
     return LinkPlan(props, shape, [None if m is None else m for m in maxshape] if resizable else None, ChunkTable(table, False))
 
 
+def external_segments(dset: Any, folder: Path) -> list[Doc]:
+    """A dataset's External File List as ``segments``: each raw file by its absolute path (a
+    relative name is in ``folder``, as HDF5 finds it), cut to the bytes the data needs (HDF5
+    allows an unlimited last segment)."""
+    plist = dset.id.get_create_plist()
+    needed = dset.dtype.itemsize * math.prod(dset.shape)
+    out: list[Doc] = []
+    for i in range(plist.get_external_count()):
+        if needed <= 0:
+            break
+        raw_name, offset, size = plist.get_external(i)
+        name = Path(raw_name.decode("utf-8", "surrogateescape") if isinstance(raw_name, bytes) else str(raw_name))
+        path = name if name.is_absolute() else folder / name
+        take = min(int(size), needed)
+        out.append({"file_uri": str(path.resolve()), "offset": int(offset), "size": take})
+        needed -= take
+    return out
+
+
 def link_properties(dset: Any, file_uri: str, *, table_id: str | None = None, **kw: Any) -> Doc | None:
     """The creationProperties of a linked ``dset``, or None when it must be copied (the
     brief's one-call form; an INDIRECT plan needs ``table_id``, see `plan_link`)."""
@@ -355,9 +385,10 @@ class Linker:
     later files); a copied one is made unlimited along it so its values can be appended too.
     """
 
-    def __init__(self, file_uri: str, extend: str | None = None) -> None:
+    def __init__(self, file_uri: str, extend: str | None = None, external_folder: Path | None = None) -> None:
         self.file_uri = file_uri
         self.extend = extend
+        self.external_folder = external_folder  # where relative external raw files are
         self.copied: list[tuple[str, str]] = []  # (dataset path, why it was copied)
 
     def axis(self, dset: Any) -> int | None:
@@ -367,7 +398,7 @@ class Linker:
     def plan(self, dset: Any, props: Doc) -> LinkPlan | None:
         """A plan linking ``dset`` (``props``: the creationProperties a copy gets), or None."""
         axis = self.axis(dset)
-        plan = plan_link(dset, self.file_uri, base_props=props, aggregate=axis is not None, axis=axis)
+        plan = plan_link(dset, self.file_uri, base_props=props, aggregate=axis is not None, axis=axis, external_folder=self.external_folder)
         if plan is None:
             reason = copy_reason(dset) or "contiguous storage cannot be appended to by reference"
             self.copied.append((dset.name, reason))
@@ -415,6 +446,8 @@ def plan_append(dset: Any, file_uri: str, target: Doc, table: Doc, axis: int) ->
     ``table`` likewise for its chunk table) along ``axis``. `LinkError` when they do not fit."""
     layout = target.get("creationProperties", {}).get("layout", {})
     name = dset.name
+    if layout.get("class") == "H5D_CONTIGUOUS_REF":
+        raise LinkError(f"{name}: contiguous data linked in place cannot grow (its chunks are virtual); load the first file with --append too, or copy it")
     if layout.get("class") != "H5D_CHUNKED_REF_INDIRECT" or layout.get("file_uri"):
         raise LinkError(
             f"{name}: the existing dataset does not aggregate files; load the first file with --append too"

@@ -33,13 +33,14 @@ from typing import Any, Protocol
 import click
 import h5py
 import numpy as np
+import orjson
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
-from h5lake.tools import h5native, h5values
+from h5lake.tools import h5native, h5values, s3files
 from h5lake.tools import link as linking
 from h5lake.tools.common import (
     MIB,
@@ -57,7 +58,7 @@ from h5lake.tools.h5props import (
     group_properties,
     register_codec_filters,
 )
-from h5lake.tools.h5types import Unrepresentable, type_json
+from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_json
 from h5lake.tools.rest import RestClient, RestError
 
 log = logging.getLogger(__name__)
@@ -190,12 +191,21 @@ def _space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
 class Planner:
     """Walks a file from its root group, breadth first, into a :class:`Plan`."""
 
-    def __init__(self, f: h5py.File, link_step: LinkStep | None = None) -> None:
+    def __init__(self, f: h5py.File, link_step: LinkStep | None = None, external_folder: Path | None = None) -> None:
         self.file = f
         self.link_step: LinkStep = link_step or CopyAll()
+        self.external_folder = external_folder or Path(f.filename).resolve().parent
+        self.missing_external: list[tuple[str, list[str]]] = []  # dataset path, file names
         self.nodes: list[Node] = []
         self.by_addr: dict[int, int] = {}
         self.notes: list[str] = []
+        self.dangling = False  # a reference to an object that no longer exists was met
+
+    def external_path(self, name: str) -> Path:
+        """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
+        in the external-file folder (:func:`external_folder`)."""
+        path = Path(name)
+        return path if path.is_absolute() else self.external_folder / path
 
     def plan(self) -> Plan:
         user_block = read_user_block(self.file)
@@ -209,6 +219,12 @@ class Planner:
             except Unrepresentable as exc:
                 raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
             done += 1
+        if self.missing_external:
+            listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
+            raise ExternalFilesMissing(
+                f"external raw data files are missing ({listed}; looked in {self.external_folder}: "
+                "give --external-prefix DIR where they are)"
+            )
         if user_block is not None:  # a file property: kept with the root group's
             self.nodes[0].props["userBlock"] = user_block
         return Plan(self.nodes, self.notes)
@@ -321,10 +337,16 @@ class Planner:
         fill_json = self._fill_value(dsid, tid, node.type)
         node.props = dataset_properties(dsid, fill_json, self.notes)
         if "externalStorage" in node.props.get("layout", {}):
-            files = len(node.props["layout"]["externalStorage"])
-            self.notes.append(f"dataset {node.path}: values from {files} external file(s) copied in")
+            files = node.props["layout"]["externalStorage"]
+            gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
+            if gone:
+                self.missing_external.append((node.path, gone))
         dset = h5py.Dataset(dsid)
-        node.linked = self.link_step.plan(dset, node.props)
+        node.linked = None if self.missing_external else self.link_step.plan(dset, node.props)
+        if "externalStorage" in node.props.get("layout", {}):
+            files = len(node.props["layout"]["externalStorage"])
+            done = "linked in place" if node.linked is not None else "copied in"
+            self.notes.append(f"dataset {node.path}: values from {files} external file(s) {done}")
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
@@ -334,7 +356,8 @@ class Planner:
             maxdims = list(node.space.get("maxdims", dims))
             maxdims[axis] = UNLIMITED
             node.space = {**node.space, "maxdims": maxdims}
-        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims):
+        stored = dsid.get_space_status() != h5d.SPACE_STATUS_NOT_ALLOCATED or dsid.get_create_plist().get_external_count() > 0
+        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims) and stored:
             # read once to find what the values reference: an object reached only that way is
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
@@ -345,7 +368,7 @@ class Planner:
             return None
         try:
             if h5values.is_raw(t):
-                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, tid), t)
+                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t)
                 return array_to_json(bytes_to_array(wire, t, ()), t)
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
@@ -377,8 +400,11 @@ def read_user_block(f: h5py.File) -> dict[str, Any] | None:
     size = int(f.id.get_create_plist().get_userblock())
     if not size:
         return None
-    with open(f.filename, "rb") as raw:
-        content = raw.read(size).rstrip(b"\0")
+    if f.id.id in S3_FILES:
+        content = S3_FILES[f.id.id].head(size).rstrip(b"\0")
+    else:
+        with open(f.filename, "rb") as raw:
+            content = raw.read(size).rstrip(b"\0")
     if len(content) > USER_BLOCK_KEPT:
         raise Unrepresentable(
             f"a user block holding {len(content)} bytes (h5lake keeps up to {USER_BLOCK_KEPT} bytes of a user block)"
@@ -407,8 +433,13 @@ class _Scanner:
     def to_wire(self, ref: Any, region: bool) -> bytes:
         if not ref:
             return b""
-        target = h5r.dereference(ref, self.planner.file.id)
-        self.planner._node(target, "(reached only by a reference)")
+        target = dereference(ref, self.planner.file)
+        if target is None:
+            if not self.planner.dangling:
+                self.planner.notes.append(DANGLING_NOTE)
+            self.planner.dangling = True
+        else:
+            self.planner._node(target, "(reached only by a reference)")
         return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
 
     def from_wire(self, value: bytes, region: bool) -> Any:
@@ -430,7 +461,13 @@ class _Ids:
     def to_wire(self, ref: Any, region: bool) -> bytes:
         if not ref:
             return b""
-        target = h5r.dereference(ref, self.file.id)
+        target = dereference(ref, self.file)
+        if target is None:  # its object no longer exists: an id no object in the domain has
+            kind = Collection.DATASETS if region else Collection.GROUPS
+            gone = new_object_id(kind, self.ids[0])
+            if not region:
+                return f"{kind.path}/{gone}".encode()
+            return orjson.dumps({"id": f"{kind.path}/{gone}"})
         oid = self.id_of(target)
         if not region:
             return f"{parse_collection(oid)}/{oid}".encode()
@@ -438,6 +475,21 @@ class _Ids:
 
     def from_wire(self, value: bytes, region: bool) -> Any:
         raise AssertionError("not used while loading")
+
+
+DANGLING_NOTE = (
+    "references to objects that no longer exist (dangling references) are kept as references to ids no "
+    "object in the domain has; export writes them dangling again"
+)
+
+
+def dereference(ref: Any, f: h5py.File) -> Any:
+    """The object a non-null reference points at, or None when it no longer exists (HDF5 then
+    finds no valid object header at the reference's address)."""
+    try:
+        return h5r.dereference(ref, f.id)
+    except (KeyError, ValueError, RuntimeError, OSError):
+        return None
 
 
 def parse_collection(obj_id: str) -> str:
@@ -773,6 +825,36 @@ def _allocated_chunks(dsid: Any) -> list[tuple[int, ...]]:
 # -- the command -------------------------------------------------------------------------------
 
 
+class ExternalFilesMissing(Exception):
+    """External raw data files a dataset needs are not where HDF5 would look for them."""
+
+
+ORIGIN = "${ORIGIN}"
+
+
+Source = Path | str  # a local file, or an ``s3://BUCKET/KEY`` URI
+
+
+@dataclass(frozen=True, slots=True)
+class S3Settings:
+    """Where ``s3://`` sources are read: the server's settings (credentials: AWS environment)."""
+
+    endpoint: str | None = None
+    region: str | None = None
+
+
+def external_folder(source: Source, prefix: str | None) -> Path:
+    """The folder HDF5 resolves relative external file names in: the ``HDF5_EXTFILE_PREFIX``
+    environment variable (which HDF5 itself applies), else ``prefix`` (``--external-prefix``),
+    else the source file's folder (for an S3 source, the working directory); ``${ORIGIN}``
+    stands for the source file's folder."""
+    chosen = os.environ.get("HDF5_EXTFILE_PREFIX") or prefix
+    origin = os.getcwd() if s3files.is_s3(source) else str(Path(source).resolve().parent)
+    if not chosen:
+        return Path(origin)
+    return Path(chosen.replace(ORIGIN, origin)).resolve()
+
+
 @contextmanager
 def working_directory(folder: str | None) -> Iterator[None]:
     """Run in ``folder`` (if given): HDF5 resolves relative external file names against the
@@ -789,10 +871,13 @@ def working_directory(folder: str | None) -> Iterator[None]:
         os.chdir(old)
 
 
-def open_source(source: Path) -> h5py.File:
+def open_source(source: Source, s3: S3Settings | None = None) -> h5py.File:
     import hdf5plugin  # noqa: F401  (registers the plugin filters h5py can then decode)
 
     register_codec_filters()
+    if s3files.is_s3(source):
+        return _open_s3(str(source), s3 or S3Settings())
+    source = Path(source)
     if not source.exists():
         raise ToolError(f"{source}: no such file")
     try:
@@ -803,8 +888,44 @@ def open_source(source: Path) -> h5py.File:
         raise ToolError(f"{source} cannot be opened as an HDF5 file: {exc}") from None
 
 
+def _open_s3(uri: str, s3: S3Settings) -> h5py.File:
+    """An HDF5 file on S3, read with ranged GETs (:mod:`h5lake.tools.s3files`)."""
+    try:
+        raw = s3files.S3File(uri, endpoint=s3.endpoint, region=s3.region)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    except FileNotFoundError:
+        raise ToolError(f"{uri}: no such object") from None
+    except Exception as exc:  # noqa: BLE001 - obstore's errors (credentials, network) name the cause
+        raise ToolError(f"{uri} cannot be read: {str(exc).splitlines()[0]}") from None
+    if raw.size < 8 or not _has_signature(raw):
+        raise ToolError(f"{uri} is not an HDF5 file")
+    try:
+        f = h5py.File(raw, "r")
+    except OSError as exc:
+        raise ToolError(f"{uri} cannot be opened as an HDF5 file: {exc}") from None
+    S3_FILES[f.id.id] = raw
+    return f
+
+
+S3_FILES: dict[int, s3files.S3File] = {}  # open S3 sources by file id, for their user blocks
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _has_signature(raw: s3files.S3File) -> bool:
+    """HDF5's signature at offset 0, 512, 1024, 2048... (after a user block)."""
+    at = 0
+    while at + 8 <= raw.size:
+        raw.seek(at)
+        if raw.read(8) == _SIGNATURE:
+            raw.seek(0)
+            return True
+        at = 512 if at == 0 else 2 * at
+    return False
+
+
 def load_file(
-    source: Path,
+    source: Source,
     client: RestClient,
     *,
     link_step: LinkStep | None = None,
@@ -812,13 +933,19 @@ def load_file(
     overwrite: bool = False,
     workers: int = 8,
     quiet: bool = True,
+    external_prefix: str | None = None,
+    s3: S3Settings | None = None,
 ) -> tuple[LoadStats, list[str]]:
     """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
-    counts and the notes to report."""
-    with open_source(source) as f:
-        planner = Planner(f, link_step)
+    counts and the notes to report. External raw data files are looked for as
+    :func:`external_folder` says; missing ones are named before anything is sent."""
+    folder = external_folder(source, external_prefix)
+    with open_source(source, s3) as f:
+        planner = Planner(f, link_step, folder)
         try:
             plan = planner.plan()
+        except ExternalFilesMissing as exc:
+            raise ToolError(f"{source}: {exc}; nothing was loaded") from None
         except Unrepresentable as exc:
             raise ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded") from None
         except linking.LinkError as exc:
@@ -833,7 +960,7 @@ def load_file(
         uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
         external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
         try:
-            with working_directory(str(source.resolve().parent) if external else None):
+            with working_directory(str(folder) if external else None):
                 stats = uploader.run()
         except BaseException as exc:
             if uploader.ids and not keep_partial:
@@ -875,9 +1002,15 @@ class _Growth:
     linked: linking.AppendPlan | None = None
     table_id: str | None = None
     box: h5values.Selection | None = None  # where a copied dataset's values go
+    convert: dict[str, Any] | None = None  # a --link dataset to turn into the per-chunk-file form first
 
     def grow(self, client: RestClient) -> int:
         """Extend the chunk table and the dataset (or only the dataset, for copied values)."""
+        if self.convert is not None and self.linked is not None:
+            try:
+                self.table_id = _to_per_chunk_files(client, self.dataset_id, self.node.path, self.convert, self.linked.axis)
+            except linking.LinkError as exc:
+                raise ToolError(str(exc)) from None
         try:
             if self.linked is not None and self.table_id is not None:
                 entries = linking.ChunkTable(self.linked.entries, with_uri=True)
@@ -890,13 +1023,13 @@ class _Growth:
 
 
 def append_file(
-    source: Path, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True
+    source: Source, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
 ) -> tuple[AppendStats, list[str]]:
     """Grow the datasets of ``client.domain`` (made by ``load --append``) by those of ``source``
     along the axis ``extend`` (a number, or a dimension scale's name). Every dataset is checked
     before anything changes; datasets without that axis keep the first file's values."""
     started = time.monotonic()
-    with open_source(source) as f:
+    with open_source(source, s3) as f:
         growths, notes = _plan_growths(f, client, source_uri(source), extend)
         stats = AppendStats(datasets=len(growths))
         stats.chunks_linked = sum(int(np.count_nonzero(g.linked.entries["size"])) for g in growths if g.linked)
@@ -955,6 +1088,14 @@ def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Data
     node.space, _ = _space_json(dset.id.get_space())
     if h5values.has_reference(node.type):
         raise linking.LinkError(f"{path}: references name objects of the first file's load; they cannot be appended")
+    if layout.get("class") == "H5D_CHUNKED_REF" or (layout.get("class") == "H5D_CHUNKED_REF_INDIRECT" and layout.get("file_uri")):
+        # the first append to a dataset loaded with --link alone: checked as if it were in the
+        # per-chunk-file form already; `_Growth.grow` turns it into that form first
+        grid = [-(-n // c) for n, c in zip(target["shape"]["dims"], layout["dims"], strict=True)]
+        as_aggregate = {**target, "creationProperties": {**target["creationProperties"], "layout": {**layout, "class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": None}}}
+        table_doc = {"type": linking.table_type_json(True, True), "shape": {"dims": grid}}
+        plan = linking.plan_append(dset, uri, as_aggregate, table_doc, axis)
+        return _Growth(node, dataset_id, plan.new_shape, linked=plan, convert=target)
     if str(layout.get("class", "")).endswith(("_REF", "_REF_INDIRECT")):
         table = client.get_json(f"/datasets/{layout.get('chunk_table')}") if layout.get("chunk_table") else {}
         plan = linking.plan_append(dset, uri, target, table, axis)  # LinkError when they do not fit
@@ -970,9 +1111,53 @@ def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Data
     return _Growth(node, dataset_id, new_shape, box=box)
 
 
-def source_uri(source: Path) -> str:
-    """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved."""
-    return str(source.resolve())
+def _existing_entries(client: RestClient, layout: dict[str, Any], shape: list[int]) -> np.ndarray:
+    """The chunk locations of a dataset linked from one file, as per-chunk-file entries."""
+    dims = layout["dims"]
+    grid = tuple(-(-n // c) for n, c in zip(shape, dims, strict=True))
+    entries = np.zeros(grid, dtype=linking.table_dtype(True, True))
+    entries["file_uri"] = ""
+    uri = layout["file_uri"]
+    if layout["class"] == "H5D_CHUNKED_REF":
+        for key, value in (layout.get("chunks") or {}).items():
+            index = tuple(int(p) for p in key.split("_"))
+            entries[index] = (value[0], value[1], uri, value[2] if len(value) > 2 else 0)
+        return entries
+    table_doc = client.get_json(f"/datasets/{layout['chunk_table']}")
+    rows = np.asarray(client.get_json(f"/datasets/{layout['chunk_table']}/value")["value"], dtype=object)
+    names = [f["name"] for f in table_doc["type"]["fields"]]
+    flat = rows.reshape(-1, len(names)) if rows.size else rows.reshape(0, len(names))
+    out = entries.reshape(-1)
+    for i, row in enumerate(flat):
+        item = dict(zip(names, row, strict=True))
+        out[i] = (int(item["offset"]), int(item["size"]), uri if int(item["size"]) else "", int(item.get("filter_mask", 0)))
+    return entries
+
+
+def _to_per_chunk_files(client: RestClient, dataset_id: str, path: str, target: dict[str, Any], axis: int) -> str:
+    """Turn a dataset linked from one file into the per-chunk-file form, so files can be
+    appended to it: a new chunk table naming the file in every entry, then one atomic change
+    of the dataset's layout on the server (``PUT /datasets/{id}/layout``)."""
+    layout = target["creationProperties"]["layout"]
+    shape = list(target["shape"]["dims"])
+    entries = _existing_entries(client, layout, shape)
+    maxdims: list[int | None] = list(entries.shape)
+    maxdims[axis] = None
+    table = linking.ChunkTable(entries, True, maxdims)
+    try:
+        item = {k: v for k, v in _table_item(None, table).items() if k != "id"}  # the server picks the id
+        table_id = client.post_json("/datasets", item)["id"]
+        _put_table(client, table_id, table)
+        client.put_json(f"/datasets/{dataset_id}/layout", {"chunk_table": table_id, "extend_dim": axis})
+        return str(table_id)
+    except RestError as exc:
+        raise linking.LinkError(f"{path}: turning it into the per-chunk-file form failed: {exc.message}") from None
+
+
+def source_uri(source: Source) -> str:
+    """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved,
+    or the ``s3://`` URI itself."""
+    return str(source) if s3files.is_s3(source) else str(Path(source).resolve())
 
 
 def _delete_quietly(client: RestClient) -> None:
@@ -984,22 +1169,28 @@ def _delete_quietly(client: RestClient) -> None:
 
 def register(group: click.Group) -> None:
     @group.command("load", short_help="Copy HDF5 files into a domain, or link them where they are.")
-    @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+    @click.argument("sources", nargs=-1, required=True)
     @click.argument("domain")
     @connection_options
     @click.option("--link", "link_files", is_flag=True, help="Link datasets where they are (the server reads the file) instead of copying values; copies what cannot be linked.")
     @click.option("--append", is_flag=True, help="Link so that more files can be appended; if DOMAIN exists, append SOURCES to it (needs --extend).")
     @click.option("--extend", metavar="AXIS", help="With --append: the axis to append along, a number or a dimension scale's name.")
+    @click.option("--s3-endpoint", envvar="H5LAKE_S3_ENDPOINT", help="S3 endpoint for s3:// SOURCES (the server's setting; credentials from the AWS environment).")
+    @click.option("--s3-region", envvar="H5LAKE_S3_REGION", help="S3 region for s3:// SOURCES.")
+    @click.option("--external-prefix", metavar="DIR", help="Where relative external raw data files are (default: the source's folder; ${ORIGIN} is that folder). HDF5_EXTFILE_PREFIX, if set, wins.")
     @click.option("--keep-partial", is_flag=True, help="On failure, keep what was loaded instead of deleting the domain.")
     @click.option("--overwrite", is_flag=True, help="Replace the domain if it exists.")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
     def load(
-        sources: tuple[Path, ...],
+        sources: tuple[str, ...],
         domain: str,
         link_files: bool,
         append: bool,
         extend: str | None,
+        s3_endpoint: str | None,
+        s3_region: str | None,
+        external_prefix: str | None,
         keep_partial: bool,
         overwrite: bool,
         workers: int,
@@ -1017,20 +1208,25 @@ def register(group: click.Group) -> None:
             raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
         if len(sources) > 1 and not append:
             raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
-        for source in sources:
-            if not source.is_file():
+        s3 = S3Settings(s3_endpoint, s3_region)
+        paths: list[Source] = [text if s3files.is_s3(text) else Path(text) for text in sources]
+        for source in paths:
+            if isinstance(source, Path) and not source.is_file():
                 raise ToolError(f"{source}: no such file")
         client = connect(options, domain, workers)
-        for i, source in enumerate(sources):
+        for i, source in enumerate(paths):
             counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
             if append and extend is not None and (i > 0 or _exists(client)):
-                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet)
+                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet, s3=s3)
                 report_notes(notes, quiet)
                 if not quiet:
                     click.echo(grown.summary(str(source), domain, extend) + counter)
                 continue
-            step = linking.Linker(source_uri(source), extend) if link_files or append else None
-            stats, notes = load_file(source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet)
+            step = linking.Linker(source_uri(source), extend, external_folder(source, external_prefix)) if link_files or append else None
+            stats, notes = load_file(
+                source, client, link_step=step, keep_partial=keep_partial, overwrite=overwrite, workers=workers, quiet=quiet,
+                external_prefix=external_prefix, s3=s3,
+            )
             report_notes(notes, quiet)
             if not quiet:
                 click.echo(stats.summary(str(source), domain) + counter)
