@@ -1,0 +1,70 @@
+"""Every attack test runs beside another client: while the test's requests are in flight, a
+second client asks the same server for ``/about`` every 50 ms, and the test fails if any of those
+answers took a second or more, or if the server's process died. The server is found among the
+test's fixtures (a ``Server``, or an object with one of ``endpoint``/``ep``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.support.server import Server
+
+PATIENCE = 1.0  # seconds another client may wait while an attack runs
+
+
+def _endpoint(value: Any) -> str | None:
+    for name in ("endpoint", "ep"):
+        found = getattr(value, name, None)
+        if isinstance(found, str) and found.startswith("http"):
+            return found
+    return None
+
+
+class Watchdog:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.waits: list[float] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with requests.Session() as s:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    s.get(self.endpoint + "/about", timeout=10)
+                except requests.RequestException as exc:
+                    self.failures.append(type(exc).__name__)
+                self.waits.append(time.monotonic() - started)
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+    servers = [v for v in funcargs.values() if isinstance(v, Server)]
+    endpoints = [e for e in (_endpoint(v) for v in funcargs.values()) if e]
+    if not endpoints:
+        return (yield)
+    with Watchdog(endpoints[0]) as dog:
+        result = yield
+    assert not dog.failures, f"another client's requests failed while the test ran: {dog.failures[:5]}"
+    assert not dog.waits or max(dog.waits) < PATIENCE, f"another client waited {max(dog.waits):.2f} s"
+    for srv in servers:
+        assert srv.process.poll() is None, "the server died"
+    return result
