@@ -250,5 +250,16 @@ def client(endpoint: str, domain: str) -> Client:
 
 @pytest.fixture
 def raw_store(server: Server, backing: Backing) -> RawStore:
-    """The session server's store, read directly: ``read(key) -> bytes | None``, ``list_keys(prefix)``."""
-    return backing.raw()
+    """The session server's store, read directly: ``read(key) -> bytes | None``, ``list_keys(prefix)``.
+
+    Found from the server's own arguments: the session server may have been started for another
+    folder's tests, whose backing (another prefix in the bucket) is not this folder's."""
+    return raw_of(server, backing)
+
+
+def raw_of(server: Server, backing: Backing) -> RawStore:
+    if "--storage" not in server.args:
+        return LocalRaw(server.data)
+    uri = server.args[server.args.index("--storage") + 1]
+    assert backing.s3 is not None, "an S3 server needs an S3 backing"
+    return S3Raw(backing.s3, uri[len("s3://") :].partition("/")[2])

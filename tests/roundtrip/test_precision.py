@@ -16,7 +16,7 @@ from h5py import h5d, h5p, h5s, h5t
 
 from h5lake.model.ids import chunk_key
 from h5lake.tools.rest import Settings
-from tests.conftest import Backing, LocalRaw, RawStore
+from tests.conftest import Backing, RawStore, raw_of
 from tests.roundtrip.conftest import RoundTrip
 from tests.support.server import Server
 
@@ -25,9 +25,7 @@ TYPE = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE", "precision": 16, "offse
 
 @pytest.fixture
 def stored(server: Server, backing: Backing) -> RawStore:
-    """The store of the server these tests talk to: the session server may have been started
-    for another folder's tests, with that folder's backing."""
-    return backing.raw() if "--storage" in server.args else LocalRaw(server.data)
+    return raw_of(server, backing)
 
 
 def _hdf5_file(path: Path, values: np.ndarray, chunks: tuple[int, ...]) -> None:
