@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from h5py import h5d, h5p, h5z
 
-from h5lake.chunks.filters import FilterId, FilterPipeline, Lzo, from_h5py_dcpl
+from h5lake.chunks.codecs.lzo import Lzo
+from h5lake.chunks.filters import FilterId, FilterPipeline, from_h5py_dcpl
 from h5lake.errors import InvalidInput
 from h5lake.model.types import TypeJson, is_variable
 from h5lake.tools import h5native
