@@ -14,10 +14,11 @@ from typing import Any
 
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.fromjson import json_to_array
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import TypeClass, client_type, empty_array, type_class
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned

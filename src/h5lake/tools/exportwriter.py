@@ -16,9 +16,11 @@ import h5py
 import numpy as np
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
+from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
-from h5lake.model.types import TypeJson, fill_value_array, is_variable, validate_type, wire_dtype
-from h5lake.model.values import array_to_bytes, json_to_array
+from h5lake.model.typecheck import validate_type
+from h5lake.model.types import TypeJson, is_variable, wire_dtype
+from h5lake.model.values import array_to_bytes
 from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
     MIB,

@@ -119,6 +119,7 @@ def _has_signature(raw: s3files.S3File) -> bool:
         at = 512 if at == 0 else 2 * at
     return False
 
+
 def source_uri(source: Source) -> str:
     """The ``file_uri`` the server reads ``source`` by: its absolute path, symlinks resolved,
     or the ``s3://`` URI itself."""

@@ -20,7 +20,8 @@ from typing import Any
 from h5py import h5t
 
 from h5lake.errors import InvalidInput
-from h5lake.model.types import TypeJson, hdf5_size, reduced_precision, validate_type
+from h5lake.model.typecheck import validate_type
+from h5lake.model.types import TypeJson, hdf5_size, reduced_precision
 from h5lake.tools import h5native
 
 TypeID = Any  # h5py.h5t.TypeID and its subclasses (no stubs)

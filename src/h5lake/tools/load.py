@@ -99,6 +99,7 @@ def load_file(
             raise
     return stats, plan.notes + planner.link_step.notes
 
+
 def _delete_quietly(client: RestClient) -> None:
     try:
         client.delete("/")

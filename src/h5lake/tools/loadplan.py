@@ -414,6 +414,7 @@ class _Scanner:
     def from_wire(self, value: bytes, region: bool) -> Any:
         raise AssertionError("not used while loading")
 
+
 DANGLING_NOTE = (
     "references to objects that no longer exist (dangling references) are kept as references to ids no "
     "object in the domain has; export writes them dangling again"

@@ -71,6 +71,7 @@ class _Ids:
     def from_wire(self, value: bytes, region: bool) -> Any:
         raise AssertionError("not used while loading")
 
+
 @dataclass
 class LoadStats:
     groups: int = 0
