@@ -1,4 +1,5 @@
-"""JSON values to numpy arrays: :func:`json_to_array` reads the JSON forms h5pyd sends (described in\n:mod:`h5lake.model.values`) for a normalized type, and :func:`fill_value_array` a dataset's fill value."""
+"""JSON values to numpy arrays: :func:`json_to_array` reads the JSON forms h5pyd sends (described in
+:mod:`h5lake.model.values`) for a normalized type, and :func:`fill_value_array` a dataset's fill value."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Checking type JSON: :func:`validate_type` normalizes every type that enters h5lake (see\n:mod:`h5lake.model.types` for the normalized form), and :func:`type_from_dtype` reads a numpy dtype\nback into one."""
+"""Checking type JSON: :func:`validate_type` normalizes every type that enters h5lake (see
+:mod:`h5lake.model.types` for the normalized form), and :func:`type_from_dtype` reads a numpy dtype
+back into one."""
 
 from __future__ import annotations
 
