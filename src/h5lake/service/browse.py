@@ -15,11 +15,12 @@ from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
 from h5lake.model.layout import is_linked
+from h5lake.model.links import LinkClass
 from h5lake.service import domains
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
-from h5lake.service.links import LinkClass, resolve_path
+from h5lake.service.links import resolve_path
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
 

@@ -18,8 +18,9 @@ from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
+from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
-from h5lake.model.types import TypeJson, is_variable, wire_dtype
+from h5lake.model.types import CharSet, TypeJson, is_variable, wire_dtype
 from h5lake.model.values import array_to_bytes
 from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
@@ -35,7 +36,7 @@ from h5lake.tools.rest import RestClient, RestError
 Doc = dict[str, Any]
 BLOCK_BYTES = 8 * MIB
 _COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
-_CSETS = {"H5T_CSET_ASCII": h5t.CSET_ASCII, "H5T_CSET_UTF8": h5t.CSET_UTF8}
+_CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
 
 def bare_id(value: str) -> str:
@@ -43,7 +44,7 @@ def bare_id(value: str) -> str:
 
 
 def _default_cset(name: str) -> str:
-    return "H5T_CSET_ASCII" if name.isascii() else "H5T_CSET_UTF8"
+    return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
 
 
 # -- fetching ----------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ class Fetcher:
                 self.docs[oid] = doc = fut.result()
                 for link in doc.get("links", {}).values():
                     target = link.get("id")
-                    if link.get("class", "H5L_TYPE_HARD") == "H5L_TYPE_HARD" and target:
+                    if link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value and target:
                         target = bare_id(target)
                         if target not in self.docs and target not in frontier and target not in futures:
                             frontier.append(target)
@@ -207,21 +208,21 @@ class Writer:
     def _link(self, group: Any, gid: str, name: str, link: Doc) -> str | None:
         """Create one link; returns the id of a group made for it, to visit next."""
         raw = name.encode("utf-8", "surrogateescape")
-        cls = link.get("class") or ("H5L_TYPE_HARD" if "id" in link else "H5L_TYPE_SOFT")
+        cls = link.get("class") or (LinkClass.HARD.value if "id" in link else LinkClass.SOFT.value)
         lcpl = self._lcpl(name, link)
         where = f"{self.paths[gid].rstrip('/')}/{name}"
         self.stats.links += 1
-        if cls == "H5L_TYPE_SOFT":
+        if cls == LinkClass.SOFT.value:
             group.links.create_soft(raw, link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
             return None
-        if cls == "H5L_TYPE_EXTERNAL":
+        if cls == LinkClass.EXTERNAL.value:
             filename = str(link.get("h5domain") or link.get("file") or "")
             group.links.create_external(raw, filename.encode("utf-8", "surrogateescape"), link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
             return None
-        if cls == "H5L_TYPE_USER_DEFINED":
+        if cls == LinkClass.USER_DEFINED.value:
             h5native.create_ud_link(group, raw, int(link["linkClass"]), base64.b64decode(link.get("value", "")), lcpl)
             return None
-        if cls != "H5L_TYPE_HARD":
+        if cls != LinkClass.HARD.value:
             raise Unrepresentable(f"link {where} of class {cls}")
         target = bare_id(link["id"])
         made = None
@@ -311,8 +312,8 @@ class Writer:
         tid = self.type_for(t)
         space, dims = _space(attr.get("shape") or {"class": "H5S_SCALAR"})
         raw = name.encode("utf-8", "surrogateescape")
-        cset = attr.get("nameCharSet") or "H5T_CSET_ASCII"
-        if cset == "H5T_CSET_ASCII":
+        cset = attr.get("nameCharSet") or CharSet.ASCII.value
+        if cset == CharSet.ASCII.value:
             aid = h5py.h5a.create(obj, raw, tid, space)
         else:
             aid = h5native.create_attribute(obj, raw, tid, space, _CSETS[cset])

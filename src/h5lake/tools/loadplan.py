@@ -15,8 +15,9 @@ import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.model.ids import Collection
+from h5lake.model.links import LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import TypeJson
+from h5lake.model.types import CharSet, TypeJson
 from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools import link as linking
@@ -72,7 +73,7 @@ BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
 USER_BLOCK_KEPT = 64 * 1024  # bytes of a user block's content kept (trailing zeros not counted)
 TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order
 _TYPE_CLASSES = {h5o.TYPE_GROUP: Collection.GROUPS, h5o.TYPE_DATASET: Collection.DATASETS, h5o.TYPE_NAMED_DATATYPE: Collection.DATATYPES}
-_CSETS = {h5t.CSET_ASCII: "H5T_CSET_ASCII", h5t.CSET_UTF8: "H5T_CSET_UTF8"}
+_CSETS = {h5t.CSET_ASCII: CharSet.ASCII.value, h5t.CSET_UTF8: CharSet.UTF8.value}
 
 
 # -- the plan ----------------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def _name(raw: bytes) -> str:
 
 def _default_cset(name: str) -> str:
     """The character set h5lake export gives a name unless told otherwise (h5py's choice)."""
-    return "H5T_CSET_ASCII" if name.isascii() else "H5T_CSET_UTF8"
+    return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
 
 
 def _linked_space(plan: linking.LinkPlan) -> dict[str, Any]:
@@ -243,12 +244,12 @@ class Planner:
             target = None
             if info.type == h5l.TYPE_HARD:
                 target = self._node(h5o.open(gid, raw), where)
-                body = {"class": "H5L_TYPE_HARD"}
+                body = {"class": LinkClass.HARD.value}
             elif info.type == h5l.TYPE_SOFT:
-                body = {"class": "H5L_TYPE_SOFT", "h5path": _name(gid.links.get_val(raw))}
+                body = {"class": LinkClass.SOFT.value, "h5path": _name(gid.links.get_val(raw))}
             elif info.type == h5l.TYPE_EXTERNAL:
                 filename, objpath = gid.links.get_val(raw)
-                body = {"class": "H5L_TYPE_EXTERNAL", "h5domain": _name(filename), "h5path": _name(objpath)}
+                body = {"class": LinkClass.EXTERNAL.value, "h5domain": _name(filename), "h5path": _name(objpath)}
             else:
                 body = self._user_defined(gid, raw, int(info.type), where)
             cset = _CSETS.get(info.cset)
@@ -264,7 +265,7 @@ class Planner:
         h5native.ensure_link_class(number)
         value = h5native.ud_link_value(gid, raw)
         self.notes.append(f"user-defined link {where} (class {number}, {len(value)} bytes) kept as data; it is not followed")
-        return {"class": "H5L_TYPE_USER_DEFINED", "linkClass": number, "value": base64.b64encode(value).decode()}
+        return {"class": LinkClass.USER_DEFINED.value, "linkClass": number, "value": base64.b64encode(value).decode()}
 
     # -- attributes --
 
@@ -285,8 +286,8 @@ class Planner:
                 space, dims = space_json(aid.get_space())
             except Unrepresentable as exc:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
-            cset = _CSETS.get(info.cset, "H5T_CSET_ASCII")
-            node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != "H5T_CSET_ASCII" else None))
+            cset = _CSETS.get(info.cset, CharSet.ASCII.value)
+            node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None))
             if h5values.has_reference(t):
                 h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
 
