@@ -16,7 +16,7 @@ from h5lake.errors import DataCorruption, InvalidInput
 Buffer: TypeAlias = bytes | bytearray | memoryview
 """What the filters accept and return: any contiguous bytes-like object."""
 
-_codecs: Any = imagecodecs  # its stubs reject memoryview, which every codec here accepts
+codec_lib: Any = imagecodecs  # its stubs reject memoryview, which every codec here accepts
 
 H5Z_FLAG_OPTIONAL = 0x0001
 """HDF5 filter flag: the filter may be skipped for a chunk (its bit set in the filter mask)."""

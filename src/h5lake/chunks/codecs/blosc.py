@@ -18,8 +18,8 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    _codecs,
     check_size,
+    codec_lib,
 )
 from h5lake.errors import DataCorruption, InvalidInput
 
@@ -105,7 +105,7 @@ class Blosc:
         view = memoryview(buf).cast("B")
         typesize = self.typesize if self.typesize <= _BLOSC_MAX_TYPESIZE else 1
         elements = np.frombuffer(view, dtype=f"V{typesize}") if len(view) % typesize == 0 else view
-        result: bytes = _codecs.blosc_encode(
+        result: bytes = codec_lib.blosc_encode(
             elements,
             self.level,
             compressor=self.compressor.code,
@@ -122,7 +122,7 @@ class Blosc:
         if cbytes != len(view):
             raise DataCorruption(f"blosc filter: header says {cbytes} bytes, chunk has {len(view)}")
         check_size("blosc", decoded, nbytes)
-        result: bytes = _codecs.blosc_decode(view, numthreads=1)
+        result: bytes = codec_lib.blosc_decode(view, numthreads=1)
         return result
 
     def encoded_size(self, nbytes: int) -> int | None:
@@ -172,7 +172,7 @@ class Lz4:
         return {"blockSize": cd[0]} if cd else {}
 
     def encode(self, buf: Buffer) -> Buffer:
-        result: bytes = _codecs.lz4h5_encode(buf, blocksize=self.block_size or None)
+        result: bytes = codec_lib.lz4h5_encode(buf, blocksize=self.block_size or None)
         return result
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
@@ -183,7 +183,7 @@ class Lz4:
         check_size("lz4", decoded, nbytes)
         if decoded and not block:
             raise DataCorruption("lz4 filter: header has a zero block size")
-        result: bytes = _codecs.lz4h5_decode(view)
+        result: bytes = codec_lib.lz4h5_decode(view)
         return result
 
     def encoded_size(self, nbytes: int) -> int | None:
@@ -267,13 +267,13 @@ class Bitshuffle:
 
     def _compress_block(self, block: memoryview) -> bytes:
         if self.compressor is BitshuffleCompressor.LZ4:
-            result: bytes = _codecs.lz4_encode(block, header=False)
+            result: bytes = codec_lib.lz4_encode(block, header=False)
             return result
         return numcodecs.zstd.compress(block, self.level)
 
     def _decompress_block(self, block: memoryview, out: memoryview) -> int:
         if self.compressor is BitshuffleCompressor.LZ4:
-            return len(_codecs.lz4_decode(block, header=False, out=out))
+            return len(codec_lib.lz4_decode(block, header=False, out=out))
         data = numcodecs.zstd.decompress(block)
         out[: len(data)] = data  # a block longer than ``out`` raises, a shorter one is caught
         return len(data)
@@ -283,7 +283,7 @@ class Bitshuffle:
         size = self.elem_size
         if len(view) % size:
             raise InvalidInput("bitshuffle filter: chunk is not a whole number of elements")
-        shuffled = memoryview(_codecs.bitshuffle_encode(view, itemsize=size, blocksize=self._block)).cast("B")
+        shuffled = memoryview(codec_lib.bitshuffle_encode(view, itemsize=size, blocksize=self._block)).cast("B")
         if self.compressor is BitshuffleCompressor.NONE:
             return shuffled
         parts: list[Buffer] = [_BSHUF_HEADER.pack(len(view), self._block * size)]
@@ -301,7 +301,7 @@ class Bitshuffle:
         if self.compressor is BitshuffleCompressor.NONE:
             if len(view) % size:
                 raise DataCorruption("bitshuffle filter: chunk is not a whole number of elements")
-            result: bytes = _codecs.bitshuffle_decode(view, itemsize=size, blocksize=self._block)
+            result: bytes = codec_lib.bitshuffle_decode(view, itemsize=size, blocksize=self._block)
             return result
         if len(view) < _BSHUF_HEADER.size:
             raise DataCorruption("bitshuffle filter: chunk is shorter than its header")
@@ -326,7 +326,7 @@ class Bitshuffle:
         if len(view) - pos != decoded - opos:
             raise DataCorruption("bitshuffle filter: chunk has the wrong length")
         out_view[opos:] = view[pos:]
-        result = _codecs.bitshuffle_decode(out, itemsize=size, blocksize=block)
+        result = codec_lib.bitshuffle_decode(out, itemsize=size, blocksize=block)
         return memoryview(result).cast("B")
 
     def encoded_size(self, nbytes: int) -> int | None:

@@ -14,7 +14,7 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    _codecs,
+    codec_lib,
 )
 from h5lake.errors import DataCorruption
 
@@ -35,11 +35,11 @@ class Deflate:
         return {"level": cd[0]} if cd else {}
 
     def encode(self, buf: Buffer) -> Buffer:
-        result: bytes = _codecs.deflate_encode(buf, self.level)  # zlib format, as HDF5 writes
+        result: bytes = codec_lib.deflate_encode(buf, self.level)  # zlib format, as HDF5 writes
         return result
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
-        result: bytes = _codecs.zlibng_decode(buf, out=nbytes)
+        result: bytes = codec_lib.zlibng_decode(buf, out=nbytes)
         return result
 
     def encoded_size(self, nbytes: int) -> int | None:
@@ -121,7 +121,7 @@ class Fletcher32:
         return {}
 
     def encode(self, buf: Buffer) -> Buffer:
-        checksum: int = _codecs.h5checksum_fletcher32(buf)
+        checksum: int = codec_lib.h5checksum_fletcher32(buf)
         return b"".join((buf, checksum.to_bytes(4, "little")))
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
@@ -130,7 +130,7 @@ class Fletcher32:
             raise DataCorruption("fletcher32 filter: chunk is shorter than its checksum")
         data = view[:-4]
         stored = int.from_bytes(view[-4:], "little")
-        checksum: int = _codecs.h5checksum_fletcher32(data)
+        checksum: int = codec_lib.h5checksum_fletcher32(data)
         if stored != checksum and stored != _fletcher32_byteswapped(checksum):
             raise DataCorruption("fletcher32 filter: checksum mismatch, the chunk is corrupt")
         return data

@@ -12,7 +12,7 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    _codecs,
+    codec_lib,
 )
 
 
@@ -34,11 +34,11 @@ class Lzf:
         return {}
 
     def encode(self, buf: Buffer) -> Buffer:
-        result: bytes = _codecs.lzf_encode(buf)
+        result: bytes = codec_lib.lzf_encode(buf)
         return result
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
-        result: bytes = _codecs.lzf_decode(buf, out=nbytes)
+        result: bytes = codec_lib.lzf_decode(buf, out=nbytes)
         return result
 
     def encoded_size(self, nbytes: int) -> int | None:

@@ -18,8 +18,8 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    _codecs,
     check_size,
+    codec_lib,
 )
 from h5lake.errors import DataCorruption
 
@@ -72,12 +72,12 @@ class Lzo:
             if out is not None:
                 return out
         if nbytes is not None:
-            result: bytes = _codecs.lzo_decode(data, out=nbytes)
+            result: bytes = codec_lib.lzo_decode(data, out=nbytes)
             return result
         size = 4 * data.nbytes + 64  # no size given: grow the output until it fits, as PyTables does
         while True:
             try:
-                grown: bytes = _codecs.lzo_decode(data, out=size)
+                grown: bytes = codec_lib.lzo_decode(data, out=size)
                 return grown
             except imagecodecs.LzoError as exc:
                 if "OutputOverrun" not in str(exc) or size >= MAX_CHUNK_NBYTES:
@@ -98,7 +98,7 @@ class Lzo:
         elif nbytes not in (None, size):
             return None
         try:
-            out: bytes = _codecs.lzo_decode(data[:-8], out=size)
+            out: bytes = codec_lib.lzo_decode(data[:-8], out=size)
         except Exception:
             if sure:
                 raise

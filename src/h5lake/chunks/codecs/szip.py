@@ -13,8 +13,8 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    _codecs,
     check_size,
+    codec_lib,
 )
 from h5lake.errors import DataCorruption, InvalidInput
 
@@ -103,7 +103,7 @@ class Szip:
         )
 
     def encode(self, buf: Buffer) -> Buffer:
-        result: bytes = _codecs.szip_encode(buf, *self._args(), header=True)
+        result: bytes = codec_lib.szip_encode(buf, *self._args(), header=True)
         return result
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
@@ -111,7 +111,7 @@ class Szip:
         if len(view) < 4:
             raise DataCorruption("szip filter: chunk is shorter than its header")
         check_size("szip", int.from_bytes(view[:4], "little"), nbytes)
-        result: bytes = _codecs.szip_decode(view, *self._args(), header=True)
+        result: bytes = codec_lib.szip_decode(view, *self._args(), header=True)
         return result
 
     def encoded_size(self, nbytes: int) -> int | None:
