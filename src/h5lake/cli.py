@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import errno
-import json
+import importlib
 import os
-import socket
 import sys
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import click
@@ -18,118 +13,21 @@ import click
 from h5lake import __version__
 
 
-def _settings(options: dict[str, Any]) -> Any:
-    # pydantic loads here, not at the top: load, export and passwd start faster without it
-    from pydantic import ValidationError
-    from pydantic_settings import SettingsError
-
-    from h5lake.config import Settings
-
-    given = {k: v for k, v in options.items() if v not in (None, ())}
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err["loc"] else ""
-        message = err["msg"].removeprefix("Value error, ")
-        if not name:  # a rule about several settings together
-            raise click.ClickException(message) from None
-        raise click.ClickException(f"invalid setting {_setting_names(name)}: {message}") from None
-    except SettingsError as exc:  # a value the environment source could not even parse
-        name = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
-        raise click.ClickException(f"invalid setting {_setting_names(name)}: {exc}") from None
-
-
-def _setting_names(name: str) -> str:
-    """How a user spells a setting: the option and the environment variable."""
-    if not name:
-        return "settings"
-    return f"{name} (--{name.replace('_', '-')} / H5LAKE_{name.upper()})"
-
-
-def _check_passwd(settings: Any) -> None:
-    """Read the password file once here, so a malformed line stops start-up in one line (the
-    server's own start-up would end in uvicorn's traceback)."""
-    from h5lake.auth import load_passwd
-
-    if settings.passwd is None:
-        return
-    try:
-        load_passwd(settings.passwd)
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(f"invalid setting {_setting_names('passwd')}: {exc}; `h5lake passwd USER` prints a valid line") from None
-
-
-def _check_store(settings: Any) -> None:
-    """One request to an S3 store before announcing it: wrong endpoint, bucket or credentials
-    show as one line instead of a traceback from the server's start-up."""
-    if not settings.storage:
-        return
-    from h5lake.api.app import open_store
-    from h5lake.errors import H5LakeError
-
-    async def probe() -> None:
-        store = open_store(settings)
-        try:
-            await store.head("h5lake-start-up-check")
-        finally:
-            await store.close()
-
-    try:
-        asyncio.run(probe())
-    except H5LakeError as exc:
-        at = f" at {settings.s3_endpoint}" if settings.s3_endpoint else ""
-        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        raise click.ClickException(
-            f"cannot use the store {settings.storage}{at}: {reason}; check --s3-endpoint / H5LAKE_S3_ENDPOINT, "
-            "--s3-region / H5LAKE_S3_REGION and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables"
-        ) from None
-
-
-def _check_port(host: str, port: int) -> None:
-    """Bind the address once before announcing it, so an occupied port is reported before
-    "serving", in one line (uvicorn would log its own error after our start-up message)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}; check --host / H5LAKE_HOST") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise click.ClickException(
-                    f"port {port} on {host} is already in use (another h5lake serve?): stop that "
-                    "process or choose another port with --port / H5LAKE_PORT"
-                ) from None
-            raise click.ClickException(
-                f"cannot listen on {host}:{port}: {exc.strerror}; check --host / H5LAKE_HOST and --port / H5LAKE_PORT"
-            ) from None
-
-
-def _export(settings: Any) -> None:
-    """Hand the validated settings to worker processes through the environment."""
-    for name, value in settings.model_dump(mode="json").items():
-        key = f"H5LAKE_{name.upper()}"
-        if value is None:
-            os.environ.pop(key, None)
-        elif isinstance(value, (list, dict)):
-            os.environ[key] = json.dumps(value)
-        else:
-            os.environ[key] = str(value)
-
-
 class _Commands(click.Group):
-    """Serving needs none of the client tools, so their modules load only when asked for.
+    """Serving needs none of the client tools, and the tools none of the server's libraries, so the
+    modules of both load only when one of their commands is asked for.
 
     Every failure ends in one line on stderr saying what to do: usage errors too (click's
     usage block is replaced by a pointer to ``--help``), and an unexpected exception is named
     in one line unless ``H5LAKE_TRACEBACK=1`` asks for the traceback.
     """
 
-    lazy: ClassVar[dict[str, str]] = {"load": "h5lake.tools.load", "export": "h5lake.tools.export"}
+    lazy: ClassVar[dict[str, str]] = {
+        "load": "h5lake.tools.load",
+        "export": "h5lake.tools.export",
+        "serve": "h5lake.api.commands",
+        "apikey": "h5lake.api.commands",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
@@ -137,8 +35,6 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name)
         if command is None and name in self.lazy:
-            import importlib
-
             holder = click.Group()
             importlib.import_module(self.lazy[name]).register(holder)
             command = holder.commands.get(name)
@@ -182,99 +78,13 @@ def main() -> None:
     """h5lake: the HDF5 data model in object storage, served over the HDF REST API."""
 
 
-@main.command()
-@click.option("--data", type=click.Path(path_type=Path), help="Local storage root [H5LAKE_DATA, ./h5lake-data].")
-@click.option("--storage", help="s3://BUCKET[/PREFIX] instead of --data [H5LAKE_STORAGE].")
-@click.option("--s3-endpoint", help="S3 endpoint URL [H5LAKE_S3_ENDPOINT].")
-@click.option("--s3-region", help="S3 region [H5LAKE_S3_REGION].")
-@click.option("--host", help="Address to listen on [H5LAKE_HOST, 127.0.0.1].")
-@click.option("--port", type=int, help="Port [H5LAKE_PORT, 5101].")
-@click.option("--workers", type=int, help="Server processes sharing the port [H5LAKE_WORKERS, 1].")
-@click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
-@click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN: names separated by commas, or a JSON list].")
-@click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
-@click.option("--cors-origin", multiple=True, help="Origin a browser app may call from, or '*' (repeatable; default none: no CORS) [H5LAKE_CORS_ORIGIN: as --admin].")
-@click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
-@click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
-@click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
-@click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
-@click.option("--log-level", help="critical, error, warning, info or debug.")
-@click.option("--oidc-issuer", help="Accept OpenID Connect bearer tokens of this issuer [H5LAKE_OIDC_ISSUER].")
-@click.option("--oidc-audience", help="Audience (client id) the tokens must name.")
-@click.option("--oidc-jwks-url", help="The issuer's JWKS URL (default: from its discovery document).")
-@click.option("--oidc-user-claim", help="Token claim holding the user name [preferred_username, else sub].")
-@click.option("--oidc-admin-claim", help="Token claim (string or list) that may grant admin, e.g. groups.")
-@click.option("--oidc-admin-value", help="Value of that claim that makes a user an admin.")
-@click.option("--max-connections", type=int, help="Connections in flight per process; more get 503 [1000].")
-@click.option("--header-timeout", type=float, help="Seconds a client has to send its request headers [10].")
-@click.option("--body-timeout", type=float, help="Seconds a request body may stall [60].")
-@click.option("--keep-alive-timeout", type=int, help="Seconds an idle keep-alive connection stays open [5].")
-@click.option(
-    "--insecure-no-auth", is_flag=True, default=None,
-    help="Allow no authentication off loopback or with --admin (anyone may act as anyone).",
-)
-def serve(**options: Any) -> None:
-    """Run the service."""
-    import uvicorn
-
-    from h5lake.api.connections import PROTOCOL_PATH
-
-    settings = _settings(options)
-    if settings.storage is None:
-        try:
-            settings.data.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise click.ClickException(f"cannot use {settings.data} for storage: {exc.strerror}; choose another with --data / H5LAKE_DATA") from None
-    _check_passwd(settings)
-    _check_port(settings.host, settings.port)
-    _check_store(settings)
-    _export(settings)
-    scheme_host = f"http://{settings.host}:{settings.port}"
-    where = settings.storage or str(settings.data.resolve())
-    click.echo(f"h5lake {__version__} serving {where} at {scheme_host}", err=False)
-    _warn_about_auth(settings)
-    sys.stdout.flush()
-    uvicorn.run(
-        "h5lake.api.app:create_app_from_env",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        access_log=False,
-        http=PROTOCOL_PATH,
-        limit_concurrency=settings.max_connections,
-        timeout_keep_alive=settings.keep_alive_timeout,
-        timeout_graceful_shutdown=10,
-    )
-
-
-def _warn_about_auth(settings: Any) -> None:
-    from h5lake.auth import load_passwd
-
-    if not settings.authenticates:
-        bar = "!" * 78
-        click.echo(
-            f"{bar}\n! NO AUTHENTICATION: any user name is accepted with any password, so anyone who can\n"
-            f"! reach {settings.host}:{settings.port} can read, change and delete everything as any user.\n"
-            f"! Give --passwd FILE (see `h5lake passwd`) or --oidc-issuer for real use.\n{bar}",
-            err=True,
-        )
-        return
-    if settings.passwd is not None:
-        for user in load_passwd(settings.passwd).plain_users:
-            click.echo(
-                f"warning: {settings.passwd}: the password of {user!r} is in plain text; "
-                f"replace the line with the output of `h5lake passwd {user}`",
-                err=True,
-            )
-
-
 @main.command(short_help="Print a passwd-file line with a salted password hash.")
 @click.argument("user")
 def passwd(user: str) -> None:
     """Print a passwd-file line for USER with a salted hash of the password, which is asked for on
     a terminal or read as one line from a pipe (never an option: options show in the process list)."""
+    # loaded only for this command: h5lake.auth brings asyncio and the OIDC client, which the
+    # client tools started by this same command line do not need
     from h5lake.auth import hash_password
 
     if ":" in user or not user:
@@ -288,79 +98,6 @@ def passwd(user: str) -> None:
             f"no password given: type it when asked, or pipe one line (echo PASSWORD | h5lake passwd {user})"
         )
     click.echo(f"{user}:{hash_password(password)}")
-
-
-@main.group(short_help="Create, list and revoke API keys.")
-def apikey() -> None:
-    """Create, list and revoke API keys (h5pyd: api_key=KEY or hs_api_key in ~/.hscfg)."""
-
-
-_STORE_OPTIONS = [
-    click.option("--data", type=click.Path(path_type=Path), help="Local storage root [H5LAKE_DATA, ./h5lake-data]."),
-    click.option("--storage", help="s3://BUCKET[/PREFIX] instead of --data [H5LAKE_STORAGE]."),
-    click.option("--s3-endpoint", help="S3 endpoint URL [H5LAKE_S3_ENDPOINT]."),
-    click.option("--s3-region", help="S3 region [H5LAKE_S3_REGION]."),
-]
-
-
-def _store_options(fn: Any) -> Any:
-    for option in reversed(_STORE_OPTIONS):
-        fn = option(fn)
-    return fn
-
-
-def _with_keys(options: dict[str, Any], work: Any) -> Any:
-    """Run ``work(ApiKeys)`` on the store the settings name (the same one ``serve`` uses)."""
-    from h5lake.api.app import open_store
-    from h5lake.auth import ApiKeys
-
-    settings = _settings({**options, "insecure_no_auth": True})
-
-    async def run() -> Any:
-        store = open_store(settings)
-        try:
-            return await work(ApiKeys(store, ttl=0))
-        finally:
-            await store.close()
-
-    return asyncio.run(run())
-
-
-@apikey.command("create")
-@click.argument("user")
-@click.option("--note", default="", help="A reminder of what the key is for.")
-@_store_options
-def apikey_create(user: str, note: str, **options: Any) -> None:
-    """Make a key for USER and print it (only once: the store keeps just its hash)."""
-    if ":" in user or not user:
-        raise click.UsageError("user names may not be empty or contain ':'")
-    token, record = _with_keys(options, lambda keys: keys.create(user, note))
-    click.echo(token)
-    click.echo(f"key {record.id} for {user}: give it to h5pyd as api_key= or hs_api_key", err=True)
-
-
-@apikey.command("list")
-@click.option("--user", help="Only this user's keys.")
-@_store_options
-def apikey_list(user: str | None, **options: Any) -> None:
-    """List keys by id, user, creation time and note (never the keys themselves)."""
-    for record in _with_keys(options, lambda keys: keys.list(user)):
-        created = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(record.created))
-        click.echo(f"{record.id}  {record.user}  {created}Z  {record.note}")
-
-
-@apikey.command("revoke")
-@click.argument("key_id")
-@_store_options
-def apikey_revoke(key_id: str, **options: Any) -> None:
-    """Revoke the key whose id (from `h5lake apikey list`) starts with KEY_ID."""
-    try:
-        gone = _with_keys(options, lambda keys: keys.revoke(key_id))
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if not gone:
-        raise click.ClickException(f"no key with id {key_id}")
-    click.echo(f"revoked {gone} key(s); servers stop accepting it within --apikey-cache-seconds")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from tests.support.cli import clean_env, h5lake_command, one_error_line, run_h5l
 from tests.support.server import USERS, free_port, write_passwd
 
 from h5lake import cli
+from h5lake.api import commands
 
 CREDS = ["-u", "test_user1", "-p", USERS["test_user1"]]
 
@@ -130,7 +131,7 @@ def test_an_unexpected_exception_is_one_line_unless_the_traceback_is_asked_for(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("simulated bug")
 
-    monkeypatch.setattr(cli, "_check_port", broken)
+    monkeypatch.setattr(commands, "_check_port", broken)
     result = CliRunner().invoke(cli.main, ["serve", "--data", str(tmp_path / "data")])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import orjson
 
-from h5lake.model.types import type_from_dtype
+from h5lake.model.typecheck import type_from_dtype
 from h5lake.tools import link
 from tests.conftest import Client
 

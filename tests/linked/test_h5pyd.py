@@ -17,7 +17,7 @@ import pytest
 from h5pyd._apps import utillib
 
 from h5lake.chunks.filters import from_h5py_dcpl
-from h5lake.model.types import type_from_dtype
+from h5lake.model.typecheck import type_from_dtype
 from tests.conftest import Client
 from tests.linked.helpers import create_linked
 

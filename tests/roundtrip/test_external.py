@@ -18,7 +18,7 @@ import requests
 from click.testing import CliRunner
 
 from h5lake.cli import main
-from h5lake.tools.load import working_directory
+from h5lake.tools.h5source import working_directory
 from h5lake.tools.rest import Settings
 from tests.roundtrip.compare import compare_files
 

@@ -21,15 +21,8 @@ from h5lake.errors import InvalidInput
 from h5lake.model.layout import chunk_bounds, chunk_grid
 from h5lake.model.projection import ChunkProjection, project, project_points
 from h5lake.model.query import parse_query, query_mask
-from h5lake.model.selection import (
-    Bounds,
-    Coords,
-    PairedSelection,
-    PointSelection,
-    Selection,
-    Slice,
-    parse_select,
-)
+from h5lake.model.selection import Coords, PairedSelection, PointSelection, Selection, Slice
+from h5lake.model.selectparse import Bounds, parse_select
 
 SENTINEL = -1
 

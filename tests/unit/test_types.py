@@ -16,14 +16,13 @@ from h5lake.errors import InvalidInput
 from h5lake.model.types import (
     array_dims,
     empty_array,
-    fill_value_array,
     is_variable,
     item_size,
     to_dtype,
-    type_from_dtype,
-    validate_type,
     wire_dtype,
 )
+from h5lake.model.fromjson import fill_value_array
+from h5lake.model.typecheck import type_from_dtype, validate_type
 
 I32 = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
 F64 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}

@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from h5lake.errors import InvalidInput
-from h5lake.model.types import array_dims, to_dtype, validate_type
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
+from h5lake.model.types import array_dims, to_dtype
+from h5lake.model.typecheck import validate_type
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.model.fromjson import json_to_array
 
 I32 = "H5T_STD_I32LE"
 F64 = "H5T_IEEE_F64LE"

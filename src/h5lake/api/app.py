@@ -29,19 +29,23 @@ from h5lake.config import Settings
 from h5lake.service.context import Limits, Service
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
+from h5lake.storage.local import LocalStore
 
 log = logging.getLogger(__name__)
 
 
 def open_store(settings: Settings) -> Store:
     if settings.storage:
-        from h5lake.storage.s3 import S3Store  # imported only when used: S3 clients are heavy
-
         bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
-        return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
-    from h5lake.storage.local import LocalStore  # imported only when used, as S3Store is
-
+        return _s3_store(bucket, prefix, settings)
     return LocalStore(settings.data)
+
+
+def _s3_store(bucket: str, prefix: str, settings: Settings) -> Store:
+    # imported only when a server uses S3: the S3 client libraries are heavy to load
+    from h5lake.storage.s3 import S3Store
+
+    return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
 
 
 def open_sources(settings: Settings) -> SourceRegistry:
@@ -52,9 +56,7 @@ def open_sources(settings: Settings) -> SourceRegistry:
     if any(r.startswith("s3://") for r in roots):
 
         def s3(bucket: str) -> Any:
-            from h5lake.storage.s3 import S3Store  # imported only when a server reads from S3
-
-            return S3Store(bucket, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
+            return _s3_store(bucket, "", settings)
 
     return default_registry(roots, s3)
 

@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 from starlette.requests import Request
 
+from h5lake.model.links import LinkClass
+
 Href = dict[str, str]
 
 #: Datasets with more elements than this get a ``preview`` link (a small selection) instead of
@@ -201,7 +203,7 @@ class Hrefs:
 
     def _each_link(self, me: str, items: list[dict[str, Any]]) -> None:
         for link in items:
-            if "id" in link and link.get("class") == "H5L_TYPE_HARD":
+            if "id" in link and link.get("class") == LinkClass.HARD.value:
                 link["target"] = self.url(f"/{link.get('collection') or _collection_of(link['id'])}/{link['id']}")
             if "title" in link:
                 link["href"] = self.url(f"{me}/links/{segment(link['title'])}")
@@ -209,7 +211,7 @@ class Hrefs:
     def link(self, group_id: str, link: dict[str, Any]) -> list[Href]:
         me = f"/groups/{group_id}"
         hrefs = self.of(("self", f"{me}/links/{segment(link.get('title', ''))}"), ("home", "/"), ("owner", me))
-        if link.get("class") == "H5L_TYPE_HARD" and "id" in link:
+        if link.get("class") == LinkClass.HARD.value and "id" in link:
             target = f"/{link.get('collection') or _collection_of(link['id'])}/{link['id']}"
             hrefs.append({"rel": "target", "href": self.url(target)})
         return hrefs

@@ -29,7 +29,7 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.errors import InvalidInput
-from h5lake.model.selection import Bounds
+from h5lake.model.selectparse import Bounds
 from h5lake.model.types import array_dims
 from h5lake.model.values import array_to_bytes, array_to_json, nan_to_null
 from h5lake.service import values

@@ -33,7 +33,6 @@ import itertools
 import logging
 import math
 import random
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -52,9 +51,8 @@ from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
 
 log = logging.getLogger(__name__)
 
-PENDING_PREFIX = ".h5lake/pending/"
-_INTENT_KEY = re.compile(r"^\.h5lake/pending/[0-9a-f]{32}\.json$")
-_CATALOGS = {"g": ".groups.txt", "d": ".datasets.txt", "t": ".datatypes.txt"}
+PENDING_PREFIX = ids.PENDING_PREFIX
+_CATALOGS = {c.value: name for c, name in ids.CATALOG_FILES.items()}
 _MAX_ATTEMPTS = 50
 HEAD_CONCURRENCY = 32
 GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to this many chunks
@@ -263,7 +261,7 @@ class ChunkCatalog:
         region = region_json(indexes)
         if region == {"chunks": []}:
             return Intent(None)
-        key = f"{PENDING_PREFIX}{uuid.uuid4().hex}.json"
+        key = ids.intent_key(uuid.uuid4().hex)
         body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
         await self.store.put(key, body, if_none_match=True)
         self._mine.add(key)
@@ -333,7 +331,7 @@ class ChunkCatalog:
         limit = self.stale_after if older_than is None else older_than
         merged = 0
         for key in [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]:
-            if not _INTENT_KEY.match(key) or key in self._mine:
+            if not ids.is_intent_key(key) or key in self._mine:
                 continue
             blob = await self.store.get(key)
             if blob is None or time.time() - blob.last_modified < limit:

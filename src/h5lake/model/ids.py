@@ -179,8 +179,30 @@ def domain_tombstone_key(domain: str) -> str:
     return domain_prefix(domain) + ".domain.gone"
 
 
+CATALOG_FILES: dict[Collection, str] = {
+    Collection.GROUPS: ".groups.txt",
+    Collection.DATASETS: ".datasets.txt",
+    Collection.DATATYPES: ".datatypes.txt",
+}
+"""The domain catalogs, one per collection, named under the domain's prefix (:func:`catalog_key`)."""
+
+PENDING_PREFIX = ".h5lake/pending/"
+"""Write intents, one object each (:func:`intent_key`), outside every domain."""
+
+_INTENT_KEY = re.compile("^" + re.escape(PENDING_PREFIX) + r"[0-9a-f]{32}\.json$")
+
+
+def intent_key(token: str) -> str:
+    """The key of a write intent named by 32 hex digits."""
+    return f"{PENDING_PREFIX}{token}.json"
+
+
+def is_intent_key(key: str) -> bool:
+    return _INTENT_KEY.match(key) is not None
+
+
 def catalog_key(domain: str, name: str) -> str:
-    """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``."""
+    """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt`` (:data:`CATALOG_FILES`)."""
     return domain_prefix(domain) + name
 
 

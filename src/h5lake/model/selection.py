@@ -11,7 +11,8 @@ Two kinds of selection reach the value routes (API-NOTES §3 "Values"):
 Both are validated against the dataset shape here, so the layers below can trust them: every
 index is in range and every count is exact. Errors are always `InvalidInput` (HTTP 400).
 
-The ``select`` grammar accepted by `parse_select` (whitespace is ignored)::
+The ``select`` grammar accepted by `parse_select` (in :mod:`h5lake.model.selectparse`; whitespace
+is ignored)::
 
     select := "[" [ part ("," part)* ] "]"
     part   := [int] ":" [int] [ ":" [int] ]      a slice: start:stop:step
@@ -43,7 +44,6 @@ Decisions, and why:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -162,11 +162,11 @@ class Selection:
         parts: list[Part] = []
         for dim, (item, extent) in enumerate(zip(key, shape)):
             if isinstance(item, slice):
-                parts.append(_slice_part(item.start, item.stop, item.step, extent, dim))
+                parts.append(slice_part(item.start, item.stop, item.step, extent, dim))
             elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-                parts.append(_index_part(int(item), extent, dim))
+                parts.append(index_part(int(item), extent, dim))
             else:
-                parts.append(_coords_part(item, extent, dim))
+                parts.append(coords_part(item, extent, dim))
         return cls(tuple(parts))
 
     @property
@@ -249,91 +249,6 @@ def orthogonal_index(
     return tuple(out)
 
 
-# --- parsing the ``select`` query parameter ---------------------------------------------------
-
-_INT_RE = re.compile(r"[+-]?\d+")
-
-
-def parse_select(text: str | list[Any] | None, shape: Sequence[int]) -> Selection | PairedSelection:
-    """Parse a ``select`` parameter against a dataset ``shape`` (see the module docstring).
-
-    ``None`` (parameter absent) selects everything. A scalar dataset (shape ``()``) accepts only
-    ``None`` or ``"[]"``. Any malformed or out-of-range input raises `InvalidInput`. Several
-    coordinate lists give a `PairedSelection`.
-    """
-    shape = tuple(int(n) for n in shape)
-    if text is None:
-        return Selection.all(shape)
-    if isinstance(text, list):
-        text = _select_from_list(text)
-    if not isinstance(text, str):
-        raise InvalidInput("select must be a string")
-    body = "".join(text.split())
-    if len(body) < 2 or body[0] != "[" or body[-1] != "]":
-        raise InvalidInput(f"select must be enclosed in brackets, got {_clip(text)!r}")
-    raw_parts = _split_top_level(body[1:-1])
-    if len(raw_parts) != len(shape):
-        raise InvalidInput(
-            f"select has {len(raw_parts)} dimension(s), dataset has rank {len(shape)}"
-        )
-    clamp = any(raw.startswith("[") for raw in raw_parts)
-    parts: list[Part] = []
-    for dim, (raw, extent) in enumerate(zip(raw_parts, shape)):
-        parts.append(_parse_part(raw, extent, dim, clamp))
-    if sum(isinstance(p, Coords) for p in parts) > 1:
-        return PairedSelection.of(parts)
-    return Selection(tuple(parts))
-
-
-def parse_select_strict(text: str | None, shape: Sequence[int]) -> Selection:
-    """`parse_select` where only a hyperslab (at most one coordinate list) will do."""
-    sel = parse_select(text, shape)
-    if isinstance(sel, PairedSelection):
-        raise InvalidInput("several coordinate lists cannot be used here")
-    return sel
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The ``start``, ``stop`` and ``step`` keys of a JSON value request (each None when absent;
-    an int or a list of ints as sent)."""
-
-    start: Any = None
-    stop: Any = None
-    step: Any = None
-
-    @classmethod
-    def from_body(cls, body: Any) -> Bounds | None:
-        if not isinstance(body, dict) or not any(k in body for k in ("start", "stop", "step")):
-            return None
-        return cls(body.get("start"), body.get("stop"), body.get("step"))
-
-    def parse(self, shape: Sequence[int]) -> Selection:
-        shape = tuple(int(n) for n in shape)
-        rank = len(shape)
-        lists = [_bound_list(v, name, rank) for v, name in ((self.start, "start"), (self.stop, "stop"), (self.step, "step"))]
-        parts: list[Part] = []
-        for dim, extent in enumerate(shape):
-            start, stop, step = (None if lst is None else lst[dim] for lst in lists)
-            if start is not None and start >= extent > 0:
-                raise InvalidInput(f"start {start} is out of range for extent {extent} in dim {dim}")
-            parts.append(_slice_part(start, stop, step, extent, dim, clamp=False))
-        return Selection(tuple(parts))
-
-
-def _bound_list(value: Any, name: str, rank: int) -> list[int] | None:
-    if value is None:
-        return None
-    items = value if isinstance(value, list) else [value]
-    if len(items) != rank:
-        raise InvalidInput(f"{name} has {len(items)} value(s), the dataset has rank {rank}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        raise InvalidInput(f"{name} must be an integer or a list of integers")
-    if any(v < 0 for v in items):
-        raise InvalidInput(f"{name} values must not be negative")
-    return [int(v) for v in items]
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class PairedSelection:
     """A ``select`` with several coordinate lists, paired element by element (HSDS, numpy).
@@ -400,141 +315,6 @@ class PairedSelection:
 
     def __str__(self) -> str:
         return "[" + ",".join(str(p) for p in self.parts) + "]"
-
-
-def _select_from_list(items: list[Any]) -> str:
-    """A ``select`` given as a JSON list, one item per dimension (HSDS's POST body form): an int
-    index, a list of coordinates, or the text of one part (``"2:8"``)."""
-    parts: list[str] = []
-    for item in items:
-        if isinstance(item, bool):
-            raise InvalidInput("select items must be integers, coordinate lists or part texts")
-        if isinstance(item, int):
-            parts.append(str(item))
-        elif isinstance(item, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in item):
-            parts.append("[" + ",".join(str(c) for c in item) + "]")
-        elif isinstance(item, str) and "[" not in item and "]" not in item and "," not in item:
-            parts.append(item)
-        else:
-            raise InvalidInput("select items must be integers, coordinate lists or part texts")
-    return "[" + ",".join(parts) + "]"
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _split_top_level(inner: str) -> list[str]:
-    """Split on commas outside brackets; ``""`` (as in ``[]``) has no parts."""
-    if inner == "":
-        return []
-    parts: list[str] = []
-    depth, begin = 0, 0
-    for pos, ch in enumerate(inner):
-        if ch == "[":
-            depth += 1
-            if depth > 1:
-                raise InvalidInput("select coordinate lists cannot be nested")
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise InvalidInput("select has an unbalanced ']'")
-        elif ch == "," and depth == 0:
-            parts.append(inner[begin:pos])
-            begin = pos + 1
-    if depth != 0:
-        raise InvalidInput("select has an unbalanced '['")
-    parts.append(inner[begin:])
-    return parts
-
-
-def _parse_int(token: str, what: str, dim: int) -> int:
-    if not _INT_RE.fullmatch(token):
-        raise InvalidInput(f"select {what} in dim {dim} is not an integer: {_clip(token)!r}")
-    if len(token) > 64:  # int() of thousands of digits is slow, and no extent is that large
-        raise InvalidInput(f"select {what} in dim {dim} is out of range: {_clip(token)!r}")
-    return int(token)
-
-
-def _parse_part(raw: str, extent: int, dim: int, clamp: bool) -> Part:
-    if raw.startswith("["):
-        if not raw.endswith("]"):
-            raise InvalidInput(f"select dim {dim}: text after a coordinate list")
-        inner = raw[1:-1]
-        tokens = inner.split(",") if inner else []
-        return _coords_part([_parse_int(t, "coordinate", dim) for t in tokens], extent, dim)
-    if ":" in raw:
-        fields = raw.split(":")
-        if len(fields) > 3:
-            raise InvalidInput(f"select dim {dim}: too many ':' in {_clip(raw)!r}")
-        start, stop, step = (
-            None if f == "" else _parse_int(f, name, dim)
-            for f, name in zip(fields + [""] * (3 - len(fields)), ("start", "stop", "step"))
-        )
-        return _slice_part(start, stop, step, extent, dim, clamp=clamp)
-    if raw == "":
-        raise InvalidInput(f"select dim {dim} is empty")
-    return _index_part(_parse_int(raw, "index", dim), extent, dim)
-
-
-def _slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int, *, clamp: bool = True) -> Slice:
-    step = 1 if step is None else _as_int(step, dim)
-    if step <= 0:
-        raise InvalidInput(f"select step must be positive, got {step} in dim {dim}")
-    lo = 0 if start is None else _as_int(start, dim)
-    hi = extent if stop is None else _as_int(stop, dim)
-    if lo < 0:
-        lo += extent
-    if hi < 0:
-        hi += extent
-    if lo < 0 or lo > extent:
-        raise InvalidInput(f"select start {start} is out of range for extent {extent} in dim {dim}")
-    if hi < 0:
-        raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
-    if hi > extent and not clamp:
-        raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
-    hi = min(hi, extent)
-    if hi < lo:
-        raise InvalidInput(f"select stop {stop} is before start {start} in dim {dim}")
-    return Slice(lo, hi, step)
-
-
-def _index_part(index: int, extent: int, dim: int) -> Slice:
-    i = index + extent if index < 0 else index
-    if not 0 <= i < extent:
-        raise InvalidInput(f"select index {index} is out of range for extent {extent} in dim {dim}")
-    return Slice(i, i + 1, 1)
-
-
-def _coords_part(items: Any, extent: int, dim: int) -> Coords:
-    try:
-        arr = np.asarray(items)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"select dim {dim}: invalid coordinate list") from exc
-    if arr.size == 0:
-        return Coords(np.zeros(0, dtype=np.int64))
-    if arr.ndim == 1 and arr.dtype == object:  # Python ints too large for 64 bits
-        raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise InvalidInput(f"select dim {dim}: coordinates must be a flat list of integers")
-    if arr.dtype.kind == "u":
-        if int(arr.max()) >= extent:
-            raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
-        return Coords(arr.astype(np.int64))
-    if arr.dtype != np.int64:  # Python ints beyond int64 become object arrays above
-        arr = arr.astype(np.int64)
-    if int(arr.min()) < -extent or int(arr.max()) >= extent:
-        raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
-    return Coords(np.where(arr < 0, arr + extent, arr))
-
-
-def _as_int(value: Any, dim: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidInput(f"select bound {value!r} in dim {dim} is not an integer")
-    return min(max(int(value), -(2**63)), 2**63 - 1)  # clamped like any bound past the extent
-
-
-# --- point selections -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -636,3 +416,60 @@ class PointSelection:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int, *, clamp: bool = True) -> Slice:
+    step = 1 if step is None else _as_int(step, dim)
+    if step <= 0:
+        raise InvalidInput(f"select step must be positive, got {step} in dim {dim}")
+    lo = 0 if start is None else _as_int(start, dim)
+    hi = extent if stop is None else _as_int(stop, dim)
+    if lo < 0:
+        lo += extent
+    if hi < 0:
+        hi += extent
+    if lo < 0 or lo > extent:
+        raise InvalidInput(f"select start {start} is out of range for extent {extent} in dim {dim}")
+    if hi < 0:
+        raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
+    if hi > extent and not clamp:
+        raise InvalidInput(f"select stop {stop} is out of range for extent {extent} in dim {dim}")
+    hi = min(hi, extent)
+    if hi < lo:
+        raise InvalidInput(f"select stop {stop} is before start {start} in dim {dim}")
+    return Slice(lo, hi, step)
+
+
+def index_part(index: int, extent: int, dim: int) -> Slice:
+    i = index + extent if index < 0 else index
+    if not 0 <= i < extent:
+        raise InvalidInput(f"select index {index} is out of range for extent {extent} in dim {dim}")
+    return Slice(i, i + 1, 1)
+
+
+def coords_part(items: Any, extent: int, dim: int) -> Coords:
+    try:
+        arr = np.asarray(items)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"select dim {dim}: invalid coordinate list") from exc
+    if arr.size == 0:
+        return Coords(np.zeros(0, dtype=np.int64))
+    if arr.ndim == 1 and arr.dtype == object:  # Python ints too large for 64 bits
+        raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise InvalidInput(f"select dim {dim}: coordinates must be a flat list of integers")
+    if arr.dtype.kind == "u":
+        if int(arr.max()) >= extent:
+            raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
+        return Coords(arr.astype(np.int64))
+    if arr.dtype != np.int64:  # Python ints beyond int64 become object arrays above
+        arr = arr.astype(np.int64)
+    if int(arr.min()) < -extent or int(arr.max()) >= extent:
+        raise InvalidInput(f"select coordinate out of range for extent {extent} in dim {dim}")
+    return Coords(np.where(arr < 0, arr + extent, arr))
+
+
+def _as_int(value: Any, dim: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidInput(f"select bound {value!r} in dim {dim} is not an integer")
+    return min(max(int(value), -(2**63)), 2**63 - 1)  # clamped like any bound past the extent

@@ -10,7 +10,7 @@ from typing import Any
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain, tombstone_key
-from h5lake.model.types import validate_type
+from h5lake.model.typecheck import validate_type
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Versioned
 from h5lake.service.domains import authorize_object, open_domain

@@ -14,10 +14,11 @@ from typing import Any
 
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.fromjson import json_to_array
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import TypeClass, client_type, empty_array, type_class
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array, json_to_array
+from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, type_class
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned
@@ -47,7 +48,7 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
     attr: Doc = {"type": type_json, "shape": space.to_json(), "created": client_timestamp(body, "created", now())}
     cset = body.get("nameCharSet")
     if cset is not None:  # the character set HDF5 records for the name (h5lake load/export)
-        if cset not in ("H5T_CSET_ASCII", "H5T_CSET_UTF8"):
+        if cset not in (CharSet.ASCII.value, CharSet.UTF8.value):
             raise InvalidInput("nameCharSet must be H5T_CSET_ASCII or H5T_CSET_UTF8")
         attr["nameCharSet"] = cset
     if space.kind is SpaceClass.NULL:

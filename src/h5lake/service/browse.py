@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from h5lake.chunks.catalog import dataset_stats
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
 from h5lake.model.layout import is_linked
+from h5lake.model.links import LinkClass
 from h5lake.service import domains
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
-from h5lake.service.links import LinkClass, resolve_path
+from h5lake.service.links import resolve_path
+from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
 
 MAX_PATHS = 100_000
@@ -179,8 +182,6 @@ async def describe(svc: Service, caller: Caller, domain_path: str, h5path: str |
     stats = None
     doc = tree.entity.doc
     if tree.entity.kind == "dataset" and doc is not None:
-        from h5lake.chunks.catalog import dataset_stats
-
         try:
             stats = await dataset_stats(svc.store, tree.domain.path, doc)
         except (TypeError, ValueError, KeyError):
@@ -221,8 +222,6 @@ async def folder_listing(svc: Service, caller: Caller, folder: str) -> list[Fold
 
 
 async def domain_summary(svc: Service, caller: Caller, domain_path: str) -> Doc:
-    from h5lake.service.stats import domain_stats
-
     domain = await open_domain_for_reading(svc, caller, domain_path)
     out = await domain_stats(svc, domain)
     out.update({"domain": domain.path, "owner": domain.owner, "created": domain.doc.get("created")})

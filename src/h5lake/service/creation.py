@@ -11,10 +11,11 @@ from typing import Any
 from h5lake.chunks.filters import FilterId, FilterPipeline
 from h5lake.chunks.layout import pipeline_item_size
 from h5lake.errors import InvalidInput
+from h5lake.model.fromjson import json_to_array
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass
 from h5lake.model.types import is_variable, to_dtype
-from h5lake.model.values import array_to_json, bytes_to_array, json_to_array
+from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.service.context import Limits
 from h5lake.service.documents import Doc
 

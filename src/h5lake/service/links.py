@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import enum
 import fnmatch
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -13,23 +12,15 @@ from typing import Any
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
+from h5lake.model.links import LinkClass
+from h5lake.model.types import CharSet
 from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
-
-class LinkClass(enum.Enum):
-    HARD = "H5L_TYPE_HARD"
-    SOFT = "H5L_TYPE_SOFT"
-    EXTERNAL = "H5L_TYPE_EXTERNAL"
-    USER_DEFINED = "H5L_TYPE_USER_DEFINED"
-    """An HDF5 user-defined link (class 64..255), carried but never followed: ``linkClass`` is
-    its class number and ``value`` its user data in base64."""
-
-
-NAME_CHARSETS = ("H5T_CSET_ASCII", "H5T_CSET_UTF8")
+NAME_CHARSETS = (CharSet.ASCII.value, CharSet.UTF8.value)
 """Values of a link's optional ``nameCharSet``: the character set HDF5 records for its name."""
 
 

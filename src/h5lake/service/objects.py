@@ -8,7 +8,8 @@ from h5lake.chunks.catalog import dataset_stats
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key, parse_id, tombstone_key
-from h5lake.model.types import client_type, validate_type
+from h5lake.model.typecheck import validate_type
+from h5lake.model.types import client_type
 from h5lake.service import reclaim
 from h5lake.service.access import (
     base_doc,

@@ -11,7 +11,15 @@ from __future__ import annotations
 import logging
 
 from h5lake.chunks.catalog import delete_dataset_chunks
-from h5lake.model.ids import TOMBSTONES, Collection, catalog_key, domain_prefix, object_key, parse_id
+from h5lake.model.ids import (
+    CATALOG_FILES,
+    TOMBSTONES,
+    Collection,
+    catalog_key,
+    domain_prefix,
+    object_key,
+    parse_id,
+)
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
 from h5lake.service.views import Domain
@@ -19,7 +27,7 @@ from h5lake.service.walk import walk_objects
 
 log = logging.getLogger(__name__)
 
-_CATALOGS = (".groups.txt", ".datasets.txt", ".datatypes.txt")
+_CATALOGS = tuple(CATALOG_FILES.values())
 
 
 async def reclaim_domain(svc: Service, path: str, root: str) -> None:

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from h5lake.errors import InvalidInput
-from h5lake.model.selection import Bounds, PointSelection
+from h5lake.model.selection import PointSelection
+from h5lake.model.selectparse import Bounds
 from h5lake.service.documents import Doc
 
 

@@ -17,17 +17,13 @@ from h5lake.chunks import engine
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
+from h5lake.model.fromjson import json_to_array
 from h5lake.model.projection import ChunkProjection, project, project_points
 from h5lake.model.query import parse_query, update_fields
-from h5lake.model.selection import Bounds, PairedSelection, PointSelection, Selection, parse_select
+from h5lake.model.selection import PairedSelection, PointSelection, Selection
+from h5lake.model.selectparse import Bounds, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
-from h5lake.model.values import (
-    array_to_bytes,
-    bytes_to_array,
-    json_item_chars,
-    json_size_estimate,
-    json_to_array,
-)
+from h5lake.model.values import array_to_bytes, bytes_to_array, json_item_chars, json_size_estimate
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 from h5py import h5d, h5p, h5z
 
-from h5lake.chunks.filters import FilterId, FilterPipeline, Lzo, from_h5py_dcpl
+from h5lake.chunks.codecs.lzo import Lzo
+from h5lake.chunks.filters import FilterId, FilterPipeline, from_h5py_dcpl
 from h5lake.errors import InvalidInput
-from h5lake.model.types import TypeJson, is_variable
+from h5lake.model.types import TypeJson, is_variable, to_dtype
 from h5lake.tools import h5native
 from h5lake.tools.h5types import Unrepresentable
 
@@ -200,8 +201,6 @@ def make_tcpl(props: Doc) -> Any:
 def filter_triples(filters: list[Doc], type_json: TypeJson, chunk: list[int] | None) -> list[tuple[int, int, tuple[int, ...]]]:
     """``(id, flags, cd_values)`` for ``H5Pset_filter``, in order. Filters the service applies
     are resolved through its own pipeline; recorded ones carry their ``parameters``."""
-    from h5lake.model.types import to_dtype
-
     out: list[tuple[int, int, tuple[int, ...]]] = []
     element: Any = 1 if is_variable(type_json) else to_dtype(type_json)
     for spec in filters:

@@ -20,7 +20,8 @@ from typing import Any
 from h5py import h5t
 
 from h5lake.errors import InvalidInput
-from h5lake.model.types import TypeJson, hdf5_size, reduced_precision, validate_type
+from h5lake.model.typecheck import validate_type
+from h5lake.model.types import CharSet, TypeJson, hdf5_size, reduced_precision
 from h5lake.tools import h5native
 
 TypeID = Any  # h5py.h5t.TypeID and its subclasses (no stubs)
@@ -36,7 +37,7 @@ class Unrepresentable(Exception):
 
 _ORDER = {h5t.ORDER_LE: "LE", h5t.ORDER_BE: "BE"}
 _STRPAD = {h5t.STR_NULLTERM: "H5T_STR_NULLTERM", h5t.STR_NULLPAD: "H5T_STR_NULLPAD", h5t.STR_SPACEPAD: "H5T_STR_SPACEPAD"}
-_CSET = {h5t.CSET_ASCII: "H5T_CSET_ASCII", h5t.CSET_UTF8: "H5T_CSET_UTF8"}
+_CSET = {h5t.CSET_ASCII: CharSet.ASCII.value, h5t.CSET_UTF8: CharSet.UTF8.value}
 _IEEE = {2: h5t.IEEE_F16LE, 4: h5t.IEEE_F32LE, 8: h5t.IEEE_F64LE}
 
 

@@ -30,6 +30,7 @@ import orjson
 from h5py import h5r, h5s, h5t
 
 from h5lake.model.types import (
+    CharSet,
     TypeClass,
     TypeJson,
     array_dims,
@@ -73,7 +74,7 @@ def h5py_dtype(t: TypeJson) -> np.dtype[Any]:
         case TypeClass.REFERENCE:
             return np.dtype(h5py.ref_dtype if t["base"] == "H5T_STD_REF_OBJ" else h5py.regionref_dtype)
         case TypeClass.STRING if t["length"] == "H5T_VARIABLE":
-            return np.dtype(h5py.string_dtype("utf-8" if t["charSet"] == "H5T_CSET_UTF8" else "ascii"))
+            return np.dtype(h5py.string_dtype("utf-8" if t["charSet"] == CharSet.UTF8.value else "ascii"))
         case TypeClass.VLEN:
             return np.dtype(h5py.vlen_dtype(h5py_dtype(t["base"])))
         case TypeClass.ARRAY:

@@ -38,6 +38,7 @@ import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
 from h5lake.errors import H5LakeError
+from h5lake.model.types import CharSet
 
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
 TABLE_CHUNK_ENTRIES = 64 * 1024  # entries per chunk table chunk: 768 KiB of (offset, size)
@@ -119,7 +120,7 @@ def table_type_json(with_uri: bool, with_mask: bool = False) -> Doc:
         fields.append(
             {
                 "name": "file_uri",
-                "type": {"class": "H5T_STRING", "length": "H5T_VARIABLE", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM"},
+                "type": {"class": "H5T_STRING", "length": "H5T_VARIABLE", "charSet": CharSet.ASCII.value, "strPad": "H5T_STR_NULLTERM"},
             }
         )
     if with_mask:

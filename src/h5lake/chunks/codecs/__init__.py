@@ -1,0 +1,1 @@
+"""One module per codec family behind the registry in ``chunks.filters``."""
