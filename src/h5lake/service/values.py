@@ -141,7 +141,9 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         check_size(svc, selection.count * layout.dtype.itemsize, request.binary)
         found = await engine.read_points(layout, selection.points(), svc.workers)
         found = found.reshape(selection.shape)
-        return ValuesRead(field_type(ds.type_json, fields), found[fields] if fields else found)
+        found = found[fields] if fields else found
+        check_json_reply(svc, found, request.binary)
+        return ValuesRead(field_type(ds.type_json, fields), found)
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
         matches, index = await _query(svc, layout, sel, request.query)
