@@ -248,6 +248,8 @@ class ShapeChange(Open):
     shape: list[int] | int | None = None
     extend: int | None = None
     extend_dim: int | None = None
+    prepend: int | None = Field(None, description="h5lake extension: elements added before the first (growth at the front)")
+    prepend_dim: int | None = Field(None, description="the dimension prepend grows (0 by default)")
 
 
 class Resized(Open):

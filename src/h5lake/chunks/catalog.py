@@ -44,7 +44,7 @@ import orjson
 from h5lake.chunks.fanout import bounded
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model import ids
-from h5lake.model.layout import chunk_grid, is_linked
+from h5lake.model.layout import chunk_span, is_linked
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
@@ -409,13 +409,15 @@ class ChunkCatalog:
 
 
 
-def logical_grid(doc: dict[str, Any]) -> tuple[int, ...] | None:
-    """The dataset's chunk grid; None for a null dataspace (no chunks at all)."""
+def logical_grid(doc: dict[str, Any]) -> tuple[range, ...] | None:
+    """The chunk indexes of the dataset along each dimension (negative ones too, for a dataset
+    grown at the front: the layout's ``origin``); None for a null dataspace (no chunks at all)."""
     space = space_from_json(doc["shape"])
     if space.kind is SpaceClass.NULL:
         return None
-    chunk_shape = doc.get("layout", {}).get("dims") or [max(1, d) for d in space.dims]
-    return chunk_grid(space.dims, chunk_shape)
+    layout = doc.get("layout", {})
+    chunk_shape = layout.get("dims") or [max(1, d) for d in space.dims]
+    return chunk_span(space.dims, chunk_shape, layout.get("origin") or ())
 
 
 def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
@@ -436,9 +438,9 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
         listed = await _read_chunk_lines(store, domain, dataset_id)
         keys = {ids.chunk_key(dataset_id, _index_of(n)) for n in listed}
         grid = logical_grid(dataset_doc)
-        if grid is not None and math.prod(grid) <= GRID_PROBE_LIMIT:
+        if grid is not None and math.prod(map(len, grid)) <= GRID_PROBE_LIMIT:
             # A blind delete costs one request, as a HEAD would; deleting a missing key is fine.
-            keys.update(ids.chunk_key(dataset_id, i) for i in itertools.product(*map(range, grid)))
+            keys.update(ids.chunk_key(dataset_id, i) for i in itertools.product(*grid))
     await bounded(sorted(keys), store.delete, HEAD_CONCURRENCY)
     await store.delete(ids.chunk_catalog_key(domain, dataset_id))
 
@@ -485,7 +487,7 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
     else:
         count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
         last = max(last, newest)
-    logical_count = 0 if grid is None else math.prod(grid)
+    logical_count = 0 if grid is None else math.prod(map(len, grid))
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size
     return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
             "logicalSize": logical_size, "allocatedSize": size, "lastModified": last}

@@ -226,7 +226,7 @@ async def read_selection(layout: DatasetLayout, selection: Selection, workers: W
         part = await load_selected(layout, p.chunk_index, p.chunk_selection, workers)
         out[p.out_selection + (...,)] = layout.fill if part is None else part
 
-    await workers.each(project(selection, layout.shape, layout.chunk_shape), one)
+    await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
     return out
 
 
@@ -237,7 +237,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
         part = await load_points(layout, p, workers)
         out[(p.out_positions, ...)] = layout.fill if part is None else part
 
-    await workers.each(project_points(points, layout.chunk_shape), one)
+    await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
     return out
 
 
@@ -383,7 +383,7 @@ async def update_chunk(
     key = chunks.key(index)
     store = chunks.store
     if complete:
-        interior = all((i + 1) * c <= n for i, c, n in zip(index, layout.chunk_shape, layout.shape))
+        interior = layout.is_interior(index)
 
         def build() -> bytes | memoryview:
             # A chunk inside the dataset is overwritten whole: no fill pass. An edge chunk
@@ -429,7 +429,7 @@ async def write_selection(
         await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers)
         written.append(p.chunk_index)
 
-    await workers.each(project(selection, layout.shape, layout.chunk_shape), one)
+    await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
     return written
 
 
@@ -446,7 +446,7 @@ async def write_points(
         await update_chunk(layout, p.chunk_index, modify, False, workers)
         written.append(p.chunk_index)
 
-    await workers.each(project_points(points, layout.chunk_shape), one)
+    await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
     return written
 
 

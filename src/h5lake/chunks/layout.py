@@ -86,6 +86,7 @@ class DatasetLayout:
     codec: ChunkCodec
     fill: np.ndarray  # 0-d array of the dataset's dtype
     locator: ChunkLocator
+    origin: tuple[int, ...] = ()  # elements added at the front per dimension (layout "origin")
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
@@ -94,6 +95,13 @@ class DatasetLayout:
     @property
     def dtype(self) -> np.dtype[Any]:
         return self.codec.dtype
+
+    def is_interior(self, index: tuple[int, ...]) -> bool:
+        """True when chunk ``index`` lies wholly inside the dataset's extent."""
+        origin = self.origin or (0,) * len(self.shape)
+        return all(
+            i * c >= -o and (i + 1) * c <= n - o for i, c, n, o in zip(index, self.chunk_shape, self.shape, origin)
+        )
 
     def empty_chunk(self) -> np.ndarray:
         chunk = np.empty(self.chunk_shape, dtype=self.dtype)

@@ -62,6 +62,19 @@ def chunk_grid(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, .
     return tuple(-(-int(n) // int(c)) for n, c in zip(shape, chunk_shape))
 
 
+def chunk_span(shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()) -> tuple[range, ...]:
+    """The chunk indexes along each dimension that hold elements of the extent. ``origin`` (a
+    dataset grown at the front) puts element 0 at grid position ``-origin``, so the first
+    indexes may be negative; without it this is ``range(chunk_grid(...)[d])``."""
+    grid = chunk_grid(shape, chunk_shape)
+    if not any(origin):
+        return tuple(range(g) for g in grid)
+    return tuple(
+        range(-o // c, -(-(n - o) // c)) if n else range(0)
+        for n, c, o in zip(shape, chunk_shape, origin)
+    )
+
+
 def chunk_bounds(
     index: Sequence[int], shape: Sequence[int], chunk_shape: Sequence[int]
 ) -> tuple[slice, ...]:

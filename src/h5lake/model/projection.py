@@ -26,6 +26,10 @@ Contract of `project` (and why):
   chunk with the fill value, because a later resize makes it visible.
 * Arguments are validated when `project` is called, not on the first iteration, so a bad
   request fails before any chunk I/O starts.
+* ``origin`` (a dataset grown at the front, h5lake's ``prepend``): element ``i`` of dimension
+  ``d`` sits at grid position ``i - origin[d]``, so chunk ``floor((i - origin[d]) / chunk)``,
+  which is negative for elements added at the front. Elements of a chunk before the dataset's
+  first one are outside its extent, like those past an upper edge.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ _DimPlan: TypeAlias = tuple[int, DimIndex, DimIndex, bool]
 
 
 def project(
-    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int]
+    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
 ) -> Iterator[ChunkProjection]:
     """Yield one `ChunkProjection` per chunk touched by ``selection`` (see module docstring).
 
@@ -100,11 +104,20 @@ def project(
     selection.check_within(shape)
     if selection.count == 0:
         return iter(())
+    shifts = [grid_shift(o, c) for o, c in zip(origin, chunk_shape)] or [(0, 0)] * len(shape)
     plans = [
-        _plan_slice(p, n, c) if isinstance(p, Slice) else _plan_coords(p, n, c)
-        for p, n, c in zip(selection.parts, shape, chunk_shape)
+        _plan_slice(p, n, c, *shift) if isinstance(p, Slice) else _plan_coords(p, n, c, *shift)
+        for p, n, c, shift in zip(selection.parts, shape, chunk_shape, shifts)
     ]
     return _combine(plans)
+
+
+def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
+    """(lead, base) of a dimension whose element 0 sits at grid position ``-origin``: ``base``
+    is the chunk holding element 0 and ``lead`` (0 <= lead < chunk) the elements of that chunk
+    before it. Element ``i`` is element ``(i + lead) % chunk`` of chunk ``base + (i + lead) // chunk``."""
+    before = -(-origin // chunk)  # chunks wholly or partly before element 0
+    return before * chunk - origin, -before
 
 
 def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
@@ -133,24 +146,25 @@ def _length(sel: DimIndex) -> int:
     return int(sel.size)
 
 
-def _plan_slice(part: Slice, extent: int, chunk: int) -> list[_DimPlan]:
+def _plan_slice(part: Slice, extent: int, chunk: int, lead: int = 0, base: int = 0) -> list[_DimPlan]:
     """Per-chunk pieces of a regular slice, computed arithmetically.
 
     With ``step < chunk`` every chunk between the first and last selected element holds at
     least one, so we walk those chunks; otherwise each element has a chunk of its own and we
     walk the elements. Either way no empty chunk is visited.
     """
-    start, step, count = part.start, part.step, part.count
+    start, step, count = part.start + lead, part.step, part.count
     if count == 0:
         return []
-    last = part.last
+    last = part.last + lead
+    extent += lead  # positions from the first chunk's start; [0, lead) is before the dataset
     plans: list[_DimPlan] = []
     if step >= chunk:
         for k in range(count):
             i = start + k * step
             c, local = divmod(i, chunk)
-            chunk_len = min(chunk, extent - c * chunk)
-            plans.append((c, slice(local, local + 1, 1), slice(k, k + 1, 1), chunk_len == 1))
+            chunk_len = min(chunk * (c + 1), extent) - max(c * chunk, lead)
+            plans.append((base + c, slice(local, local + 1, 1), slice(k, k + 1, 1), chunk_len == 1))
         return plans
     for c in range(start // chunk, last // chunk + 1):
         lo = c * chunk
@@ -160,16 +174,18 @@ def _plan_slice(part: Slice, extent: int, chunk: int) -> list[_DimPlan]:
         n = (end - 1 - first) // step + 1
         local = first - lo
         out = (first - start) // step
-        complete = first == lo and n == hi - lo  # with step > 1 only when hi - lo == 1
+        inside = max(lo, lead)
+        complete = first == inside and n == hi - inside  # with step > 1 only when hi - inside == 1
         plans.append(
-            (c, slice(local, local + (n - 1) * step + 1, step), slice(out, out + n, 1), complete)
+            (base + c, slice(local, local + (n - 1) * step + 1, step), slice(out, out + n, 1), complete)
         )
     return plans
 
 
-def _plan_coords(part: Coords, extent: int, chunk: int) -> list[_DimPlan]:
+def _plan_coords(part: Coords, extent: int, chunk: int, lead: int = 0, base: int = 0) -> list[_DimPlan]:
     """Group a coordinate list by chunk with one stable sort (repeats keep their order)."""
-    coords = part.index
+    coords = part.index + lead if lead else part.index
+    extent += lead
     if coords.size == 0:
         return []
     chunk_of = coords // chunk
@@ -182,9 +198,9 @@ def _plan_coords(part: Coords, extent: int, chunk: int) -> list[_DimPlan]:
         c = int(sorted_chunks[a])
         positions = order[a:b]
         local = coords[positions] - c * chunk
-        chunk_len = min(chunk, extent - c * chunk)
+        chunk_len = min(chunk * (c + 1), extent) - max(c * chunk, lead)
         complete = local.size >= chunk_len and np.unique(local).size == chunk_len
-        plans.append((c, _as_slice_if_regular(local), _as_slice_if_regular(positions), complete))
+        plans.append((base + c, _as_slice_if_regular(local), _as_slice_if_regular(positions), complete))
     return plans
 
 
@@ -202,7 +218,7 @@ def _as_slice_if_regular(index: IndexArray) -> DimIndex:
 
 
 def project_points(
-    points: PointSelection | npt.NDArray[np.integer], chunk_shape: Sequence[int]
+    points: PointSelection | npt.NDArray[np.integer], chunk_shape: Sequence[int], origin: Sequence[int] = ()
 ) -> Iterator[PointProjection]:
     """Group points by chunk, vectorised (one stable lexsort; no Python loop per point).
 
@@ -222,7 +238,10 @@ def project_points(
         raise InvalidInput("point coordinates must be integers")
     if coords.shape[0] == 0:
         return iter(())
-    return _group_points(coords.astype(np.int64, copy=False), chunk_arr)
+    coords = coords.astype(np.int64, copy=False)
+    if any(origin):
+        coords = coords - np.asarray(origin, dtype=np.int64)  # grid positions (floor division below)
+    return _group_points(coords, chunk_arr)
 
 
 def _group_points(coords: IndexArray, chunk_arr: IndexArray) -> Iterator[PointProjection]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from h5lake.errors import Conflict, InvalidInput
+from h5lake.errors import Conflict, InvalidInput, ReadOnly
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
@@ -100,7 +100,10 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
         raise InvalidInput("body must be a JSON object")
     if space.kind is not SpaceClass.SIMPLE:
         raise InvalidInput("only simple dataspaces can be resized")
-    if "shape" in body:
+    if "prepend" in body:
+        count, axis = _prepend(body, space.rank)
+        dims = tuple(d + count if i == axis else d for i, d in enumerate(space.dims))
+    elif "shape" in body:
         shape = body["shape"]
         if isinstance(shape, int) and not isinstance(shape, bool):
             shape = [shape]
@@ -116,7 +119,7 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
             raise InvalidInput(f"extend_dim must be in 0..{space.rank - 1}")
         dims = tuple(d + extend if i == axis else d for i, d in enumerate(space.dims))
     else:
-        raise InvalidInput("body needs shape or extend")
+        raise InvalidInput("body needs shape, extend or prepend")
     for i, (new, old) in enumerate(zip(dims, space.dims)):
         if isinstance(new, bool) or not isinstance(new, int) or new < 0:
             raise InvalidInput("extents must be non-negative integers")
@@ -133,6 +136,20 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
     return dims
 
 
+def _prepend(body: Doc, rank: int) -> tuple[int, int]:
+    """``{"prepend": n, "prepend_dim": d}`` (an h5lake extension): n elements added before the
+    first along dimension d."""
+    count = body["prepend"]
+    axis = body.get("prepend_dim", 0)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise InvalidInput("prepend must be a non-negative integer")
+    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < rank:
+        raise InvalidInput(f"prepend_dim must be in 0..{rank - 1}")
+    if any(k in body for k in ("shape", "extend")):
+        raise InvalidInput("prepend cannot be combined with shape or extend")
+    return count, axis
+
+
 @dataclass(frozen=True, slots=True)
 class Resized:
     """A dataset's extent before and after a resize, and its document after."""
@@ -140,9 +157,13 @@ class Resized:
     old: tuple[int, ...]
     new: tuple[int, ...]
     doc: Doc
+    front: bool = False  # grown at the front (prepend): the new elements come first
 
     def to_text(self) -> str:
-        """The region between the two extents, ``[o0:n0,o1:n1,...]``."""
+        """The region between the two extents, ``[o0:n0,o1:n1,...]`` (after a prepend, the
+        new elements at the front: ``[0:k,...]``)."""
+        if self.front:
+            return "[" + ",".join(f"0:{n - o}" if n != o else f"0:{n}" for o, n in zip(self.old, self.new)) + "]"
         return "[" + ",".join(f"{o}:{n}" for o, n in zip(self.old, self.new)) + "]"
 
     def appended(self, axis: int) -> Selection:
@@ -156,6 +177,10 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
     """``PUT /datasets/{id}/shape``: grow the dataset to ``shape``, or by ``extend`` along one axis."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
     check_writable(domain, found.doc, Change.SHAPE)
+    if isinstance(body, dict) and "prepend" in body and is_linked(found.doc):
+        raise ReadOnly(
+            "a dataset linked to HDF5 files cannot grow at the front (prepend): its chunks are the files' own"
+        )
     _new_dims(space_from_json(found.doc["shape"]), body)  # validate before touching storage
     return await grow(svc, domain, dset_id, body)
 
@@ -172,12 +197,20 @@ async def grow(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized
         if dims == space.dims:
             return Unchanged(None)
         doc["shape"] = space.resized(dims).to_json()
+        if front:
+            if is_linked(doc):
+                raise ReadOnly("a dataset linked to HDF5 files cannot grow at the front (prepend)")
+            count, axis = _prepend(body, space.rank)
+            origin = list(doc["layout"].get("origin") or [0] * space.rank)
+            origin[axis] += count
+            doc["layout"]["origin"] = origin
         doc["lastModified"] = now()
         return None
 
+    front = isinstance(body, dict) and "prepend" in body
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
     svc.catalog.note_object(domain.path, dset_id)
-    return Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc)
+    return Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
 
 
 async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> Doc:

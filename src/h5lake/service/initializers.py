@@ -68,7 +68,7 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
     else:
         values = (start + np.arange(layout.shape[0], dtype=np.float64) * step).astype(dtype)
     sel = Selection.all(layout.shape)
-    indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape)]
+    indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
     intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
     try:
         await engine.write_selection(layout, sel, values, svc.workers)

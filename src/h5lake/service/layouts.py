@@ -54,7 +54,8 @@ def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayou
     if space.kind is SpaceClass.SCALAR:
         chunk_shape = ()
     codec, fill = codec_and_fill(doc["type"], chunk_shape, props.get("filters"), props.get("fillValue"))
-    return DatasetLayout(doc["id"], domain.path, space.dims, codec, fill, locator)
+    origin = tuple(doc.get("layout", {}).get("origin") or ()) if chunk_shape else ()
+    return DatasetLayout(doc["id"], domain.path, space.dims, codec, fill, locator, origin)
 
 
 def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:

@@ -18,7 +18,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import json_to_array
-from h5lake.model.projection import ChunkProjection, project, project_points
+from h5lake.model.projection import ChunkProjection, grid_shift, project, project_points
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
@@ -344,7 +344,7 @@ async def _recorded(
 
 
 def _chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
-    return [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape)]
+    return [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
 
 
 async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
@@ -383,14 +383,14 @@ async def _write_fields(
 
         await engine.update_chunk(layout, p.chunk_index, modify, False, svc.workers)
 
-    await svc.workers.each(project(sel, layout.shape, layout.chunk_shape), one)
+    await svc.workers.each(project(sel, layout.shape, layout.chunk_shape, layout.origin), one)
 
 
 async def _write_points(
     svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
 ) -> None:
     await _register_linked_files(svc, ds, values)
-    indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape)]
+    indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape, layout.origin)]
     await _recorded(svc, layout, indexes, lambda: engine.write_points(layout, points, values, svc.workers))
 
 
@@ -475,7 +475,8 @@ async def update_where(
     predicate = parse_query(request.query.expression)
     limit = request.query.limit
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
-    chunks = -(-rows // per_chunk)
+    lead, base = grid_shift(layout.origin[0] if layout.origin else 0, per_chunk)
+    chunks = -(-(rows + lead) // per_chunk)
     most = rows if limit is None else min(rows, limit)
     if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
         raise TooLarge(
@@ -492,11 +493,13 @@ async def update_where(
     written: list[tuple[int, ...]] = []
 
     async def one(index: tuple[int, ...], wanted: int | None = None) -> None:
-        start = index[0] * per_chunk
-        stop = min(rows, start + per_chunk)
+        at = (index[0] - base) * per_chunk  # the chunk's first position, counted from the grid's first chunk
+        start = max(at, lead) - lead  # its first element
+        stop = min(rows, at + per_chunk - lead)
+        local = start + lead - at
 
         def modify(chunk: np.ndarray) -> bool:
-            part = chunk[: stop - start]
+            part = chunk[local : local + stop - start]
             idx = np.flatnonzero(predicate(part))
             if wanted is not None:
                 idx = idx[:wanted]
@@ -517,7 +520,7 @@ async def update_where(
     # windows of chunks, each between its own intent and note, so neither lists more than
     # MAX_QUERY_UPDATE_CHUNKS chunks; with a Limit the windows stop once enough matched
     for first in range(0, chunks, MAX_QUERY_UPDATE_CHUNKS):
-        grid: list[tuple[int, ...]] = [(i,) for i in range(first, min(chunks, first + MAX_QUERY_UPDATE_CHUNKS))]
+        grid: list[tuple[int, ...]] = [(base + i,) for i in range(first, min(chunks, first + MAX_QUERY_UPDATE_CHUNKS))]
         written.clear()
 
         async def work(grid: list[tuple[int, ...]] = grid) -> None:
