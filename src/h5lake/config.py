@@ -58,6 +58,9 @@ class Settings(BaseSettings):
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
     )
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
+    compact_max_bytes: int = Field(
+        64 * 1024, ge=0, le=1024 * 1024, description="largest stored values a dataset keeps in its document (0: none)"
+    )
     chunk_concurrency: int = Field(16, ge=1, le=1024)
     public_read: bool = Field(False, description="new domains readable by everyone")
     catalog_stale_after: float = Field(

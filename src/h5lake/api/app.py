@@ -66,7 +66,11 @@ def build_service(settings: Settings, store: Store) -> Service:
     return Service(
         store=store,
         limits=Limits(
-            settings.min_chunk_bytes, settings.max_chunk_bytes, settings.max_request_bytes, settings.max_json_bytes
+            settings.min_chunk_bytes,
+            settings.max_chunk_bytes,
+            settings.max_request_bytes,
+            settings.max_json_bytes,
+            settings.compact_max_bytes,
         ),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,

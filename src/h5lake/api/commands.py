@@ -134,6 +134,7 @@ def _export(settings: Any) -> None:
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
+@click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
 @click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
 @click.option("--log-level", help="critical, error, warning, info or debug.")
 @click.option("--oidc-issuer", help="Accept OpenID Connect bearer tokens of this issuer [H5LAKE_OIDC_ISSUER].")

@@ -28,6 +28,7 @@ and one delete after the flush, off the request path.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import logging
@@ -44,7 +45,7 @@ import orjson
 from h5lake.chunks.fanout import bounded
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model import ids
-from h5lake.model.layout import chunk_span, is_linked
+from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
@@ -420,6 +421,12 @@ def logical_grid(doc: dict[str, Any]) -> tuple[range, ...] | None:
     return chunk_span(space.dims, chunk_shape, layout.get("origin") or ())
 
 
+def _compact_chunks(doc: dict[str, Any]) -> tuple[int, int]:
+    """Chunk count and stored bytes of values kept in the dataset's document."""
+    listed = doc[COMPACT_KEY].get("chunks", {})
+    return len(listed), sum(len(base64.b64decode(text)) for text in listed.values())
+
+
 def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
     """Chunk count and bytes from a linked layout's ``chunks`` table (``"i_j": [offset, size]``)."""
     table = doc.get("layout", {}).get("chunks")
@@ -464,6 +471,8 @@ async def dataset_chunk_totals(store: Store, domain: str,
         fields = lines.get(doc["id"], "").split()
         if is_linked(doc):
             at, (count, size) = 2, _linked_chunks(doc)
+        elif COMPACT_KEY in doc:
+            at, (count, size) = 0, _compact_chunks(doc)
         elif len(fields) >= 6:
             at, count, size = 0, int(fields[4]), int(fields[5])
         else:
@@ -482,12 +491,17 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
     if item_size is None:
         item_size = to_dtype(dataset_doc["type"]).itemsize
     last = float(dataset_doc.get("lastModified", 0.0))
+    storage = "chunks"
     if is_linked(dataset_doc):
         count, size = _linked_chunks(dataset_doc)
+        storage = "linked"
+    elif COMPACT_KEY in dataset_doc:
+        count, size = _compact_chunks(dataset_doc)
+        storage = "compact"
     else:
         count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
         last = max(last, newest)
     logical_count = 0 if grid is None else math.prod(map(len, grid))
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size
     return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
-            "logicalSize": logical_size, "allocatedSize": size, "lastModified": last}
+            "logicalSize": logical_size, "allocatedSize": size, "lastModified": last, "storage": storage}

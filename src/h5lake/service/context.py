@@ -34,6 +34,7 @@ class Limits:
     max_chunk_size: int
     max_request_size: int
     max_json_size: int = 100 * 1024 * 1024  # JSON text, in and out: the encoder's own limits are far above
+    compact_max_size: int = 64 * 1024  # stored bytes a dataset may keep in its document (service.compact)
 
     def to_json(self) -> dict[str, int]:
         return {

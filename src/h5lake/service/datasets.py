@@ -12,6 +12,7 @@ from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import client_type
+from h5lake.service import compact
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -81,6 +82,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
             doc[SOURCES_KEY] = sources
     else:
         doc["layout"] = planned
+        compact.start_compact(doc, svc.limits.compact_max_size)
     return doc
 
 
@@ -204,13 +206,18 @@ async def grow(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized
             origin = list(doc["layout"].get("origin") or [0] * space.rank)
             origin[axis] += count
             doc["layout"]["origin"] = origin
+        compact.mark_moving_if_grown(doc, svc.limits.compact_max_size)
         doc["lastModified"] = now()
         return None
 
     front = isinstance(body, dict) and "prepend" in body
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
     svc.catalog.note_object(domain.path, dset_id)
-    return Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
+    resized = Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
+    if compact.is_moving(doc):  # grown past the compact limit: values go to chunk objects
+        doc = await compact.finish_move(svc, domain, doc)
+        resized = Resized(resized.old, resized.new, doc, front)
+    return resized
 
 
 async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> Doc:

@@ -20,6 +20,7 @@ from h5lake.model.projection import project
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
+from h5lake.service import compact
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
@@ -68,6 +69,14 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
     else:
         values = (start + np.arange(layout.shape[0], dtype=np.float64) * step).astype(dtype)
     sel = Selection.all(layout.shape)
+    if compact.is_compact(doc):
+        moved = await compact.write(
+            svc, domain, None, None, doc["id"], lambda at: engine.write_selection(at, sel, values, svc.workers)
+        )
+        if moved is None:
+            return
+        layout = native_layout(domain, moved)
+        assert layout is not None
     indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
     intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
     try:

@@ -9,7 +9,8 @@ import numpy as np
 import orjson
 
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
-from h5lake.chunks.locate import ChunkLocator
+from h5lake.chunks.inline import KEY, DocumentChunks, listed_chunks
+from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.model.fromjson import fill_value_array
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.service.creation import codec_filters
@@ -59,5 +60,15 @@ def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayou
 
 
 def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
-    """A dataset whose chunks are objects of their own, read through the domain's view."""
+    """A dataset whose chunks are objects of their own, read through the domain's view, or
+    kept in its document (compact values, `service.compact`)."""
+    if KEY in doc:
+        return compact_layout(domain, doc)
     return layout_with(domain, doc, domain.view.chunks(doc["id"]))
+
+
+def compact_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
+    """The layout of a compact dataset: its chunks read from (and written to) the document's
+    (a copy in memory; a write stores them back with a conditional update of the document)."""
+    chunks = DocumentChunks(listed_chunks(doc[KEY].get("chunks", {})), doc["id"])
+    return layout_with(domain, doc, NativeChunks(chunks, doc["id"]))  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from h5lake.chunks.catalog import dataset_stats
+from h5lake.chunks.inline import KEY as COMPACT_KEY
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key, parse_id, tombstone_key
@@ -33,7 +34,7 @@ def object_json(
     domain: Domain, doc: Doc, *, include_links: bool = True, include_attrs: bool = False
 ) -> Doc:
     """An object as ``GET /{collection}/{id}`` shows it."""
-    out = {k: v for k, v in doc.items() if k not in ("links", "attributes", "stats") + _ADMIN_KEYS}
+    out = {k: v for k, v in doc.items() if k not in ("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KEYS}
     collection = parse_id(doc["id"])
     out["attributeCount"] = len(doc.get("attributes", {}))
     if collection is Collection.GROUPS:

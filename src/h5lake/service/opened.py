@@ -24,6 +24,7 @@ class OpenDataset:
     domain: Domain
     doc: Doc
     layout: DatasetLayout | None  # None for a null dataspace
+    etag: str | None = None  # of ``doc`` as read, when known (a compact write's first if-match)
 
     @property
     def id(self) -> str:
@@ -52,7 +53,7 @@ async def open_dataset(
 ) -> OpenDataset:
     """Authorize, read the dataset's document once and build its layout."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, permission, Collection.DATASETS)
-    return OpenDataset(domain, found.doc, await dataset_layout(svc, domain, found.doc))
+    return OpenDataset(domain, found.doc, await dataset_layout(svc, domain, found.doc), found.etag)
 
 
 class Change(enum.Enum):

@@ -27,6 +27,7 @@ from h5lake.model.values import array_to_bytes, bytes_to_array, json_item_chars,
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
+from h5lake.service import compact
 from h5lake.service.layouts import native_layout
 from h5lake.service.linked import is_chunk_table, register_table_sources
 from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
@@ -327,16 +328,27 @@ def wire_size(ds: OpenDataset) -> int:
 
 async def _recorded(
     svc: Service,
+    ds: OpenDataset,
     layout: DatasetLayout,
     indexes: list[tuple[int, ...]],
-    work: Callable[[], Awaitable[Any]],
+    work: Callable[[DatasetLayout], Awaitable[Any]],
     written: Callable[[], list[tuple[int, ...]]] | None = None,
 ) -> None:
     """Run a chunk write between the catalog's durable intent and its note of what changed
-    (``written()``, when given, narrows the chunks ``indexes`` the write may touch)."""
+    (``written()``, when given, narrows the chunks ``indexes`` the write may touch).
+
+    A compact dataset's write is instead one conditional update of its document (no chunk
+    object, no intent), unless its values moved to chunk objects meanwhile."""
+    if compact.is_compact(ds.doc):
+        moved = await compact.write(svc, ds.domain, ds.doc, ds.etag, ds.id, work)
+        if moved is None:
+            return
+        moved_layout = native_layout(ds.domain, moved)
+        assert moved_layout is not None
+        layout = moved_layout
     intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
     try:
-        await work()
+        await work(layout)
     except BaseException:
         svc.catalog.abort(intent)
         raise
@@ -363,12 +375,12 @@ async def _write(
 ) -> None:
     await _register_linked_files(svc, ds, values)
     sel = selection if selection is not None else Selection.all(layout.shape)
-    work: Callable[[], Awaitable[Any]]
+    work: Callable[[DatasetLayout], Awaitable[Any]]
     if fields:
-        work = lambda: _write_fields(svc, layout, sel, values, fields)
+        work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
-        work = lambda: engine.write_selection(layout, sel, values, svc.workers)
-    await _recorded(svc, layout, _chunks_of(layout, sel), work)
+        work = lambda at: engine.write_selection(at, sel, values, svc.workers)
+    await _recorded(svc, ds, layout, _chunks_of(layout, sel), work)
 
 
 async def _write_fields(
@@ -391,7 +403,7 @@ async def _write_points(
 ) -> None:
     await _register_linked_files(svc, ds, values)
     indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape, layout.origin)]
-    await _recorded(svc, layout, indexes, lambda: engine.write_points(layout, points, values, svc.workers))
+    await _recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
 
 
 async def _write_stream(
@@ -432,9 +444,10 @@ async def _write_stream(
         await _register_linked_files(svc, ds, values)
         await _recorded(
             svc,
+            ds,
             layout,
             _chunks_of(layout, piece),
-            lambda v=values, p=piece: engine.write_selection(layout, p, v, svc.workers),  # type: ignore[misc]
+            lambda at, v=values, p=piece: engine.write_selection(at, p, v, svc.workers),  # type: ignore[misc]
         )
         del block, values
     async for extra in it:
@@ -492,7 +505,7 @@ async def update_where(
     changed_rows: dict[int, np.ndarray] = {}
     written: list[tuple[int, ...]] = []
 
-    async def one(index: tuple[int, ...], wanted: int | None = None) -> None:
+    async def one(target: DatasetLayout, index: tuple[int, ...], wanted: int | None = None) -> None:
         at = (index[0] - base) * per_chunk  # the chunk's first position, counted from the grid's first chunk
         start = max(at, lead) - lead  # its first element
         stop = min(rows, at + per_chunk - lead)
@@ -512,7 +525,7 @@ async def update_where(
             changed_rows[index[0]] = part[idx].copy()
             return True
 
-        await engine.update_chunk(layout, index, modify, False, svc.workers)
+        await engine.update_chunk(target, index, modify, False, svc.workers)
         if found[index[0]].size:
             written.append(index)
 
@@ -523,18 +536,23 @@ async def update_where(
         grid: list[tuple[int, ...]] = [(base + i,) for i in range(first, min(chunks, first + MAX_QUERY_UPDATE_CHUNKS))]
         written.clear()
 
-        async def work(grid: list[tuple[int, ...]] = grid) -> None:
+        async def work(target: DatasetLayout, grid: list[tuple[int, ...]] = grid, before: int = total) -> None:
             nonlocal total
+            total = before  # a compact dataset's write may run again after a lost race
+            written.clear()
+            for index in grid:
+                found.pop(index[0], None)
+                changed_rows.pop(index[0], None)
             if limit is None:
-                await svc.workers.each(grid, one)
+                await svc.workers.each(grid, lambda index: one(target, index))
                 return
             for index in grid:
-                await one(index, limit - total)
+                await one(target, index, limit - total)
                 total += found[index[0]].size
                 if total >= limit:
                     return
 
-        await _recorded(svc, layout, grid, work, lambda: list(written))
+        await _recorded(svc, ds, layout, grid, work, lambda: list(written))
         if limit is not None and total >= limit:
             break
     parts = [found[i] for i in sorted(found)]
