@@ -3,6 +3,7 @@
     python bench/small_datasets.py                 # starts its own h5lake on a free port
     python bench/small_datasets.py --server-env PYTHONPATH=/tmp/old/src   # another build's server
     python bench/small_datasets.py --endpoint http://host:5101 --user u --password p
+    python bench/small_datasets.py --values 8000 --server-arg=--compact-max-bytes=0   # sizes, limit
 
 The datasets are made once (one h5pyd File, ``create_dataset(name, data=...)`` each). Then, in a
 fresh ``h5pyd.File``, every dataset is opened (``f[name]``: one GET of the dataset) and read whole
@@ -25,20 +26,20 @@ N_DATASETS = 1000
 N_VALUES = 100
 
 
-def make(t: Target, domain: str, n: int) -> None:
+def make(t: Target, domain: str, n: int, values: int) -> None:
     with h5pyd.File(domain, "w", **t.h5pyd_opts()) as f:
         for i in range(n):
-            f.create_dataset(f"d{i:04d}", data=np.arange(N_VALUES, dtype="f8") + i)
+            f.create_dataset(f"d{i:04d}", data=np.arange(values, dtype="f8") + i)
 
 
-def read_all(t: Target, domain: str, n: int) -> float:
+def read_all(t: Target, domain: str, n: int, values: int) -> float:
     """Seconds to open and read every dataset, one by one, in a fresh File."""
     with h5pyd.File(domain, "r", **t.h5pyd_opts()) as f:
         names = [f"d{i:04d}" for i in range(n)]
         start = time.perf_counter()
         for i, name in enumerate(names):
-            values = f[name][...]
-            if values[0] != i or values.shape != (N_VALUES,):
+            got = f[name][...]
+            if got[0] != i or got.shape != (values,):
                 raise AssertionError(f"{name} read back wrong values")
         return time.perf_counter() - start
 
@@ -47,6 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_target_args(parser)
     parser.add_argument("--datasets", type=int, default=N_DATASETS)
+    parser.add_argument("--values", type=int, default=N_VALUES, help="float64 values per dataset")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with target(args) as t:
@@ -54,20 +56,20 @@ def main() -> None:
         folder = t.new_folder("small")
         domain = folder + "small.h5"
         start = time.perf_counter()
-        make(t, domain, args.datasets)
-        row(f"create {args.datasets} datasets of {N_VALUES} float64", f"{time.perf_counter() - start:.2f} s")
+        make(t, domain, args.datasets, args.values)
+        row(f"create {args.datasets} datasets of {args.values} float64", f"{time.perf_counter() - start:.2f} s")
         maybe_pause(args, t)
-        read_all(t, domain, min(50, args.datasets))  # warm up: connection, server caches
+        read_all(t, domain, min(50, args.datasets), args.values)  # warm up: connection, server caches
         best = None
         meter = CpuMeter(t.server_pid)
         for _ in range(args.rounds):
             meter.start()
-            seconds = read_all(t, domain, args.datasets)
+            seconds = read_all(t, domain, args.datasets, args.values)
             meter.stop()
             best = seconds if best is None else min(best, seconds)
         assert best is not None
         row(
-            f"open + read {args.datasets} small datasets, one by one",
+            f"open + read {args.datasets} datasets, one by one",
             f"{best:.2f} s",
             f"{best / args.datasets * 1000:.2f} ms per dataset (best of {args.rounds})",
         )

@@ -14,10 +14,10 @@ import pytest
 import requests
 from h5py import h5d, h5p, h5s, h5t
 
-from h5lake.model.ids import chunk_key
 from h5lake.tools.rest import Settings
 from tests.conftest import Backing, RawStore, raw_of
 from tests.roundtrip.conftest import RoundTrip
+from tests.support.chunks import stored_chunk
 from tests.support.server import Server
 
 TYPE = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE", "precision": 16, "offset": 5}
@@ -66,7 +66,7 @@ def test_server_stores_hdf5_nbit_chunks(settings: Settings, new_domain: Callable
         d = f["d"]
         for index in ((0, 0), (1, 1), (0, 1)):
             offset = (index[0] * 4, index[1] * 3)
-            chunk = stored.read(chunk_key(did, index))
+            chunk = stored_chunk(stored, did, index)
             assert chunk is not None
             assert d.id.read_direct_chunk(offset)[1] == chunk
             d.id.write_direct_chunk(offset, chunk)
@@ -91,7 +91,7 @@ def test_loaded_nbit_domain_reads_as_integers(round_trip: Callable[[str], RoundT
         for i in range(d.id.get_num_chunks()):
             offset = d.id.get_chunk_info(i).chunk_offset
             index = (offset[0] // 10, offset[1] // 25)
-            assert stored.read(chunk_key(did, index)) == d.id.read_direct_chunk(offset)[1]
+            assert stored_chunk(stored, did, index) == d.id.read_direct_chunk(offset)[1]
     with h5py.File(result.exported, "r") as f:
         tid = f["nbit_i32"].id.get_type()
         assert (tid.get_precision(), tid.get_offset()) == (16, 5)
@@ -109,4 +109,4 @@ def test_loaded_scaleoffset_chunks_are_the_files(round_trip: Callable[[str], Rou
             did = out[name].id.id
             for i in range(d.id.get_num_chunks()):
                 offset = d.id.get_chunk_info(i).chunk_offset
-                assert stored.read(chunk_key(did, (offset[0] // d.chunks[0],))) == d.id.read_direct_chunk(offset)[1], name
+                assert stored_chunk(stored, did, (offset[0] // d.chunks[0],)) == d.id.read_direct_chunk(offset)[1], name

@@ -149,34 +149,45 @@ def test_prepend_matches_numpy(kind_client: Client) -> None:
     check()
 
 
-def test_prepend_through_h5pyd_and_export(endpoint: str, domain: str, tmp_path: Path) -> None:
+def test_prepend_through_h5pyd_and_export(endpoint: str, domain: str, tmp_path: Path, raw_store: RawStore) -> None:
     data = np.arange(40, dtype="i4").reshape(10, 4)
+    big = np.arange(5000 * 4, dtype="i4").reshape(5000, 4)  # two chunks of 48 KB: chunk objects
     with open_file(endpoint, domain, "w") as f:
         d = f.create_dataset("d", data=data, chunks=(3, 4), maxshape=(None, 4), fillvalue=-9)
-        did = d.id.id
+        b = f.create_dataset("big", data=big, chunks=(3000, 4), maxshape=(None, 4), fillvalue=-9)
+        did, bid = d.id.id, b.id.id
+    assert chunk_objects(raw_store, did) == {} and len(chunk_objects(raw_store, bid)) == 2
     c = Client(endpoint, "test_user1", domain)
     r = c.put(f"/datasets/{did}/shape", json={"prepend": 5, "prepend_dim": 0})
     assert r.status_code == 201, r.text
+    assert c.put(f"/datasets/{bid}/shape", json={"prepend": 1234}).status_code == 201
     expect = np.concatenate([np.full((5, 4), -9, "i4"), data])
+    expect_big = np.concatenate([np.full((1234, 4), -9, "i4"), big])
     with open_file(endpoint, domain, "r+") as f:
         d = f["d"]
-        assert d.shape == (15, 4)
+        assert d.shape == (15, 4) and f["big"].shape == (6234, 4)
         np.testing.assert_array_equal(d[...], expect)
+        np.testing.assert_array_equal(f["big"][...], expect_big)
         d[3:7, 1] = [100, 101, 102, 103]
         expect[3:7, 1] = [100, 101, 102, 103]
+        f["big"][1000:1300, 2] = 7
+        expect_big[1000:1300, 2] = 7
         d.resize((17, 4))
     expect = np.concatenate([expect, np.full((2, 4), -9, "i4")])
     with open_file(endpoint, domain, "r") as f:
         d = f["d"]
         np.testing.assert_array_equal(d[...], expect)
         np.testing.assert_array_equal(d[4:6], expect[4:6])
+        np.testing.assert_array_equal(f["big"][1200:1240], expect_big[1200:1240])
+    assert len(chunk_objects(raw_store, bid)) == 3  # the old two, untouched but for the one written, and one new
     out = tmp_path / "out.h5"
     export_domain(RestClient(Settings(endpoint, "test_user1", USERS["test_user1"]), domain), out, workers=2)
     ref = tmp_path / "ref.h5"
     with h5py.File(ref, "w") as f:
         f.create_dataset("d", data=expect, chunks=(3, 4), maxshape=(None, 4), fillvalue=-9)
+        f.create_dataset("big", data=expect_big, chunks=(3000, 4), maxshape=(None, 4), fillvalue=-9)
     with h5py.File(out, "r") as f:
         np.testing.assert_array_equal(f["d"][...], expect)
+        np.testing.assert_array_equal(f["big"][...], expect_big)
     result = subprocess.run(["h5diff", "-v", str(ref), str(out)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-
