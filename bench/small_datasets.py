@@ -4,6 +4,7 @@
     python bench/small_datasets.py --server-env PYTHONPATH=/tmp/old/src   # another build's server
     python bench/small_datasets.py --endpoint http://host:5101 --user u --password p
     python bench/small_datasets.py --values 8000 --server-arg=--compact-max-bytes=0   # sizes, limit
+    python bench/small_datasets.py --s3            # its h5lake on S3 (a SeaweedFS started here)
 
 The datasets are made once (one h5pyd File, ``create_dataset(name, data=...)`` each). Then, in a
 fresh ``h5pyd.File``, every dataset is opened (``f[name]``: one GET of the dataset) and read whole
@@ -16,11 +17,14 @@ dataset whose values are in a chunk object reads two (the document, then the chu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+import uuid
 
 import h5pyd
 import numpy as np
 from common import CpuMeter, Target, add_target_args, cpu_row, describe, maybe_pause, row, target
+from tests.support.s3server import start_s3_server
 
 N_DATASETS = 1000
 N_VALUES = 100
@@ -50,7 +54,20 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=N_DATASETS)
     parser.add_argument("--values", type=int, default=N_VALUES, help="float64 values per dataset")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--s3", action="store_true", help="run the h5lake it starts on S3 (SeaweedFS started here)")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        if args.s3 and not args.endpoint:
+            s3 = start_s3_server()
+            stack.callback(s3.stop)
+            args.server_arg += ["--storage", f"s3://{s3.bucket}/small-{uuid.uuid4().hex[:8]}",
+                                "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"]
+            args.server_env += [f"AWS_ACCESS_KEY_ID={s3.access_key_id}", f"AWS_SECRET_ACCESS_KEY={s3.secret_access_key}"]
+            print(f"# storage: S3 (SeaweedFS at {s3.endpoint})")
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     with target(args) as t:
         describe(t)
         folder = t.new_folder("small")

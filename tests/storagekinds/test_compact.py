@@ -8,6 +8,7 @@ import json
 import threading
 
 import numpy as np
+
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, RawStore
 

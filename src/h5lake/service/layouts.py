@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.inline import KEY, DocumentChunks, listed_chunks
+from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.model.fromjson import fill_value_array
 from h5lake.model.shapes import SpaceClass, space_from_json
