@@ -30,6 +30,7 @@ import pytest
 from h5lake.chunks import engine
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
+from h5lake.chunks.inline import DocumentChunks, listed_chunks
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator, ChunkRef, NativeChunks
 from h5lake.errors import ReadOnly
@@ -90,6 +91,20 @@ async def native_case(tmp_path: Path) -> Case:
     await engine.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
     await engine.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
     return Case(layout, expected_with_hole(), True)
+
+
+async def document_case(tmp_path: Path) -> Case:
+    """Compact values: the chunks held in the dataset's document (`chunks.inline`)."""
+    dataset_id = new_object_id(Collection.DATASETS, new_root_id())
+    layout = layout_of(NativeChunks(DocumentChunks({}, dataset_id), dataset_id), CHUNKS)  # type: ignore[arg-type]
+    data = values()
+    await engine.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
+    await engine.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
+    # as the document keeps them, and read back from that listing
+    listing = layout.locator.store.contents(dataset_id)  # type: ignore[attr-defined]
+    assert len(listing) == GRID[0] * GRID[1] - 1
+    reread = layout_of(NativeChunks(DocumentChunks(listed_chunks(listing), dataset_id), dataset_id), CHUNKS)  # type: ignore[arg-type]
+    return Case(reread, expected_with_hole(), True)
 
 
 def h5_file(tmp_path: Path) -> Path:
@@ -159,6 +174,7 @@ async def linked_case(tmp_path: Path, kind: str) -> Case:
 
 CASES: dict[str, Callable[[Path], Awaitable[Case]]] = {
     "native": native_case,
+    "document": document_case,
     "linked-contiguous": lambda p: linked_case(p, "contiguous"),
     "linked-chunked": lambda p: linked_case(p, "chunked"),
     "linked-indirect": lambda p: linked_case(p, "indirect"),

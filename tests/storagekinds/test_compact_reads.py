@@ -64,6 +64,7 @@ def reads_of_one_value_read(tmp_path: Path, compact_max: int) -> tuple[list[str]
 def test_compact_value_read_reads_one_object_fewer(tmp_path: Path) -> None:
     compact_reads, did = reads_of_one_value_read(tmp_path, 64 * 1024)
     chunk_reads, other = reads_of_one_value_read(tmp_path, 0)
+    assert sum(k.endswith(other) for k in chunk_reads) == 1
     assert not any("-c-" in k for k in compact_reads), compact_reads
     assert sum("-c-" in k for k in chunk_reads) == 1, chunk_reads
     assert sum(k.endswith(did) for k in compact_reads) == 1  # the document, read once
