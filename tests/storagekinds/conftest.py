@@ -51,3 +51,14 @@ def kind_raw(storage_kind: str, raw_store: RawStore, request: pytest.FixtureRequ
     if storage_kind == "chunks":
         return LocalRaw(request.getfixturevalue("chunks_server").data)
     return raw_store
+
+
+def all_keys(raw: RawStore) -> list[str]:
+    """Every key of the store. A local listing walks folders the server may be removing
+    meanwhile (its write intents'): such a walk is tried again."""
+    for _ in range(20):
+        try:
+            return raw.list_keys()
+        except FileNotFoundError:
+            continue
+    return raw.list_keys()

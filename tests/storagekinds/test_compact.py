@@ -9,8 +9,10 @@ import threading
 
 import numpy as np
 
+from h5lake.model.ids import object_key
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, RawStore
+from tests.storagekinds.conftest import all_keys
 
 OCTET = {"Accept": "application/octet-stream"}
 PUT_OCTET = {"Content-Type": "application/octet-stream"}
@@ -26,12 +28,11 @@ def make(c: Client, shape: list[int], dtype: object = "H5T_IEEE_F64LE", name: st
 
 
 def chunk_keys(raw: RawStore, did: str) -> list[str]:
-    return [k for k in raw.list_keys() if f"-c-{did[2:]}_" in k]
+    return [k for k in all_keys(raw) if f"-c-{did[2:]}_" in k]
 
 
 def stored_doc(raw: RawStore, did: str) -> dict[str, object]:
-    key = next(k for k in raw.list_keys() if k.endswith(did))
-    return json.loads(raw.read(key) or b"{}")  # type: ignore[no-any-return]
+    return json.loads(raw.read(object_key(did)) or b"{}")  # type: ignore[no-any-return]
 
 
 def read(c: Client, did: str, dtype: str = "<f8", select: str | None = None) -> np.ndarray:

@@ -16,6 +16,7 @@ from h5lake.tools.export import export_domain
 from h5lake.tools.rest import RestClient, Settings
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, RawStore
+from tests.storagekinds.conftest import all_keys
 from tests.support.server import USERS
 
 OCTET = {"Accept": "application/octet-stream"}
@@ -50,7 +51,7 @@ def write(c: Client, did: str, select: str, values: np.ndarray) -> None:
 
 def chunk_objects(raw: RawStore, did: str) -> dict[str, bytes]:
     uuid = did[2:]
-    return {k: raw.read(k) or b"" for k in raw.list_keys() if f"-c-{uuid}_" in k}
+    return {k: raw.read(k) or b"" for k in all_keys(raw) if f"-c-{uuid}_" in k}
 
 
 def chunks_touched(n: int, chunk: int, origin: int) -> int:
