@@ -130,7 +130,7 @@ def _fill(dt: np.dtype, shape: tuple[int, ...], items: list[Any]) -> np.ndarray:
         if dt.names:
             flat[i] = tuple(_element(dt[n], v) for n, v in zip(dt.names, item, strict=True))
         else:
-            flat[i] = _element(dt if dt.subdtype is None else dt.base, item) if dt.subdtype is None else item
+            flat[i] = _element(dt, item) if dt.subdtype is None else _element(np.dtype((dt.base, dt.shape)), item)
     return arr
 
 
@@ -139,7 +139,14 @@ def _element(dt: np.dtype, value: Any) -> Any:
         return tuple(_element(dt[n], v) for n, v in zip(dt.names, value, strict=True))
     if dt.subdtype is not None:
         base = dt.base
-        return np.array([_element(base, v) for v in value], dtype=base) if base.kind != "O" else np.array(value, dtype=object)
+        if base.kind != "O":
+            return np.array([_element(base, v) for v in value], dtype=base)
+        # One object per element, set one by one: np.array() of equal-length sequences would
+        # make a 2-D array (two empty vlen sequences become shape (2, 0)).
+        out = np.empty(len(value), dtype=object)
+        for i, v in enumerate(value):
+            out[i] = v
+        return out
     return value
 
 
