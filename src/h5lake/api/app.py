@@ -17,6 +17,7 @@ from h5lake.api import (
     connections,
     domain_routes,
     h5grove_routes,
+    map_routes,
     object_routes,
     openapi,
     value_routes,
@@ -115,7 +116,8 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await svc.drain()
             await backend.close()
 
-    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES, *openapi.ROUTES]
+    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
+    routes += openapi.ROUTES
     routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
     middleware = [Middleware(Authenticate)]
     if settings.cors_origin:
