@@ -270,7 +270,13 @@ class Map:
                 params["Cursor"] = cursor
             reply = self._json("GET", f"/maps/{self.id}/keys", params=params)
             if reply["keys"]:
-                yield reply["keys"], reply.get("values") if values else None
+                got = reply.get("values") if values else None
+                if self._packed:  # as numpy values (JSON writes infinities and NaN as text)
+                    keys = _as_array(reply["keys"], self.key_dtype).tolist()
+                    got = None if got is None else list(_as_array(got, self.value_dtype))
+                    yield keys, got
+                else:
+                    yield reply["keys"], got
             cursor = reply.get("cursor")
             if cursor is None:
                 return
@@ -315,6 +321,12 @@ def _jsonable(item: Any) -> Any:
     if isinstance(item, float) and item != item:
         return "NaN"
     return item
+
+
+def _as_array(items: list[Any], dt: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    if dt.names:
+        return np.array([tuple(x) for x in items], dtype=dt)
+    return np.array(items, dtype=dt)
 
 
 def _from_json(value: Any, dt: np.dtype[Any]) -> Any:
