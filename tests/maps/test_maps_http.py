@@ -263,3 +263,29 @@ def test_h5pyd_and_hsls_tolerate_maps(client: Client, endpoint: str, tmp_path: A
     listed = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
     assert "SoftLink" in listed["/g/lookup"] and m in listed["/g/lookup"], proc.stdout
     assert "Dataset" in listed["/g/d"], proc.stdout
+
+
+def test_packed_pages(client: Client) -> None:
+    m = new_map(client, bucketBytes=4096)
+    keys = np.arange(3000, dtype="<i8")
+    client.put(f"/maps/{m}/keys", json={"keys": keys.tolist(), "values": (keys * 0.5).tolist()})
+    json_order = [k for k, _ in everything(client, m, page=1000)]
+    records: list[Any] = []
+    params: dict[str, Any] = {"Limit": 700, "IncludeValues": 1}
+    while True:
+        r = client.get(f"/maps/{m}/keys", params=params, headers={"Accept": OCTET})
+        assert r.headers["Content-Type"] == OCTET
+        records += np.frombuffer(r.content, dtype=[("k", "<i8"), ("v", "<f8")]).tolist()
+        if "X-H5Lake-Cursor" not in r.headers:
+            break
+        params["Cursor"] = r.headers["X-H5Lake-Cursor"]
+    assert [k for k, _ in records] == json_order and all(v == k * 0.5 for k, v in records)
+    r = client.get(f"/maps/{m}/keys", params={"Limit": 5}, headers={"Accept": OCTET})
+    assert np.frombuffer(r.content, "<i8").tolist() == json_order[:5]
+    s = new_map(client, VSTR, VSTR, name="s")
+    client.put(f"/maps/{s}/keys", json={"keys": ["a", "bé"], "values": ["", "xyz"]})
+    r = client.get(f"/maps/{s}/keys", params={"IncludeValues": 1}, headers={"Accept": OCTET})
+    pairs = dict(everything(client, s))
+    expected = b"".join(len(k.encode()).to_bytes(4, "little") + k.encode() + len(v.encode()).to_bytes(4, "little")
+                        + v.encode() for k, v in pairs.items())
+    assert sorted(pairs) == ["a", "bé"] and len(r.content) == len(expected)

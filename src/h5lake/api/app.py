@@ -141,7 +141,7 @@ def cors_middleware(origins: tuple[str, ...]) -> Middleware:
         allow_methods=["GET", "PUT", "POST", "DELETE", "OPTIONS"],
         allow_headers=["*"],
         allow_credentials=True,
-        expose_headers=["ETag", "Content-Length", "Content-Type", "Retry-After"],
+        expose_headers=["ETag", "Content-Length", "Content-Type", "Retry-After", "X-H5Lake-Cursor"],
         max_age=600,
     )
 

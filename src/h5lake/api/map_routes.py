@@ -27,6 +27,9 @@ from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import Collection
 from h5lake.service import maps, objects
 
+CURSOR_HEADER = "X-H5Lake-Cursor"
+"""Where a packed page of ``GET /maps/{id}/keys`` names its cursor (absent on the last page)."""
+
 
 async def post_maps(request: Request) -> Response:
     items, many = await maps.create_maps(service(request), caller(request), domain_param(request), await json_body(request))
@@ -121,6 +124,11 @@ async def keys_collection(request: Request) -> Response:
         cursor=request.query_params.get("Cursor"),
         include_values=flag(request, "IncludeValues"),
     )
+    if wants_binary(request):
+        reply = binary(maps.packed_page(page))
+        if page.cursor is not None:
+            reply.headers[CURSOR_HEADER] = page.cursor
+        return reply
     out: dict[str, object] = {"keys": page.opened.keys.to_json(page.keys), "cursor": page.cursor}
     if page.values is not None:
         out["values"] = maps.value_json(page.opened, page.values)

@@ -183,7 +183,8 @@ OPS: tuple[Op, ...] = (
        body_required=True),
     Op("DELETE", "/maps/{id}/key/{key}", "deleteMapKey", "Delete one key, 404 when absent", {200: s.Empty},
        (ID, _KEY, DOMAIN)),
-    Op("GET", "/maps/{id}/keys", "getMapKeys", "A page of keys (and values) in the map's stable order",
+    Op("GET", "/maps/{id}/keys", "getMapKeys",
+       "A page of keys (and values) in the map's stable order (packed: the cursor in X-H5Lake-Cursor)",
        {200: s.MapPage}, _obj_params(LIMIT, Param("Marker", _STRING, "start after this key (as in a URL path)"),
                                      Param("Cursor", _STRING, "continue from a page's cursor"),
                                      Param("IncludeValues", _FLAG, "with values"))),
@@ -217,7 +218,7 @@ OPS: tuple[Op, ...] = (
 )
 
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
-BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys"})
+BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
 
 _ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
 

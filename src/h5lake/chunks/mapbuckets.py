@@ -209,7 +209,7 @@ class MapBuckets:
                 if isinstance(leaf, tuple):
                     await resolve(node, d, where)
                     return
-                at = md.lookup(leaf, keys[where])
+                at = md.lookup(leaf, keys[where], self.fmt.keys.variable)
                 hit = at >= 0
                 found[where[hit]] = True
                 picked = leaf.values[at[hit]]

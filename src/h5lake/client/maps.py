@@ -268,15 +268,21 @@ class Map:
                 params["IncludeValues"] = 1
             if cursor is not None:
                 params["Cursor"] = cursor
+            if self._packed:
+                r = self._request("GET", f"/maps/{self.id}/keys", params=params, headers={"Accept": OCTET})
+                if values:
+                    records = np.frombuffer(r.content, dtype=[("k", self.key_dtype), ("v", self.value_dtype)])
+                    if len(records):
+                        yield records["k"].tolist(), list(records["v"])
+                elif r.content:
+                    yield np.frombuffer(r.content, dtype=self.key_dtype).tolist(), None
+                cursor = r.headers.get("X-H5Lake-Cursor")
+                if cursor is None:
+                    return
+                continue
             reply = self._json("GET", f"/maps/{self.id}/keys", params=params)
             if reply["keys"]:
-                got = reply.get("values") if values else None
-                if self._packed:  # as numpy values (JSON writes infinities and NaN as text)
-                    keys = _as_array(reply["keys"], self.key_dtype).tolist()
-                    got = None if got is None else list(_as_array(got, self.value_dtype))
-                    yield keys, got
-                else:
-                    yield reply["keys"], got
+                yield reply["keys"], reply.get("values") if values else None
             cursor = reply.get("cursor")
             if cursor is None:
                 return
@@ -321,12 +327,6 @@ def _jsonable(item: Any) -> Any:
     if isinstance(item, float) and item != item:
         return "NaN"
     return item
-
-
-def _as_array(items: list[Any], dt: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    if dt.names:
-        return np.array([tuple(x) for x in items], dtype=dt)
-    return np.array(items, dtype=dt)
 
 
 def _from_json(value: Any, dt: np.dtype[Any]) -> Any:

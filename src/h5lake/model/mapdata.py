@@ -369,18 +369,39 @@ def after(pairs: Pairs, marker_hrev: int, marker_key: bytes, variable_keys: bool
     return pairs.take((hrev > mh) | ((hrev == mh) & (pairs.keys > np.bytes_(marker_key))))
 
 
-def lookup(pairs: Pairs, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """For each key, its index in ``pairs`` or -1."""
+def lookup(pairs: Pairs, keys: np.ndarray[Any, Any], variable_keys: bool) -> np.ndarray[Any, Any]:
+    """For each key, its index in ``pairs`` (in iteration order) or -1."""
     if not len(pairs):
         return np.full(len(keys), -1)
     width = max(pairs.keys.dtype.itemsize, keys.dtype.itemsize)
-    have = pairs.keys.astype(f"S{width}")
-    want = keys.astype(f"S{width}")
-    order = np.argsort(have, kind="stable")
-    pos = np.searchsorted(have[order], want)
-    pos = np.minimum(pos, len(have) - 1)
-    found = have[order][pos] == want
-    return np.where(found, order[pos], -1)
+    have = pairs.keys.astype(f"S{width}", copy=False)
+    want = keys.astype(f"S{width}", copy=False)
+    if len(want) <= 16:  # a few keys: a scan each beats hashing the bucket
+        out = np.full(len(want), -1)
+        if width in (1, 2, 4, 8) and not variable_keys:  # compare as integers: much faster
+            have, want = have.view(f"u{width}"), want.view(f"u{width}")
+        for i, k in enumerate(want):
+            hit = np.flatnonzero(have == k)
+            if len(hit):
+                out[i] = hit[0]
+        return out
+    # the pairs are sorted by bit-reversed hash: search by it, then check the keys
+    have_h = bit_reversed(key_hashes(have, variable_keys))
+    want_h = bit_reversed(key_hashes(want, variable_keys))
+    pos = np.searchsorted(have_h, want_h)
+    out = np.full(len(want), -1)
+    pending = np.arange(len(want))
+    while len(pending):
+        p = pos[pending]
+        inside = p < len(have)
+        pending, p = pending[inside], p[inside]
+        same_hash = have_h[p] == want_h[pending]
+        pending, p = pending[same_hash], p[same_hash]
+        hit = have[p] == want[pending]
+        out[pending[hit]] = p[hit]
+        pending = pending[~hit]  # a hash collision: try the next pair of that hash
+        pos[pending] += 1
+    return out
 
 
 _HEADER = struct.Struct("<4sBBBBQqq")

@@ -326,3 +326,19 @@ async def list_pairs(svc: Service, caller: Caller, domain_path: str, map_id: str
         raw = opened.keys.to_packed(last) if not opened.keys.variable else bytes(last[0])
         next_cursor = cursor_of(raw)
     return Page(opened, all_keys, all_values if include_values else None, next_cursor)
+
+
+def packed_page(page: Page) -> bytes:
+    """A page as packed bytes: the keys, or (key, value) records with values; fixed-size
+    records back to back, variable-length ones in the wire format of a compound of the two."""
+    kc, vc = page.opened.keys, page.opened.values
+    if page.values is None:
+        return kc.to_packed(page.keys)
+    if not kc.variable and not vc.variable:
+        records = np.empty(len(page.keys), dtype=[("k", f"S{kc.width}"), ("v", f"V{vc.size}")])
+        records["k"], records["v"] = page.keys, page.values
+        return records.tobytes()
+    parts = []
+    for i in range(len(page.keys)):
+        parts.append(kc.to_packed(page.keys[i : i + 1]) + vc.to_packed(page.values[i : i + 1]))
+    return b"".join(parts)
