@@ -2,14 +2,14 @@
 directory, beside the usual emulation (a compound dataset written with h5py to a local file plus
 a Python dict from key to row).
 
-    python bench/maps.py                          # 1,000,000 numeric pairs, 100,000 opaque ones
+    python bench/maps.py                          # 1,000,000 pairs of each workload
     python bench/maps.py --pairs 100000 --opaque-pairs 10000     # a quick run
 
 Two workloads: int64 -> float64, and 32-byte string -> 1 KiB opaque. For each, figures printed:
   * batch put of all pairs (``Map.update`` in batches of ``--batch``): pairs/s;
   * single get of random present keys (``m[k]``, one GET each): median and p99 latency;
   * batch get of ``--bulk`` random keys (``Map.get_many``, one POST): time;
-  * full iteration (``Map.items()``, pages of 10,000 as JSON): time and pairs/s;
+  * full iteration (``Map.pages(values=True)``, pages of 10,000, packed): time and pairs/s;
   * storage: bytes stored per pair (bucket objects, from ``GET /maps/{id}?verbose=1``) against
     the packed (key, value) bytes before compression.
 Targets of issue 13 on a 2-core machine: numeric batch put >= 200,000 pairs/s, batch get of
@@ -85,7 +85,7 @@ def bench_map(t: Target, domain: str, name: str, keys: np.ndarray[Any, Any], val
     row("batch put", f"{n / put:,.0f} pairs/s", f"{put:.2f} s, batches of {args.batch:,}")
     row(f"single get ({args.gets} random keys)", _latency(singles))
     row(f"batch get of {args.bulk:,} random keys", f"{bulk * 1000:.0f} ms")
-    row("full iteration (pages of 10,000, JSON)", f"{n / iterate:,.0f} pairs/s", f"{iterate:.2f} s")
+    row("full iteration (pages of 10,000, packed)", f"{n / iterate:,.0f} pairs/s", f"{iterate:.2f} s")
     row("storage per pair", f"{per_pair:.1f} B", f"packed {packed} B: {per_pair / packed:.2f}x, "
         f"{stats['bucketCount']} buckets")
     return {"put": n / put, "bulk_ms": bulk * 1000, "ratio": per_pair / packed}
@@ -100,8 +100,9 @@ def bench_h5py(folder: Path, name: str, keys: np.ndarray[Any, Any], values: np.n
     start = time.perf_counter()
     index: dict[Any, int] = {}
     with h5py.File(path, "w") as f:
-        dset = f.create_dataset("pairs", shape=(0,), maxshape=(None,), dtype=records.dtype, chunks=(65536,),
-                                compression="lzf")
+        rows_per_chunk = max(1, 2**20 // records.dtype.itemsize)  # 1 MiB chunks
+        dset = f.create_dataset("pairs", shape=(0,), maxshape=(None,), dtype=records.dtype,
+                                chunks=(rows_per_chunk,), compression="lzf")
         for b in range(0, n, args.batch):
             part = records[b : b + args.batch]
             part["key"], part["value"] = keys[b : b + args.batch], values[b : b + args.batch]
@@ -143,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_target_args(parser)
     parser.add_argument("--pairs", type=int, default=1_000_000, help="pairs of the numeric workload")
-    parser.add_argument("--opaque-pairs", type=int, default=100_000, help="pairs of the 32 B -> 1 KiB workload")
+    parser.add_argument("--opaque-pairs", type=int, default=1_000_000, help="pairs of the 32 B -> 1 KiB workload")
     parser.add_argument("--batch", type=int, default=100_000, help="pairs per batch put")
     parser.add_argument("--gets", type=int, default=1000, help="single gets timed")
     parser.add_argument("--bulk", type=int, default=10_000, help="keys of the batch get")
