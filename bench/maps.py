@@ -82,7 +82,7 @@ def bench_map(t: Target, domain: str, name: str, keys: np.ndarray[Any, Any], val
     packed = keys.dtype.itemsize + values.dtype.itemsize
     per_pair = stats["allocatedSize"] / n
     print(f"\n## h5lake Map, {name}: {n:,} pairs")
-    row("batch put", f"{n / put:,.0f} pairs/s", f"{put:.2f} s, batches of {args.batch:,}")
+    row("batch put", f"{n / put:,.0f} pairs/s", f"{put:.2f} s, batches of {args.batch or 'client default'}")
     row(f"single get ({args.gets} random keys)", _latency(singles))
     row(f"batch get of {args.bulk:,} random keys", f"{bulk * 1000:.0f} ms")
     row("full iteration (pages of 10,000, packed)", f"{n / iterate:,.0f} pairs/s", f"{iterate:.2f} s")
@@ -103,9 +103,10 @@ def bench_h5py(folder: Path, name: str, keys: np.ndarray[Any, Any], values: np.n
         rows_per_chunk = max(1, 2**20 // records.dtype.itemsize)  # 1 MiB chunks
         dset = f.create_dataset("pairs", shape=(0,), maxshape=(None,), dtype=records.dtype,
                                 chunks=(rows_per_chunk,), compression="lzf")
-        for b in range(0, n, args.batch):
-            part = records[b : b + args.batch]
-            part["key"], part["value"] = keys[b : b + args.batch], values[b : b + args.batch]
+        step = args.batch or 100_000
+        for b in range(0, n, step):
+            part = records[b : b + step]
+            part["key"], part["value"] = keys[b : b + step], values[b : b + step]
             rows = dset.shape[0]
             dset.resize((rows + len(part),))
             dset[rows:] = part
@@ -145,7 +146,8 @@ def main() -> None:
     add_target_args(parser)
     parser.add_argument("--pairs", type=int, default=1_000_000, help="pairs of the numeric workload")
     parser.add_argument("--opaque-pairs", type=int, default=1_000_000, help="pairs of the 32 B -> 1 KiB workload")
-    parser.add_argument("--batch", type=int, default=100_000, help="pairs per batch put")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="pairs per batch put (default: the client's, up to 1,000,000 pairs or 64 MiB)")
     parser.add_argument("--gets", type=int, default=1000, help="single gets timed")
     parser.add_argument("--bulk", type=int, default=10_000, help="keys of the batch get")
     args = parser.parse_args()

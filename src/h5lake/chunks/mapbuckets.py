@@ -54,6 +54,15 @@ class MapFormat:
     def empty(self) -> md.Pairs:
         return md.empty_pairs(self.values.variable, self.values.size)
 
+    def defaults(self, count: int) -> np.ndarray[Any, Any]:
+        """``count`` values, each the value type's default (what an absent key reads as)."""
+        zero = self.values.zero()
+        if self.values.variable:
+            out = np.empty(count, dtype=object)
+            out[:] = [zero] * count
+            return out
+        return np.frombuffer(zero * count, dtype=f"V{self.values.size}").copy()
+
     def decode(self, data: bytes) -> tuple[md.BucketHeader, md.Pairs | None]:
         header = md.parse_header(data)
         if header.split:
@@ -193,11 +202,11 @@ class MapBuckets:
         assert pairs is not None
         return pairs
 
-    async def get(self, keys: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], list[Any]]:
-        """(found mask, value of each found key in key order; None where absent)."""
+    async def get(self, keys: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(found mask, values in key order: an absent key's is the value type's default)."""
         hashes = md.key_hashes(keys, self.fmt.keys.variable)
         found = np.zeros(len(keys), dtype=bool)
-        values: list[Any] = [None] * len(keys)
+        values = self.fmt.defaults(len(keys))
 
         async def resolve(start: int, depth: int, idx: np.ndarray[Any, Any]) -> None:
             groups = self.route(hashes[idx], start, depth)
@@ -212,9 +221,7 @@ class MapBuckets:
                 at = md.lookup(leaf, keys[where], self.fmt.keys.variable)
                 hit = at >= 0
                 found[where[hit]] = True
-                picked = leaf.values[at[hit]]
-                for i, v in zip(where[hit].tolist(), picked):
-                    values[i] = v
+                values[where[hit]] = leaf.values[at[hit]]
 
             await self.workers.each(list(groups.items()), one)
 
@@ -251,9 +258,10 @@ async def reachable_buckets(store: Store, map_id: str, workers: Workers,
     out: list[tuple[int, int, int]] = []
     frontier = [(0, 0)]
     while frontier:
-        batch, frontier = frontier, []
+        batch: list[tuple[int, int]] = frontier
+        found: list[tuple[int, int]] = []
 
-        async def one(item: tuple[int, int]) -> None:
+        async def one(item: tuple[int, int], found: list[tuple[int, int]] = found) -> None:
             node, depth = item
             key = chunk_key(map_id, (node,))
             info = await store.head(key)
@@ -265,9 +273,10 @@ async def reachable_buckets(store: Store, map_id: str, workers: Workers,
             if header.split:
                 if tree is not None:
                     tree[node] = (depth, *header.children)
-                frontier.extend((c, depth + 1) for c in header.children)
+                found.extend((c, depth + 1) for c in header.children)
 
         await workers.each(batch, one)
+        frontier = found
     return out
 
 

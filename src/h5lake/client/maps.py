@@ -9,6 +9,7 @@ values are numpy dtypes, as in h5py; fixed-size pairs travel packed, others as J
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +20,10 @@ from h5json.hdf5dtype import createDataType, getTypeItem
 
 OCTET = "application/octet-stream"
 BATCH = 100_000
-"""Pairs per request of `update`, `get_many` and `delete_many`."""
+"""Keys per request of `get_many` and `delete_many`."""
+PUT_BATCH = 1_000_000
+PUT_BATCH_BYTES = 64 * 1024 * 1024
+"""A packed batch put sends at most this many pairs and bytes per request."""
 PAGE = 10_000
 """Keys per request while iterating."""
 
@@ -39,7 +43,7 @@ def _connection(obj: Any) -> Any:
 def _is_fixed(dt: np.dtype[Any]) -> bool:
     if dt.hasobject or dt.metadata and ("vlen" in dt.metadata or "ref" in dt.metadata):
         return False
-    if dt.names:
+    if dt.names and dt.fields is not None:
         return all(_is_fixed(dt.fields[n][0]) for n in dt.names)
     if dt.subdtype is not None:
         return _is_fixed(dt.subdtype[0])
@@ -197,9 +201,10 @@ class Map:
 
     # -- batches
     def update(self, pairs: Mapping[Any, Any] | Iterable[tuple[Any, Any]] | None = None, /, *,
-               keys: Any = None, values: Any = None, batch: int = BATCH) -> int:
+               keys: Any = None, values: Any = None, batch: int | None = None) -> int:
         """Put pairs (a mapping, (key, value) pairs, or ``keys=`` and ``values=`` arrays) in
-        batches of ``batch``; returns how many keys were new."""
+        batches of ``batch`` pairs (default: up to 1,000,000 pairs and 64 MiB packed, 100,000
+        as JSON); returns how many keys were new."""
         self._check_writable()
         if pairs is not None:
             items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
@@ -207,6 +212,9 @@ class Map:
             values = [v for _, v in items]
         k_arr = self._keys_array(keys)
         v_arr = np.asarray(values, dtype=self.value_dtype) if self._packed else values
+        if batch is None:
+            record = self.key_dtype.itemsize + self.value_dtype.itemsize
+            batch = max(1, min(PUT_BATCH, PUT_BATCH_BYTES // record)) if self._packed else BATCH
         added = 0
         for start in range(0, len(k_arr), batch):
             k, v = k_arr[start : start + batch], v_arr[start : start + batch]
@@ -300,8 +308,9 @@ class Map:
             yield from zip(keys, values)
 
     def values(self) -> Iterator[Any]:
-        for _, v in self.items():
-            yield v
+        for _, values in self.pages(values=True):
+            assert values is not None
+            yield from values
 
     def delete(self) -> None:
         """Delete the map object (and its pairs)."""
@@ -324,7 +333,7 @@ def _jsonable(item: Any) -> Any:
         return item.decode("utf-8", "replace")
     if isinstance(item, tuple | list):
         return [_jsonable(x) for x in item]
-    if isinstance(item, float) and item != item:
+    if isinstance(item, float) and math.isnan(item):
         return "NaN"
     return item
 

@@ -103,7 +103,7 @@ def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
     """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
     object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
-    body = obj_id[2:] if obj_id.startswith("d-") else obj_id
+    body = obj_id.removeprefix("d-")
     return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
 
 

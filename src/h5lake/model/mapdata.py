@@ -13,6 +13,7 @@ variable-length values, an object array of ``bytes``. No I/O here.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -207,7 +208,7 @@ class ValueCodec:
             raw = bytes(data)
             cuts = [0] + ends[per - 1 :: per]
             out = np.empty(len(cuts) - 1, dtype=object)
-            out[:] = [raw[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+            out[:] = [raw[a:b] for a, b in itertools.pairwise(cuts)]
             return out
         view = memoryview(data).cast("B")
         if len(view) % self.size or (count is not None and len(view) != count * self.size):

@@ -222,20 +222,7 @@ async def get_value(svc: Service, caller: Caller, domain_path: str, map_id: str,
     found, values = await opened.buckets.get(opened.keys.from_text(key))
     if not found[0]:
         raise NotFound(f"key {key[:80]!r} is not in map {map_id}")
-    return opened, _values_array(opened, values)
-
-
-def _values_array(opened: OpenMap, values: list[Any]) -> np.ndarray[Any, Any]:
-    vc = opened.values
-    if vc.variable:
-        out = np.empty(len(values), dtype=object)
-        out[:] = [v if v is not None else vc.zero() for v in values]
-        return out
-    zero = np.frombuffer(vc.zero(), dtype=f"V{vc.size}")[0]
-    out = np.empty(len(values), dtype=f"V{vc.size}")
-    for i, v in enumerate(values):
-        out[i] = v if v is not None else zero
-    return out
+    return opened, values
 
 
 def value_json(opened: OpenMap, values: np.ndarray[Any, Any]) -> list[Any]:
@@ -249,7 +236,7 @@ async def get_values(svc: Service, caller: Caller, domain_path: str, map_id: str
     arr = keys.array(opened.keys)
     _check_batch(len(arr))
     found, values = await opened.buckets.get(arr)
-    return opened, found, _values_array(opened, values)
+    return opened, found, values
 
 
 async def has_key(svc: Service, caller: Caller, domain_path: str, map_id: str, key: str) -> bool:
