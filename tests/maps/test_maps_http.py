@@ -216,6 +216,11 @@ def test_map_objects_links_attributes_acls(client: Client, endpoint: str, raw_st
     # the link: a soft link in form, naming the map
     link = client.get(f"/groups/{root}/links/numbers").json()["link"]
     assert link["class"] == "H5L_TYPE_SOFT" and link["map_id"] == m and link["collection"] == "maps"
+    # the web view and h5grove list it by name (as an object of kind "other") without failing
+    r = client.session.get(f"{client.endpoint}/view/api/object", params={"domain": client.domain, "path": "/"})
+    assert r.status_code == 200 and {"name": "numbers", "path": "/numbers", "kind": "other"} in r.json()["children"]
+    r = client.session.get(f"{client.endpoint}/h5grove/meta", params={"file": client.domain, "path": "/numbers"})
+    assert r.status_code == 200 and r.json()["kind"] == "other"
     objs = client.get("/", params={"getobjs": 1}).json()["domain_objs"]
     assert objs[m]["key_type"]["base"] == I64 and objs[root]["links"]["numbers"]["map_id"] == m
     # attributes and ACLs like any object
@@ -289,3 +294,24 @@ def test_packed_pages(client: Client) -> None:
     expected = b"".join(len(k.encode()).to_bytes(4, "little") + k.encode() + len(v.encode()).to_bytes(4, "little")
                         + v.encode() for k, v in pairs.items())
     assert sorted(pairs) == ["a", "bé"] and len(r.content) == len(expected)
+
+
+def test_catalogs_list_maps_and_buckets(client: Client, raw_store: RawStore) -> None:
+    m = new_map(client, bucketBytes=4096)
+    client.put(f"/maps/{m}/keys", json={"keys": list(range(3000)), "values": [0.5] * 3000})
+    stats = client.get(f"/maps/{m}", params={"verbose": 1}).json()["stats"]
+    prefix = client.domain.lstrip("/") + "/"
+    deadline = time.monotonic() + 15
+    while True:
+        maps_txt = raw_store.read(prefix + ".maps.txt") or b""
+        chunks_txt = raw_store.read(prefix + f".{m}.chunks.txt") or b""
+        lines = chunks_txt.decode().splitlines()
+        line = next((x.split() for x in maps_txt.decode().splitlines() if x.startswith(m)), None)
+        if line is not None and len(lines) >= stats["bucketCount"] and int(line[4]) >= stats["bucketCount"]:
+            break
+        assert time.monotonic() < deadline, (maps_txt, chunks_txt[:300])
+        time.sleep(0.2)
+    # every bucket reachable from the root is listed, with its stored size
+    listed = {int(x.split()[0]): int(x.split()[3]) for x in lines}
+    assert sum(listed.values()) >= stats["allocatedSize"]
+    assert int(line[5]) == sum(listed.values())
