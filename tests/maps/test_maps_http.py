@@ -221,6 +221,8 @@ def test_map_objects_links_attributes_acls(client: Client, endpoint: str, raw_st
     assert r.status_code == 200 and {"name": "numbers", "path": "/numbers", "kind": "other"} in r.json()["children"]
     r = client.session.get(f"{client.endpoint}/h5grove/meta", params={"file": client.domain, "path": "/numbers"})
     assert r.status_code == 200 and r.json()["kind"] == "other"
+    by_path = client.get("/", params={"h5path": "/numbers"}).json()
+    assert by_path["id"] == m and by_path["class"] == "map" and by_path["key_type"]["base"] == I64
     objs = client.get("/", params={"getobjs": 1}).json()["domain_objs"]
     assert objs[m]["key_type"]["base"] == I64 and objs[root]["links"]["numbers"]["map_id"] == m
     # attributes and ACLs like any object

@@ -83,7 +83,7 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
     Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path",
-       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",

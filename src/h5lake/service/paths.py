@@ -44,7 +44,11 @@ async def describe(
         where, target = await resolve_path_in(
             svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
         )
-        return _with_class(object_json(where, target, include_links=include_links, include_attrs=include_attrs))
+        found = object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+        for name in ("key_type", "value_type"):  # a map's types, as clients see types
+            if name in found:
+                found[name] = client_type(found[name])
+        return _with_class(found)
     out = domain_json(svc, domain)
     if dn_ids:
         out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
@@ -95,7 +99,8 @@ async def object_at_path(
     return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
 
 
-_CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}
+_CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype",
+          Collection.MAPS: "map"}
 
 
 def _with_class(out: Doc) -> Doc:
