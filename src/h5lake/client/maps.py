@@ -22,7 +22,7 @@ OCTET = "application/octet-stream"
 BATCH = 100_000
 """Keys per request of `get_many` and `delete_many`."""
 PUT_BATCH = 1_000_000
-PUT_BATCH_BYTES = 64 * 1024 * 1024
+PUT_BATCH_BYTES = 256 * 1024 * 1024
 """A packed batch put sends at most this many pairs and bytes per request."""
 PAGE = 10_000
 """Keys per request while iterating."""
@@ -203,7 +203,7 @@ class Map:
     def update(self, pairs: Mapping[Any, Any] | Iterable[tuple[Any, Any]] | None = None, /, *,
                keys: Any = None, values: Any = None, batch: int | None = None) -> int:
         """Put pairs (a mapping, (key, value) pairs, or ``keys=`` and ``values=`` arrays) in
-        batches of ``batch`` pairs (default: up to 1,000,000 pairs and 64 MiB packed, 100,000
+        batches of ``batch`` pairs (default: up to 1,000,000 pairs and 256 MiB packed, 100,000
         as JSON); returns how many keys were new."""
         self._check_writable()
         if pairs is not None:
