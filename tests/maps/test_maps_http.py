@@ -317,3 +317,19 @@ def test_catalogs_list_maps_and_buckets(client: Client, raw_store: RawStore) -> 
     listed = {int(x.split()[0]): int(x.split()[3]) for x in lines}
     assert sum(listed.values()) >= stats["allocatedSize"]
     assert int(line[5]) == sum(listed.values())
+
+
+def test_float_and_big_endian_keys(client: Client) -> None:
+    m = new_map(client, "H5T_IEEE_F32BE", "H5T_STD_U16BE")
+    r = client.put(f"/maps/{m}/keys", json={"keys": [0.0, -0.0, 1.5, "NaN", "Infinity"], "values": [1, 2, 3, 4, 5]})
+    assert r.json()["added"] == 5  # 0.0 and -0.0 differ in their bytes: two keys
+    r = client.post(f"/maps/{m}/keys", json={"keys": [-0.0, 0.0, "Infinity", 2.5]})
+    assert r.json()["values"] == [2, 1, 5, None]
+    packed = np.array([1.5, -0.0], ">f4").tobytes()
+    r = client.post(f"/maps/{m}/keys", data=packed, headers={"Content-Type": OCTET, "Accept": OCTET})
+    assert r.content[:2] == b"\x01\x01" and np.frombuffer(r.content[2:], ">u2").tolist() == [3, 2]
+    assert client.put(f"/maps/{m}/key/1.5", json={"value": 1}).status_code == 400  # not a path key type
+    b = new_map(client, "H5T_STD_I32BE", "H5T_STD_I8LE", name="be")
+    assert client.put(f"/maps/{b}/key/-3", json={"value": -1}).status_code == 201
+    r = client.post(f"/maps/{b}/keys", data=np.array([-3], ">i4").tobytes(), headers={"Content-Type": OCTET})
+    assert r.json()["values"] == [-1]
