@@ -111,7 +111,8 @@ async def open_map(svc: Service, caller: Caller, domain_path: str, map_id: str, 
     fmt = map_format(found.doc)
     if map_id not in svc.map_trees and len(svc.map_trees) >= _TREE_CACHE:
         svc.map_trees.clear()
-    tree = svc.map_trees.setdefault(map_id, {})
+    # the cache holds what the head has; another view (a version) may predate its splits
+    tree = svc.map_trees.setdefault(map_id, {}) if domain.view is svc.head else {}
     buckets = MapBuckets(svc.store, domain.view.chunks(map_id), map_id, fmt, tree, svc.catalog, domain.path,
                          svc.workers)
     return OpenMap(domain, found.doc, fmt, buckets)

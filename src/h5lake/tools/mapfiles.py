@@ -31,7 +31,10 @@ def _soft_map_links(group: h5py.Group, seen: set[Any]) -> list[tuple[h5py.Group,
     """(group, link name, map id) of every soft link to ``/.maps/<id>`` below ``group``."""
     out = []
     for name in list(group):
-        link = group.get(name, getlink=True)
+        try:
+            link = group.get(name, getlink=True)
+        except TypeError:  # a user-defined link: h5py has no class for it, and it is not a map
+            continue
         if isinstance(link, h5py.SoftLink) and link.path.startswith(MAP_LINK_PREFIX):
             out.append((group, name, link.path[len(MAP_LINK_PREFIX) :]))
         elif isinstance(link, h5py.HardLink):
