@@ -55,7 +55,8 @@ def _ok(r: requests.Response, *codes: int) -> dict[str, Any]:
 
 
 def _populate(e: str, s: requests.Session, domain: str) -> dict[str, list[str]]:
-    """A domain with a group, a committed type, two datasets (one resizable), links, attributes."""
+    """A domain with a group, a committed type, three datasets (one resizable), a map, links,
+    attributes."""
     p = {"domain": domain}
     root = _ok(s.put(e + "/", params=p, json={}), 201)["root"]
     group = _ok(s.post(e + "/groups", params=p, json={}))["id"]
@@ -65,8 +66,10 @@ def _populate(e: str, s: requests.Session, domain: str) -> dict[str, list[str]]:
     cmpd = {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I32LE"},
                                                   {"name": "b", "type": "H5T_IEEE_F32LE"}]}
     table = _ok(s.post(e + "/datasets", params=p, json={"type": cmpd, "shape": [5]}))["id"]
+    lookup = _ok(s.post(e + "/maps", params=p, json={"key_type": "H5T_STD_I64LE", "value_type": "H5T_IEEE_F64LE"}))["id"]
+    _ok(s.put(e + f"/maps/{lookup}/keys", params=p, json={"keys": [0, 1, 2, 3], "values": [0.0, 0.5, 1.0, 1.5]}))
     links = {"g": {"id": group}, "t": {"id": dtype}, "d": {"id": dset}, "grow": {"id": grow},
-             "table": {"id": table}, "soft": {"h5path": "/g"}}
+             "table": {"id": table}, "soft": {"h5path": "/g"}, "lookup": {"id": lookup}}
     _ok(s.put(e + f"/groups/{root}/links", params=p, json={"links": links}))
     _ok(s.put(e + f"/datasets/{dset}/value", params=p, json={"value": np.arange(24.0).reshape(6, 4).tolist()}))
     _ok(s.put(e + f"/datasets/{table}/value", params=p, json={"value": [[i, i / 2] for i in range(5)]}))
@@ -74,7 +77,7 @@ def _populate(e: str, s: requests.Session, domain: str) -> dict[str, list[str]]:
         _ok(s.put(e + owner + "/attributes/units", params=p,
                   json={"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE"},
                         "shape": {"class": "H5S_SCALAR"}, "value": "m/s"}))
-    return {"groups": [root, group], "datasets": [dset, grow, table], "datatypes": [dtype]}
+    return {"groups": [root, group], "datasets": [dset, grow, table], "datatypes": [dtype], "maps": [lookup]}
 
 
 def _snapshot(e: str, s: requests.Session, domain: str, ids: dict[str, list[str]]) -> list[tuple[str, bytes]]:
@@ -89,6 +92,9 @@ def _snapshot(e: str, s: requests.Session, domain: str, ids: dict[str, list[str]
                 r = s.get(e + f"/datasets/{obj_id}/value", params=p, headers={"Accept": "application/octet-stream"})
                 out.append((r.url, r.content))
                 assert r.status_code == 200
+            if collection == "maps":
+                r = s.get(e + f"/maps/{obj_id}/keys", params={**p, "IncludeValues": 1})
+                out.append((r.url, _ok(r, 200) and r.content))
     out.append(("links", s.get(e + f"/groups/{ids['groups'][0]}/links", params=p).content))
     return out
 
@@ -115,7 +121,7 @@ def _drive(op: Any, mode: GenerationMode, count: int, e: str, session: requests.
         path = dict(case.path_parameters or {})
         if "id" in path and pick < 5:
             pool = any_ids
-            if op.path.startswith(("/groups", "/datasets", "/datatypes")):
+            if op.path.startswith(("/groups", "/datasets", "/datatypes", "/maps")):
                 pool = ids[op.path.split("/")[1]]
             path["id"] = pool[pick % len(pool)]
             if "collection" in path:

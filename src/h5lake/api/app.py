@@ -17,6 +17,7 @@ from h5lake.api import (
     connections,
     domain_routes,
     h5grove_routes,
+    map_routes,
     object_routes,
     openapi,
     value_routes,
@@ -119,7 +120,8 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await svc.drain()
             await backend.close()
 
-    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES, *openapi.ROUTES]
+    routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
+    routes += openapi.ROUTES
     routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
     middleware = [Middleware(Authenticate)]
     if settings.cors_origin:
@@ -143,7 +145,7 @@ def cors_middleware(origins: tuple[str, ...]) -> Middleware:
         allow_methods=["GET", "PUT", "POST", "DELETE", "OPTIONS"],
         allow_headers=["*"],
         allow_credentials=True,
-        expose_headers=["ETag", "Content-Length", "Content-Type", "Retry-After"],
+        expose_headers=["ETag", "Content-Length", "Content-Type", "Retry-After", "X-H5Lake-Cursor"],
         max_age=600,
     )
 

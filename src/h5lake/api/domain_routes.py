@@ -70,6 +70,7 @@ async def get_domain(request: Request) -> Response:
         follow_external_links=flag(request, "follow_external_links"),
         follow_soft_links=flag(request, "follow_soft_links"),
         parent_id=request.query_params.get("parent_id"),
+        objects=flag(request, "getobjs"),
     )
     h = links(request)
     out["hrefs"] = h.obj(out) if "id" in out else h.domain(out)

@@ -163,8 +163,10 @@ class Hrefs:
                 ("self", me), ("links", me + "/links"), ("root", f"/groups/{root}"), ("home", "/"),
                 ("attributes", me + "/attributes"),
             )
-        me = (f"/datasets/{obj_id}" if kind == "d" else f"/datatypes/{obj_id}")
+        me = f"/{_collection_of(obj_id)}/{obj_id}"
         hrefs = self.of(("self", me), ("root", f"/groups/{root}"), ("home", "/"), ("attributes", me + "/attributes"))
+        if kind == "m":
+            hrefs.append({"rel": "keys", "href": self.url(me + "/keys")})
         if kind == "d":
             value = self._value_href(me, out.get("shape"))
             if value is not None:
@@ -205,6 +207,8 @@ class Hrefs:
         for link in items:
             if "id" in link and link.get("class") == LinkClass.HARD.value:
                 link["target"] = self.url(f"/{link.get('collection') or _collection_of(link['id'])}/{link['id']}")
+            if link.get("map_id"):
+                link["target"] = self.url(f"/maps/{link['map_id']}")
             if "title" in link:
                 link["href"] = self.url(f"{me}/links/{segment(link['title'])}")
 
@@ -214,6 +218,8 @@ class Hrefs:
         if link.get("class") == LinkClass.HARD.value and "id" in link:
             target = f"/{link.get('collection') or _collection_of(link['id'])}/{link['id']}"
             hrefs.append({"rel": "target", "href": self.url(target)})
+        if link.get("map_id"):
+            hrefs.append({"rel": "target", "href": self.url(f"/maps/{link['map_id']}")})
         return hrefs
 
     def attributes(self, owner: str, items: Any) -> list[Href]:
@@ -232,4 +238,4 @@ class Hrefs:
 
 
 def _collection_of(obj_id: str) -> str:
-    return {"g": "groups", "d": "datasets", "t": "datatypes"}.get(obj_id[:1], "groups")
+    return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}.get(obj_id[:1], "groups")

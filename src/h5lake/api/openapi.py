@@ -68,10 +68,11 @@ _INCLUDE = (
     Param("include_links", _FLAG, "include the links (groups)"),
     Param("include_attrs", _FLAG, "include the attributes"),
 )
-_ATTR_OWNER = (Param("collection", {"type": "string", "enum": ["groups", "datasets", "datatypes"]},
+_ATTR_OWNER = (Param("collection", {"type": "string", "enum": ["groups", "datasets", "datatypes", "maps"]},
                      "the owner's collection", where="path", required=True), ID, DOMAIN)
 _ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required=True)
 _TITLE = Param("title", _STRING, "the link name", where="path", required=True)
+_KEY = Param("key", _STRING, "a string key (URL-encoded) or an integer key (decimal)", where="path", required=True)
 _ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as base64 of their packed bytes")
 _NAMES = Param("attr_names", _STRING, "names separated by the separator")
 _SEP = Param("separator", _STRING, "separator of a names list (default /)")
@@ -82,9 +83,9 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
     Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path",
-       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
-                             Param("getobjs", _FLAG, "accepted, ignored"), *_INCLUDE)),
+                             Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
        {201: s.DomainInfo, 204: "flushed"}, (DOMAIN, Param("flush", _FLAG, "only check write access")),
        body=s.DomainCreate),
@@ -168,6 +169,31 @@ OPS: tuple[Op, ...] = (
     Op("PUT", "/groups/{id}/links/{title}", "putLink", "Create a link", {200: s.Empty, 201: s.Empty},
        (ID, _TITLE, DOMAIN), body=s.Link, body_required=True),
     Op("DELETE", "/groups/{id}/links/{title}", "deleteLink", "Delete a link", {200: s.Empty}, (ID, _TITLE, DOMAIN)),
+    # maps (docs/maps.md)
+    Op("POST", "/maps", "postMap", "Create a map (or a list of them)", {201: s.Map},
+       (DOMAIN,), body=s.MapCreate, body_required=True, many=True),
+    Op("GET", "/maps", "getMaps", "The ids of the maps of a domain", {200: s.MapList}, (DOMAIN, LIMIT, MARKER)),
+    Op("GET", "/maps/{id}", "getMap", "A map (verbose=1: pair count and storage size)", {200: s.Map},
+       _obj_params(Param("verbose", _FLAG, "add stats"), Param("include_attrs", _FLAG, "include the attributes"))),
+    Op("DELETE", "/maps/{id}", "deleteMap", "Delete a map", {200: s.Empty}, _obj_params()),
+    Op("GET", "/maps/{id}/key/{key}", "getMapValue",
+       "One key's value, 404 when absent (HEAD: 200 or 404, no body)", {200: s.MapValue}, (ID, _KEY, DOMAIN)),
+    Op("PUT", "/maps/{id}/key/{key}", "putMapValue", "Put one key's value (JSON, or packed)",
+       {200: s.MapKeyPut, 201: s.MapKeyPut}, (ID, _KEY, DOMAIN), body=s.MapValuePut, binary_body=True,
+       body_required=True),
+    Op("DELETE", "/maps/{id}/key/{key}", "deleteMapKey", "Delete one key, 404 when absent", {200: s.Empty},
+       (ID, _KEY, DOMAIN)),
+    Op("GET", "/maps/{id}/keys", "getMapKeys",
+       "A page of keys (and values) in the map's stable order (packed: the cursor in X-H5Lake-Cursor)",
+       {200: s.MapPage}, _obj_params(LIMIT, Param("Marker", _STRING, "start after this key (as in a URL path)"),
+                                     Param("Cursor", _STRING, "continue from a page's cursor"),
+                                     Param("IncludeValues", _FLAG, "with values"))),
+    Op("PUT", "/maps/{id}/keys", "putMapPairs", "Put a batch of pairs (JSON, or packed (key, value) records)",
+       {200: s.MapPairsAdded}, _obj_params(), body=s.MapPairsPut, binary_body=True, body_required=True),
+    Op("POST", "/maps/{id}/keys", "postMapKeys", "The values of a batch of keys (JSON, or packed)",
+       {200: s.MapValues}, _obj_params(), body=s.MapKeys, binary_body=True, body_required=True),
+    Op("DELETE", "/maps/{id}/keys", "deleteMapKeys", "Delete a batch of keys (absent ones are ignored)",
+       {200: s.MapKeysDeleted}, _obj_params(), body=s.MapKeys, binary_body=True, body_required=True),
     # attributes
     Op("GET", "/{collection}/{id}/attributes", "getAttributes", "An object's attributes", {200: s.AttributeList},
        (*_ATTR_OWNER, LIMIT, MARKER, _NAMES, _SEP, _ENCODING, Param("IncludeData", _FLAG, "with values"),
@@ -192,7 +218,7 @@ OPS: tuple[Op, ...] = (
 )
 
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
-BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute"})
+BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
 
 _ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
 

@@ -393,3 +393,103 @@ class LayoutChanged(Open):
     layout: dict[str, Any]
     shape: Any = None
     hrefs: Hrefs
+
+
+# --- maps ------------------------------------------------------------------------------------
+
+
+class Map(ObjectBase):
+    """An HDF5 Map object: its key and value types (``stats`` with ``verbose=1``)."""
+
+    key_type: TypeJson
+    value_type: TypeJson
+    creationProperties: dict[str, Any] | None = None
+    stats: MapStats | None = None
+
+
+class MapStats(Open):
+    pairCount: int
+    allocatedSize: int
+    bucketCount: int
+
+
+class MapCreate(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"key_type": "H5T_STD_I64LE", "value_type": "H5T_IEEE_F64LE"}]})
+
+    id: str | None = None
+    key_type: TypeJson
+    value_type: TypeJson
+    creationProperties: dict[str, Any] | None = None
+    link: LinkRequest | None = None
+
+
+class MapList(Open):
+    """``GET /maps``: the ids of the maps of a domain."""
+
+    maps: list[str]
+    hrefs: Hrefs
+
+
+class MapValuePut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"value": 2.5}]})
+
+    value: Any
+
+
+class MapValue(Open):
+    """One key's value (JSON, or packed with Accept: application/octet-stream)."""
+
+    value: Any
+    hrefs: Hrefs
+
+
+class MapKeyPut(Open):
+    """A key was put: 201 when it is new, 200 when its value was replaced."""
+
+    hrefs: Hrefs
+
+
+class MapPairsPut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"keys": [1, 2], "values": [0.5, 1.5]}]})
+
+    keys: list[Any]
+    values: list[Any]
+
+
+class MapPairsAdded(Open):
+    """A batch was put: how many of its keys are new."""
+
+    added: int
+    hrefs: Hrefs
+
+
+class MapKeys(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"keys": [1, 2]}]})
+
+    keys: list[Any]
+
+
+class MapValues(Open):
+    """Values of a batch of keys, ``null`` and ``found: false`` where a key is absent (packed:
+    one byte per key, 1 when found, then the packed values)."""
+
+    values: list[Any]
+    found: list[bool]
+    hrefs: Hrefs
+
+
+class MapKeysDeleted(Open):
+    """A batch of keys was deleted: how many were there."""
+
+    deleted: int
+    hrefs: Hrefs
+
+
+class MapPage(Open):
+    """A page of keys (and values) in the map's stable order; ``cursor`` (null at the end)
+    continues it."""
+
+    keys: list[Any]
+    values: list[Any] | None = None
+    cursor: str | None
+    hrefs: Hrefs

@@ -228,7 +228,7 @@ async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
                     lines.pop(obj_id, None)
                     continue
                 totals: tuple[int, ...] = ()
-                if obj_id[0] == "d":
+                if obj_id[0] in "dm":  # datasets and maps: their chunks (a map's pair buckets)
                     totals = await _chunk_totals(store, domain, obj_id, known or {})
                 lines[obj_id] = _line(obj_id, info, *totals)
 
@@ -340,7 +340,8 @@ class ChunkCatalog:
             try:
                 doc = orjson.loads(blob.data)
                 domain, dataset_id = ids.normalize_domain(doc["domain"]), doc["dataset"]
-                ids.parse_id(dataset_id, ids.Collection.DATASETS)
+                if ids.parse_id(dataset_id) not in (ids.Collection.DATASETS, ids.Collection.MAPS):
+                    raise ValueError(dataset_id)
                 indexes = set(region_indexes(doc))
             except (ValueError, KeyError, TypeError, InvalidInput):
                 log.warning("dropping unreadable catalog intent %s", key)
@@ -435,13 +436,19 @@ def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
     return len(table), sum(int(v[1]) for v in table.values() if isinstance(v, list) and len(v) > 1)
 
 
-async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str, Any]) -> int:
+async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str, Any],
+                                more: Iterable[Index] = ()) -> int:
     """Delete a deleted dataset's chunks (those its catalog lists and, as the catalog may lag,
     every chunk of a grid of up to ``GRID_PROBE_LIMIT`` chunks), its chunk catalog and its
-    ``.datasets.txt`` line. Returns the number of chunk keys deleted (present or not)."""
+    ``.datasets.txt`` line. A map's pair buckets likewise: those its catalog lists and ``more``
+    (those found from its root bucket), and its ``.maps.txt`` line. Returns the number of chunk
+    keys deleted (present or not)."""
     dataset_id = dataset_doc["id"]
-    keys: set[str] = set()
-    if not is_linked(dataset_doc):
+    keys: set[str] = {ids.chunk_key(dataset_id, i) for i in more}
+    if dataset_id.startswith("m-"):
+        listed = await _read_chunk_lines(store, domain, dataset_id)
+        keys.update(ids.chunk_key(dataset_id, _index_of(n)) for n in listed)
+    elif not is_linked(dataset_doc):
         listed = await _read_chunk_lines(store, domain, dataset_id)
         keys = {ids.chunk_key(dataset_id, _index_of(n)) for n in listed}
         grid = logical_grid(dataset_doc)
@@ -454,7 +461,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     async def drop(lines: Lines) -> None:  # even while a domain delete still has the object
         lines.pop(dataset_id, None)
 
-    await _edit(store, ids.catalog_key(domain, _CATALOGS["d"]), drop)
+    await _edit(store, ids.catalog_key(domain, _CATALOGS[dataset_id[0]]), drop)
     return len(keys)
 
 

@@ -20,10 +20,11 @@ class Collection(enum.Enum):
     GROUPS = "g"
     DATASETS = "d"
     DATATYPES = "t"
+    MAPS = "m"
 
     @property
     def path(self) -> str:
-        return {"g": "groups", "d": "datasets", "t": "datatypes"}[self.value]
+        return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}[self.value]
 
     @classmethod
     def from_path(cls, name: str) -> Collection:
@@ -33,7 +34,7 @@ class Collection(enum.Enum):
         raise InvalidInput(f"unknown collection {name!r}")
 
 
-_ID_RE = re.compile(r"^([gdt])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
+_ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
 _GROUPING = (8, 8, 4, 6, 6)
 
 
@@ -94,27 +95,31 @@ def _hashed(name: str) -> str:
 
 
 def object_key(obj_id: str) -> str:
-    """``<md5-prefix>-g-<uuid>`` (likewise ``-d-`` and ``-t-``)."""
+    """``<md5-prefix>-g-<uuid>`` (likewise ``-d-``, ``-t-`` and ``-m-``)."""
     return _hashed(obj_id)
 
 
-def chunk_id(dataset_id: str, index: tuple[int, ...]) -> str:
+def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
+    """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
+    object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
-    return "c-" + dataset_id[2:] + "_" + ("_".join(str(i) for i in index) or "0")
+    body = obj_id.removeprefix("d-")
+    return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
 
 
-def chunk_key(dataset_id: str, index: tuple[int, ...]) -> str:
-    """``<md5-prefix>-c-<uuid>_<i>_<j>...``"""
-    return _hashed(chunk_id(dataset_id, index))
+def chunk_key(obj_id: str, index: tuple[int, ...]) -> str:
+    """``<md5-prefix>-c-<uuid>_<i>_<j>...`` (``-c-m-<uuid>_<n>`` for a map's buckets)"""
+    return _hashed(chunk_id(obj_id, index))
 
 
 def parse_chunk_key(key: str) -> tuple[str, tuple[int, ...]]:
-    """Inverse of ``chunk_key``: (dataset id, chunk index)."""
+    """Inverse of ``chunk_key``: (dataset or map id, chunk index)."""
     body = key[6:]
     if not body.startswith("c-"):
         raise ValueError(f"not a chunk key: {key!r}")
-    uuid, *coords = body[2:].split("_")
-    return "d-" + uuid, tuple(int(c) for c in coords)
+    name, *coords = body[2:].split("_")
+    obj_id = name if name[1:2] == "-" else "d-" + name
+    return obj_id, tuple(int(c) for c in coords)
 
 
 # --- domains ---------------------------------------------------------------------------------
@@ -183,6 +188,7 @@ CATALOG_FILES: dict[Collection, str] = {
     Collection.GROUPS: ".groups.txt",
     Collection.DATASETS: ".datasets.txt",
     Collection.DATATYPES: ".datatypes.txt",
+    Collection.MAPS: ".maps.txt",
 }
 """The domain catalogs, one per collection, named under the domain's prefix (:func:`catalog_key`)."""
 
@@ -202,7 +208,7 @@ def is_intent_key(key: str) -> bool:
 
 
 def catalog_key(domain: str, name: str) -> str:
-    """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt`` (:data:`CATALOG_FILES`)."""
+    """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``, ``.maps.txt`` (:data:`CATALOG_FILES`)."""
     return domain_prefix(domain) + name
 
 

@@ -68,6 +68,9 @@ class Service:
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )
         self._background: set[asyncio.Task[Any]] = set()
+        # split markers of map bucket trees seen by this process (map id -> tree); a split is
+        # never undone, so a stale entry only costs a read (h5lake.chunks.mapbuckets)
+        self.map_trees: dict[str, dict[int, tuple[int, int, int]]] = {}
         if self.sources is None:
             self.sources = default_registry(self.allowed_sources)
 

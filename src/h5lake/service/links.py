@@ -109,12 +109,25 @@ def _target(link: Doc) -> tuple[Any, ...]:
     )
 
 
+MAP_LINK_PREFIX = "/.maps/"
+"""Where the soft-link form of a link to a map points (see :func:`link_json`)."""
+
+
 def link_json(link: Doc, title: str | None = None) -> Doc:
-    """A link as responses show it; external links carry ``file`` too, which h5pyd 1.0 reads."""
+    """A link as responses show it; external links carry ``file`` too, which h5pyd 1.0 reads.
+
+    A hard link to a map is stored as a hard link but shown as a soft link to
+    ``/.maps/<map id>`` carrying ``collection: "maps"`` and ``map_id``: h5pyd 1.0 fails on a hard
+    link whose target prefix it does not know, and skips or lists soft links; map-aware clients
+    read ``map_id`` (docs/api.md, "Maps")."""
     out = dict(link)
     if "h5domain" in out:
         out["file"] = out["h5domain"]
-    if "id" in out:
+    if "id" in out and out["id"].startswith("m-"):
+        target = out.pop("id")
+        out.update({"class": LinkClass.SOFT.value, "h5path": MAP_LINK_PREFIX + target,
+                    "collection": "maps", "map_id": target})
+    elif "id" in out:
         out["collection"] = parse_id(out["id"]).path
     if title is not None:
         out["title"] = title

@@ -171,7 +171,7 @@ async def delete_object(
     await svc.store.put(tombstone_key(domain.path, obj_id), b"")
     await svc.docs.delete(object_key(obj_id))
     svc.catalog.note_object(domain.path, obj_id)
-    if collection is Collection.DATASETS:
+    if collection in (Collection.DATASETS, Collection.MAPS):
         svc.spawn(reclaim.reclaim_dataset_chunks(svc, domain.path, found.doc))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
+from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains import domain_json, open_domain
@@ -14,6 +15,7 @@ from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
+from h5lake.service.walk import walk_objects
 
 
 async def describe(
@@ -29,8 +31,10 @@ async def describe(
     follow_external_links: bool = False,
     follow_soft_links: bool = False,
     parent_id: str | None = None,
+    objects: bool = False,
 ) -> Doc:
-    """The domain (with its size summary when ``verbose``), or the object at ``h5path`` (which
+    """The domain (with its size summary when ``verbose``, every object's description in
+    ``domain_objs`` when ``objects``, HSDS's ``getobjs``), or the object at ``h5path`` (which
     may be in another domain when ``follow_external_links``; its ``domain`` says which)."""
     if parent_id is not None:
         parse_id(parent_id, Collection.GROUPS)
@@ -40,12 +44,28 @@ async def describe(
         where, target = await resolve_path_in(
             svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
         )
-        return _with_class(object_json(where, target, include_links=include_links, include_attrs=include_attrs))
+        found = object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+        for name in ("key_type", "value_type"):  # a map's types, as clients see types
+            if name in found:
+                found[name] = client_type(found[name])
+        return _with_class(found)
     out = domain_json(svc, domain)
     if dn_ids:
         out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
+    if objects and not domain.is_folder:
+        out["domain_objs"] = {
+            doc["id"]: _described(domain, doc) async for doc in walk_objects(svc, domain)
+        }
+    return out
+
+
+def _described(domain: Domain, doc: Doc) -> Doc:
+    out = object_json(domain, doc, include_links=True, include_attrs=True)
+    for name in ("key_type", "value_type"):  # a map's types, as clients see types
+        if name in out:
+            out[name] = client_type(out[name])
     return out
 
 
@@ -79,7 +99,8 @@ async def object_at_path(
     return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
 
 
-_CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}
+_CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype",
+          Collection.MAPS: "map"}
 
 
 def _with_class(out: Doc) -> Doc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from h5lake.chunks.catalog import delete_dataset_chunks
+from h5lake.chunks.mapbuckets import reachable_buckets
 from h5lake.model.ids import (
     CATALOG_FILES,
     TOMBSTONES,
@@ -35,7 +36,7 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
         domain = Domain(path, {"root": root}, "", svc.head)
         docs = [doc async for doc in walk_objects(svc, domain)]
         for doc in docs:
-            if parse_id(doc["id"]) is Collection.DATASETS:
+            if parse_id(doc["id"]) in (Collection.DATASETS, Collection.MAPS):
                 await reclaim_dataset_chunks(svc, path, doc)
         await svc.workers.each(docs, lambda d: svc.store.delete(object_key(d["id"])))
         await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
@@ -46,8 +47,12 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
 
 
 async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:
-    """Remove a deleted dataset's chunk objects (listed by its chunk catalog)."""
+    """Remove a deleted dataset's chunk objects (listed by its chunk catalog), or a deleted map's
+    pair buckets (those its catalog lists and those reachable from its root bucket)."""
     try:
-        await delete_dataset_chunks(svc.store, path, dataset)
+        more = []
+        if dataset["id"].startswith("m-"):
+            more = [(b[0],) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
+        await delete_dataset_chunks(svc.store, path, dataset, more)
     except Exception:
         log.exception("reclaiming chunks of %s failed", dataset.get("id"))

@@ -10,7 +10,7 @@ from h5lake.service.walk import walk_objects
 
 
 async def domain_stats(svc: Service, domain: Domain) -> Doc:
-    counts = {"g": 0, "d": 0, "t": 0}
+    counts = {"g": 0, "d": 0, "t": 0, "m": 0}
     metadata_bytes = 0
     last = domain.doc.get("lastModified", 0.0)
     datasets: list[Doc] = []
@@ -26,6 +26,7 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         "num_groups": counts["g"],
         "num_datasets": counts["d"],
         "num_datatypes": counts["t"],
+        "num_maps": counts["m"],
         "num_chunks": num_chunks,
         "num_linked_chunks": linked_chunks,
         "allocated_bytes": allocated,

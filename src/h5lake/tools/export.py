@@ -25,7 +25,7 @@ from typing import Any
 import click
 from h5py import h5f, h5o, h5p
 
-from h5lake.tools import h5native
+from h5lake.tools import h5native, mapfiles
 from h5lake.tools.common import (
     ToolError,
     connect,
@@ -117,6 +117,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             writer.check_readable()
             refs.release()
             fid.close()
+            writer.stats.maps = mapfiles.export_maps(client, str(partial))
             _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
             if content:
                 with open(partial, "r+b") as out:  # HDF5 leaves the user block zeroed

@@ -107,6 +107,7 @@ class ExportStats:
     value_bytes: int = 0
     seconds: float = 0.0
     metadata_seconds: float = 0.0  # reading every object and writing all but the values
+    maps: int = 0  # written as compound datasets marked H5LAKE_MAP (tools/mapfiles.py)
 
     @property
     def objects(self) -> int:
@@ -117,7 +118,8 @@ class ExportStats:
         return (
             f"exported {domain} to {target}: {self.groups} groups, {self.datasets} datasets, "
             f"{self.datatypes} datatypes, {self.links} links, {self.attributes} attributes, "
-            f"{mib:.1f} MiB of values in {self.seconds:.1f} s "
+            + (f"{self.maps} maps (as compound datasets of (key, value) marked H5LAKE_MAP), " if self.maps else "")
+            + f"{mib:.1f} MiB of values in {self.seconds:.1f} s "
             f"({rate(mib, self.seconds):.1f} MiB/s, {rate(self.objects, self.seconds):.0f} objects/s)"
         )
 

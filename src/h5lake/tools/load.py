@@ -25,7 +25,7 @@ import click
 
 from h5lake.model.ids import Collection
 from h5lake.tools import link as linking
-from h5lake.tools import s3files
+from h5lake.tools import mapfiles, s3files
 from h5lake.tools.append import append_file
 from h5lake.tools.common import (
     ToolError,
@@ -89,6 +89,7 @@ def load_file(
         try:
             with working_directory(str(folder) if external else None):
                 stats = uploader.run()
+            stats.maps = mapfiles.load_maps(client, f)
         except BaseException as exc:
             if uploader.ids and not keep_partial:
                 _delete_quietly(client)

@@ -84,6 +84,7 @@ class LoadStats:
     chunks_linked: int = 0
     seconds: float = 0.0
     metadata_seconds: float = 0.0  # creating the domain, objects, links and attributes
+    maps: int = 0  # marked compound datasets turned back into maps (tools/mapfiles.py)
 
     @property
     def objects(self) -> int:
@@ -95,7 +96,8 @@ class LoadStats:
         return (
             f"loaded {source} into {domain}: {self.groups} groups, {self.datasets} datasets{linked}, "
             f"{self.datatypes} datatypes, {self.links} links, {self.attributes} attributes, "
-            f"{mib:.1f} MiB of values copied in {self.seconds:.1f} s "
+            + (f"{self.maps} maps (from compound datasets marked H5LAKE_MAP), " if self.maps else "")
+            + f"{mib:.1f} MiB of values copied in {self.seconds:.1f} s "
             f"({rate(mib, self.seconds):.1f} MiB/s, {rate(self.objects, self.seconds):.0f} objects/s)"
         )
 
