@@ -116,12 +116,15 @@ class Meter:
     def __init__(self, pgid: int) -> None:
         self.pgid = pgid
 
-    def measure(self, fn: Callable[[], None]) -> tuple[float, float]:
-        """(server CPU seconds, wall seconds) of ``fn()``."""
+    def measure(self, fn: Callable[[], None], settle: float) -> tuple[float, float]:
+        """(server CPU seconds, wall seconds) of ``fn()``. The CPU is read ``settle`` seconds
+        after the last reply, so work the requests left behind (h5lake's catalogs are merged
+        about 0.5 s after a write) counts too; an idle server spends next to nothing meanwhile."""
         c0, w0 = group_cpu(self.pgid), time.perf_counter()
         fn()
-        time.sleep(0.05)  # let work after the last reply (closing, logging) land in the figure
-        return group_cpu(self.pgid) - c0, time.perf_counter() - w0 - 0.05
+        wall = time.perf_counter() - w0
+        time.sleep(settle)
+        return group_cpu(self.pgid) - c0, wall
 
 
 def report(label: str, cpu: float, wall: float, count: float, unit: str) -> None:
@@ -183,7 +186,7 @@ def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
             input(f"# {label} next: attach a profiler to process group {pgid}, then press Enter ")
         passes = args.read_passes if label == "read" else 1
         for _ in range(passes):
-            cpu, wall = meter.measure(fn)
+            cpu, wall = meter.measure(fn, args.settle)
             report(label, cpu, wall, count, unit)
 
 
@@ -194,6 +197,7 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=500, help="group GETs [500]")
     parser.add_argument("--attrs", type=int, default=250, help="attribute PUTs [250]")
     parser.add_argument("--read-passes", type=int, default=2, help="times the 256 MiB are read [2]")
+    parser.add_argument("--settle", type=float, default=1.5, help="seconds of background work counted after each case [1.5]")
     parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
     args = parser.parse_args()
     if args.endpoint and args.pgid is None:

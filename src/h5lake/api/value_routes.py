@@ -83,7 +83,8 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
     if found.blocks is not None:
         if found.size > values.STREAM_BLOCK_BYTES:
             return StreamingResponse(found.blocks, media_type=OCTET, headers={"Content-Length": str(found.size)})
-        return binary(b"".join([c async for c in found.blocks]))
+        parts = [c async for c in found.blocks]
+        return binary(parts[0] if len(parts) == 1 else b"".join(parts))  # one block: no copy
     if found.values is None:
         return binary(b"") if as_binary else ok({"value": None, "hrefs": _value_hrefs(request)})
     if as_binary:
