@@ -12,7 +12,9 @@ little, so the figures are the server's):
 * **read**: GETs them back as binary in 4 requests of 64 MiB (``--read-passes`` times), checked
   against what was written;
 * **group GET**: 500 single ``GET /groups/{root}``;
-* **attribute PUT**: 250 ``PUT /groups/{root}/attributes/a{i}`` of a scalar int32 (durable).
+* **attribute PUT**: 250 ``PUT /groups/{root}/attributes/a{i}`` of a scalar int32 (durable);
+* **concurrent attribute PUTs**: 512 PUTs from 1, 8 and 32 connections at once (threads), each
+  on a group of its own, as attributes PUTs per second and server CPU per request (group commit).
 
 For each it prints the CPU seconds of the server's whole **process group** (user + system of
 every process whose ``pgrp`` is the given one, read from ``/proc/<pid>/stat`` before and after,
@@ -27,6 +29,7 @@ import base64
 import http.client
 import json
 import os
+import threading
 import time
 import urllib.parse
 import uuid
@@ -85,6 +88,7 @@ class Client:
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
         self.auth = f"Basic {token}"
         self.domain = domain
+        self.endpoint, self.user, self.password = endpoint, user, password
 
     def call(
         self, method: str, path: str, body: bytes | memoryview | None = None, *, binary: bool = False, **params: str
@@ -99,8 +103,13 @@ class Client:
             headers["Content-Type"] = "application/json"
         if body is not None:
             headers["Content-Length"] = str(len(body))
-        self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
-        resp = self.conn.getresponse()
+        try:
+            self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
+            resp = self.conn.getresponse()
+        except http.client.RemoteDisconnected:  # an idle keep-alive connection closed: once more
+            self.conn.close()
+            self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
+            resp = self.conn.getresponse()
         data = resp.read()
         return resp.status, data
 
@@ -129,9 +138,9 @@ class Meter:
 
 def report(label: str, cpu: float, wall: float, count: float, unit: str) -> None:
     goal = GOALS.get(label)
-    per = cpu * 1000 / count
+    per = cpu * 1000 / max(count, 1)
     goal_note = f"  (goal under {goal})" if goal is not None else ""
-    print(f"  {label:<14} server CPU {per:7.3f} ms/{unit:<8} wall {wall * 1000 / count:7.3f} ms/{unit}{goal_note}")
+    print(f"  {label:<14} server CPU {per:7.3f} ms/{unit:<8} wall {wall * 1000 / max(count, 1):7.3f} ms/{unit}{goal_note}")
 
 
 def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
@@ -182,12 +191,52 @@ def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
         ("group GET", group_gets, args.gets, "request"),
         ("attribute PUT", attribute_puts, args.attrs, "request"),
     ]:
+        if args.skip_bulk and unit == "MiB":
+            continue
         if pause:
             input(f"# {label} next: attach a profiler to process group {pgid}, then press Enter ")
         passes = args.read_passes if label == "read" else 1
         for _ in range(passes):
             cpu, wall = meter.measure(fn, args.settle)
             report(label, cpu, wall, count, unit)
+    for clients in args.clients:
+        concurrent_puts(client, meter, root, clients, args)
+
+
+def concurrent_puts(client: Client, meter: Meter, root: str, clients: int, args: argparse.Namespace) -> None:
+    """``clients`` connections at once, each PUTting attributes of a group of its own (durable
+    small writes that do not contend for one document): requests per second and server CPU."""
+    per_client = max(1, args.concurrent_puts // clients)
+    groups = []
+    for i in range(clients):
+        gid = client.json("POST", "/groups")["id"]
+        client.json("PUT", f"/groups/{root}/links/c{clients}-{i}", {"id": gid})
+        groups.append(gid)
+    conns = [Client(client.endpoint, client.user, client.password, client.domain) for _ in range(clients)]
+    errors: list[str] = []
+
+    def one(conn: Client, gid: str) -> None:
+        for i in range(per_client):
+            doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i}).encode()
+            status, reply = conn.call("PUT", f"/groups/{gid}/attributes/a{i}", doc)
+            if status >= 300:
+                errors.append(f"{status} {reply[:200]!r}")
+
+    def run_all() -> None:
+        threads = [threading.Thread(target=one, args=(c, g)) for c, g in zip(conns, groups)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    cpu, wall = meter.measure(run_all, args.settle)
+    if errors:
+        raise RuntimeError(f"concurrent attribute PUT: {errors[0]}")
+    n = per_client * clients
+    print(
+        f"  {clients:>3} clients     server CPU {cpu * 1000 / n:7.3f} ms/request  "
+        f"{n / wall:7.0f} attribute PUTs/s ({n} in {wall:.2f} s)"
+    )
 
 
 def main() -> None:
@@ -198,6 +247,12 @@ def main() -> None:
     parser.add_argument("--attrs", type=int, default=250, help="attribute PUTs [250]")
     parser.add_argument("--read-passes", type=int, default=2, help="times the 256 MiB are read [2]")
     parser.add_argument("--settle", type=float, default=1.5, help="seconds of background work counted after each case [1.5]")
+    parser.add_argument(
+        "--clients", type=lambda v: [int(x) for x in v.split(",") if x], default=[1, 8, 32],
+        help="concurrent attribute PUT runs with these numbers of clients [1,8,32]; '' for none",
+    )
+    parser.add_argument("--concurrent-puts", type=int, default=512, help="attribute PUTs of each concurrent run [512]")
+    parser.add_argument("--skip-bulk", action="store_true", help="only the group GETs and attribute PUTs")
     parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
     args = parser.parse_args()
     if args.endpoint and args.pgid is None:
