@@ -375,7 +375,10 @@ async def stream_selection(
     encode: Callable[[np.ndarray], bytes | memoryview],
     block_bytes: int,
 ) -> AsyncIterator[bytes | memoryview]:
-    """Yield the encoded selection block by block, reading the next block while one is sent."""
+    """Yield the encoded selection block by block, reading the next block while one is sent.
+
+    A block made larger than ``block_bytes`` to hold whole rows of chunks (up to four times)
+    is sent before the next is read: two of them at once would pass the memory bound."""
     pieces = row_split(selection, layout, block_bytes)
     pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
         read_selection(layout, pieces[0], workers)
@@ -384,12 +387,14 @@ async def stream_selection(
         for i in range(len(pieces)):
             assert pending is not None
             arr = await pending
-            pending = (
-                asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
-                if i + 1 < len(pieces)
-                else None
-            )
+            pending = None
+            more = i + 1 < len(pieces)
+            if more and arr.nbytes <= block_bytes:
+                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
             yield await workers.cpu(encode, arr, size=arr.nbytes)
+            del arr  # sent: not held while the next block is read
+            if more and pending is None:
+                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
     finally:
         if pending is not None:
             pending.cancel()
