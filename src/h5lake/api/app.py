@@ -101,7 +101,7 @@ def build_authenticator(settings: Settings, store: Store) -> Authenticator:
 
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-MMAP_THRESHOLD_BYTES = 128 * 1024
+MMAP_THRESHOLD_BYTES = 1024 * 1024  # chunk-sized blocks; smaller ones (request body pieces) stay in the heap
 
 
 def fix_mmap_threshold() -> None:

@@ -23,7 +23,12 @@ from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
-from h5lake.model.values import array_to_buffer, array_to_bytes, bytes_to_array, json_item_chars, json_size_estimate
+from h5lake.model.values import (
+    array_to_buffer,
+    bytes_to_array,
+    json_item_chars,
+    json_size_estimate,
+)
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc

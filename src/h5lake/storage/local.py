@@ -6,7 +6,11 @@ just files:
 * **Atomic, durable writes.** Bytes go to a hidden temporary file in the target's folder, are
   fsync'ed, then renamed over the target, and the folder is fsync'ed. A crash leaves the old
   object or the new one, plus at most a stray temporary file that ``list`` never shows (and
-  removes once it is an hour old).
+  removes once it is an hour old). Folder fsyncs are a group commit (``_FolderSyncs``): puts
+  and deletes in flight in one folder (the chunks of a request, small writes of many clients)
+  share one, and none returns before an fsync begun after its own rename has finished.
+* **Whole objects into the caller's buffer.** ``read_into`` preads an object straight into a
+  given buffer (a chunk's place in a reply's array): one copy from the page cache.
 * **Conditional writes across processes.** Every change of a key (put, conditional put,
   delete) holds an ``fcntl.flock`` on one of 256 lock files in ``root/.h5lake-locks``, picked
   by a stable hash of the key. If-match compares and renames under it; create-only links the
