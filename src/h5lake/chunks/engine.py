@@ -225,7 +225,7 @@ async def read_selection(layout: DatasetLayout, selection: Selection, workers: W
 
     async def one(p: ChunkProjection) -> None:
         ref = await layout.locator.locate(p.chunk_index)
-        if direct and ref is not None and await _read_in_place(layout, ref, p, out):
+        if direct and ref is not None and p.is_complete_chunk and await _read_in_place(layout, ref, p, out):
             return
         part = None if ref is None else await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
         out[p.out_selection + (...,)] = layout.fill if part is None else part
