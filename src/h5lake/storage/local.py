@@ -370,6 +370,7 @@ class LocalStore:
         etag = _md5(data)
         folder = os.path.dirname(path)
         temp = self._write_temp(key, folder, data, etag)
+        renamed = False
         try:
             with self._locked(key):
                 if if_none_match:
@@ -384,12 +385,14 @@ class LocalStore:
                         raise PreconditionFailed(key)
                     try:
                         os.replace(temp, path)
+                        renamed = True
                     except IsADirectoryError:
                         raise _folder_conflict(key) from None
             self._folder_syncs.sync(folder)  # the new name durable; outside the lock, which only orders
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)  # still there after a link, a refusal or an error
+            if not renamed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)  # still there after a link, a refusal or an error
         return etag
 
     def _write_temp(self, key: str, folder: str, data: bytes | memoryview, etag: str) -> str:
