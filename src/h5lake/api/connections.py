@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
@@ -60,7 +61,17 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._arm(self.body_timeout)
 
     def on_body(self, body: bytes) -> None:
-        super().on_body(body)
+        cycle = self.cycle
+        if cycle.body or cycle.response_complete or self.parser.should_upgrade():
+            super().on_body(body)
+        else:
+            # The piece as it came: uvicorn would append it to an empty bytearray and copy that
+            # back into bytes when the application receives it (two copies of every body byte);
+            # ``receive`` hands over ``bytes(body)``, which is ``body`` itself.
+            cycle.body = body  # type: ignore[assignment]
+            if len(body) > HIGH_WATER_LIMIT:
+                self.flow.pause_reading()
+            cycle.message_event.set()
         self._arm(self.body_timeout)
 
     def on_message_complete(self) -> None:

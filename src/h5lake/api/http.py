@@ -183,5 +183,5 @@ def ok(content: Any, status: int = 200) -> Response:
     return _tagged(JSONResponse(content, status_code=status))
 
 
-def binary(data: bytes, status: int = 200) -> Response:
+def binary(data: bytes | memoryview, status: int = 200) -> Response:
     return _tagged(Response(data, status_code=status, media_type=OCTET))

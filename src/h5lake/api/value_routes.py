@@ -78,12 +78,28 @@ def _value_hrefs(request: Request) -> list[dict[str, str]]:
     return links(request).dataset_part(request.path_params["id"], "value")
 
 
+SEND_BYTES = 4 * 1024 * 1024
+
+
+async def _slices(blocks: AsyncIterator[bytes | memoryview]) -> AsyncIterator[memoryview]:
+    """Each block handed to the server in views of ``SEND_BYTES``: the transport keeps what the
+    socket does not take at once, and a slice at a time keeps that small (a block of a streamed
+    read may be 128 MiB), so at most about one block is held besides the one being read."""
+    async for block in blocks:
+        view = memoryview(block).cast("B")
+        del block
+        for start in range(0, len(view), SEND_BYTES):
+            yield view[start : start + SEND_BYTES]
+        del view  # not held while the next block is read
+
+
 async def _reply(request: Request, found: ValuesRead) -> Response:
     as_binary = wants_binary(request)
     if found.blocks is not None:
         if found.size > values.STREAM_BLOCK_BYTES:
-            return StreamingResponse(found.blocks, media_type=OCTET, headers={"Content-Length": str(found.size)})
-        return binary(b"".join([c async for c in found.blocks]))
+            return StreamingResponse(_slices(found.blocks), media_type=OCTET, headers={"Content-Length": str(found.size)})
+        parts = [c async for c in found.blocks]
+        return binary(parts[0] if len(parts) == 1 else b"".join(parts))  # one block: no copy
     if found.values is None:
         return binary(b"") if as_binary else ok({"value": None, "hrefs": _value_hrefs(request)})
     if as_binary:

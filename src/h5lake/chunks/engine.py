@@ -28,7 +28,7 @@ from h5lake.errors import Conflict, DataCorruption, ReadOnly
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.model.types import elements_from_buffer
-from h5lake.storage.base import GetRanges, PreconditionFailed
+from h5lake.storage.base import GetRanges, PreconditionFailed, ReadInto
 
 log = logging.getLogger(__name__)
 
@@ -221,13 +221,53 @@ async def load_selected(
 
 async def read_selection(layout: DatasetLayout, selection: Selection, workers: Workers) -> np.ndarray:
     out = np.empty(selection.shape, dtype=layout.dtype)
+    direct = _stores_raw(layout)
 
     async def one(p: ChunkProjection) -> None:
-        part = await load_selected(layout, p.chunk_index, p.chunk_selection, workers)
+        ref = await layout.locator.locate(p.chunk_index)
+        if direct and ref is not None and p.is_complete_chunk and await _read_in_place(layout, ref, p, out):
+            return
+        part = None if ref is None else await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
         out[p.out_selection + (...,)] = layout.fill if part is None else part
 
     await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
     return out
+
+
+def _stores_raw(layout: DatasetLayout) -> bool:
+    """Whether a stored chunk is the C-order array itself (no filter, fixed size, full bits)."""
+    codec = layout.codec
+    return not (codec.pipeline.filters or codec.variable or codec.reduced or layout.dtype.shape)
+
+
+def _whole_chunk(p: ChunkProjection, chunk_shape: tuple[int, ...]) -> bool:
+    """Whether ``p`` takes the whole chunk in order, to or from a plain slice of the request's
+    array (so ``array[p.out_selection]`` is a view shaped like the chunk, or an edge's part)."""
+    if not chunk_shape or not all(isinstance(s, slice) for s in p.out_selection):
+        return False  # a scalar's "view" would be a copy
+    return all(
+        isinstance(s, slice) and s.start in (0, None) and s.stop == c and s.step in (1, None)
+        for s, c in zip(p.chunk_selection, chunk_shape)
+    ) and len(p.chunk_selection) == len(chunk_shape)
+
+
+async def _read_in_place(layout: DatasetLayout, ref: ChunkRef, p: ChunkProjection, out: np.ndarray) -> bool:
+    """Read a whole raw chunk straight from the store into its place in ``out`` (one copy, no
+    decode) when the chunk is selected whole and its place is one contiguous run of ``out``.
+    False when that does not apply (the caller reads the usual way)."""
+    if ref.offset is not None or not isinstance(ref.source, ReadInto):
+        return False
+    if not _whole_chunk(p, layout.chunk_shape):
+        return False
+    place = out[p.out_selection]
+    if place.shape != layout.chunk_shape or not place.flags.c_contiguous:
+        return False
+    size = await ref.source.read_into(ref.key, place.reshape(-1).view(np.uint8).data)
+    if size is None:
+        place[...] = layout.fill
+    elif size != place.nbytes:
+        raise DataCorruption(f"chunk holds {size} bytes, expected {place.nbytes}")
+    return True
 
 
 async def read_points(layout: DatasetLayout, points: PointSelection, workers: Workers) -> np.ndarray:
@@ -332,10 +372,13 @@ async def stream_selection(
     layout: DatasetLayout,
     selection: Selection,
     workers: Workers,
-    encode: Callable[[np.ndarray], bytes],
+    encode: Callable[[np.ndarray], bytes | memoryview],
     block_bytes: int,
-) -> AsyncIterator[bytes]:
-    """Yield the encoded selection block by block, reading the next block while one is sent."""
+) -> AsyncIterator[bytes | memoryview]:
+    """Yield the encoded selection block by block, reading the next block while one is sent.
+
+    A block made larger than ``block_bytes`` to hold whole rows of chunks (up to four times)
+    is sent before the next is read: two of them at once would pass the memory bound."""
     pieces = row_split(selection, layout, block_bytes)
     pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
         read_selection(layout, pieces[0], workers)
@@ -344,12 +387,14 @@ async def stream_selection(
         for i in range(len(pieces)):
             assert pending is not None
             arr = await pending
-            pending = (
-                asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
-                if i + 1 < len(pieces)
-                else None
-            )
+            pending = None
+            more = i + 1 < len(pieces)
+            if more and arr.nbytes <= block_bytes:
+                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
             yield await workers.cpu(encode, arr, size=arr.nbytes)
+            del arr  # sent: not held while the next block is read
+            if more and pending is None:
+                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
     finally:
         if pending is not None:
             pending.cancel()
@@ -373,17 +418,24 @@ async def update_chunk(
     modify: Callable[[np.ndarray], bool | None],
     complete: bool,
     workers: Workers,
+    whole: np.ndarray | None = None,
 ) -> None:
     """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates.
 
     ``modify`` changes the chunk in place; it returns False when it changed nothing, and then
-    nothing is written. On a lost race it runs again on the chunk as it is now.
+    nothing is written. On a lost race it runs again on the chunk as it is now. ``whole``, when
+    given, is what ``modify`` would make of a complete chunk (the new values, chunk-shaped).
     """
     chunks = _native(layout)
     key = chunks.key(index)
     store = chunks.store
     if complete:
         interior = layout.is_interior(index)
+
+        if interior and whole is not None and whole.shape == layout.chunk_shape + layout.dtype.shape:
+            # the new values are the chunk: encoded from the caller's array (a view when raw)
+            await store.put(key, await workers.cpu(layout.codec.encode, whole, size=layout.codec.chunk_bytes))
+            return
 
         def build() -> bytes | memoryview:
             # A chunk inside the dataset is overwritten whole: no fill pass. An edge chunk
@@ -426,9 +478,11 @@ async def write_selection(
         def modify(chunk: np.ndarray) -> None:
             chunk[p.chunk_selection] = values[p.out_selection]
 
-        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers)
+        whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
+        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
         written.append(p.chunk_index)
 
+    raw = not layout.dtype.shape and values.shape == selection.shape
     await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
     return written
 

@@ -190,6 +190,16 @@ def _byte_view(data: bytes | bytearray | memoryview) -> memoryview:
         return memoryview(view.tobytes())
 
 
+def array_to_buffer(arr: np.ndarray[Any, Any], t: TypeJson) -> bytes | memoryview:
+    """``array_to_bytes``, but a view of ``arr``'s own memory (no copy) when ``arr`` already is
+    the packed wire form: a C-contiguous array of the type's wire dtype. The caller keeps
+    ``arr`` unchanged while the view is in use."""
+    dims, elem = array_dims(t)
+    if not dims and not is_variable(elem) and arr.flags.c_contiguous and arr.dtype == wire_dtype(elem):
+        return arr.reshape(-1).view(np.uint8).data
+    return array_to_bytes(arr, t)
+
+
 def array_to_bytes(arr: np.ndarray[Any, Any], t: TypeJson) -> bytes:
     """The binary body for an array of elements of ``t``: packed C order in the type's byte
     order for fixed-size types, the format of :mod:`h5lake.model.vlen` otherwise.

@@ -71,7 +71,7 @@ class ValuesRead:
     values: np.ndarray | None = None
     index: np.ndarray | None = None
     size: int = 0
-    blocks: AsyncIterator[bytes] | None = None
+    blocks: AsyncIterator[bytes | memoryview] | None = None
 
 
 class PackedBody(Protocol):

@@ -23,7 +23,12 @@ from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
-from h5lake.model.values import array_to_bytes, bytes_to_array, json_item_chars, json_size_estimate
+from h5lake.model.values import (
+    array_to_buffer,
+    bytes_to_array,
+    json_item_chars,
+    json_size_estimate,
+)
 from h5lake.service import compact
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
@@ -152,7 +157,7 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         check_json_reply(svc, found, request.binary)
         return ValuesRead(field_type(ds.type_json, fields), found, index)
     if request.binary and not fields and not is_variable(ds.type_json):
-        encode: Callable[[np.ndarray], bytes] = lambda a: array_to_bytes(a, ds.type_json)
+        encode: Callable[[np.ndarray], bytes | memoryview] = lambda a: array_to_buffer(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
         return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
@@ -419,16 +424,22 @@ async def _write_stream(
     wire = wire_dtype(ds.type_json)
     expected = sel.count * itemsize
     received = 0
-    leftover = b""
+    leftover: memoryview = memoryview(b"")
     it = body.__aiter__()
-    for piece in engine.row_split(sel, layout, STREAM_BLOCK_BYTES):
+    pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
+    # One buffer for every block: a block's chunks are stored before the next block is read
+    # into it, and fresh memory would cost a page fault (and a zero fill) per 4 KiB each time.
+    buffer = np.empty(0, dtype=np.uint8)
+    for piece in pieces:
         need = piece.count * itemsize
-        block = bytearray(need)
+        if need > len(buffer):
+            buffer = np.empty(need, dtype=np.uint8)
+        block = buffer[:need].data
         filled = 0
         while filled < need:
             if not leftover:
                 try:
-                    leftover = await it.__anext__()
+                    leftover = memoryview(await it.__anext__())
                 except StopAsyncIteration:
                     raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
                 received += len(leftover)

@@ -140,6 +140,18 @@ class GetRanges(Protocol):
 
 
 @runtime_checkable
+class ReadInto(Protocol):
+    """An optional capability: a whole object read straight into the caller's buffer (one copy
+    from the medium to where the bytes are wanted, e.g. a region of a reply's array)."""
+
+    async def read_into(self, key: str, buffer: memoryview) -> int | None:
+        """The size of ``key``, or ``None`` when it is missing. ``buffer`` (writable, bytes)
+        holds the object's bytes only when the size equals ``len(buffer)``; otherwise its
+        contents are unspecified and the caller decides (e.g. a chunk of the wrong size)."""
+        ...
+
+
+@runtime_checkable
 class Store(ByteRangeSource, Protocol):
     async def get(self, key: str) -> Blob | None: ...
 

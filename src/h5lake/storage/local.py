@@ -6,7 +6,11 @@ just files:
 * **Atomic, durable writes.** Bytes go to a hidden temporary file in the target's folder, are
   fsync'ed, then renamed over the target, and the folder is fsync'ed. A crash leaves the old
   object or the new one, plus at most a stray temporary file that ``list`` never shows (and
-  removes once it is an hour old).
+  removes once it is an hour old). Folder fsyncs are a group commit (``_FolderSyncs``): puts
+  and deletes in flight in one folder (the chunks of a request, small writes of many clients)
+  share one, and none returns before an fsync begun after its own rename has finished.
+* **Whole objects into the caller's buffer.** ``read_into`` preads an object straight into a
+  given buffer (a chunk's place in a reply's array): one copy from the page cache.
 * **Conditional writes across processes.** Every change of a key (put, conditional put,
   delete) holds an ``fcntl.flock`` on one of 256 lock files in ``root/.h5lake-locks``, picked
   by a stable hash of the key. If-match compares and renames under it; create-only links the
@@ -45,6 +49,7 @@ import logging
 import os
 import secrets
 import stat
+import threading
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -90,6 +95,54 @@ def _md5(data: bytes | memoryview) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
+class _FolderSyncs:
+    """Group commit of folder fsyncs: every put or delete in a folder must make its new name
+    durable with an fsync of the folder *begun after* its rename or unlink. Concurrent callers
+    share one: a caller takes a ticket after its rename; a sync that starts once tickets up to
+    ``n`` were taken covers all of them, so a caller waits for the first sync that starts after
+    its ticket (running it itself when none is running). Nothing returns before its own name is
+    durable; N puts in flight in one folder (the chunks of one request, or small writes of many
+    clients) pay one or two folder fsyncs instead of N."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._folders: dict[str, _FolderSync] = {}
+
+    def sync(self, folder: str) -> None:
+        with self._lock:
+            state = self._folders.get(folder)
+            if state is None:
+                state = self._folders[folder] = _FolderSync()
+        state.sync(folder)
+
+
+class _FolderSync:
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.taken = 0  # tickets handed out
+        self.durable = 0  # every ticket up to this one is covered by a finished fsync
+        self.running = False
+
+    def sync(self, folder: str) -> None:
+        with self.cond:
+            self.taken += 1
+            ticket = self.taken
+            while self.durable < ticket:
+                if self.running:
+                    self.cond.wait()
+                    continue
+                self.running = True
+                covers = self.taken  # their renames happened before this fsync starts
+                self.cond.release()
+                try:
+                    _fsync_dir(folder)
+                finally:
+                    self.cond.acquire()
+                    self.running = False
+                    self.cond.notify_all()
+                self.durable = max(self.durable, covers)  # not reached when the fsync failed
+
+
 class LocalStore:
     """Objects as files under ``root`` (made if missing).
 
@@ -107,6 +160,7 @@ class LocalStore:
         self._inline_read_bytes = inline_read_bytes
         self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-local")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
+        self._folder_syncs = _FolderSyncs()
 
     # --- the Store interface ---------------------------------------------------------------
 
@@ -133,6 +187,12 @@ class LocalStore:
         if length <= self._inline_read_bytes:
             return self._inline(self._read_range, path, offset, length)
         return await self._run(self._read_range, path, offset, length)
+
+    async def read_into(self, key: str, buffer: memoryview) -> int | None:
+        path = self._path(key)
+        if len(buffer) <= self._inline_read_bytes:
+            return self._inline(self._read_into, path, buffer)
+        return await self._run(self._read_into, path, buffer)
 
     async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
         """Several ranges from one open file: one version of the object, as a rename-replace
@@ -240,6 +300,23 @@ class LocalStore:
         finally:
             os.close(fd)
 
+    def _read_into(self, path: str, buffer: memoryview) -> int | None:
+        opened = _open(path)
+        if opened is None:
+            return None
+        fd, st = opened
+        try:
+            if st.st_size == len(buffer):
+                got = 0
+                while got < st.st_size:
+                    n = os.preadv(fd, [buffer[got:]], got)
+                    if n == 0:
+                        return got  # cannot happen: objects are never truncated in place
+                    got += n
+            return st.st_size
+        finally:
+            os.close(fd)
+
     def _read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> builtins.list[bytes] | None:
         opened = _open(path)
         if opened is None:
@@ -293,6 +370,7 @@ class LocalStore:
         etag = _md5(data)
         folder = os.path.dirname(path)
         temp = self._write_temp(key, folder, data, etag)
+        renamed = False
         try:
             with self._locked(key):
                 if if_none_match:
@@ -307,12 +385,14 @@ class LocalStore:
                         raise PreconditionFailed(key)
                     try:
                         os.replace(temp, path)
+                        renamed = True
                     except IsADirectoryError:
                         raise _folder_conflict(key) from None
-            _fsync_dir(folder)  # the new name durable; outside the lock, which only orders
+            self._folder_syncs.sync(folder)  # the new name durable; outside the lock, which only orders
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)  # still there after a link, a refusal or an error
+            if not renamed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)  # still there after a link, a refusal or an error
         return etag
 
     def _write_temp(self, key: str, folder: str, data: bytes | memoryview, etag: str) -> str:
@@ -374,7 +454,7 @@ class LocalStore:
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return
             folder = os.path.dirname(path)
-            _fsync_dir(folder)
+        self._folder_syncs.sync(folder)
         # Tidy now-empty folders up to the root; a put racing us recreates them (_write_temp).
         while folder != self._root:
             try:

@@ -38,6 +38,16 @@ class MemoryStore:
         with self._lock:
             return self._objects.get(key)
 
+    async def read_into(self, key: str, buffer: memoryview) -> int | None:
+        check_key(key)
+        with self._lock:
+            blob = self._objects.get(key)
+        if blob is None:
+            return None
+        if len(blob.data) == len(buffer):
+            buffer[:] = blob.data
+        return len(blob.data)
+
     async def head(self, key: str) -> ObjectInfo | None:
         check_key(key)
         with self._lock:

@@ -1,0 +1,271 @@
+"""Server CPU per byte and per request, measured from /proc, with a plain HTTP client.
+
+    python bench/server_cost.py                       # starts its own h5lake (its own process group)
+    python bench/server_cost.py --endpoint http://host:5101 --pgid 1234 --user u --password p
+
+What it does, all through ``http.client`` on one keep-alive connection (a client that costs
+little, so the figures are the server's):
+
+* makes a domain with a float32 dataset of 256 MiB, (65536, 1024), in chunks of (256, 1024) =
+  1 MiB, uncompressed;
+* **write**: PUTs the 256 MiB as binary in 4 requests of 64 MiB (``select=[a:b,:]``);
+* **read**: GETs them back as binary in 4 requests of 64 MiB (``--read-passes`` times), checked
+  against what was written;
+* **group GET**: 500 single ``GET /groups/{root}``;
+* **attribute PUT**: 250 ``PUT /groups/{root}/attributes/a{i}`` of a scalar int32 (durable);
+* **concurrent attribute PUTs**: 512 PUTs from 1, 8 and 32 connections at once (threads), each
+  on a group of its own, as attributes PUTs per second and server CPU per request (group commit).
+
+For each it prints the CPU seconds of the server's whole **process group** (user + system of
+every process whose ``pgrp`` is the given one, read from ``/proc/<pid>/stat`` before and after,
+so worker processes count too) per MiB or per request, beside the wall time. The server must run
+on this machine; when this script starts the server, the group is the one it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import add_target_args, target
+
+MIB = 1024 * 1024
+SHAPE = (65536, 1024)  # float32: 256 MiB
+CHUNK = (256, 1024)  # 1 MiB
+ROWS_PER_REQUEST = 16384  # 64 MiB
+GOALS = {"write": 1.5, "read": 0.6, "group GET": 0.25, "attribute PUT": 0.8}
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system) of the live processes of process group ``pgid``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == pgid:  # fields after the name: state ppid pgrp ...
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def group_rss(pgid: int) -> int:
+    """Resident bytes summed over the live processes of process group ``pgid``."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += int(fields[21]) * page  # rss, in pages
+    return total
+
+
+class Client:
+    """One keep-alive HTTP connection, basic auth, the domain as a query parameter."""
+
+    def __init__(self, endpoint: str, user: str, password: str, domain: str) -> None:
+        url = urllib.parse.urlsplit(endpoint)
+        self.conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80, timeout=600)
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.auth = f"Basic {token}"
+        self.domain = domain
+        self.endpoint, self.user, self.password = endpoint, user, password
+
+    def call(
+        self, method: str, path: str, body: bytes | memoryview | None = None, *, binary: bool = False, **params: str
+    ) -> tuple[int, bytes]:
+        query = urllib.parse.urlencode({"domain": self.domain, **params})
+        headers = {"Authorization": self.auth}
+        if binary:
+            headers["Accept"] = "application/octet-stream"
+            if body is not None:
+                headers["Content-Type"] = "application/octet-stream"
+        elif body is not None:
+            headers["Content-Type"] = "application/json"
+        if body is not None:
+            headers["Content-Length"] = str(len(body))
+        try:
+            self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
+            resp = self.conn.getresponse()
+        except http.client.RemoteDisconnected:  # an idle keep-alive connection closed: once more
+            self.conn.close()
+            self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
+            resp = self.conn.getresponse()
+        data = resp.read()
+        return resp.status, data
+
+    def json(self, method: str, path: str, doc: Any = None, **params: str) -> Any:
+        body = json.dumps(doc).encode() if doc is not None else None
+        status, data = self.call(method, path, body, **params)
+        if status >= 300:
+            raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
+        return json.loads(data) if data else None
+
+
+class Meter:
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+
+    def measure(self, fn: Callable[[], None], settle: float) -> tuple[float, float]:
+        """(server CPU seconds, wall seconds) of ``fn()``. The CPU is read ``settle`` seconds
+        after the last reply, so work the requests left behind (h5lake's catalogs are merged
+        about 0.5 s after a write) counts too; an idle server spends next to nothing meanwhile."""
+        c0, w0 = group_cpu(self.pgid), time.perf_counter()
+        fn()
+        wall = time.perf_counter() - w0
+        time.sleep(settle)
+        return group_cpu(self.pgid) - c0, wall
+
+
+def report(label: str, cpu: float, wall: float, count: float, unit: str) -> None:
+    goal = GOALS.get(label)
+    per = cpu * 1000 / max(count, 1)
+    goal_note = f"  (goal under {goal})" if goal is not None else ""
+    print(f"  {label:<14} server CPU {per:7.3f} ms/{unit:<8} wall {wall * 1000 / max(count, 1):7.3f} ms/{unit}{goal_note}")
+
+
+def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
+    meter = Meter(pgid)
+    root = client.json("PUT", "/")["root"]
+    dtype = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}
+    layout = {"class": "H5D_CHUNKED", "dims": list(CHUNK)}
+    dset = client.json(
+        "POST", "/datasets", {"type": dtype, "shape": list(SHAPE), "creationProperties": {"layout": layout}}
+    )["id"]
+    client.json("PUT", f"/groups/{root}/links/data", {"id": dset})
+    rng = np.random.default_rng(14)
+    data = rng.random((ROWS_PER_REQUEST, SHAPE[1]), dtype=np.float32)
+    blocks = [data + np.float32(i) for i in range(SHAPE[0] // ROWS_PER_REQUEST)]
+    total_mib = SHAPE[0] * SHAPE[1] * 4 / MIB
+
+    def write() -> None:
+        for i, block in enumerate(blocks):
+            sel = f"[{i * ROWS_PER_REQUEST}:{(i + 1) * ROWS_PER_REQUEST},:]"
+            status, reply = client.call("PUT", f"/datasets/{dset}/value", memoryview(block).cast("B"), binary=True, select=sel)
+            if status >= 300:
+                raise RuntimeError(f"write: {status} {reply[:300]!r}")
+
+    def read() -> None:
+        for i, block in enumerate(blocks):
+            sel = f"[{i * ROWS_PER_REQUEST}:{(i + 1) * ROWS_PER_REQUEST},:]"
+            status, reply = client.call("GET", f"/datasets/{dset}/value", binary=True, select=sel)
+            if status != 200 or reply != block.tobytes():
+                raise RuntimeError(f"read: {status}, {len(reply)} bytes, not what was written")
+
+    def group_gets() -> None:
+        for _ in range(args.gets):
+            status, reply = client.call("GET", f"/groups/{root}")
+            if status != 200:
+                raise RuntimeError(f"group GET: {status} {reply[:300]!r}")
+
+    def attribute_puts() -> None:
+        for i in range(args.attrs):
+            doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i}).encode()
+            status, reply = client.call("PUT", f"/groups/{root}/attributes/a{i}", doc)
+            if status >= 300:
+                raise RuntimeError(f"attribute PUT: {status} {reply[:300]!r}")
+
+    pause = args.pause_each
+    for label, fn, count, unit in [
+        ("write", write, total_mib, "MiB"),
+        ("read", read, total_mib, "MiB"),
+        ("group GET", group_gets, args.gets, "request"),
+        ("attribute PUT", attribute_puts, args.attrs, "request"),
+    ]:
+        if args.skip_bulk and unit == "MiB":
+            continue
+        if pause:
+            input(f"# {label} next: attach a profiler to process group {pgid}, then press Enter ")
+        passes = args.read_passes if label == "read" else 1
+        for _ in range(passes):
+            cpu, wall = meter.measure(fn, args.settle)
+            report(label, cpu, wall, count, unit)
+    for clients in args.clients:
+        concurrent_puts(client, meter, root, clients, args)
+
+
+def concurrent_puts(client: Client, meter: Meter, root: str, clients: int, args: argparse.Namespace) -> None:
+    """``clients`` connections at once, each PUTting attributes of a group of its own (durable
+    small writes that do not contend for one document): requests per second and server CPU."""
+    per_client = max(1, args.concurrent_puts // clients)
+    groups = []
+    for i in range(clients):
+        gid = client.json("POST", "/groups")["id"]
+        client.json("PUT", f"/groups/{root}/links/c{clients}-{i}", {"id": gid})
+        groups.append(gid)
+    conns = [Client(client.endpoint, client.user, client.password, client.domain) for _ in range(clients)]
+    errors: list[str] = []
+
+    def one(conn: Client, gid: str) -> None:
+        for i in range(per_client):
+            doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i}).encode()
+            status, reply = conn.call("PUT", f"/groups/{gid}/attributes/a{i}", doc)
+            if status >= 300:
+                errors.append(f"{status} {reply[:200]!r}")
+
+    def run_all() -> None:
+        threads = [threading.Thread(target=one, args=(c, g)) for c, g in zip(conns, groups)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    cpu, wall = meter.measure(run_all, args.settle)
+    if errors:
+        raise RuntimeError(f"concurrent attribute PUT: {errors[0]}")
+    n = per_client * clients
+    print(
+        f"  {clients:>3} clients     server CPU {cpu * 1000 / n:7.3f} ms/request  "
+        f"{n / wall:7.0f} attribute PUTs/s ({n} in {wall:.2f} s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_target_args(parser)
+    parser.add_argument("--pgid", type=int, help="process group of the server given by --endpoint")
+    parser.add_argument("--gets", type=int, default=500, help="group GETs [500]")
+    parser.add_argument("--attrs", type=int, default=250, help="attribute PUTs [250]")
+    parser.add_argument("--read-passes", type=int, default=2, help="times the 256 MiB are read [2]")
+    parser.add_argument("--settle", type=float, default=1.5, help="seconds of background work counted after each case [1.5]")
+    parser.add_argument(
+        "--clients", type=lambda v: [int(x) for x in v.split(",") if x], default=[1, 8, 32],
+        help="concurrent attribute PUT runs with these numbers of clients [1,8,32]; '' for none",
+    )
+    parser.add_argument("--concurrent-puts", type=int, default=512, help="attribute PUTs of each concurrent run [512]")
+    parser.add_argument("--skip-bulk", action="store_true", help="only the group GETs and attribute PUTs")
+    parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
+    args = parser.parse_args()
+    if args.endpoint and args.pgid is None:
+        parser.error("--endpoint needs --pgid (the server's process group, e.g. `ps -o pgid= PID`)")
+    with target(args) as t:
+        pgid = args.pgid if args.endpoint else os.getpgid(t.server_pid or 0)
+        folder = t.new_folder("cost")
+        domain = f"{folder}{uuid.uuid4().hex[:8]}.h5"
+        print(f"# server {t.endpoint}, process group {pgid}, domain {domain}")
+        client = Client(t.endpoint, t.user, t.password, domain)
+        run(client, pgid, args)
+        print(f"# server process group RSS now {group_rss(pgid) / MIB:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The local store's shared folder fsync (group commit) and its whole-object read into a buffer.
+
+Concurrent puts into one folder share folder fsyncs, yet none returns before an fsync of the
+folder that *began after its own rename* has finished: the real ``os.replace`` and fsync run,
+and are only timed on the way through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from h5lake.storage import local as local_module
+from h5lake.storage.local import LocalStore
+
+PUTS = 64
+
+
+async def test_concurrent_puts_share_folder_fsyncs_and_wait_for_one_after_their_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path / "root", max_threads=16)
+    renamed: dict[str, int] = {}  # key's file name -> when its rename finished
+    syncs: list[tuple[int, int]] = []  # (start, end) of every folder fsync
+    lock = threading.Lock()
+    real_replace: Callable[..., Any] = os.replace
+    real_fsync_dir: Callable[[str], None] = local_module._fsync_dir
+
+    def timed_replace(src: str, dst: str) -> None:
+        real_replace(src, dst)
+        with lock:
+            renamed[os.path.basename(dst)] = time.monotonic_ns()
+
+    def timed_fsync_dir(folder: str) -> None:
+        start = time.monotonic_ns()
+        real_fsync_dir(folder)
+        with lock:
+            syncs.append((start, time.monotonic_ns()))
+
+    monkeypatch.setattr(local_module.os, "replace", timed_replace)
+    monkeypatch.setattr(local_module, "_fsync_dir", timed_fsync_dir)
+    try:
+        await store.put("warm", b"x")  # the root's lock folder and first fsync out of the way
+        syncs.clear()
+
+        async def put(i: int) -> tuple[str, int]:
+            await store.put(f"k{i}", os.urandom(4096))
+            return f"k{i}", time.monotonic_ns()
+
+        returned = await asyncio.gather(*(put(i) for i in range(PUTS)))
+    finally:
+        await store.close()
+    for key, done in returned:
+        covering = [s for s in syncs if s[0] >= renamed[key] and s[1] <= done]
+        assert covering, f"put of {key} returned before a folder fsync begun after its rename ended"
+    assert len(syncs) < PUTS, f"{len(syncs)} folder fsyncs for {PUTS} concurrent puts: none shared"
+
+
+async def test_read_into_fills_the_buffer_or_reports_the_size(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root", inline_read_bytes=1024)
+    try:
+        for size in (100, 5000):  # inline and on a thread
+            data = os.urandom(size)
+            await store.put(f"o{size}", data)
+            buffer = bytearray(size)
+            assert await store.read_into(f"o{size}", memoryview(buffer)) == size
+            assert bytes(buffer) == data
+            assert await store.read_into(f"o{size}", memoryview(bytearray(size + 1))) == size  # wrong size: reported
+        assert await store.read_into("missing", memoryview(bytearray(10))) is None
+    finally:
+        await store.close()
