@@ -38,6 +38,10 @@ class CountingStore(MemoryStore):
         self.reads.append(key)
         return await super().get_ranges(key, ranges)
 
+    async def read_into(self, key: str, buffer: memoryview) -> int | None:
+        self.reads.append(key)
+        return await super().read_into(key, buffer)
+
 
 def reads_of_one_value_read(tmp_path: Path, compact_max: int) -> tuple[list[str], str]:
     store = CountingStore()
