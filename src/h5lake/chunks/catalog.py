@@ -349,6 +349,31 @@ class ChunkCatalog:
             await self.store.delete(key)
         return merged
 
+    async def settle(self, domain: str, timeout: float) -> None:
+        """Bring ``domain``'s catalogs up to date for a commit: flush this process's notes, wait
+        up to ``timeout`` s while other processes hold write intents on it (their writes end and
+        are flushed), then merge what is left as `recover` would (a dead process's)."""
+        await self.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            left: list[tuple[str, dict[str, Any]]] = []
+            for key in [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]:
+                merged = key in self._done  # merged already; only its delete failed
+                blob = await self.store.get(key) if ids.is_intent_key(key) and not merged else None
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    doc = orjson.loads(blob.data) if blob is not None else None
+                    if isinstance(doc, dict) and doc.get("domain") == domain:
+                        left.append((key, doc))
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(0.05 + self.delay / 4, 0.5))
+        for key, doc in left:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                await self._merge({(domain, doc["dataset"]): set(region_indexes(doc))}, {})
+                await self.store.delete(key)
+
     # -- internals
     def _kick(self) -> None:
         if self.autostart:

@@ -21,7 +21,8 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
-from h5lake.service import reclaim
+from h5lake.model.versionref import split_domain
+from h5lake.service import reclaim, versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
@@ -31,6 +32,13 @@ log = logging.getLogger(__name__)
 
 
 async def load_domain(svc: Service, path: str) -> Domain:
+    """The domain ``path`` (its head), or the version ``D@REF`` names (read-only)."""
+    path, ref = split_domain(path)
+    head = await _load_head(svc, path)
+    return head if ref is None else await versions.open_version(svc, head, ref)
+
+
+async def _load_head(svc: Service, path: str) -> Domain:
     path = normalize_domain(path)
     found = await svc.docs.get(domain_key(path))
     if found is None:
@@ -70,6 +78,7 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
+    versions.refuse_change(domain, permission)
     return domain
 
 
@@ -95,6 +104,8 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
     path = normalize_domain(path)
     if path == "/":
         raise InvalidInput("cannot create the top-level folder")
+    if "@" in path:
+        raise InvalidInput(f"a domain name may not contain '@' ({path[:120]!r}): it names a version, D@REF")
     if body is None:
         body = {}
     if not isinstance(body, dict):
