@@ -171,3 +171,42 @@ def test_chunks_are_stored_once_by_content(client: Client, raw_store: RawStore) 
     before = set(raw_store.list_keys())
     assert _commit(client).status_code == 201
     assert len({k for k in set(raw_store.list_keys()) - before if k.endswith(".blob")}) == 1
+
+
+def test_fork_is_copy_on_write(client: Client, raw_store: RawStore) -> None:
+    ep, d = client.endpoint, client.domain
+    with _h5(ep, d, "a") as f:
+        f.create_dataset("x", data=np.arange(100, dtype="f4"), chunks=(10,))
+        f.create_group("g").attrs["a"] = 3
+    assert _commit(client).status_code == 201
+    with _h5(ep, d, "a") as f:
+        f["x"][:] = 0
+    new = d.replace(".h5", "-fork.h5")
+    fork = Client(ep, "test_user1", new)
+    before = len(raw_store.list_keys())
+    r = fork.put("/", json={"from": d + "@v1"})
+    assert r.status_code == 201, r.text
+    assert r.json()["root"] != client.get("/").json()["root"] and r.json()["owner"] == "test_user1"
+    assert len(raw_store.list_keys()) - before <= 8  # documents and catalogs, no chunk copied
+    with _h5(ep, new, "a") as f:
+        assert np.array_equal(f["x"][:], np.arange(100, dtype="f4")) and f["g"].attrs["a"] == 3
+        f["x"][3] = -5  # a partial write of a chunk it never wrote keeps the rest of that chunk
+    with _h5(ep, new) as f:
+        expect = np.arange(100, dtype="f4")
+        expect[3] = -5
+        assert np.array_equal(f["x"][:], expect)
+    with _h5(ep, d + "@v1") as f:
+        assert f["x"][3] == 3  # the source version is untouched
+    assert fork.post("/versions", json={}).status_code == 201
+    with _h5(ep, new + "@v1") as f:
+        assert np.array_equal(f["x"][:], expect)
+    # forking the head commits it first
+    head_fork = Client(ep, "test_user1", d.replace(".h5", "-fork2.h5"))
+    assert head_fork.put("/", json={"from": d}).status_code == 201
+    assert [v["id"] for v in client.get("/versions").json()["versions"]] == ["v2", "v1"]
+    with _h5(ep, head_fork.domain) as f:
+        assert not f["x"][:].any()
+    # a fork needs read on the source
+    other = Client(ep, "test_user2", "/home/test_user2/f.h5")
+    other.session.put(ep + "/", params={"domain": "/home/test_user2"}, json={"folder": True})
+    assert other.put("/", json={"from": d + "@v1"}).status_code == 403

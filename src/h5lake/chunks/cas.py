@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from h5lake.chunks.locate import ChunkRef
+from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import DataCorruption, NotFound
 from h5lake.model.ids import blob_key, tree_key
 from h5lake.storage.base import PreconditionFailed, Store
@@ -108,3 +108,30 @@ class VersionChunks:
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         entry = self.table.get(index_name(index))
         return None if entry is None else ChunkRef(self.store, blob_key(entry[0]))
+
+
+class ForkedChunks(NativeChunks):
+    """A forked dataset's chunks (copy on write): its own native chunk once written, else the
+    chunk of the version it was forked from (manifest ``tree``), else fill. Reading a chunk
+    costs one HEAD more than a native one."""
+
+    def __init__(self, cas: ContentStore, dataset_id: str, tree: str) -> None:
+        super().__init__(cas.store, dataset_id)
+        self.cas = cas
+        self.tree = tree
+
+    async def _source(self, index: tuple[int, ...]) -> str | None:
+        entry = (await self.cas.get_tree(self.tree)).get("chunks", {}).get(index_name(index))
+        return None if entry is None else blob_key(entry[0])
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        key = self.key(index)
+        if await self.store.head(key) is not None:
+            return ChunkRef(self.store, key)
+        source = await self._source(index)
+        return None if source is None else ChunkRef(self.store, source)
+
+    async def original(self, index: tuple[int, ...]) -> bytes | None:
+        source = await self._source(index)
+        blob = None if source is None else await self.store.get(source)
+        return None if blob is None else blob.data

@@ -251,3 +251,12 @@ def tag_key(domain: str, name: str) -> str:
 
 LEASES_PREFIX = ".h5lake/commits/"
 """A commit in flight leaves a lease here (``<uuid>.json``); gc waits while a young one exists."""
+
+FORKED = "forkedChunks"
+"""The dataset document field of a fork: the manifest hash of the source version's dataset,
+whose chunks it reads until it writes its own (never shown to clients)."""
+
+
+def fork_base_key(domain: str) -> str:
+    """What a forked domain was made from (keeps the source version's chunks alive for gc)."""
+    return versions_prefix(domain) + "base.json"

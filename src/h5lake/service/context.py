@@ -61,8 +61,8 @@ class Service:
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
-        self.head = HeadView(self.docs, self.store)
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
+        self.head = HeadView(self.docs, self.store, self.cas)
         self.fences = DomainFences()  # versions: a commit against this process's own changes
         # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
         # chunk engine runs on it (see h5lake.chunks.fanout).

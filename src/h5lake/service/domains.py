@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
@@ -99,8 +100,13 @@ def _may_create_under(caller: Caller, parent: Domain | None, path: str) -> bool:
     return True
 
 
-async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> Domain:
-    """``PUT /``: a domain (with a new root group) or, with ``{"folder": true}``, a folder."""
+async def create_domain(
+    svc: Service, caller: Caller, path: str, body: Any, prepare: Callable[[str], Awaitable[Doc]] | None = None
+) -> Domain:
+    """``PUT /``: a domain (with a new root group) or, with ``{"folder": true}``, a folder.
+
+    ``prepare`` (a fork) is given the new root id once the caller may create the domain; it
+    stores the domain's other objects and returns the root group's document."""
     path = normalize_domain(path)
     if path == "/":
         raise InvalidInput("cannot create the top-level folder")
@@ -152,6 +158,8 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
             "attributes": {},
             "creationProperties": group_props,
         }
+        if prepare is not None:
+            root_doc = await prepare(root_id)
         # The root group is stored first: a domain document never points at a missing root.
         await svc.docs.create(object_key(root_id), root_doc, "root group")
     try:

@@ -10,6 +10,7 @@ import orjson
 
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator
+from h5lake.model.ids import FORKED
 from h5lake.model.fromjson import fill_value_array
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.service.creation import codec_filters
@@ -59,4 +60,4 @@ def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayou
 
 def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
     """A dataset whose chunks are objects of their own, read through the domain's view."""
-    return layout_with(domain, doc, domain.view.chunks(doc["id"]))
+    return layout_with(domain, doc, domain.view.chunks(doc["id"], doc.get(FORKED)))

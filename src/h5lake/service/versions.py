@@ -132,7 +132,7 @@ class VersionView:
         tree = await self.tree(obj_id)
         return None if tree is None else Versioned(tree["doc"], tree["etag"])
 
-    def chunks(self, dataset_id: str) -> ChunkLocator:
+    def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
         # A dataset's document is read (``object``) before its chunks are located.
         tree = self._read.get(dataset_id, {})
         return VersionChunks(self.svc.store, tree.get("chunks", {}))

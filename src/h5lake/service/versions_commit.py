@@ -21,6 +21,7 @@ from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     CATALOG_FILES,
+    FORKED,
     LEASES_PREFIX,
     catalog_key,
     chunk_catalog_key,
@@ -125,23 +126,32 @@ class Snapshot:
         tree: Tree = {"doc": found.doc, "etag": _etag(found.etag)}
         if self.memory:
             if chunked and not is_linked(found.doc):
-                tree["chunks"] = await self._chunk_etags(obj_id)
+                tree["chunks"] = await self._chunk_etags(obj_id, found.doc.get(FORKED))
             self.objects[obj_id], self.trees[obj_id] = "", tree
             return children(found.doc)
         if chunked and not is_linked(found.doc):
-            tree["chunks"], tree["catalog"] = await self._chunks(obj_id, (prev or {}).get("chunks", {}))
+            before = (prev or {}).get("chunks", {})
+            tree["chunks"], tree["catalog"] = await self._chunks(obj_id, before, found.doc.get(FORKED))
         self.objects[obj_id] = await cas.put_tree(tree)
         return children(found.doc)
 
-    async def _chunk_etags(self, obj_id: str) -> dict[str, list[str | None]]:
+    async def _chunk_etags(self, obj_id: str, forked: str | None) -> dict[str, list[str | None]]:
         blob = await self.svc.store.get(chunk_catalog_key(self.domain.path, obj_id))
         lines = parse_lines(blob.data, chunks=True) if blob is not None else {}
-        return {name: [None, line.split()[1]] for name, line in lines.items()}
+        table: dict[str, list[str | None]] = dict(await self._forked_table(forked))
+        table.update({name: [None, line.split()[1]] for name, line in lines.items()})
+        return table
 
-    async def _chunks(self, obj_id: str, before: dict[str, list[str]]) -> tuple[dict[str, list[str]], str | None]:
+    async def _forked_table(self, forked: str | None) -> dict[str, list[str]]:
+        """The chunks a forked dataset reads from its source until it writes its own."""
+        return {} if not forked else (await self.svc.cas.get_tree(forked)).get("chunks", {})
+
+    async def _chunks(
+        self, obj_id: str, before: dict[str, list[str]], forked: str | None
+    ) -> tuple[dict[str, list[str]], str | None]:
         blob = await self.svc.store.get(chunk_catalog_key(self.domain.path, obj_id))
         lines = parse_lines(blob.data, chunks=True) if blob is not None else {}
-        table: dict[str, list[str]] = {}
+        table: dict[str, list[str]] = {n: e for n, e in (await self._forked_table(forked)).items() if n not in lines}
         todo: list[str] = []
         for name, line in lines.items():
             old = before.get(name)
