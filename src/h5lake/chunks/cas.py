@@ -22,7 +22,7 @@ from h5lake.model.ids import blob_key, tree_key
 from h5lake.storage.base import PreconditionFailed, Store
 
 TREE_CACHE = 4096  # manifests kept per process
-REFRESH_AFTER = 1800.0  # an existing blob older than this is re-put on reuse (gc's grace: 3600 s)
+REFRESH_AFTER = 1800.0  # an existing blob older than this is re-put on reuse (gc's default grace: 3600 s)
 
 Tree = dict[str, Any]
 
@@ -53,8 +53,7 @@ class ContentStore:
     async def put_tree(self, tree: Tree) -> str:
         data = canonical(tree)
         sha = sha256(data)
-        if sha not in self._trees:
-            await self._put_once(tree_key(sha), data)
+        await self._put_once(tree_key(sha), data)
         self._remember(sha, tree)
         return sha
 

@@ -249,9 +249,6 @@ def tag_key(domain: str, name: str) -> str:
     return f"{versions_prefix(domain)}tags/{name}.json"
 
 
-LEASES_PREFIX = ".h5lake/commits/"
-"""A commit in flight leaves a lease here (``<uuid>.json``); gc waits while a young one exists."""
-
 FORKED = "forkedChunks"
 """The dataset document field of a fork: the manifest hash of the source version's dataset,
 whose chunks it reads until it writes its own (never shown to clients)."""

@@ -10,8 +10,8 @@ import orjson
 
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator
-from h5lake.model.ids import FORKED
 from h5lake.model.fromjson import fill_value_array
+from h5lake.model.ids import FORKED
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.service.creation import codec_filters
 from h5lake.service.documents import Doc

@@ -9,9 +9,6 @@ Nothing is visible until the create-only put of the version record.
 
 from __future__ import annotations
 
-import asyncio
-import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +19,6 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     CATALOG_FILES,
     FORKED,
-    LEASES_PREFIX,
     catalog_key,
     chunk_catalog_key,
     chunk_key,
@@ -202,35 +198,30 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
     message, metadata, parent, parent_given = _commit_body(body)
     domain = await open_domain(svc, caller, path, Permission.UPDATE)
     domain.require_root()
-    lease = f"{LEASES_PREFIX}{uuid.uuid4().hex}.json"
-    await svc.store.put(lease, dumps({"domain": domain.path, "started": time.time()}))
-    try:
-        async with svc.fences.committing(domain.path):
-            await svc.catalog.settle(domain.path, svc.catalog.stale_after)
-            number = await versions.highest_number(svc, domain.path) + 1
-            prev = await versions.latest(svc, domain.path, below=number)
-            latest_id = None if prev is None else prev["id"]
-            if parent_given and parent != latest_id:
-                raise Conflict(f"version {parent} is not the latest of {domain.path}: the latest is {latest_id}")
-            snap = await head_tree(svc, domain, prev)
-            record = {
-                "id": version_id(number),
-                "number": number,
-                "parent": latest_id,
-                "created": now(),
-                "author": caller.user,
-                "message": message,
-                "metadata": metadata,
-                "tree": await svc.cas.put_tree(snap.tree),
-            }
-            try:
-                await svc.store.put(version_key(domain.path, number), dumps(record), if_none_match=True)
-            except PreconditionFailed:
-                won = await versions.latest(svc, domain.path)
-                raise Conflict(
-                    f"another commit of {domain.path} won: the latest version is {won and won['id']}"
-                ) from None
-            await versions.set_hint(svc, domain.path, number)
-            return versions.public(record)
-    finally:
-        await asyncio.shield(svc.store.delete(lease))
+    async with svc.fences.committing(domain.path):
+        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
+        number = await versions.highest_number(svc, domain.path) + 1
+        prev = await versions.latest(svc, domain.path, below=number)
+        latest_id = None if prev is None else prev["id"]
+        if parent_given and parent != latest_id:
+            raise Conflict(f"version {parent} is not the latest of {domain.path}: the latest is {latest_id}")
+        snap = await head_tree(svc, domain, prev)
+        record = {
+            "id": version_id(number),
+            "number": number,
+            "parent": latest_id,
+            "created": now(),
+            "author": caller.user,
+            "message": message,
+            "metadata": metadata,
+            "tree": await svc.cas.put_tree(snap.tree),
+        }
+        try:
+            await svc.store.put(version_key(domain.path, number), dumps(record), if_none_match=True)
+        except PreconditionFailed:
+            won = await versions.latest(svc, domain.path)
+            raise Conflict(
+                f"another commit of {domain.path} won: the latest version is {won and won['id']}"
+            ) from None
+        await versions.set_hint(svc, domain.path, number)
+        return versions.public(record)

@@ -26,8 +26,8 @@ from h5lake.service import versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import create_domain, open_domain
-from h5lake.service.views import Domain
 from h5lake.service.versions_commit import commit, head_tree
+from h5lake.service.views import Domain
 
 
 def _rename(value: Any, ids: dict[str, str]) -> Any:
