@@ -29,7 +29,7 @@ import numpy as np
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.server import USERS, start_server  # noqa: E402
+from tests.support.server import USERS, start_server
 
 MIB = 1024 * 1024
 CHUNK = MIB // 4  # float32 elements in a 1 MiB chunk
@@ -149,9 +149,8 @@ def run_versioned_hdf5(args: argparse.Namespace, workdir: Path) -> None:
 
     def stage(name: str, work) -> float:  # type: ignore[no-untyped-def]
         start = time.perf_counter()
-        with h5py.File(path, "a") as f:
-            with VersionedHDF5File(f).stage_version(name) as g:
-                work(g)
+        with h5py.File(path, "a") as f, VersionedHDF5File(f).stage_version(name) as g:
+            work(g)
         return time.perf_counter() - start
 
     def changed(g) -> None:  # type: ignore[no-untyped-def]

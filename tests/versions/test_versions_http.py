@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import h5py
 import h5pyd
 import numpy as np
 import requests
 from tests.conftest import Client, RawStore, auth
+from tests.support.cli import clean_env, run_h5lake
 
 
 def _h5(endpoint: str, domain: str, mode: str = "r") -> h5pyd.File:
@@ -101,9 +108,8 @@ def test_history_tags_and_time_refs(client: Client) -> None:
     assert client.get("/versions/v2").json()["tags"] == ["release-1"]
     tagged = Client(client.endpoint, "test_user1", client.domain + "@release-1")
     assert tagged.get("/").status_code == 200
-    from datetime import datetime, timezone
 
-    when = datetime.fromtimestamp(ids[1]["created"] + 0.0001, timezone.utc).isoformat()
+    when = datetime.fromtimestamp(ids[1]["created"] + 0.0001, UTC).isoformat()
     at = Client(client.endpoint, "test_user1", client.domain + "@" + when)
     assert at.get("/").json()["lastModified"] == ids[1]["created"]
     # forgetting: a tagged version is kept, an untagged one goes
@@ -210,3 +216,24 @@ def test_fork_is_copy_on_write(client: Client, raw_store: RawStore) -> None:
     other = Client(ep, "test_user2", "/home/test_user2/f.h5")
     other.session.put(ep + "/", params={"domain": "/home/test_user2"}, json={"folder": True})
     assert other.put("/", json={"from": d + "@v1"}).status_code == 403
+
+
+def test_hsls_and_export_of_a_tagged_version(client: Client, tmp_path: Path) -> None:
+    ep, d = client.endpoint, client.domain
+    with _h5(ep, d, "a") as f:
+        f.create_dataset("x", data=np.arange(50, dtype="i4"), chunks=(8,))
+    assert _commit(client).status_code == 201
+    assert client.put("/versions/tags/release-1", json={"version": "v1"}).status_code == 201
+    with _h5(ep, d, "a") as f:
+        f["x"][:] = 0
+        f.create_group("later")
+    env = clean_env(tmp_path, {"HS_ENDPOINT": ep, "HS_USERNAME": "test_user1", "HS_PASSWORD": auth("test_user1")[1]})
+    hsls = subprocess.run([str(Path(sys.executable).parent / "hsls"), "-r", d + "@release-1"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert hsls.returncode == 0, hsls.stderr
+    assert "/x" in hsls.stdout and "later" not in hsls.stdout
+    out = tmp_path / "v1.h5"
+    done = run_h5lake("export", d + "@release-1", str(out), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(out) as f:
+        assert list(f) == ["x"] and np.array_equal(f["x"][:], np.arange(50, dtype="i4"))

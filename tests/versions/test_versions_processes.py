@@ -53,11 +53,11 @@ def test_two_processes_racing_commits_one_wins_per_parent(start: StartServer) ->
         results: list[requests.Response] = []
         barrier = threading.Barrier(2)
 
-        def go(c: Client, who: str) -> None:
+        def go(c: Client, who: str, parent: str, barrier: threading.Barrier, results: list[requests.Response]) -> None:
             barrier.wait()
             results.append(c.post("/versions", json={"message": who, "parent": parent}))
 
-        threads = [threading.Thread(target=go, args=(c, w)) for c, w in ((ca, "a"), (cb, "b"))]
+        threads = [threading.Thread(target=go, args=(c, w, parent, barrier, results)) for c, w in ((ca, "a"), (cb, "b"))]
         for t in threads:
             t.start()
         for t in threads:

@@ -134,7 +134,7 @@ class Snapshot:
     async def _chunk_etags(self, obj_id: str, forked: str | None) -> dict[str, list[str | None]]:
         blob = await self.svc.store.get(chunk_catalog_key(self.domain.path, obj_id))
         lines = parse_lines(blob.data, chunks=True) if blob is not None else {}
-        table: dict[str, list[str | None]] = dict(await self._forked_table(forked))
+        table: dict[str, list[str | None]] = {n: list(e) for n, e in (await self._forked_table(forked)).items()}
         table.update({name: [None, line.split()[1]] for name, line in lines.items()})
         return table
 

@@ -80,7 +80,10 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
         base = {"from": src_domain.path, "version": record["id"], "tree": record["tree"], "created": ts}
         await svc.store.put(fork_base_key(path), dumps(base))  # before any chunk it keeps alive is needed
         others = [old for old in objects if old != root_tree["root"]]
-        await svc.workers.each(others, lambda old: svc.docs.create(object_key(ids[old]), copy(old), "object"))
+        async def store(old: str) -> None:
+            await svc.docs.create(object_key(ids[old]), copy(old), f"object {ids[old]}")
+
+        await svc.workers.each(others, store)
         for old in others:
             svc.catalog.note_object(path, ids[old])
         return copy(root_tree["root"])

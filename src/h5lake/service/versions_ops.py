@@ -141,7 +141,10 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
             await svc.store.put(chunk_key(obj_id, _index(name)), blob.data)
 
         await svc.workers.each(put, copy)
-        await svc.workers.each(drop, lambda n, obj_id=obj_id: svc.store.delete(chunk_key(obj_id, _index(n))))
+        async def remove(name: str, obj_id: str = obj_id) -> None:
+            await svc.store.delete(chunk_key(obj_id, _index(name)))
+
+        await svc.workers.each(drop, remove)
         if put or drop:
             svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop])
         if old.get("etag") != tree["etag"]:
