@@ -33,7 +33,7 @@ def test_versions_always_read_back_what_was_committed(
     server: Server, backing: Backing, home_folder: str, tmp_path: Path
 ) -> None:
     endpoint = server.endpoint
-    store_args = server.args[server.args.index("--storage"):][:6] if "--storage" in server.args else ["--data", str(server.data)]
+    store_args = server.args[server.args.index("--storage") :][:6] if "--storage" in server.args else ["--data", str(server.data)]
     env = clean_env(tmp_path, backing.env)
 
     class Versions(RuleBasedStateMachine):

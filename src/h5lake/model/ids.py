@@ -212,8 +212,10 @@ def chunk_catalog_key(domain: str, dataset_id: str) -> str:
 
 # --- versions (docs/versions.md) ---------------------------------------------------------------
 
-VERSIONS = ".versions"
-"""The folder of a domain's history under its prefix; refused as a domain path component."""
+VERSIONS = ".history"
+"""The folder of a domain's history under its prefix; refused as a domain path component.
+(Not ``.versions``: SeaweedFS keeps its own S3 object versions in ``<key>.versions`` folders
+and leaves them out of listings.)"""
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

@@ -1,8 +1,8 @@
 """Versions of a domain: the history records, names (ids, tags, ``~N``, times) and the read-only
 view a version is read through (docs/versions.md).
 
-A version ``v<N>`` is the record ``<domain>/.versions/<N:012d>.json`` (written create-only: the
-commit point) naming its root manifest. ``.versions/latest`` is a hint of the highest N; the
+A version ``v<N>`` is the record ``<domain>/.history/<N:012d>.json`` (written create-only: the
+commit point) naming its root manifest. ``.history/latest`` is a hint of the highest N; the
 truth is found by probing the next numbers. A deleted version's record is replaced by a stub
 ``{"id", "number", "parent", "deleted": true}`` so its number is never reused.
 """
