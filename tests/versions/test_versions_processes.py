@@ -82,6 +82,35 @@ def test_commit_in_one_process_sees_writes_acknowledged_by_another(start: StartS
         assert np.all(read(version, did) == k)
 
 
+def test_a_write_by_another_process_during_a_commit_is_wholly_in_or_out(start: StartServer) -> None:
+    a, b = start(), start()
+    ca = new_domain(a.endpoint)
+    cb = on(ca, b.endpoint)
+    did = make_dataset(ca)
+    stop = threading.Event()
+    values: list[float] = [0.0]
+
+    def writer() -> None:
+        while not stop.is_set():
+            write(ca, did, values[-1] + 1.0)  # one request over all 16 chunks
+            values.append(values[-1] + 1.0)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    made = []
+    try:
+        for _ in range(6):
+            r = cb.post("/versions", json={})
+            assert r.status_code == 201, r.text
+            made.append(r.json()["id"])
+    finally:
+        stop.set()
+        thread.join()
+    for vid in made:
+        data = read(Client(b.endpoint, "test_user1", f"{ca.domain}@{vid}"), did)
+        assert np.all(data == data[0]), (vid, np.unique(data))
+
+
 def commit_within(c: Client, message: str, seconds: float) -> requests.Response:
     return c.session.post(c.endpoint + "/versions", params={"domain": c.domain}, json={"message": message},
                           timeout=seconds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable
@@ -76,10 +77,25 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
         raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
+COMMITTING = "committing"  # the domain document's mark while a commit runs (service/versions_commit)
+_COMMIT_POLL = 0.02
+
+
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
     versions.refuse_change(domain, permission)
+    if permission not in versions.READ_PERMISSIONS:
+        domain = await wait_for_commit(svc, domain)
+    return domain
+
+
+async def wait_for_commit(svc: Service, domain: Domain) -> Domain:
+    """A change waits while another process commits the domain (its document is marked), so it
+    is wholly after that version; a mark older than its ``until`` is a crashed commit's."""
+    while (mark := domain.doc.get(COMMITTING)) and float(mark.get("until", 0)) > now():
+        await asyncio.sleep(_COMMIT_POLL)
+        domain = await load_domain(svc, domain.path)
     return domain
 
 

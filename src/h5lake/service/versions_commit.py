@@ -9,6 +9,10 @@ Nothing is visible until the create-only put of the version record.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +26,7 @@ from h5lake.model.ids import (
     catalog_key,
     chunk_catalog_key,
     chunk_key,
+    domain_key,
     is_valid_id,
     object_key,
     same_domain,
@@ -33,7 +38,7 @@ from h5lake.model.versionref import parse_version_id, version_id
 from h5lake.service import versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
-from h5lake.service.domains import open_domain
+from h5lake.service.domains import COMMITTING, open_domain
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 
@@ -192,6 +197,49 @@ async def head_tree(
     return snap
 
 
+COMMIT_ATTEMPTS = 10
+
+
+async def consistent_tree(svc: Service, domain: Domain, parent: Doc | None) -> str:
+    """The head's root manifest, as of one moment: taken after the write intents on the domain
+    have cleared, and checked (after they clear again) to still equal the head. A write by another
+    process that ran while it was taken shows in that check (a changed document or chunk catalog)
+    and the snapshot is taken again, from the one just made, so no such write is ever half in."""
+    base = parent
+    for _ in range(COMMIT_ATTEMPTS):
+        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
+        snap = await head_tree(svc, domain, base)
+        tree = await svc.cas.put_tree(snap.tree)
+        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
+        if not (await head_tree(svc, domain, {"tree": tree}, dry=True)).changed:
+            return tree
+        base = {"tree": tree}
+    raise Conflict(f"{domain.path} changed during {COMMIT_ATTEMPTS} attempts to commit it; try again")
+
+
+FLAG_SECONDS = 60.0
+
+
+@asynccontextmanager
+async def commit_flag(svc: Service, domain: Domain) -> AsyncIterator[None]:
+    """Mark the domain document ``committing`` while a commit runs: every process reads that
+    document for each change request anyway, and holds the change until the mark is gone
+    (`domains.wait_for_commit`); a crashed commit's mark expires after ``FLAG_SECONDS``."""
+    key = domain_key(domain.path)
+
+    def mark(doc: Doc) -> None:
+        doc[COMMITTING] = {"until": time.time() + FLAG_SECONDS}
+
+    def unmark(doc: Doc) -> None:
+        doc.pop(COMMITTING, None)
+
+    await svc.docs.update(key, mark, f"domain {domain.path}")
+    try:
+        yield
+    finally:
+        await asyncio.shield(svc.docs.update(key, unmark, f"domain {domain.path}"))
+
+
 async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
     """``POST /versions``: the head as a new version; 409 naming the latest when ``parent``
     is not the latest or another commit of the same parent won."""
@@ -199,13 +247,13 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
     domain = await open_domain(svc, caller, path, Permission.UPDATE)
     domain.require_root()
     async with svc.fences.committing(domain.path):
-        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
         number = await versions.highest_number(svc, domain.path) + 1
         prev = await versions.latest(svc, domain.path, below=number)
         latest_id = None if prev is None else prev["id"]
         if parent_given and parent != latest_id:
             raise Conflict(f"version {parent} is not the latest of {domain.path}: the latest is {latest_id}")
-        snap = await head_tree(svc, domain, prev)
+        async with commit_flag(svc, domain):
+            tree = await consistent_tree(svc, domain, prev)
         record = {
             "id": version_id(number),
             "number": number,
@@ -214,7 +262,7 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
             "author": caller.user,
             "message": message,
             "metadata": metadata,
-            "tree": await svc.cas.put_tree(snap.tree),
+            "tree": tree,
         }
         try:
             await svc.store.put(version_key(domain.path, number), dumps(record), if_none_match=True)
