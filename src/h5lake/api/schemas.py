@@ -404,6 +404,7 @@ class VersionCommit(Open):
     message: str | None = None
     metadata: dict[str, Any] | None = None
     parent: str | None = Field(None, pattern=r"^v[1-9][0-9]*$")
+    created: float | None = Field(None, description="the version's time (a history loaded from elsewhere); default now")
 
 
 class Version(Open):

@@ -174,6 +174,20 @@ class Snapshot:
         return dict(sorted(table.items())), None if blob is None else _etag(blob.etag)
 
 
+def _created(body: Doc, parent: Doc | None) -> float:
+    """The version's time: now, or ``created`` when given (a history loaded from elsewhere), which
+    must not precede the parent's nor lie in the future, so times stay in commit order."""
+    ts = now()
+    given = body.get("created")
+    if given is None:
+        return max(ts, float(parent["created"]) if parent else ts)
+    if isinstance(given, bool) or not isinstance(given, int | float):
+        raise InvalidInput("created is a Unix time in seconds")
+    if given > ts or parent is not None and given < float(parent["created"]):
+        raise InvalidInput("created must lie between the parent version's time and now")
+    return float(given)
+
+
 def _commit_body(body: Any) -> tuple[str, Doc, str | None, bool]:
     body = {} if body is None else body
     if not isinstance(body, dict):
@@ -252,13 +266,14 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
         latest_id = None if prev is None else prev["id"]
         if parent_given and parent != latest_id:
             raise Conflict(f"version {parent} is not the latest of {domain.path}: the latest is {latest_id}")
+        created = _created(body or {}, prev)
         async with commit_flag(svc, domain):
             tree = await consistent_tree(svc, domain, prev)
         record = {
             "id": version_id(number),
             "number": number,
             "parent": latest_id,
-            "created": now(),
+            "created": created,
             "author": caller.user,
             "message": message,
             "metadata": metadata,
