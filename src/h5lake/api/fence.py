@@ -19,10 +19,11 @@ class CommitFence:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         domain = _changed_domain(scope)
-        if domain is None:
+        svc = getattr(scope["app"].state, "service", None) if domain is not None else None
+        if svc is None:
             await self.app(scope, receive, send)
             return
-        async with scope["app"].state.service.fences.changing(domain):
+        async with svc.fences.changing(domain):
             await self.app(scope, receive, send)
 
 

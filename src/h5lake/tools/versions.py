@@ -147,7 +147,9 @@ def register(group: click.Group) -> None:
     @connection_options
     @_json_option
     def fork(domain: str, new_domain: str, **options: Any) -> None:
-        """Make NEW_DOMAIN from DOMAIN (DOMAIN@REF: that version; else the head, committed first)."""
+        """Make NEW_DOMAIN from a version of DOMAIN.
+
+        DOMAIN@REF forks that version; DOMAIN alone forks the head, committed first."""
         source = domain
 
         def work(c: RestClient) -> tuple[Any, str]:
