@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import h5py
-import h5pyd
 import numpy as np
 
 from h5lake.tools.common import ToolError
@@ -150,7 +149,9 @@ def h5pyd_options(client: RestClient) -> dict[str, Any]:
 
 def load_versions(source: Path, client: RestClient) -> list[dict[str, Any]]:
     """Make ``client.domain`` (which must not exist) hold every version of ``source``."""
-    # imported here: versioned-hdf5 is optional (the test extra), needed only for such files
+    # imported here: versioned-hdf5 and h5pyd are optional (the test extra; a server never needs
+    # them), needed only for such files
+    import h5pyd
     from versioned_hdf5 import VersionedHDF5File
 
     if client.domain_exists():
@@ -181,7 +182,9 @@ def load_versions(source: Path, client: RestClient) -> list[dict[str, Any]]:
 
 def export_versions(client: RestClient, target: Path) -> list[str]:
     """Write every version of ``client.domain`` into a new versioned-hdf5 file ``target``."""
-    # imported here: versioned-hdf5 is optional (the test extra), needed only for such files
+    # imported here: versioned-hdf5 and h5pyd are optional (the test extra; a server never needs
+    # them), needed only for such files
+    import h5pyd
     from versioned_hdf5 import VersionedHDF5File
 
     history = client.get_json("/versions")["versions"][::-1]
