@@ -161,6 +161,11 @@ def test_diff_and_restore(client: Client) -> None:
     with _h5(ep, d) as f:
         assert np.array_equal(f["x"][:], np.arange(100, dtype="f4")) and f.attrs["a"] == 1 and "new" not in f
     assert client.get("/versions/diff", params={"from": "v1"}).json()["changed"] == []
+    assert client.post("/versions/v2/restore", json={}).status_code == 409  # restored, not committed
+    assert _commit(client).status_code == 201
+    assert client.post("/versions/v2/restore", json={}).status_code == 200
+    with _h5(ep, d) as f:
+        assert f["x"][0] == 7 and "new" in f
 
 
 def test_chunks_are_stored_once_by_content(client: Client, raw_store: RawStore) -> None:

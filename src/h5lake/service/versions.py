@@ -81,17 +81,36 @@ async def resolve(svc: Service, path: str, ref: Ref) -> Doc:
         if tag is None:
             raise NotFound(f"no version or tag {ref.tag!r} in {path}")
         return await require(svc, path, int(tag["number"]))
-    record = await latest(svc, path)
-    steps = ref.back or 0
-    while record is not None:
-        if ref.time is not None and float(record["created"]) <= ref.time:
-            return record
-        if ref.time is None:
-            if steps == 0:
-                return record
-            steps -= 1
-        record = await latest(svc, path, below=int(record["number"]))
-    raise NotFound(f"no version {ref.text} of {path}")
+    if ref.time is not None:
+        record = await _at_time(svc, path, ref.time)
+    else:
+        record = await latest(svc, path)
+        for _ in range(ref.back or 0):
+            if record is None:
+                break
+            record = await latest(svc, path, below=int(record["number"]))
+    if record is None:
+        raise NotFound(f"no version {ref.text} of {path}")
+    return record
+
+
+async def _at_time(svc: Service, path: str, when: float) -> Doc | None:
+    """The newest live version created at or before ``when``: records (stubs of forgotten ones
+    too) are numbered in time order, so a binary search finds it in O(log n) reads."""
+    lo, hi = 0, await highest_number(svc, path)  # invariant: version lo is at or before, hi+1 after
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        record = await get_record(svc, path, mid)
+        if record is not None and float(record["created"]) <= when:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return None
+    found = await get_record(svc, path, lo)
+    if found is not None and not found.get("deleted"):
+        return found
+    return await latest(svc, path, below=lo)
 
 
 async def list_versions(svc: Service, path: str, limit: int | None, marker: str | None) -> list[Doc]:

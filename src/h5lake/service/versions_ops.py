@@ -63,8 +63,9 @@ def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
     changed = []
     for obj_id in sorted(set(a) & set(b)):
         ta, tb = a[obj_id], b[obj_id]
-        if ta.get("etag") == tb.get("etag") and ta.get("chunks") == tb.get("chunks"):
-            continue
+        diffs = _chunk_changes(ta.get("chunks") or {}, tb.get("chunks") or {}) if obj_id[0] in CHUNKED else []
+        if ta.get("etag") == tb.get("etag") and not diffs:
+            continue  # the same document and chunk bytes (a head's table has ETags, not hashes)
         da, db = ta["doc"], tb["doc"]
         entry = where(obj_id)
         attrs = _keyed_changes(da.get("attributes") or {}, db.get("attributes") or {})
@@ -75,10 +76,8 @@ def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
             entry["links"] = links
         if da.get("shape") != db.get("shape"):
             entry["shape"] = {"from": da.get("shape"), "to": db.get("shape")}
-        if obj_id[0] in CHUNKED:
-            diffs = _chunk_changes(ta.get("chunks") or {}, tb.get("chunks") or {})
-            if diffs:
-                entry["chunks"] = {"count": len(diffs), "indices": diffs[:limit]}
+        if diffs:
+            entry["chunks"] = {"count": len(diffs), "indices": diffs[:limit]}
         changed.append(entry)
     return {
         "added": [where(i) for i in sorted(set(b) - set(a))],
