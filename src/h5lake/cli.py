@@ -27,6 +27,8 @@ class _Commands(click.Group):
         "export": "h5lake.tools.export",
         "serve": "h5lake.api.commands",
         "apikey": "h5lake.api.commands",
+        "gc": "h5lake.api.commands",
+        "version": "h5lake.tools.versions",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

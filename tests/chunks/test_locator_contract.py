@@ -11,8 +11,8 @@ Contract, for each case:
   written, which then reads as the fill value;
 * an index past the dataset's extent reads as fill;
 * answers are repeatable and safe to ask concurrently;
-* `writable` says the truth: writes land through a writable locator and are refused as
-  `ReadOnly` (nothing changed) through a read-only one.
+* `writable` says the truth: writes land through a writable locator (keeping the rest of a
+  chunk written in part) and are refused as `ReadOnly` (nothing changed) through a read-only one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine
+from h5lake.chunks.cas import ContentStore, ForkedChunks, VersionChunks, index_name
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.inline import DocumentChunks, listed_chunks
@@ -172,9 +173,41 @@ async def linked_case(tmp_path: Path, kind: str) -> Case:
     return Case(layout_of(locator, CHUNKS, filters), expected_with_hole(), True)
 
 
+async def committed(store: MemoryStore) -> tuple[ContentStore, str, dict[str, list[str]]]:
+    """The native case's chunks committed to a content store as a version does: its chunk table
+    (index -> [sha256, etag]) in a manifest; returns (content store, manifest hash, table)."""
+    case = await native_case(Path("."))
+    native = case.locator
+    assert isinstance(native, NativeChunks)
+    cas = ContentStore(store)
+    table: dict[str, list[str]] = {}
+    for index in grid_of(case.layout):
+        blob = await native.store.get(native.key(index))
+        if blob is not None:
+            table[index_name(index)] = [await cas.put_blob(blob.data), blob.etag]
+    return cas, await cas.put_tree({"doc": {}, "etag": "-", "chunks": table}), table
+
+
+async def version_case(tmp_path: Path) -> Case:
+    store = MemoryStore()
+    _, _, table = await committed(store)
+    layout = layout_of(VersionChunks(store, table), CHUNKS, [{"class": "H5Z_FILTER_DEFLATE", "level": 4}])
+    return Case(layout, expected_with_hole(), True)
+
+
+async def forked_case(tmp_path: Path) -> Case:
+    """A fork's dataset before it wrote anything: every chunk read from the version's table."""
+    cas, tree, _ = await committed(MemoryStore())
+    dataset_id = new_object_id(Collection.DATASETS, new_root_id())
+    layout = layout_of(ForkedChunks(cas, dataset_id, tree), CHUNKS, [{"class": "H5Z_FILTER_DEFLATE", "level": 4}])
+    return Case(layout, expected_with_hole(), True)
+
+
 CASES: dict[str, Callable[[Path], Awaitable[Case]]] = {
     "native": native_case,
     "document": document_case,
+    "version": version_case,
+    "forked": forked_case,
     "linked-contiguous": lambda p: linked_case(p, "contiguous"),
     "linked-chunked": lambda p: linked_case(p, "chunked"),
     "linked-indirect": lambda p: linked_case(p, "indirect"),
@@ -253,6 +286,9 @@ async def test_writable_says_whether_writes_land(case: Case) -> None:
     if case.locator.writable:
         await engine.write_selection(layout, sel, patch, WORKERS)
         assert np.array_equal(await engine.read_selection(layout, sel, WORKERS), patch)
+        want = case.expected.copy()
+        want[1:3, 2:5] = patch  # the rest of the chunk written in part is kept
+        assert np.array_equal(await engine.read_selection(layout, Selection.all(SHAPE), WORKERS), want)
         return
     with pytest.raises(ReadOnly):
         await engine.write_selection(layout, sel, patch, WORKERS)

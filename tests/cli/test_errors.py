@@ -249,7 +249,7 @@ def test_help_lists_every_command_in_a_whole_sentence(tmp_path: Path) -> None:
     result = run_h5lake("--help", cwd=tmp_path)
     assert result.returncode == 0
     commands = result.stdout.split("Commands:")[1].strip().splitlines()
-    assert [c.split()[0] for c in commands] == ["apikey", "export", "load", "passwd", "serve"]
+    assert [c.split()[0] for c in commands] == ["apikey", "export", "gc", "load", "passwd", "serve", "version"]
     for line in commands:
         assert line.rstrip().endswith(".") and not line.rstrip().endswith("..."), line
         assert "(e.g" not in line, line

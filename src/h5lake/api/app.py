@@ -23,9 +23,11 @@ from h5lake.api import (
     object_routes,
     openapi,
     value_routes,
+    version_routes,
     view_routes,
 )
 from h5lake.api.errors import HANDLERS
+from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
@@ -144,9 +146,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
             await backend.close()
 
     routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
-    routes += openapi.ROUTES
+    routes += [*openapi.ROUTES, *version_routes.ROUTES]
     routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
-    middleware = [Middleware(Authenticate)]
+    middleware = [Middleware(Authenticate), Middleware(CommitFence)]
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
         middleware.insert(0, cors_middleware(settings.cors_origin))

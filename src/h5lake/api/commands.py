@@ -5,6 +5,7 @@ start without the server's libraries (pydantic, uvicorn, the app)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import json
 import os
@@ -23,6 +24,7 @@ from h5lake import __version__
 from h5lake.api.app import open_store
 from h5lake.api.connections import PROTOCOL_PATH
 from h5lake.auth import ApiKeys, load_passwd
+from h5lake.chunks.casgc import GRACE, Collected, collect
 from h5lake.config import Settings
 from h5lake.errors import H5LakeError
 
@@ -272,6 +274,35 @@ def apikey_revoke(key_id: str, **options: Any) -> None:
     click.echo(f"revoked {gone} key(s); servers stop accepting it within --apikey-cache-seconds")
 
 
+@click.command("gc", short_help="Delete committed chunks and manifests no version references.")
+@click.option("--grace", type=float, default=GRACE, show_default=True, help="Keep anything written less than this many seconds ago.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@_store_options
+def gc(grace: float, dry_run: bool, as_json: bool, **options: Any) -> None:
+    """Collect the content-addressed store directly on the store (safe beside running servers and
+    other gc runs, e.g. from cron on several hosts); see docs/versions.md."""
+    settings = _settings({**options, "insecure_no_auth": True})
+
+    async def run() -> Collected:
+        store = open_store(settings)
+        try:
+            return await collect(store, grace, dry_run)
+        finally:
+            await store.close()
+
+    found = asyncio.run(run())
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(found)))
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        click.echo(
+            f"{found.roots} version(s) live; {verb} {found.blobs_deleted} chunk(s) and {found.trees_deleted} "
+            f"manifest(s), {found.bytes_deleted} bytes; kept {found.young_kept} younger than {grace:g} s"
+        )
+
+
 def register(group: click.Group) -> None:
     group.add_command(serve)
     group.add_command(apikey)
+    group.add_command(gc)

@@ -13,7 +13,7 @@ from h5lake import HSDS_COMPAT_VERSION, __version__
 from h5lake.api.http import caller, domain_param, flag, int_param, json_body, links, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.service import domains, paths
+from h5lake.service import domains, paths, versions_fork
 
 
 async def about(request: Request) -> Response:
@@ -86,7 +86,10 @@ async def put_domain(request: Request) -> Response:
         return Response(status_code=204)
     if body is None:
         body = {}
-    domain = await domains.create_domain(svc, who, path, body)
+    if isinstance(body, dict) and "from" in body:
+        domain = await versions_fork.fork(svc, who, path, body)
+    else:
+        domain = await domains.create_domain(svc, who, path, body)
     out = domains.domain_response_on_create(svc, domain)
     out["hrefs"] = links(request).domain(out)
     return ok(out, 201)

@@ -78,6 +78,8 @@ _NAMES = Param("attr_names", _STRING, "names separated by the separator")
 _SEP = Param("separator", _STRING, "separator of a names list (default /)")
 _QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
 _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
+_VID = Param("vid", _STRING, "a version id (v1, v2, ...)", where="path", required=True)
+_TAG = Param("name", _STRING, "a tag name", where="path", required=True)
 
 OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
@@ -215,6 +217,25 @@ OPS: tuple[Op, ...] = (
        body=s.AttributePut, binary_body=True, body_required=True),
     Op("DELETE", "/{collection}/{id}/attributes/{name}", "deleteAttribute", "Delete an attribute",
        {200: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN)),
+    # versions (h5lake extension, docs/versions.md); D@REF in domain= reads a version anywhere
+    Op("POST", "/versions", "postVersion", "Commit the head as a new version", {201: s.Version}, (DOMAIN,),
+       body=s.VersionCommit),
+    Op("GET", "/versions", "getVersions", "The versions of a domain, newest first", {200: s.VersionList},
+       (DOMAIN, LIMIT, Param("Marker", _STRING, "start after this version id"))),
+    Op("GET", "/versions/diff", "getVersionDiff", "What changed between two versions (or a version and the head)",
+       {200: s.VersionDiff}, (DOMAIN, Param("from", _STRING, "a version reference", required=True),
+                              Param("to", _STRING, "a version reference (default: the head)"),
+                              Param("Limit", {"type": "integer", "minimum": 0}, "chunk indices listed per dataset"))),
+    Op("GET", "/versions/tags", "getVersionTags", "The tags of a domain", {200: s.TagList}, (DOMAIN,)),
+    Op("GET", "/versions/tags/{name}", "getVersionTag", "One tag", {200: s.Tag}, (_TAG, DOMAIN)),
+    Op("PUT", "/versions/tags/{name}", "putVersionTag", "Name a version (tags are immutable)", {201: s.Tag},
+       (_TAG, DOMAIN), body=s.TagPut, body_required=True),
+    Op("DELETE", "/versions/tags/{name}", "deleteVersionTag", "Delete a tag", {200: s.TagDeleted}, (_TAG, DOMAIN)),
+    Op("GET", "/versions/{vid}", "getVersion", "One version", {200: s.Version}, (_VID, DOMAIN)),
+    Op("DELETE", "/versions/{vid}", "deleteVersion", "Forget an untagged version", {200: s.VersionDeleted},
+       (_VID, DOMAIN)),
+    Op("POST", "/versions/{vid}/restore", "restoreVersion", "Make the head equal to a version", {200: s.Restored},
+       (_VID, DOMAIN), body=s.RestoreBody),
 )
 
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.

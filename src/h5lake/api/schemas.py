@@ -89,11 +89,12 @@ class DomainInfo(Open):
 
 
 class DomainCreate(Open):
-    """``PUT /``: ``{}`` makes a domain, ``{"folder": true}`` a folder."""
+    """``PUT /``: ``{}`` makes a domain, ``{"folder": true}`` a folder, ``{"from": "D@REF"}`` a fork."""
 
     folder: bool | None = None
     owner: str | None = None
     group: dict[str, Any] | None = None
+    from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)")
 
 
 class DomainItem(Open):
@@ -493,3 +494,94 @@ class MapPage(Open):
     values: list[Any] | None = None
     cursor: str | None
     hrefs: Hrefs
+
+
+# --- versions (docs/versions.md) ---------------------------------------------------------------
+
+
+class VersionCommit(Open):
+    """``POST /versions``: ``parent``, when given, must be the latest version (else 409)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"message": "calibrated", "parent": "v2"}]})
+    message: str | None = None
+    metadata: dict[str, Any] | None = None
+    parent: str | None = Field(None, pattern=r"^v[1-9][0-9]*$")
+    created: float | None = Field(None, description="the version's time (a history loaded from elsewhere); default now")
+
+
+class Version(Open):
+    id: str = Field(pattern=r"^v[1-9][0-9]*$")
+    parent: str | None
+    created: float
+    author: str | None
+    message: str
+    metadata: dict[str, Any]
+    tags: list[str] | None = None
+    hrefs: Hrefs | None = None
+
+
+class VersionList(Open):
+    versions: list[Version]
+    hrefs: Hrefs
+
+
+class VersionDeleted(Open):
+    id: str
+    deleted: bool
+
+
+class TagPut(Open):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"version": "v3"}]})
+    version: str = Field(pattern=r"^v[1-9][0-9]*$")
+
+
+class Tag(Open):
+    name: str
+    version: str
+    created: float
+    author: str | None
+
+
+class TagList(Open):
+    tags: list[Tag]
+    hrefs: Hrefs
+
+
+class TagDeleted(Open):
+    name: str
+    deleted: bool
+
+
+class DiffObject(Open):
+    id: str
+    path: str | None
+
+
+class ChunkDiff(Open):
+    count: int
+    indices: list[str]
+
+
+class DiffChanged(DiffObject):
+    attributes: dict[str, list[str]] | None = None
+    links: dict[str, list[str]] | None = None
+    shape: dict[str, Any] | None = None
+    chunks: ChunkDiff | None = None
+
+
+class VersionDiff(Open):
+    from_: str = Field(alias="from")
+    to: str
+    added: list[DiffObject]
+    removed: list[DiffObject]
+    changed: list[DiffChanged]
+
+
+class RestoreBody(Open):
+    force: bool | None = None
+
+
+class Restored(Open):
+    restored: str
+    objects: int
+    chunks: int

@@ -351,6 +351,36 @@ class ChunkCatalog:
             await self.store.delete(key)
         return merged
 
+    async def settle(self, domain: str, timeout: float) -> None:
+        """Bring ``domain``'s catalogs up to date for a commit: flush this process's notes, wait
+        up to ``timeout`` s for the write intents other processes hold on it *now* to go (their
+        writes end and are flushed; intents begun later are not waited for), then merge what is
+        left of them as `recover` would (a dead process's)."""
+        await self.flush()
+        deadline = time.monotonic() + timeout
+        waiting: set[str] | None = None
+        while True:
+            left: list[tuple[str, dict[str, Any]]] = []
+            for key in [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]:
+                if key in self._done or waiting is not None and key not in waiting:
+                    continue  # merged already (only its delete failed), or begun after we started
+                blob = await self.store.get(key) if ids.is_intent_key(key) else None
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    doc = orjson.loads(blob.data) if blob is not None else None
+                    if isinstance(doc, dict) and doc.get("domain") == domain:
+                        left.append((key, doc))
+            if waiting is None:
+                waiting = {key for key, _ in left}
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(0.02 + self.delay / 4, 0.5))
+        for key, doc in left:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                await self._merge({(domain, doc["dataset"]): set(region_indexes(doc))}, {})
+                await self.store.delete(key)
+
     # -- internals
     def _kick(self) -> None:
         if self.autostart:

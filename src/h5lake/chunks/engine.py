@@ -450,7 +450,10 @@ async def update_chunk(
     for attempt in range(_MAX_RETRIES):
         blob = await store.get(key)
         if blob is None:
-            chunk = layout.empty_chunk()
+            base = await chunks.original(index)
+            chunk = layout.empty_chunk() if base is None else (
+                await workers.cpu(layout.codec.decode, base, 0, size=len(base) * 4)
+            ).copy()
         else:
             chunk = (await workers.cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
         if modify(chunk) is False:

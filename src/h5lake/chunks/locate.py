@@ -48,3 +48,8 @@ class NativeChunks:
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         return ChunkRef(self.store, self.key(index))
+
+    async def original(self, index: tuple[int, ...]) -> bytes | None:
+        """The bytes a chunk not yet written has (None: fill); a forked dataset's come from
+        its source version (`h5lake.chunks.cas.ForkedChunks`)."""
+        return None

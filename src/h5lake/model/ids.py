@@ -148,7 +148,7 @@ def normalize_domain(path: str) -> str:
     for part in path[1:].split("/"):
         if part in ("", ".", "..") or part.startswith(".") and part.endswith((".json", ".txt")):
             raise InvalidInput(f"invalid domain path {path!r}")
-        if part.startswith((".h5lake", "-")) or len(part.encode()) > 255:
+        if part.startswith((".h5lake", "-")) or part == VERSIONS or len(part.encode()) > 255:
             raise InvalidInput(f"domain path component {part[:40]!r} is reserved or too long")
         if _BAD_DOMAIN_CHAR.search(part):
             raise InvalidInput(f"invalid character in domain path {path!r}")
@@ -217,3 +217,54 @@ def catalog_key(domain: str, name: str) -> str:
 
 def chunk_catalog_key(domain: str, dataset_id: str) -> str:
     return domain_prefix(domain) + "." + dataset_id + ".chunks.txt"
+
+
+# --- versions (docs/versions.md) ---------------------------------------------------------------
+
+VERSIONS = ".history"
+"""The folder of a domain's history under its prefix; refused as a domain path component.
+(Not ``.versions``: SeaweedFS keeps its own S3 object versions in ``<key>.versions`` folders
+and leaves them out of listings.)"""
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def blob_key(sha: str) -> str:
+    """A committed chunk's bytes, bucket-wide, named by the SHA-256 of those bytes (hash first)."""
+    return sha + ".blob"
+
+
+def tree_key(sha: str) -> str:
+    """A manifest (JSON), bucket-wide, named by the SHA-256 of its bytes."""
+    return sha + ".tree"
+
+
+def is_sha(text: object) -> bool:
+    return isinstance(text, str) and _SHA256.match(text) is not None
+
+
+def versions_prefix(domain: str) -> str:
+    return domain_prefix(domain) + VERSIONS + "/"
+
+
+def version_key(domain: str, number: int) -> str:
+    """The record of version ``v<number>``: written create-only, the commit point."""
+    return f"{versions_prefix(domain)}{number:012d}.json"
+
+
+def latest_hint_key(domain: str) -> str:
+    return versions_prefix(domain) + "latest"
+
+
+def tag_key(domain: str, name: str) -> str:
+    return f"{versions_prefix(domain)}tags/{name}.json"
+
+
+FORKED = "forkedChunks"
+"""The dataset document field of a fork: the manifest hash of the source version's dataset,
+whose chunks it reads until it writes its own (never shown to clients)."""
+
+
+def fork_base_key(domain: str) -> str:
+    """What a forked domain was made from (keeps the source version's chunks alive for gc)."""
+    return versions_prefix(domain) + "base.json"

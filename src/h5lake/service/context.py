@@ -9,12 +9,14 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from h5lake.chunks.cas import ContentStore
 from h5lake.chunks.catalog import ChunkCatalog
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
 from h5lake.service.documents import Documents
+from h5lake.service.fences import DomainFences
 from h5lake.service.views import HeadView
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
@@ -60,7 +62,9 @@ class Service:
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
-        self.head = HeadView(self.docs, self.store)
+        self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
+        self.head = HeadView(self.docs, self.store, self.cas)
+        self.fences = DomainFences()  # versions: a commit against this process's own changes
         # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
         # chunk engine runs on it (see h5lake.chunks.fanout).
         self.workers = Workers(self.chunk_concurrency, cpu_pool())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
@@ -21,7 +23,8 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
-from h5lake.service import reclaim
+from h5lake.model.versionref import split_domain
+from h5lake.service import reclaim, versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
@@ -31,6 +34,13 @@ log = logging.getLogger(__name__)
 
 
 async def load_domain(svc: Service, path: str) -> Domain:
+    """The domain ``path`` (its head), or the version ``D@REF`` names (read-only)."""
+    path, ref = split_domain(path)
+    head = await _load_head(svc, path)
+    return head if ref is None else await versions.open_version(svc, head, ref)
+
+
+async def _load_head(svc: Service, path: str) -> Domain:
     path = normalize_domain(path)
     found = await svc.docs.get(domain_key(path))
     if found is None:
@@ -67,9 +77,25 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
         raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
+COMMITTING = "committing"  # the domain document's mark while a commit runs (service/versions_commit)
+_COMMIT_POLL = 0.02
+
+
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
+    versions.refuse_change(domain, permission)
+    if permission not in versions.READ_PERMISSIONS:
+        domain = await wait_for_commit(svc, domain)
+    return domain
+
+
+async def wait_for_commit(svc: Service, domain: Domain) -> Domain:
+    """A change waits while another process commits the domain (its document is marked), so it
+    is wholly after that version; a mark older than its ``until`` is a crashed commit's."""
+    while (mark := domain.doc.get(COMMITTING)) and float(mark.get("until", 0)) > now():
+        await asyncio.sleep(_COMMIT_POLL)
+        domain = await load_domain(svc, domain.path)
     return domain
 
 
@@ -90,11 +116,18 @@ def _may_create_under(caller: Caller, parent: Domain | None, path: str) -> bool:
     return True
 
 
-async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> Domain:
-    """``PUT /``: a domain (with a new root group) or, with ``{"folder": true}``, a folder."""
+async def create_domain(
+    svc: Service, caller: Caller, path: str, body: Any, prepare: Callable[[str], Awaitable[Doc]] | None = None
+) -> Domain:
+    """``PUT /``: a domain (with a new root group) or, with ``{"folder": true}``, a folder.
+
+    ``prepare`` (a fork) is given the new root id once the caller may create the domain; it
+    stores the domain's other objects and returns the root group's document."""
     path = normalize_domain(path)
     if path == "/":
         raise InvalidInput("cannot create the top-level folder")
+    if "@" in path:
+        raise InvalidInput(f"a domain name may not contain '@' ({path[:120]!r}): it names a version, D@REF")
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -141,6 +174,8 @@ async def create_domain(svc: Service, caller: Caller, path: str, body: Any) -> D
             "attributes": {},
             "creationProperties": group_props,
         }
+        if prepare is not None:
+            root_doc = await prepare(root_id)
         # The root group is stored first: a domain document never points at a missing root.
         await svc.docs.create(object_key(root_id), root_doc, "root group")
     try:

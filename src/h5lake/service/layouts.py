@@ -12,6 +12,7 @@ from h5lake.chunks.inline import KEY, DocumentChunks, listed_chunks
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.model.fromjson import fill_value_array
+from h5lake.model.ids import FORKED
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.service.creation import codec_filters
 from h5lake.service.documents import Doc
@@ -60,11 +61,12 @@ def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayou
 
 
 def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
-    """A dataset whose chunks are objects of their own, read through the domain's view, or
-    kept in its document (compact values, `service.compact`)."""
+    """A dataset whose chunks are objects of their own, read through the domain's view (a fork's
+    falling back to its source version's), or kept in its document (compact values,
+    `service.compact`)."""
     if KEY in doc:
         return compact_layout(domain, doc)
-    return layout_with(domain, doc, domain.view.chunks(doc["id"]))
+    return layout_with(domain, doc, domain.view.chunks(doc["id"], doc.get(FORKED)))
 
 
 def compact_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:

@@ -8,7 +8,7 @@ from h5lake.chunks.catalog import dataset_stats
 from h5lake.chunks.inline import KEY as COMPACT_KEY
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key, parse_id, tombstone_key
+from h5lake.model.ids import FORKED, Collection, object_key, parse_id, tombstone_key
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import client_type
 from h5lake.service import reclaim
@@ -27,7 +27,7 @@ from h5lake.service.links import link_json, link_new_object, path_of, place_new_
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
-_ADMIN_KEYS = ("acls",)
+_ADMIN_KEYS = ("acls", FORKED)
 
 
 def object_json(

@@ -20,6 +20,7 @@ from h5lake.model.ids import (
     domain_prefix,
     object_key,
     parse_id,
+    versions_prefix,
 )
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
@@ -42,6 +43,9 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
         await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
         gone = [k async for k in svc.store.list(domain_prefix(path) + TOMBSTONES)]
         await svc.workers.each(gone, svc.store.delete)
+        # its history (records, tags, a fork's base); the manifests and chunks are left to gc
+        history = [k async for k in svc.store.list(versions_prefix(path))]
+        await svc.workers.each(history, svc.store.delete)
     except Exception:  # background clean-up: log, never crash the server
         log.exception("reclaiming domain %s failed", path)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from h5lake.chunks.cas import ContentStore, ForkedChunks
 from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import object_key
@@ -32,8 +33,9 @@ class DomainView(Protocol):
         """An object's document as this view sees it, or None when it has none."""
         ...
 
-    def chunks(self, dataset_id: str) -> ChunkLocator:
-        """Where the native chunks of a dataset are, as this view sees them."""
+    def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
+        """Where the native chunks of a dataset are, as this view sees them (``forked_from``:
+        the manifest of the version a forked dataset falls back to, docs/versions.md)."""
         ...
 
 
@@ -42,14 +44,17 @@ class HeadView:
 
     writable = True
 
-    def __init__(self, docs: Documents, store: Store) -> None:
+    def __init__(self, docs: Documents, store: Store, cas: ContentStore) -> None:
         self.docs = docs
         self.store = store
+        self.cas = cas
 
     async def object(self, obj_id: str) -> Versioned | None:
         return await self.docs.get(object_key(obj_id))
 
-    def chunks(self, dataset_id: str) -> ChunkLocator:
+    def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
+        if forked_from:
+            return ForkedChunks(self.cas, dataset_id, forked_from)
         return NativeChunks(self.store, dataset_id)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import click
 from h5py import h5f, h5o, h5p
 
-from h5lake.tools import h5native, mapfiles
+from h5lake.tools import h5native, mapfiles, versioned
 from h5lake.tools.common import (
     ToolError,
     connect,
@@ -144,8 +144,12 @@ def register(group: click.Group) -> None:
     @click.option("--overwrite", is_flag=True, help="Replace TARGET if it exists.")
     @click.option("--keep-external", "--external-files", "external_files", is_flag=True, help="Keep External File List datasets external: re-create their raw files next to TARGET (default: write their values as ordinary datasets).")
     @click.option("--workers", type=click.IntRange(1, 64), default=8, show_default=True, help="Concurrent requests.")
+    @click.option("--all-versions", is_flag=True, help="Write every version of DOMAIN as a versioned-hdf5 file (docs/versions.md).")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar, notes or summary.")
-    def export(domain: str, target: Path, overwrite: bool, external_files: bool, workers: int, quiet: bool, **options: Any) -> None:
+    def export(
+        domain: str, target: Path, overwrite: bool, external_files: bool, workers: int, all_versions: bool, quiet: bool,
+        **options: Any,
+    ) -> None:
         """Write DOMAIN into the HDF5 file TARGET, as it was loaded; see docs/fidelity.md."""
         folder = target.absolute().parent
         if not folder.is_dir():
@@ -153,6 +157,14 @@ def register(group: click.Group) -> None:
         if target.exists() and not overwrite:
             raise ToolError(f"{target} exists (use --overwrite to replace it)")
         client = connect(options, domain, workers)
+        if all_versions:
+            try:
+                names = versioned.export_versions(client, target)
+            except RestError as exc:
+                raise ToolError(explain(exc, client)) from None
+            if not quiet:
+                click.echo(f"{domain} -> {target}: {len(names)} version(s) as a versioned-hdf5 file")
+            return
         try:
             stats, notes = export_domain(client, target, overwrite=overwrite, workers=workers, quiet=quiet, external_files=external_files)
         except OSError as exc:  # creating or writing the file itself: h5py names the partial file

@@ -25,7 +25,7 @@ import click
 
 from h5lake.model.ids import Collection
 from h5lake.tools import link as linking
-from h5lake.tools import mapfiles, s3files
+from h5lake.tools import mapfiles, s3files, versioned
 from h5lake.tools.append import append_file
 from h5lake.tools.common import (
     ToolError,
@@ -155,6 +155,14 @@ def register(group: click.Group) -> None:
             if isinstance(source, Path) and not source.is_file():
                 raise ToolError(f"{source}: no such file")
         client = connect(options, domain, workers)
+        if len(paths) == 1 and isinstance(paths[0], Path) and not (link_files or append) and versioned.is_versioned(paths[0]):
+            try:
+                made = versioned.load_versions(paths[0], client)
+            except RestError as exc:
+                raise ToolError(explain(exc, client)) from None
+            if not quiet:
+                click.echo(f"{paths[0]} -> {domain}: {len(made)} version(s) of a versioned-hdf5 file (docs/versions.md)")
+            return
         for i, source in enumerate(paths):
             counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
             if append and extend is not None and (i > 0 or _exists(client)):

@@ -1,0 +1,136 @@
+"""The content-addressed store of versions (docs/versions.md): chunk bytes and manifests kept
+once per bucket under the SHA-256 of their bytes, written create-only, and the read-only
+`ChunkLocator` of a committed dataset.
+
+* ``<sha256>.blob``: a committed chunk's stored (encoded) bytes;
+* ``<sha256>.tree``: a manifest, canonical JSON (sorted keys); immutable, so a process keeps
+  recently read ones in a bounded LRU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+from h5lake.chunks.locate import ChunkRef, NativeChunks
+from h5lake.errors import DataCorruption, NotFound
+from h5lake.model.ids import blob_key, tree_key
+from h5lake.storage.base import PreconditionFailed, Store
+
+TREE_CACHE = 4096  # manifests kept per process
+REFRESH_AFTER = 1800.0  # an existing blob older than this is re-put on reuse (gc's default grace: 3600 s)
+
+Tree = dict[str, Any]
+
+
+def sha256(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical(doc: Any) -> bytes:
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+
+
+class ContentStore:
+    """Blobs and manifests by content hash over one `Store`."""
+
+    def __init__(self, store: Store, cache_size: int = TREE_CACHE) -> None:
+        self.store = store
+        self.cache_size = cache_size
+        self._trees: OrderedDict[str, Tree] = OrderedDict()
+        self.written = 0  # bytes this process wrote (blobs and trees), for the benchmark
+
+    async def put_blob(self, data: bytes, sha: str | None = None) -> str:
+        """Store a chunk's bytes once; ``sha`` is their SHA-256 when the caller has it."""
+        sha = sha or sha256(data)
+        await self._put_once(blob_key(sha), data)
+        return sha
+
+    async def put_tree(self, tree: Tree) -> str:
+        data = canonical(tree)
+        sha = sha256(data)
+        await self._put_once(tree_key(sha), data)
+        self._remember(sha, tree)
+        return sha
+
+    async def get_tree(self, sha: str) -> Tree:
+        found = self._trees.get(sha)
+        if found is not None:
+            self._trees.move_to_end(sha)
+            return found
+        blob = await self.store.get(tree_key(sha))
+        if blob is None:
+            raise NotFound(f"manifest {sha[:16]}... is missing from the store")
+        if sha256(blob.data) != sha:
+            raise DataCorruption(f"manifest {sha[:16]}... does not match its hash")
+        tree: Tree = orjson.loads(blob.data)
+        self._remember(sha, tree)
+        return tree
+
+    async def _put_once(self, key: str, data: bytes) -> None:
+        """Create ``key``; an existing one has these very bytes and is kept, unless it is old
+        enough that a concurrent gc might be about to collect it: then it is put again (same
+        bytes, so readers see no change) to restart its grace period."""
+        try:
+            await self.store.put(key, data, if_none_match=True)
+            self.written += len(data)
+        except PreconditionFailed:
+            info = await self.store.head(key)
+            if info is None or time.time() - info.last_modified > REFRESH_AFTER:
+                await self.store.put(key, data)
+                self.written += len(data)
+
+    def _remember(self, sha: str, tree: Tree) -> None:
+        self._trees[sha] = tree
+        self._trees.move_to_end(sha)
+        while len(self._trees) > self.cache_size:
+            self._trees.popitem(last=False)
+
+
+def index_name(index: tuple[int, ...]) -> str:
+    return "_".join(str(i) for i in index) or "0"
+
+
+class VersionChunks:
+    """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs."""
+
+    writable = False
+
+    def __init__(self, store: Store, table: dict[str, list[str]]) -> None:
+        self.store = store
+        self.table = table
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        entry = self.table.get(index_name(index))
+        return None if entry is None else ChunkRef(self.store, blob_key(entry[0]))
+
+
+class ForkedChunks(NativeChunks):
+    """A forked dataset's chunks (copy on write): its own native chunk once written, else the
+    chunk of the version it was forked from (manifest ``tree``), else fill. Reading a chunk
+    costs one HEAD more than a native one."""
+
+    def __init__(self, cas: ContentStore, dataset_id: str, tree: str) -> None:
+        super().__init__(cas.store, dataset_id)
+        self.cas = cas
+        self.tree = tree
+
+    async def _source(self, index: tuple[int, ...]) -> str | None:
+        entry = (await self.cas.get_tree(self.tree)).get("chunks", {}).get(index_name(index))
+        return None if entry is None else blob_key(entry[0])
+
+    async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
+        key = self.key(index)
+        if await self.store.head(key) is not None:
+            return ChunkRef(self.store, key)
+        source = await self._source(index)
+        return None if source is None else ChunkRef(self.store, source)
+
+    async def original(self, index: tuple[int, ...]) -> bytes | None:
+        source = await self._source(index)
+        blob = None if source is None else await self.store.get(source)
+        return None if blob is None else blob.data

@@ -1,0 +1,168 @@
+"""Comparing versions (diff) and making the head equal to one (restore)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from h5lake.errors import Conflict, InvalidInput
+from h5lake.model.acl import Permission
+from h5lake.model.ids import blob_key, chunk_key, object_key
+from h5lake.model.links import LinkClass
+from h5lake.model.versionref import parse_ref, parse_version_id
+from h5lake.service import versions
+from h5lake.service.context import Caller, Service
+from h5lake.service.documents import Doc, dumps
+from h5lake.service.domains import open_domain
+from h5lake.service.versions_commit import CHUNKED, Snapshot, head_tree
+from h5lake.service.views import Domain
+
+Trees = dict[str, dict[str, Any]]
+DEFAULT_LIMIT = 1000
+
+
+async def _version_trees(svc: Service, record: Doc) -> Trees:
+    objects = (await svc.cas.get_tree(record["tree"]))["objects"]
+    found = await svc.workers.map(list(objects.values()), svc.cas.get_tree)
+    return dict(zip(objects, found))
+
+
+def _paths(trees: Trees, root: str) -> dict[str, str]:
+    """The first path (breadth first) of every object reachable from the root."""
+    out, queue = {root: "/"}, [root]
+    while queue:
+        nxt = []
+        for gid in queue:
+            for name, link in sorted((trees.get(gid, {}).get("doc", {}).get("links") or {}).items()):
+                target = link.get("id") if link.get("class") == LinkClass.HARD.value else None
+                if target in trees and target not in out:
+                    out[target] = out[gid].rstrip("/") + "/" + name
+                    nxt.append(target)
+        queue = nxt
+    return out
+
+
+def _keyed_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "added": sorted(set(b) - set(a)),
+        "removed": sorted(set(a) - set(b)),
+        "changed": sorted(k for k in set(a) & set(b) if a[k] != b[k]),
+    }
+
+
+def _chunk_changes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> list[str]:
+    """Chunk indices whose bytes differ (by ETag, the MD5 of the bytes; absent = fill)."""
+    return sorted(n for n in set(a) | set(b) if (a.get(n) or [0, None])[1] != (b.get(n) or [0, None])[1])
+
+
+def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
+    pa, pb = _paths(a, root), _paths(b, root)
+
+    def where(obj_id: str) -> Doc:
+        return {"id": obj_id, "path": pb.get(obj_id, pa.get(obj_id))}
+
+    changed = []
+    for obj_id in sorted(set(a) & set(b)):
+        ta, tb = a[obj_id], b[obj_id]
+        diffs = _chunk_changes(ta.get("chunks") or {}, tb.get("chunks") or {}) if obj_id[0] in CHUNKED else []
+        if ta.get("etag") == tb.get("etag") and not diffs:
+            continue  # the same document and chunk bytes (a head's table has ETags, not hashes)
+        da, db = ta["doc"], tb["doc"]
+        entry = where(obj_id)
+        attrs = _keyed_changes(da.get("attributes") or {}, db.get("attributes") or {})
+        links = _keyed_changes(da.get("links") or {}, db.get("links") or {})
+        if any(attrs.values()):
+            entry["attributes"] = attrs
+        if any(links.values()):
+            entry["links"] = links
+        if da.get("shape") != db.get("shape"):
+            entry["shape"] = {"from": da.get("shape"), "to": db.get("shape")}
+        if diffs:
+            entry["chunks"] = {"count": len(diffs), "indices": diffs[:limit]}
+        changed.append(entry)
+    return {
+        "added": [where(i) for i in sorted(set(b) - set(a))],
+        "removed": [where(i) for i in sorted(set(a) - set(b))],
+        "changed": changed,
+    }
+
+
+async def diff(svc: Service, caller: Caller, path: str, from_ref: str | None, to_ref: str | None,
+               limit: int | None) -> Doc:
+    """``GET /versions/diff``: from version ``from_ref`` to ``to_ref`` (default: the head)."""
+    if not from_ref:
+        raise InvalidInput("diff needs from=<version>")
+    domain = await open_domain(svc, caller, path, Permission.READ)
+    if domain.view is not svc.head:
+        raise InvalidInput("name the domain without a version; use from= and to=")
+    a_record = await versions.resolve(svc, domain.path, parse_ref(from_ref))
+    a = await _version_trees(svc, a_record)
+    if to_ref:
+        b_record = await versions.resolve(svc, domain.path, parse_ref(to_ref))
+        b, to_id = await _version_trees(svc, b_record), b_record["id"]
+    else:
+        await svc.catalog.settle(domain.path, 0)
+        snap = await head_tree(svc, domain, a_record, memory=True)
+        b, to_id = snap.trees, "head"
+    out = compare(a, b, domain.require_root(), DEFAULT_LIMIT if limit is None else limit)
+    return {"from": a_record["id"], "to": to_id, **out}
+
+
+async def restore(svc: Service, caller: Caller, path: str, vid: str, body: Any) -> Doc:
+    """``POST /versions/{id}/restore``: the head becomes equal to version ``vid``."""
+    force = bool(isinstance(body, dict) and body.get("force"))
+    domain = await open_domain(svc, caller, path, Permission.UPDATE)
+    if domain.view is not svc.head:
+        raise InvalidInput("restore names the head domain, without a version")
+    target = await versions.require(svc, domain.path, parse_version_id(vid))
+    async with svc.fences.committing(domain.path):
+        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
+        latest = await versions.latest(svc, domain.path)
+        if not force and (latest is None or (await head_tree(svc, domain, latest, dry=True)).changed):
+            raise Conflict(f"{domain.path} has uncommitted changes; commit them or restore with force")
+        want = await _version_trees(svc, target)
+        have = (await head_tree(svc, domain, target, memory=True)).trees
+        written = await _apply(svc, domain, want, have)
+    return {"restored": target["id"], "objects": written[0], "chunks": written[1]}
+
+
+async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tuple[int, int]:
+    objects = chunks = 0
+    for obj_id, tree in want.items():
+        old = have.get(obj_id, {})
+        table, old_table = tree.get("chunks") or {}, old.get("chunks") or {}
+        put = [n for n in table if (old_table.get(n) or [0, None])[1] != table[n][1]]
+        drop = [n for n in old_table if n not in table]
+
+        async def copy(name: str, obj_id: str = obj_id, table: dict[str, Any] = table) -> None:
+            blob = await svc.store.get(blob_key(table[name][0]))
+            if blob is None:
+                raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")
+            await svc.store.put(chunk_key(obj_id, _index(name)), blob.data)
+
+        await svc.workers.each(put, copy)
+        async def remove(name: str, obj_id: str = obj_id) -> None:
+            await svc.store.delete(chunk_key(obj_id, _index(name)))
+
+        await svc.workers.each(drop, remove)
+        if put or drop:
+            svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop])
+        if old.get("etag") != tree["etag"]:
+            await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
+            svc.catalog.note_object(domain.path, obj_id)
+            objects += 1
+        chunks += len(put) + len(drop)
+    for obj_id in set(have) - set(want):
+        for name in have[obj_id].get("chunks") or {}:
+            await svc.store.delete(chunk_key(obj_id, _index(name)))
+        await svc.store.delete(object_key(obj_id))
+        svc.catalog.note_object(domain.path, obj_id)
+        objects += 1
+    await svc.catalog.flush()
+    return objects, chunks
+
+
+def _index(name: str) -> tuple[int, ...]:
+    return tuple(int(i) for i in name.split("_"))
+
+
+__all__ = ["Snapshot", "compare", "diff", "restore"]
