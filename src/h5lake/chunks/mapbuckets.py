@@ -29,7 +29,7 @@ from h5lake.chunks.catalog import ChunkCatalog
 from h5lake.chunks.engine import fetch
 from h5lake.chunks.fanout import Workers
 from h5lake.chunks.filters import FilterPipeline
-from h5lake.chunks.locate import ChunkLocator
+from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.errors import Conflict
 from h5lake.model import mapdata as md
 from h5lake.model.ids import chunk_key
@@ -156,8 +156,10 @@ class MapBuckets:
         for attempt in range(_MAX_ATTEMPTS):
             blob = await self.store.get(self.key(node))
             old = self.fmt.empty()
-            if blob is not None:
-                header, found = await self._decode(bytes(blob.data))
+            # a forked map's bucket not written since the fork starts from the source version's
+            data = bytes(blob.data) if blob is not None else await self._original(node)
+            if data is not None:
+                header, found = await self._decode(data)
                 if header.split:
                     self.tree[node] = (depth, *header.children)
                     return await self._apply_groups(new, deleted, hashes, node, depth)
@@ -185,6 +187,9 @@ class MapBuckets:
             self.tree.update(tree)
             return added, removed
         raise Conflict(f"map {self.map_id} bucket {node} is changing too fast; try again")
+
+    async def _original(self, node: int) -> bytes | None:
+        return await self.locator.original((node,)) if isinstance(self.locator, NativeChunks) else None
 
     async def _put(self, node: int, data: bytes) -> None:
         await self.store.put(self.key(node), data)

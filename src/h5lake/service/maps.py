@@ -15,7 +15,7 @@ from h5lake.chunks.mapbuckets import DEFAULT_MAX_BUCKET_BYTES, MapBuckets, MapFo
 from h5lake.errors import InvalidInput, NotFound, ReadOnly, TooLarge
 from h5lake.model import mapdata as md
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection
+from h5lake.model.ids import FORKED, Collection
 from h5lake.model.types import client_type
 from h5lake.service.access import base_doc, bodies, new_id_for, open_object, parse_link_request, resolve_type
 from h5lake.service.attributes import parse_attributes
@@ -113,7 +113,7 @@ async def open_map(svc: Service, caller: Caller, domain_path: str, map_id: str, 
         svc.map_trees.clear()
     # the cache holds what the head has; another view (a version) may predate its splits
     tree = svc.map_trees.setdefault(map_id, {}) if domain.view is svc.head else {}
-    buckets = MapBuckets(svc.store, domain.view.chunks(map_id), map_id, fmt, tree, svc.catalog, domain.path,
+    buckets = MapBuckets(svc.store, domain.view.chunks(map_id, found.doc.get(FORKED)), map_id, fmt, tree, svc.catalog, domain.path,
                          svc.workers)
     return OpenMap(domain, found.doc, fmt, buckets)
 
