@@ -171,8 +171,9 @@ def test_diff_and_restore(client: Client) -> None:
 def test_chunks_are_stored_once_by_content(client: Client, raw_store: RawStore) -> None:
     ep, d = client.endpoint, client.domain
     with _h5(ep, d, "a") as f:
-        f.create_dataset("x", data=np.zeros(1000, dtype="f8"), chunks=(100,))
-        f.create_dataset("y", data=np.arange(1000, dtype="f8"), chunks=(100,))
+        # past the compact-values limit, so the chunks are objects of their own
+        f.create_dataset("x", data=np.zeros(100_000, dtype="f8"), chunks=(10_000,))
+        f.create_dataset("y", data=np.arange(100_000, dtype="f8"), chunks=(10_000,))
     before = set(raw_store.list_keys())
     assert _commit(client).status_code == 201
     blobs = {k for k in set(raw_store.list_keys()) - before if k.endswith(".blob")}

@@ -16,7 +16,7 @@ from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain, on
 from tests.support.cli import clean_env, run_h5lake
 
-N, CHUNK = 4096, 256
+N, CHUNK = 65536, 4096  # 256 KiB: past the compact-values limit, chunks are objects
 OCTET = {"Content-Type": "application/octet-stream"}
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import blob_key, chunk_key, object_key
+from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
 from h5lake.model.versionref import parse_ref, parse_version_id
 from h5lake.service import versions
@@ -54,6 +57,15 @@ def _chunk_changes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> list[str
     return sorted(n for n in set(a) | set(b) if (a.get(n) or [0, None])[1] != (b.get(n) or [0, None])[1])
 
 
+def _chunk_entries(tree: dict[str, Any]) -> dict[str, list[Any]]:
+    """An object's chunks as [hash, ETag] by index name; a compact dataset's (held in its
+    document, `service.compact`) with the MD5 of their bytes as the ETag."""
+    held = (tree["doc"].get(COMPACT_KEY) or {}).get("chunks")
+    if held is None:
+        return tree.get("chunks") or {}
+    return {n: [None, hashlib.md5(base64.b64decode(v), usedforsecurity=False).hexdigest()] for n, v in held.items()}
+
+
 def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
     pa, pb = _paths(a, root), _paths(b, root)
 
@@ -63,7 +75,7 @@ def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
     changed = []
     for obj_id in sorted(set(a) & set(b)):
         ta, tb = a[obj_id], b[obj_id]
-        diffs = _chunk_changes(ta.get("chunks") or {}, tb.get("chunks") or {}) if obj_id[0] in CHUNKED else []
+        diffs = _chunk_changes(_chunk_entries(ta), _chunk_entries(tb)) if obj_id[0] in CHUNKED else []
         if ta.get("etag") == tb.get("etag") and not diffs:
             continue  # the same document and chunk bytes (a head's table has ETags, not hashes)
         da, db = ta["doc"], tb["doc"]
