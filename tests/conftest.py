@@ -67,11 +67,13 @@ class LocalRaw:
     def list_keys(self, prefix: str = "") -> list[str]:
         """Every object key under ``prefix`` (the store's own lock and temporary files left out)."""
         found = []
-        for path in self.root.rglob("*"):
-            rel = path.relative_to(self.root).as_posix()
-            reserved = any(p.startswith(".h5lake-") for p in rel.split("/"))
-            if path.is_file() and not reserved and rel.startswith(prefix):
-                found.append(rel)
+        # os.walk skips a folder the server removes while we walk (rglob raises on it)
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                rel = (Path(folder) / name).relative_to(self.root).as_posix()
+                reserved = any(p.startswith(".h5lake-") for p in rel.split("/"))
+                if not reserved and rel.startswith(prefix):
+                    found.append(rel)
         return sorted(found)
 
 
