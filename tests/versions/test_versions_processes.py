@@ -16,7 +16,7 @@ from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain, on
 from tests.support.cli import clean_env, run_h5lake
 
-N, CHUNK = 65536, 4096  # 256 KiB: past the compact-values limit, chunks are objects
+N, CHUNK = 32768, 2048  # 128 KiB: past the compact-values limit, chunks are objects
 OCTET = {"Content-Type": "application/octet-stream"}
 
 
@@ -99,7 +99,7 @@ def test_a_write_by_another_process_during_a_commit_is_wholly_in_or_out(start: S
     thread.start()
     made = []
     try:
-        for _ in range(6):
+        for _ in range(4):
             r = cb.post("/versions", json={})
             assert r.status_code == 201, r.text
             made.append(r.json()["id"])
@@ -125,7 +125,7 @@ def test_server_killed_during_commits_leaves_versions_whole(start: StartServer, 
     acknowledged: dict[str, float] = {}
     written: list[float] = []
     value = 0.0
-    for _ in range(6):
+    for _ in range(4):
         for _ in range(3):
             value += 1.0
             write(c, did, value, 0, N)

@@ -105,6 +105,6 @@ def test_versions_always_read_back_what_was_committed(
             assert np.array_equal(values(self.c), self.head)
 
     Versions.TestCase.settings = settings(
-        max_examples=6, stateful_step_count=12, deadline=None, suppress_health_check=list(HealthCheck)
+        max_examples=4, stateful_step_count=12, deadline=None, suppress_health_check=list(HealthCheck)
     )
     Versions.TestCase().runTest()

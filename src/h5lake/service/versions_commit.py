@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,14 +237,15 @@ async def consistent_tree(svc: Service, domain: Domain, parent: Doc | None) -> s
     raise Conflict(f"{domain.path} changed during {COMMIT_ATTEMPTS} attempts to commit it; try again")
 
 
-FLAG_SECONDS = 60.0
+FLAG_SECONDS = 10.0  # a crashed commit holds the domain's changes back at most this long
 
 
 @asynccontextmanager
 async def commit_flag(svc: Service, domain: Domain) -> AsyncIterator[None]:
     """Mark the domain document ``committing`` while a commit runs: every process reads that
     document for each change request anyway, and holds the change until the mark is gone
-    (`domains.wait_for_commit`); a crashed commit's mark expires after ``FLAG_SECONDS``."""
+    (`domains.wait_for_commit`). The mark is a lease of ``FLAG_SECONDS``, renewed while the
+    commit runs, so the mark of a commit whose process died expires soon."""
     key = domain_key(domain.path)
 
     def mark(doc: Doc) -> None:
@@ -253,10 +254,19 @@ async def commit_flag(svc: Service, domain: Domain) -> AsyncIterator[None]:
     def unmark(doc: Doc) -> None:
         doc.pop(COMMITTING, None)
 
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(FLAG_SECONDS / 4)
+            await svc.docs.update(key, mark, f"domain {domain.path}")
+
     await svc.docs.update(key, mark, f"domain {domain.path}")
+    renewing = asyncio.create_task(renew())
     try:
         yield
     finally:
+        renewing.cancel()
+        with suppress(asyncio.CancelledError):
+            await renewing
         await asyncio.shield(svc.docs.update(key, unmark, f"domain {domain.path}"))
 
 
