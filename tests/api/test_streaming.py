@@ -61,7 +61,9 @@ def rows(start: int, count: int) -> np.ndarray:
     return base + np.arange(COLS, dtype=np.float32)[None, :] / 65536
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+# Two workers: the whole group (supervisor and both workers) must stay under the bound; one
+# worker's group is a subset of that (measured 240 MiB against 433 MiB, docs/performance.md).
+@pytest.mark.parametrize("workers", [2])
 def test_two_gib_through_one_request(tmp_path: Path, workers: int) -> None:
     srv = start_server(tmp_path / "srv", extra=["--workers", str(workers)])
     sampler: GroupPeak | None = None

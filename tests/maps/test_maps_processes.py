@@ -12,7 +12,7 @@ from tests.scale.conftest import StartServer
 
 OCTET = {"Content-Type": "application/octet-stream"}
 WRITERS = 6
-ROUNDS = 25
+ROUNDS = 15
 PER_ROUND = 40
 
 
