@@ -125,7 +125,7 @@ def test_server_killed_during_commits_leaves_versions_whole(start: StartServer, 
     acknowledged: dict[str, float] = {}
     written: list[float] = []
     value = 0.0
-    for _ in range(4):
+    for _ in range(3):
         for _ in range(3):
             value += 1.0
             write(c, did, value, 0, N)
