@@ -7,6 +7,8 @@ line overrides the environment. An unknown or malformed value stops start-up wit
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
@@ -29,6 +31,67 @@ def _names(v: Any) -> Any:
             raise ValueError("expected a JSON list of strings or comma-separated names") from None
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
+# What one worker process may need: ~75-90 MiB resident when idle, and ~150 MiB more while it
+# streams a large request (docs/performance.md, "Server processes" and "Memory").
+WORKER_MEMORY_BYTES = 256 * 1024 * 1024
+MAX_WORKERS = 256
+
+
+def _read_number(path: str) -> float | None:
+    """The first number in a cgroup file; None if absent, unlimited (``max``, -1) or unreadable."""
+    try:
+        text = Path(path).read_text().split()
+    except OSError:
+        return None
+    if not text or text[0] == "max":
+        return None
+    try:
+        value = float(text[0])
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity, lowered by a container's CPU quota
+    (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``) rounded up; at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    v2 = Path("/sys/fs/cgroup/cpu.max")
+    if v2.is_file():
+        parts = v2.read_text().split()
+        quota = _read_number(str(v2))
+        period = float(parts[1]) if quota and len(parts) > 1 else None
+    else:
+        quota = _read_number("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+        period = _read_number("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+    if quota and period:
+        cores = min(cores, math.ceil(quota / period))
+    return max(1, cores)
+
+
+def memory_limit() -> int | None:
+    """A container's memory limit in bytes (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``), if any."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        value = _read_number(path)
+        if value is not None:
+            return int(value) if value < 2**60 else None  # v1 writes "unlimited" as ~2**63
+    return None
+
+
+def auto_workers() -> int:
+    """``--workers auto``: one server process per usable core (measured best on concurrent
+    requests, docs/performance.md), but no more than a container's memory limit holds at
+    ``WORKER_MEMORY_BYTES`` each, and at least one."""
+    workers = usable_cores()
+    limit = memory_limit()
+    if limit is not None:
+        workers = min(workers, limit // WORKER_MEMORY_BYTES)
+    return max(1, min(workers, MAX_WORKERS))
+
+
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -41,7 +104,10 @@ class Settings(BaseSettings):
     s3_region: str | None = None
     host: str = "127.0.0.1"
     port: int = Field(5101, ge=0, le=65535)
-    workers: int = Field(1, ge=1, le=256)
+    workers: int = Field(
+        default_factory=auto_workers, ge=1, le=MAX_WORKERS,
+        description="server processes sharing the port; auto: one per usable core (within a memory limit)",
+    )
     passwd: Path | None = Field(None, description="file of user:password or user:<hash> lines")
     admin: Annotated[tuple[str, ...], NoDecode] = ()
     allow_source: Annotated[tuple[str, ...], NoDecode] = Field(
@@ -107,6 +173,17 @@ class Settings(BaseSettings):
                 "any user (add --insecure-no-auth to allow that anyway)"
             )
         return self
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            text = v.strip().lower()
+            if text == "auto":
+                return auto_workers()
+            if not text.isdigit():
+                raise ValueError("must be a number of processes or 'auto' (one per usable core)")
+        return v
 
     @field_validator("log_level")
     @classmethod

@@ -29,28 +29,14 @@ from h5lake.api import (
 from h5lake.api.errors import HANDLERS
 from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate
+from h5lake.api.stores import open_store, s3_store
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
 from h5lake.service.context import Limits, Service
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
-from h5lake.storage.local import LocalStore
 
 log = logging.getLogger(__name__)
-
-
-def open_store(settings: Settings) -> Store:
-    if settings.storage:
-        bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
-        return _s3_store(bucket, prefix, settings)
-    return LocalStore(settings.data)
-
-
-def _s3_store(bucket: str, prefix: str, settings: Settings) -> Store:
-    # imported only when a server uses S3: the S3 client libraries are heavy to load
-    from h5lake.storage.s3 import S3Store
-
-    return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
 
 
 def open_sources(settings: Settings) -> SourceRegistry:
@@ -61,7 +47,7 @@ def open_sources(settings: Settings) -> SourceRegistry:
     if any(r.startswith("s3://") for r in roots):
 
         def s3(bucket: str) -> Any:
-            return _s3_store(bucket, "", settings)
+            return s3_store(bucket, "", settings)
 
     return default_registry(roots, s3)
 

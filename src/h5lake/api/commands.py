@@ -20,9 +20,10 @@ import uvicorn
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+import h5lake
 from h5lake import __version__
-from h5lake.api.app import open_store
 from h5lake.api.connections import PROTOCOL_PATH
+from h5lake.api.stores import open_store
 from h5lake.auth import ApiKeys, load_passwd
 from h5lake.chunks.casgc import GRACE, Collected, collect
 from h5lake.config import Settings
@@ -128,7 +129,7 @@ def _export(settings: Any) -> None:
 @click.option("--s3-region", help="S3 region [H5LAKE_S3_REGION].")
 @click.option("--host", help="Address to listen on [H5LAKE_HOST, 127.0.0.1].")
 @click.option("--port", type=int, help="Port [H5LAKE_PORT, 5101].")
-@click.option("--workers", type=int, help="Server processes sharing the port [H5LAKE_WORKERS, 1].")
+@click.option("--workers", help="Server processes sharing the port, or auto: one per usable core [H5LAKE_WORKERS, auto].")
 @click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
 @click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN: names separated by commas, or a JSON list].")
 @click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
@@ -170,19 +171,31 @@ def serve(**options: Any) -> None:
     click.echo(f"h5lake {__version__} serving {where} at {scheme_host}", err=False)
     _warn_about_auth(settings)
     sys.stdout.flush()
-    uvicorn.run(
-        "h5lake.api.app:create_app_from_env",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        access_log=False,
-        http=PROTOCOL_PATH,
-        limit_concurrency=settings.max_connections,
-        timeout_keep_alive=settings.keep_alive_timeout,
-        timeout_graceful_shutdown=10,
-    )
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": False,
+        "http": PROTOCOL_PATH,
+        "limit_concurrency": settings.max_connections,
+        "timeout_keep_alive": settings.keep_alive_timeout,
+        "timeout_graceful_shutdown": 10,
+    }
+    if settings.workers == 1:
+        uvicorn.run("h5lake.api.app:create_app_from_env", factory=True, **options)
+        return
+    _supervise({**options, "workers": settings.workers})
+
+
+def _supervise(options: dict[str, Any]) -> None:
+    """Become the small supervisor of several workers (:mod:`h5lake.api.supervise`): the same
+    process (id, process group, signals) in a fresh interpreter, without what the checks loaded."""
+    package_root = str(Path(h5lake.__file__).resolve().parents[1])
+    paths = [package_root, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))  # this very h5lake, wherever it came from
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "h5lake.api.supervise", json.dumps(options)])
 
 
 def _warn_about_auth(settings: Any) -> None:
