@@ -122,7 +122,8 @@ def target(args: argparse.Namespace) -> Iterator[Target]:
     with contextlib.ExitStack() as stack:
         workdir = args.data or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-bench-")))
         env = dict(item.split("=", 1) for item in args.server_env)
-        server = start_server(Path(workdir), extra=list(args.server_arg), env=env)
+        # the number of workers `h5lake serve` chooses itself unless --server-arg gives one
+        server = start_server(Path(workdir), extra=list(args.server_arg), env=env, workers=None)
         stack.callback(server.stop)
         user = args.user if args.user in USERS else "test_user1"
         t = Target(server.endpoint, user, args.password or USERS[user], server.process.pid, server.log)

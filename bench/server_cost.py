@@ -34,49 +34,17 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from common import add_target_args, target
+from tests.support.procgroup import group_cpu, group_memory  # on the path through common
 
 MIB = 1024 * 1024
 SHAPE = (65536, 1024)  # float32: 256 MiB
 CHUNK = (256, 1024)  # 1 MiB
 ROWS_PER_REQUEST = 16384  # 64 MiB
 GOALS = {"write": 1.5, "read": 0.6, "group GET": 0.25, "attribute PUT": 0.8}
-
-
-def group_cpu(pgid: int) -> float:
-    """CPU seconds (user + system) of the live processes of process group ``pgid``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[2]) == pgid:  # fields after the name: state ppid pgrp ...
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
-
-
-def group_rss(pgid: int) -> int:
-    """Resident bytes summed over the live processes of process group ``pgid``."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            total += int(fields[21]) * page  # rss, in pages
-    return total
 
 
 class Client:
@@ -262,9 +230,10 @@ def main() -> None:
         folder = t.new_folder("cost")
         domain = f"{folder}{uuid.uuid4().hex[:8]}.h5"
         print(f"# server {t.endpoint}, process group {pgid}, domain {domain}")
+        print(f"# server process group idle: {group_memory(pgid)}")
         client = Client(t.endpoint, t.user, t.password, domain)
         run(client, pgid, args)
-        print(f"# server process group RSS now {group_rss(pgid) / MIB:.0f} MiB")
+        print(f"# server process group now: {group_memory(pgid)}")
 
 
 if __name__ == "__main__":

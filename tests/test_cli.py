@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import requests
 
+from h5lake.config import auto_workers
+from tests.support.procgroup import group_pids, worker_pids
 from tests.support.server import free_port, start_server
 
 
@@ -34,26 +38,38 @@ def test_bad_settings_stop_with_one_line(tmp_path: Path) -> None:
 
 
 def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
+    """``h5lake serve`` with the default number of workers (one per usable core): it serves,
+    runs that many worker processes, and a SIGTERM to the process it started (as a terminal, a
+    container runtime or systemd sends it) stops every one of them, exiting with 0."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     env.update({"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
-    proc = subprocess.Popen([sys.executable, "-m", "h5lake.cli", "serve"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", "h5lake.cli", "serve"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}" in first
-        for _ in range(100):
+        for _ in range(300):
             try:
                 if requests.get(f"http://127.0.0.1:{port}/about", timeout=1).ok:
                     break
             except requests.ConnectionError:
-                import time
-
                 time.sleep(0.1)
         assert (tmp_path / "data" / "home" / ".domain.json").exists()
+        expected = auto_workers()
+        if expected > 1:  # a supervisor and its workers; on one core the one process serves
+            assert len(worker_pids(proc.pid)) == expected
+        group = group_pids(proc.pid)
+        proc.send_signal(signal.SIGTERM)  # the process alone, not its group
+        assert proc.wait(timeout=30) == 0
+        deadline = time.monotonic() + 10
+        while group_pids(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert group_pids(proc.pid) == [], f"left running after SIGTERM: {group_pids(proc.pid)} of {group}"
     finally:
-        proc.terminate()
+        if proc.poll() is None or group_pids(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=20)
 
 

@@ -42,7 +42,8 @@ def small_file(tmp_path: Path) -> Path:
 def serving(workdir: Path, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[str]:
     """``h5lake serve`` configured by ``env`` alone (no options but ``args``); yields its endpoint."""
     port = free_port()
-    full = clean_env(workdir, {"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(workdir / "data"), **env})
+    settings = {"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(workdir / "data"), "H5LAKE_WORKERS": "1", **env}
+    full = clean_env(workdir, settings)
     log = workdir / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([*h5lake_command(), "serve", *args], cwd=workdir, env=full, stdout=out,

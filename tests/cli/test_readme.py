@@ -75,7 +75,8 @@ def test_the_server_runs_without_h5pyd(tmp_path: Path) -> None:
         "import sys; sys.modules['h5pyd'] = None\n"  # any `import h5pyd` now raises ImportError
         "import h5lake.tools.load, h5lake.tools.export\n"
         "from h5lake.cli import main\n"
-        f"main(['serve', '--port', '{port}', '--data', {str(tmp_path / 'data')!r}])\n"
+        # one worker: this interpreter serves, so the guard above holds where the app runs
+        f"main(['serve', '--port', '{port}', '--data', {str(tmp_path / 'data')!r}, '--workers', '1'])\n"
     )
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:

@@ -8,17 +8,20 @@ by threads that alternate between the processes. The store is the only thing the
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 import requests
 from tests.conftest import Client
 from tests.scale.conftest import StartServer
+from tests.support.procgroup import group_pids, worker_pids
 
 pytestmark = pytest.mark.slow  # many server processes on one store: minutes, left to CI by -m "not slow"
 
@@ -148,23 +151,19 @@ def test_two_processes_exactly_one_wins(start: StartServer) -> None:
     exactly_one_wins([a.endpoint, b.endpoint])
 
 
-def worker_pids(pid: int) -> list[int]:
-    """uvicorn's worker processes: the children of its supervisor that run the app."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_workers_share_one_port(start: StartServer) -> None:
     srv = start(extra=["--workers", "2"])
     assert len(worker_pids(srv.process.pid)) == 2
     endpoints = [srv.endpoint, srv.endpoint]
     hammer(endpoints)
     exactly_one_wins(endpoints, rounds=2)
+    # the supervisor killed outright (SIGKILL, the OOM killer): its workers end with it, none
+    # is left serving the port
+    os.kill(srv.process.pid, signal.SIGKILL)
+    srv.process.wait(timeout=10)
+    deadline = time.monotonic() + 15  # a worker finishes what it was answering first
+    while group_pids(srv.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert group_pids(srv.process.pid) == []
+    with pytest.raises(requests.ConnectionError):
+        requests.get(srv.endpoint + "/about", timeout=5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -149,7 +150,7 @@ def test_insecure_mode_is_explicit_and_loud(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path / "d"), "--port", str(port),
-         "--admin", "root", "--insecure-no-auth"],
+         "--admin", "root", "--insecure-no-auth", "--workers", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )
     try:
@@ -162,6 +163,6 @@ def test_insecure_mode_is_explicit_and_loud(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert about.status_code == 200
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     assert "NO AUTHENTICATION" in err

@@ -148,7 +148,7 @@ def oidc_server(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> Ite
     args = [
         sys.executable, "-m", "h5lake.cli", "serve", "--data", str(work / "data"), "--port", str(port),
         "--oidc-issuer", issuer.url, "--oidc-audience", AUDIENCE,
-        "--oidc-admin-claim", "groups", "--oidc-admin-value", "h5lake-admins",
+        "--oidc-admin-claim", "groups", "--oidc-admin-value", "h5lake-admins", "--workers", "1",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     log = work / "server.log"

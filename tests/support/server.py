@@ -1,4 +1,10 @@
-"""Start a real ``h5lake serve`` process on a free loopback port for tests and benchmarks."""
+"""Start a real ``h5lake serve`` process on a free loopback port for tests and benchmarks.
+
+A test server is one process (``--workers 1``) unless the caller says otherwise: most tests
+check behaviour that does not depend on how many processes serve, and a server of several
+workers costs ~1.5 s more CPU to start (each worker loads the application). Pass
+``workers=None`` for the default of ``h5lake serve`` (one per usable core), or ``--workers`` in
+``extra``. The server leads a process group of its own, which ``Server.stop`` signals whole."""
 
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ def start_server(
     port: int | None = None,
     data: Path | None = None,
     timeout: float = 30.0,
+    workers: int | None = 1,
 ) -> Server:
     workdir.mkdir(parents=True, exist_ok=True)
     passwd = write_passwd(workdir / "passwd.txt")
@@ -63,6 +70,8 @@ def start_server(
         "--data", str(data), "--port", str(port), "--passwd", str(passwd), "--admin", "admin",
         *(extra or []),
     ]
+    if workers is not None and "--workers" not in args:
+        args += ["--workers", str(workers)]
     log = workdir / f"server-{port}.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     full_env.update(env or {})
@@ -79,5 +88,6 @@ def start_server(
         except requests.ConnectionError:
             pass
         time.sleep(0.1)
-    proc.kill()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
     raise RuntimeError(f"h5lake did not start in {timeout}s:\n{log.read_text()}")
