@@ -1,13 +1,12 @@
 """What a server's whole process group costs the machine, read from /proc: its processes, their
-CPU seconds, and their memory as resident set (RSS) and as proportional set (PSS), once or as a
-peak sampled on a thread. Used by the memory test (tests/api/test_streaming.py) and the
+CPU seconds and their memory, once or as a peak sampled on a thread. Used by the memory test (tests/api/test_streaming.py) and the
 benchmarks (bench/server_cost.py); ``h5lake serve`` leads its own process group when started
 with ``start_new_session`` (tests/support/server.py), so its pid is the group's id.
 
-RSS counts every page a process maps, so a page shared by several processes (the Python
-interpreter, numpy's and OpenSSL's libraries...) counts once per process in a sum of RSS. PSS
-divides each shared page among the processes that map it, so the PSS of a group's processes,
-summed, is what the group holds in memory (``/proc/PID/smaps_rollup``, Linux 4.14+).
+Memory is read from ``/proc/PID/smaps_rollup`` (Linux 4.14+) and given three ways, see
+:class:`Memory`: summed RSS counts a page shared by several processes (the interpreter, numpy's
+and OpenSSL's libraries) once per process; summed PSS divides it among them; the footprint counts
+it once. The memory test bounds the footprint (docs/performance.md, "Memory").
 """
 
 from __future__ import annotations
@@ -71,53 +70,77 @@ def rss(pid: int) -> int:
     return int(fields[21]) * PAGE if fields is not None else 0
 
 
-def pss(pid: int) -> int:
+@dataclass(frozen=True)
+class Rollup:
+    """One process's memory from ``/proc/PID/smaps_rollup``, in bytes."""
+
+    rss: int = 0
+    pss: int = 0
+    private: int = 0  # pages no other process maps (USS)
+
+    @property
+    def shared(self) -> int:
+        return self.rss - self.private
+
+
+def rollup(pid: int) -> Rollup:
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1]) * 1024
-    return 0
+        return Rollup()  # ended meanwhile
+    kib = {}
+    for line in text.splitlines()[1:]:
+        name, _, value = line.partition(":")
+        kib[name] = int(value.split()[0]) * 1024
+    return Rollup(kib.get("Rss", 0), kib.get("Pss", 0), kib.get("Private_Clean", 0) + kib.get("Private_Dirty", 0))
 
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes held by a group: RSS summed over its processes, PSS summed, and how many processes."""
+    """What a group holds, in bytes, three ways: ``rss``, its processes' RSS summed (a shared
+    page counts once per process mapping it); ``pss``, their PSS summed (a shared page divided
+    among all processes mapping it, also ones outside the group, so other Python processes on
+    the machine lower it); ``footprint``, the pages private to each process summed plus the
+    largest shared part of one process (the group's processes share the same interpreter and
+    libraries, so the shared parts mostly overlap): counts what the group needs once, whatever
+    else runs. Always pss <= rss and footprint <= rss."""
 
     rss: int
     pss: int
+    footprint: int
     processes: int
 
     def __str__(self) -> str:
-        return f"RSS {self.rss / 2**20:.0f} MiB, PSS {self.pss / 2**20:.0f} MiB ({self.processes} processes)"
+        return (f"footprint {self.footprint / 2**20:.0f} MiB, PSS {self.pss / 2**20:.0f} MiB, "
+                f"RSS {self.rss / 2**20:.0f} MiB ({self.processes} processes)")
 
 
 def group_memory(pgid: int) -> Memory:
-    pids = group_pids(pgid)
-    return Memory(sum(rss(p) for p in pids), sum(pss(p) for p in pids), len(pids))
+    """The memory the live processes of the group hold now."""
+    found = [rollup(p) for p in group_pids(pgid)]
+    footprint = sum(r.private for r in found) + max((r.shared for r in found), default=0)
+    return Memory(sum(r.rss for r in found), sum(r.pss for r in found), footprint, len(found))
 
 
 class GroupPeak:
-    """The largest RSS and PSS sums of a group (each its own maximum), sampled every ``every``
-    seconds on a thread from creation until ``stop``."""
+    """The largest ``group_memory`` of a group (each measure its own maximum), sampled every
+    ``every`` seconds on a thread from creation until ``stop``."""
 
     def __init__(self, pgid: int, every: float = 0.02) -> None:
         self.pgid = pgid
         self.every = every
-        first = group_memory(pgid)
-        self.rss, self.pss = first.rss, first.pss
+        self.peak = group_memory(pgid)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._done.wait(self.every):
-            now = group_memory(self.pgid)
-            self.rss, self.pss = max(self.rss, now.rss), max(self.pss, now.pss)
+            now, old = group_memory(self.pgid), self.peak
+            self.peak = Memory(max(old.rss, now.rss), max(old.pss, now.pss), max(old.footprint, now.footprint),
+                               max(old.processes, now.processes))
 
     def stop(self) -> Memory:
         self._done.set()
         self._thread.join()
-        return Memory(self.rss, self.pss, len(group_pids(self.pgid)))
+        return self.peak

@@ -129,7 +129,7 @@ def _export(settings: Any) -> None:
 @click.option("--s3-region", help="S3 region [H5LAKE_S3_REGION].")
 @click.option("--host", help="Address to listen on [H5LAKE_HOST, 127.0.0.1].")
 @click.option("--port", type=int, help="Port [H5LAKE_PORT, 5101].")
-@click.option("--workers", help="Server processes sharing the port, or auto: one per usable core [H5LAKE_WORKERS, auto].")
+@click.option("--workers", metavar="N|auto", help="Server processes sharing the port, or auto: one per usable core [H5LAKE_WORKERS, auto].")
 @click.option("--passwd", type=click.Path(path_type=Path), help="user:password lines [H5LAKE_PASSWD].")
 @click.option("--admin", multiple=True, help="Admin user (repeatable) [H5LAKE_ADMIN: names separated by commas, or a JSON list].")
 @click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
