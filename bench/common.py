@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.support.server when run as ``python bench/x.py``
 
+from tests.support.procgroup import group_cpu
+
 
 @dataclass
 class Target:
@@ -148,7 +150,7 @@ def describe(t: Target) -> None:
 
 class CpuMeter:
     """CPU seconds used by this process (the client) and, when its pid is known and local, the
-    server, between ``start()`` and ``stop()``: tells whether a figure is bound by the client,
+    server's process group, between ``start()`` and ``stop()``: tells whether a figure is bound by the client,
     the server, or neither (waiting: disk, loopback, scheduling)."""
 
     def __init__(self, server_pid: int | None) -> None:
@@ -157,13 +159,11 @@ class CpuMeter:
         self._c = self._s = self._w = 0.0
 
     def _server_cpu(self) -> float:
+        """Of the server's whole process group (it leads its own): with several workers, the
+        started process only supervises them."""
         if self.server_pid is None:
             return 0.0
-        try:
-            fields = Path(f"/proc/{self.server_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return group_cpu(self.server_pid)
 
     def start(self) -> CpuMeter:
         self._c, self._s, self._w = time.process_time(), self._server_cpu(), time.perf_counter()

@@ -13,8 +13,10 @@ import json
 import threading
 import urllib.request
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import jwt
+if TYPE_CHECKING:
+    import jwt
 
 _ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 
@@ -46,6 +48,11 @@ def looks_like_jwt(token: str) -> bool:
 
 class TokenVerifier:
     def __init__(self, config: OidcConfig) -> None:
+        # Imported here: only a server that accepts tokens loads PyJWT and the cryptography
+        # library under it (~5 MiB of private memory in every worker process).
+        import jwt
+
+        self._jwt = jwt
         self.config = config
         self._lock = threading.Lock()
         self._client: jwt.PyJWKClient | None = None
@@ -54,7 +61,7 @@ class TokenVerifier:
         with self._lock:
             if self._client is None:
                 url = self.config.jwks_url or self._discover()
-                self._client = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
+                self._client = self._jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
             return self._client
 
     def _discover(self) -> str:
@@ -68,7 +75,7 @@ class TokenVerifier:
     def verify(self, token: str) -> TokenIdentity:
         try:
             key = self._jwks().get_signing_key_from_jwt(token)
-            claims = jwt.decode(
+            claims = self._jwt.decode(
                 token,
                 key.key,
                 algorithms=_ALGORITHMS,
@@ -77,9 +84,9 @@ class TokenVerifier:
                 leeway=self.config.leeway,
                 options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWKClientError as exc:
+        except self._jwt.PyJWKClientError as exc:
             raise TokenRejected(f"no signing key for this token: {exc}") from None
-        except jwt.InvalidTokenError as exc:
+        except self._jwt.InvalidTokenError as exc:
             raise TokenRejected(f"invalid token: {exc}") from None
         user = claims.get(self.config.user_claim) or claims.get("sub")
         if not isinstance(user, str) or not user or ":" in user:
