@@ -31,62 +31,64 @@ def _names(v: Any) -> Any:
             raise ValueError("expected a JSON list of strings or comma-separated names") from None
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
-# What one worker process may need: ~75-90 MiB resident when idle, and ~150 MiB more while it
+
+# What one worker process may need: ~90 MiB resident when idle, and ~150 MiB more while it
 # streams a large request (docs/performance.md, "Server processes" and "Memory").
 WORKER_MEMORY_BYTES = 256 * 1024 * 1024
 MAX_WORKERS = 256
+CGROUP = Path("/sys/fs/cgroup")
 
 
-def _read_number(path: str) -> float | None:
-    """The first number in a cgroup file; None if absent, unlimited (``max``, -1) or unreadable."""
+def _numbers(path: Path) -> list[float] | None:
+    """The numbers of a one-line cgroup file; None if absent, unreadable or unlimited (``max``)."""
     try:
-        text = Path(path).read_text().split()
-    except OSError:
+        return [float(word) for word in path.read_text().split()]
+    except (OSError, ValueError):
         return None
-    if not text or text[0] == "max":
-        return None
-    try:
-        value = float(text[0])
-    except ValueError:
-        return None
-    return value if value > 0 else None
 
 
-def usable_cores() -> int:
-    """Cores this process may run on: its CPU affinity, lowered by a container's CPU quota
-    (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``) rounded up; at least 1."""
+def cpu_quota(root: Path = CGROUP) -> int | None:
+    """Cores a container's CPU quota allows, rounded up (cgroup v2 ``cpu.max``, v1
+    ``cpu/cpu.cfs_quota_us``); None without a quota."""
+    v2 = _numbers(root / "cpu.max")
+    if v2 is not None and len(v2) == 2:
+        quota, period = v2
+    else:
+        v1, v1_period = _numbers(root / "cpu" / "cpu.cfs_quota_us"), _numbers(root / "cpu" / "cpu.cfs_period_us")
+        if not v1 or not v1_period:
+            return None
+        quota, period = v1[0], v1_period[0]
+    if quota <= 0 or period <= 0:  # v1 writes no quota as -1
+        return None
+    return max(1, math.ceil(quota / period))
+
+
+def memory_limit(root: Path = CGROUP) -> int | None:
+    """A container's memory limit in bytes (cgroup v2 ``memory.max``, v1
+    ``memory/memory.limit_in_bytes``); None without one."""
+    for path in (root / "memory.max", root / "memory" / "memory.limit_in_bytes"):
+        found = _numbers(path)
+        if found:
+            return int(found[0]) if 0 < found[0] < 2**60 else None  # v1 writes no limit as ~2**63
+    return None
+
+
+def usable_cores(root: Path = CGROUP) -> int:
+    """Cores this process may run on: its CPU affinity, lowered by a container's CPU quota."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    v2 = Path("/sys/fs/cgroup/cpu.max")
-    if v2.is_file():
-        parts = v2.read_text().split()
-        quota = _read_number(str(v2))
-        period = float(parts[1]) if quota and len(parts) > 1 else None
-    else:
-        quota = _read_number("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-        period = _read_number("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-    if quota and period:
-        cores = min(cores, math.ceil(quota / period))
-    return max(1, cores)
+    quota = cpu_quota(root)
+    return max(1, min(cores, quota) if quota else cores)
 
 
-def memory_limit() -> int | None:
-    """A container's memory limit in bytes (cgroup v2 ``memory.max``, v1 ``limit_in_bytes``), if any."""
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        value = _read_number(path)
-        if value is not None:
-            return int(value) if value < 2**60 else None  # v1 writes "unlimited" as ~2**63
-    return None
-
-
-def auto_workers() -> int:
+def auto_workers(root: Path = CGROUP) -> int:
     """``--workers auto``: one server process per usable core (measured best on concurrent
     requests, docs/performance.md), but no more than a container's memory limit holds at
     ``WORKER_MEMORY_BYTES`` each, and at least one."""
-    workers = usable_cores()
-    limit = memory_limit()
+    workers = usable_cores(root)
+    limit = memory_limit(root)
     if limit is not None:
         workers = min(workers, limit // WORKER_MEMORY_BYTES)
     return max(1, min(workers, MAX_WORKERS))
