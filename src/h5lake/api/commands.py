@@ -171,7 +171,7 @@ def serve(**options: Any) -> None:
     click.echo(f"h5lake {__version__} serving {where} at {scheme_host}", err=False)
     _warn_about_auth(settings)
     sys.stdout.flush()
-    options: dict[str, Any] = {
+    server: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,
@@ -182,9 +182,9 @@ def serve(**options: Any) -> None:
         "timeout_graceful_shutdown": 10,
     }
     if settings.workers == 1:
-        uvicorn.run("h5lake.api.app:create_app_from_env", factory=True, **options)
+        uvicorn.run("h5lake.api.app:create_app_from_env", factory=True, **server)
         return
-    _supervise({**options, "workers": settings.workers})
+    _supervise({**server, "workers": settings.workers})
 
 
 def _supervise(options: dict[str, Any]) -> None:
