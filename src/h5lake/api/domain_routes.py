@@ -58,6 +58,8 @@ async def info(request: Request) -> Response:
 
 
 async def get_domain(request: Request) -> Response:
+    if not domain_param(request, required=False):
+        return await list_domains(request)  # no domain: the top-level folders, as HSDS answers
     out = await paths.describe(
         service(request),
         caller(request),
@@ -80,7 +82,8 @@ async def get_domain(request: Request) -> Response:
 async def put_domain(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     body = await json_body(request)
-    if flag(request, "flush") or (body is None and request.query_params.get("flush") is not None):
+    body_flush = isinstance(body, dict) and body.get("flush") not in (None, False, 0)  # HSDS reads both
+    if flag(request, "flush") or body_flush or (body is None and request.query_params.get("flush") is not None):
         # Writes are durable when acknowledged, so a flush only checks that the caller may write.
         await domains.open_domain(svc, who, path, Permission.UPDATE)
         return Response(status_code=204)

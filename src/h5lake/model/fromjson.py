@@ -60,11 +60,11 @@ def json_to_array(
     """
     full = shape_of(shape)
     if not broadcast:
-        return _from_json(value, t, full)
+        return _from_json_or_flat(value, t, full)
     first_error: InvalidInput | None = None
     for rank in range(len(full), -1, -1):
         try:
-            part = _from_json(value, t, full[len(full) - rank :])
+            part = (_from_json_or_flat if rank == len(full) else _from_json)(value, t, full[len(full) - rank :])
         except InvalidInput as e:
             first_error = first_error or e
             continue
@@ -72,6 +72,19 @@ def json_to_array(
         return part if rank == len(full) else np.broadcast_to(part, full + dims).copy()
     assert first_error is not None
     raise first_error
+
+
+def _from_json_or_flat(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """As :func:`_from_json`; a value of rank 2 or more may also come as one flat list of all its
+    elements in C order (HSDS takes that form too)."""
+    try:
+        return _from_json(value, t, shape)
+    except InvalidInput:
+        count = math.prod(shape)
+        if len(shape) < 2 or not isinstance(value, list) or len(value) != count:
+            raise
+    dims, _ = array_dims(t)
+    return _from_json(value, t, (count,)).reshape(shape + dims)
 
 
 def _from_json(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:

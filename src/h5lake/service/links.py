@@ -317,6 +317,8 @@ async def get_links(
         group = (await load_object(svc, domain, gid)).doc
         return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
 
+    if grp_ids is not None and len(grp_ids) == 1 and not follow_links:
+        return {"links": await links_of(grp_ids[0])}  # one group: its list, as HSDS answers
     if grp_ids is not None or follow_links:
         if grp_ids is None:
             grp_ids = await _descendant_groups(svc, domain, group_id)
