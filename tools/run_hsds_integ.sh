@@ -13,11 +13,16 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:?usage: $0 HSDS_CHECKOUT_OR_GIT_DIR [FILE...]}
 shift
 work=$(mktemp -d /tmp/h5lake-hsds-integ.XXXXXX)
+# vlen_test.py imports hsds.util.arrayUtil and hdf5dtype (numpy only): the suite gets that module on its path
+helpers=(hsds/__init__.py hsds/util/__init__.py hsds/util/arrayUtil.py hsds/util/hdf5dtype.py)
+mkdir -p "$work/pkg"
 if [ -d "$src/tests/integ" ]; then
     cp -r "$src/tests/integ" "$work/integ"
+    (cd "$src" && cp --parents "${helpers[@]}" "$work/pkg/")
 else
-    git --git-dir="$src" archive HEAD tests/integ | tar -x -C "$work"
+    git --git-dir="$src" archive HEAD tests/integ "${helpers[@]}" | tar -x -C "$work"
     mv "$work/tests/integ" "$work/integ"
+    mv "$work/hsds" "$work/pkg/hsds"
 fi
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
@@ -42,6 +47,7 @@ export HSDS_ENDPOINT="http://127.0.0.1:$port" USER_NAME=test_user1 USER_PASSWORD
 # The suite expects /home/test_user2/ too (ACL and cross-user tests); setup_test.py makes
 # /home and /home/test_user1/ itself.
 cd "$work/integ"
+export PYTHONPATH="$work/pkg:$PYTHONPATH"
 count() { echo "$2" | sed -n "s/.*\b\([0-9][0-9]*\) $1.*/\1/p" | grep . || echo 0; }
 total_pass=0 total_fail=0
 for f in "${files[@]}"; do

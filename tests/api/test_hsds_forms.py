@@ -1,0 +1,110 @@
+"""Request and answer forms HSDS serves that its REST-level test suite exercises (found by running
+that suite against h5lake, tools/run_hsds_integ.sh): h5pyd's ``num_chunks``/``allocated_size``,
+an empty dataset grown from ``maxshape=(None,)``, flat and one-element JSON values, one-field
+compound writes, 404 for ids of HSDS's form, one-group ``grp_ids``, a flush in the body and
+``GET /`` without a domain."""
+
+from __future__ import annotations
+
+import uuid
+
+import h5pyd
+import numpy as np
+import requests
+from tests.conftest import Client, auth
+from tests.support.server import USERS
+
+I32 = "H5T_STD_I32LE"
+
+
+def test_h5pyd_empty_resizable_dataset(endpoint: str, domain: str) -> None:
+    with h5pyd.File(domain, "w", endpoint=endpoint, username="test_user1", password=USERS["test_user1"]) as f:
+        # h5pyd sends maxshape=(None,) as maxdims [0]: unlimited, also for an extent of 0
+        d = f.create_dataset("grow", shape=(0,), maxshape=(None,), dtype="i4", chunks=(4,))
+        assert d.maxshape == (None,)
+        d.resize((10,))
+        d[:] = np.arange(10, dtype="i4")
+    with h5pyd.File(domain, "r", endpoint=endpoint, username="test_user1", password=USERS["test_user1"]) as f:
+        assert f["grow"][:].tolist() == list(range(10))
+
+
+def test_verbose_dataset_has_hsds_keys(client: Client) -> None:
+    # h5pyd after 1.0 reads Dataset.num_chunks and .allocated_size from these keys
+    did = client.post("/datasets", json={"type": I32, "shape": [10], "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [4]}}}).json()["id"]
+    assert client.put(f"/datasets/{did}/value", json={"value": list(range(10))}).status_code == 200
+    got = client.get(f"/datasets/{did}", params={"verbose": 1}).json()
+    assert (got["num_chunks"], got["allocated_size"]) == (3, 48)  # chunks [0:4], [4:8], [8:12]
+    assert got["stats"]["allocatedChunkCount"] == 3
+    assert "num_chunks" not in client.get(f"/datasets/{did}").json()
+
+
+def test_append_to_a_dataset_created_with_maxdims_zero(client: Client) -> None:
+    did = client.post("/datasets", json={"type": I32, "shape": [0], "maxdims": [0]}).json()["id"]
+    assert client.get(f"/datasets/{did}/shape").json()["shape"]["maxdims"] == ["H5S_UNLIMITED"]
+    r = client.put(f"/datasets/{did}/value", json={"value": [1, 2, 3], "append": 3})
+    assert r.status_code == 200, r.text
+    assert client.get(f"/datasets/{did}/value").json()["value"] == [1, 2, 3]
+
+
+def test_flat_and_one_element_json_values(client: Client) -> None:
+    did = client.post("/datasets", json={"type": I32, "shape": [6, 6]}).json()["id"]
+    # a 3x2 selection written as one flat list of its 6 elements (C order)
+    r = client.put(f"/datasets/{did}/value", json={"start": [0, 1], "stop": [6, 5], "step": [2, 2], "value": [1, 2, 3, 4, 5, 6]})
+    assert r.status_code == 200, r.text
+    got = client.get(f"/datasets/{did}/value", params={"select": "[0:6:2,1:5:2]"}).json()["value"]
+    assert got == [[1, 2], [3, 4], [5, 6]]
+    # a flat list of the wrong count is still refused
+    r = client.put(f"/datasets/{did}/value", json={"start": [0, 1], "stop": [6, 5], "step": [2, 2], "value": [1, 2, 3, 4, 5]})
+    assert r.status_code == 400
+    scalar = client.post("/datasets", json={"type": "H5T_IEEE_F32LE"}).json()["id"]
+    assert client.put(f"/datasets/{scalar}/value", json={"value": [42]}).status_code == 200
+    assert client.get(f"/datasets/{scalar}/value").json()["value"] == 42.0
+    assert client.put(f"/datasets/{scalar}/value", json={"value": [1, 2]}).status_code == 400
+
+
+def test_write_one_field_of_a_compound_with_bare_values(client: Client) -> None:
+    t = {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": I32}, {"name": "b", "type": I32}]}
+    did = client.post("/datasets", json={"type": t, "shape": [3]}).json()["id"]
+    r = client.put(f"/datasets/{did}/value", json={"value": [7, 8, 9], "fields": "b"})
+    assert r.status_code == 200, r.text
+    assert client.get(f"/datasets/{did}/value").json()["value"] == [[0, 7], [0, 8], [0, 9]]
+
+
+def test_object_reference_of_hsds_length(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    ref = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ", "charSet": "H5T_CSET_ASCII", "length": 38}
+    r = client.put(f"/groups/{root}/attributes/r", json={"type": ref, "shape": [1], "value": [root]})
+    assert r.status_code == 201, r.text
+    got = client.get(f"/groups/{root}/attributes/r").json()
+    assert got["value"] == [f"groups/{root}"] or got["value"] == [root]
+    ref["length"] = 7
+    assert client.put(f"/groups/{root}/attributes/r2", json={"type": ref, "shape": [1], "value": [root]}).status_code == 400
+
+
+def test_ids_of_hsds_form_are_not_found(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    foreign = "g-" + str(uuid.uuid1())  # 8-4-4-4-12: HSDS takes it for an id, h5lake makes none like it
+    assert client.get(f"/groups/{foreign}").status_code == 404
+    assert client.put(f"/groups/{root}/links/x", json={"id": foreign}).status_code == 404
+    assert client.get("/groups/foobar").status_code == 400
+    assert client.put(f"/groups/{root}/links/x", json={"id": "g-nothing"}).status_code == 400
+
+
+def test_links_of_one_group_by_grp_ids_are_a_list(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups", json={"link": {"id": root, "name": "g"}}).json()["id"]
+    one = client.post(f"/groups/{root}/links", json={"grp_ids": [root]}).json()["links"]
+    assert [link["title"] for link in one] == ["g"]
+    two = client.post(f"/groups/{root}/links", json={"grp_ids": [root, g]}).json()["links"]
+    assert sorted(two) == sorted([root, g]) and two[g] == []
+
+
+def test_flush_in_the_body_and_get_without_a_domain(client: Client, endpoint: str) -> None:
+    assert client.put("/", json={"flush": 1}).status_code == 204
+    assert client.put("/", json={"flush": True}).status_code == 204
+    assert client.put("/", json={}).status_code == 409  # no flush: a create of an existing domain
+    for url in (endpoint, endpoint + "/"):
+        r = requests.get(url, auth=auth("test_user1"), timeout=30)
+        assert r.status_code == 200, r.text
+        names = [d["name"] for d in r.json()["domains"]]
+        assert "/home" in names
