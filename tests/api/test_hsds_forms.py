@@ -108,3 +108,30 @@ def test_flush_in_the_body_and_get_without_a_domain(client: Client, endpoint: st
         assert r.status_code == 200, r.text
         names = [d["name"] for d in r.json()["domains"]]
         assert "/home" in names
+
+
+def test_domains_by_root_attribute_query(client: Client, domain: str) -> None:
+    folder = domain.removesuffix(".h5")
+    assert client.put("/", params={"domain": folder}, json={"folder": True}).status_code == 201
+    for i in range(4):
+        path = f"{folder}/d{i}.h5"
+        assert client.put("/", params={"domain": path}).status_code == 201
+        root = client.get("/", params={"domain": path}).json()["root"]
+        attrs = {"n": {"type": I32, "value": i}, "tag": {"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                 "strPad": "H5T_STR_NULLPAD", "length": 2}, "value": f"t{i}"}}
+        if i == 3:
+            del attrs["tag"]
+        assert client.put(f"/groups/{root}/attributes", params={"domain": path}, json={"attributes": attrs}).status_code == 201
+    assert client.put("/", params={"domain": folder + "/sub"}, json={"folder": True}).status_code == 201
+
+    def names(query: str) -> list[str]:
+        r = client.get("/domains", params={"domain": folder + "/", "query": query})
+        assert r.status_code == 200, r.text
+        return sorted(d["name"].rsplit("/", 1)[1] for d in r.json()["domains"])
+
+    assert names("n > 1") == ["d2.h5", "d3.h5"]
+    assert names("n >= 1 AND tag != 't2'") == ["d1.h5"]  # d3 has no tag: no match
+    assert names("n == 0 OR n == 3") == ["d0.h5", "d3.h5"]
+    assert names("(n < 2) & ~(tag == 't0')") == ["d1.h5"]
+    for bad in ("n > 1 AND", "n >> 2", ""):
+        assert client.get("/domains", params={"domain": folder + "/", "query": bad}).status_code == 400

@@ -136,6 +136,7 @@ async def list_domains(request: Request) -> Response:
         marker=request.query_params.get("Marker"),
         pattern=request.query_params.get("pattern"),
         verbose=flag(request, "verbose"),
+        query=request.query_params.get("query"),
     )
     return ok({"domains": items, "hrefs": links(request).domains(items)})
 

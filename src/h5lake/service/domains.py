@@ -24,7 +24,7 @@ from h5lake.model.ids import (
     parent_domain,
 )
 from h5lake.model.versionref import split_domain
-from h5lake.service import reclaim, versions
+from h5lake.service import domain_query, reclaim, versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
@@ -249,7 +249,9 @@ async def list_domains(
     marker: str | None = None,
     pattern: str | None = None,
     verbose: bool = False,
+    query: str | None = None,
 ) -> list[Doc]:
+    matches = domain_query.root_matcher(query) if query is not None else None
     folder = normalize_domain(folder)
     if folder != "/":
         await open_domain(svc, caller, folder, Permission.READ)
@@ -281,6 +283,8 @@ async def list_domains(
         else:
             exhausted = True
         found_batch = await svc.workers.map(batch, lambda n: svc.docs.get(domain_prefix(n) + DOMAIN_FILE))
+        if matches is not None:
+            found_batch = await _matching(svc, caller, batch, found_batch, matches)
         for name, found in zip(batch, found_batch):
             if found is None:
                 continue  # a prefix with no domain object (e.g. left-over catalog files)
@@ -304,6 +308,26 @@ async def list_domains(
     if verbose:
         await _add_stats(svc, caller, out, docs, names)
     return out
+
+
+async def _matching(
+    svc: Service, caller: Caller, names: list[str], found: list[Any], matches: domain_query.RootMatcher
+) -> list[Any]:
+    """``found`` with None for every entry that is not a readable domain whose root group's
+    attributes satisfy the query (the roots are read in parallel)."""
+    domains = [
+        Domain(n, f.doc, f.etag, svc.head) if f is not None and "root" in f.doc else None
+        for n, f in zip(names, found)
+    ]
+
+    async def keep(domain: Domain | None) -> bool:
+        if domain is None or not _readable(caller, domain):
+            return False
+        root = await domain.view.object(domain.require_root())
+        return root is not None and matches(root.doc.get("attributes", {}))
+
+    kept = await svc.workers.map(domains, keep)
+    return [f if k else None for f, k in zip(found, kept)]
 
 
 def _readable(caller: Caller, domain: Domain) -> bool:
