@@ -36,9 +36,10 @@ class Collection(enum.Enum):
 
 _ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
 _GROUPING = (8, 8, 4, 6, 6)
-# What HSDS takes for an id: a collection letter, a dash and 36 letters, digits or dashes (a uuid
-# in any grouping). Such an id that is not of h5lake's form names no object here: 404, as HSDS.
-_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9A-Za-z-]{36}$")
+# An id HSDS could have made: a collection letter, a dash and a lowercase uuid of 36 characters in
+# any grouping (e.g. uuid1's 8-4-4-4-12). Not being of h5lake's form, it names no object here:
+# 404, as HSDS answers for an unknown id.
+_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}$")
 
 
 def _format(prefix: str, hex32: str) -> str:
