@@ -82,8 +82,7 @@ async def get_domain(request: Request) -> Response:
 async def put_domain(request: Request) -> Response:
     svc, who, path = service(request), caller(request), domain_param(request)
     body = await json_body(request)
-    body_flush = isinstance(body, dict) and body.get("flush") not in (None, False, 0)  # HSDS reads both
-    if flag(request, "flush") or body_flush or (body is None and request.query_params.get("flush") is not None):
+    if flag(request, "flush") or (body is None and request.query_params.get("flush") is not None):
         # Writes are durable when acknowledged, so a flush only checks that the caller may write.
         await domains.open_domain(svc, who, path, Permission.UPDATE)
         return Response(status_code=204)

@@ -88,7 +88,7 @@ OPS: tuple[Op, ...] = (
        {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
-    Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1, in the query or the body: check write access)",
+    Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
        {201: s.DomainInfo, 204: "flushed"}, (DOMAIN, Param("flush", _FLAG, "only check write access")),
        body=s.DomainCreate),
     Op("DELETE", "/", "deleteDomain", "Delete a domain or empty folder", {200: s.DeletedDomain},

@@ -95,7 +95,6 @@ class DomainCreate(Open):
     owner: str | None = None
     group: dict[str, Any] | None = None
     from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)")
-    flush: bool | int | None = Field(None, description="only check write access (HSDS's body form of flush=1)")
 
 
 class DomainItem(Open):

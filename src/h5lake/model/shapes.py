@@ -62,9 +62,8 @@ def _maxdims(value: Any, dims: tuple[int, ...]) -> tuple[int | None, ...]:
         raise InvalidInput("maxdims must be a list with one entry per dimension")
     out: list[int | None] = []
     for m, d in zip(value, dims):
-        if m == UNLIMITED or m == 0:
-            # 0 is unlimited as in HSDS, for an extent of 0 too: h5pyd sends maxshape=(None,) so
-            out.append(None)
+        if m == UNLIMITED or m == 0 and d != 0:
+            out.append(None)  # HSDS treats 0 as unlimited too
             continue
         m = _dim(m, "maxdims")
         if m < d:
