@@ -135,3 +135,20 @@ def test_domains_by_root_attribute_query(client: Client, domain: str) -> None:
     assert names("(n < 2) & ~(tag == 't0')") == ["d1.h5"]
     for bad in ("n > 1 AND", "n >> 2", ""):
         assert client.get("/domains", params={"domain": folder + "/", "query": bad}).status_code == 400
+
+
+def test_new_domains_inherit_the_folders_grants(client: Client, domain: str, endpoint: str) -> None:
+    folder = domain.removesuffix(".h5")
+    assert client.put("/", params={"domain": folder}, json={"folder": True}).status_code == 201
+    grant = {"read": True, "update": True}
+    assert client.put("/acls/test_user2", params={"domain": folder}, json=grant).status_code == 201
+    assert client.put("/acls/nobody", params={"domain": folder}, json={"read": False}).status_code == 201
+    child = folder + "/shared.h5"
+    assert client.put("/", params={"domain": child}).status_code == 201
+    acls = {a["userName"]: a for a in client.get("/acls", params={"domain": child}).json()["acls"]}
+    assert sorted(acls) == ["default", "test_user1", "test_user2"]  # no entry granting nothing
+    assert {k for k, v in acls["test_user2"].items() if v is True} == {"read", "update"}
+    assert not any(v is True for v in acls["default"].values())
+    other = Client(endpoint, "test_user2", child)
+    assert other.get("/").status_code == 200
+    assert other.delete("/").status_code == 403

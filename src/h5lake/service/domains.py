@@ -116,6 +116,23 @@ def _may_create_under(caller: Caller, parent: Domain | None, path: str) -> bool:
     return True
 
 
+def _inherited_acls(parent: Domain | None, skip: set[str]) -> dict[str, dict[str, bool]]:
+    """The parent folder's grants to other users, which a new domain or folder starts with (as
+    HSDS does): a folder shared with someone shares what is made in it. The new owner's and the
+    ``default`` entries are the domain's own, admins (``skip``) need none (so ``/home``'s owner is
+    not copied into every home folder), and an entry granting nothing is not copied."""
+    out: dict[str, dict[str, bool]] = {}
+    if parent is None:
+        return out
+    for user, entry in parent.doc.get("acls", {}).items():
+        if user in skip or user == acl_model.DEFAULT or not isinstance(entry, dict):
+            continue
+        flags = {k: bool(entry.get(k)) for k in acl_model.FLAGS}
+        if any(flags.values()):
+            out[user] = flags
+    return out
+
+
 async def create_domain(
     svc: Service, caller: Caller, path: str, body: Any, prepare: Callable[[str], Awaitable[Doc]] | None = None
 ) -> Domain:
@@ -154,7 +171,8 @@ async def create_domain(
         if not isinstance(owner, str):
             raise InvalidInput("owner must be a string")
         acl_model.validate_user_name(owner)
-    acls: dict[str, Any] = {owner: acl_model.full_acl(), "default": acl_model.acl_for(svc.public_read)}
+    acls: dict[str, Any] = {**_inherited_acls(parent, {owner, *svc.admins}), owner: acl_model.full_acl(),
+                            "default": acl_model.acl_for(svc.public_read)}
     ts = now()
     doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
     is_folder = bool(body.get("folder"))
