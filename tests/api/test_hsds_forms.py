@@ -152,3 +152,9 @@ def test_new_domains_inherit_the_folders_grants(client: Client, domain: str, end
     other = Client(endpoint, "test_user2", child)
     assert other.get("/").status_code == 200
     assert other.delete("/").status_code == 403
+
+
+def test_linked_domain_is_refused(client: Client, domain: str) -> None:
+    r = client.put("/", params={"domain": domain + ".linked"}, json={"linked_domain": domain})
+    assert r.status_code == 400 and "linked_domain" in r.json()["error"]["message"]
+    assert client.get("/", params={"domain": domain + ".linked"}).status_code == 404

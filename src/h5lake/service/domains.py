@@ -151,6 +151,8 @@ async def create_domain(
         raise InvalidInput("domain creation body must be a JSON object")
     if caller.user is None:
         raise Unauthorized("creating a domain needs credentials")
+    if "linked_domain" in body:  # HSDS: a second name for another domain's objects
+        raise InvalidInput("linked_domain is not supported: fork the domain ({\"from\": DOMAIN}) to copy it")
     parent_path = parent_domain(path)
     parent: Domain | None = None
     if parent_path is not None and parent_path != "/":
