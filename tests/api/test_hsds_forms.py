@@ -158,3 +158,11 @@ def test_linked_domain_is_refused(client: Client, domain: str) -> None:
     r = client.put("/", params={"domain": domain + ".linked"}, json={"linked_domain": domain})
     assert r.status_code == 400 and "linked_domain" in r.json()["error"]["message"]
     assert client.get("/", params={"domain": domain + ".linked"}).status_code == 404
+
+
+def test_float32_fill_value_reads_back_as_given(client: Client) -> None:
+    cp = {"fillValue": 3.12}
+    did = client.post("/datasets", json={"type": "H5T_IEEE_F32LE", "shape": [2], "creationProperties": cp}).json()["id"]
+    assert client.get(f"/datasets/{did}").json()["creationProperties"]["fillValue"] == 3.12
+    got = client.get(f"/datasets/{did}/value").json()["value"]
+    assert np.array(got, dtype="f4").tolist() == np.full(2, 3.12, dtype="f4").tolist()
