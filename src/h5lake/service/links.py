@@ -65,7 +65,8 @@ def parse_link(body: Any, domain: Domain) -> Doc:
         if isinstance(target, str) and "/" in target:
             target = target.split("/", 1)[1]
         if not is_valid_id(target):
-            parse_id(target)  # 404 for an id of HSDS's form that is not h5lake's, as HSDS answers
+            if isinstance(target, str):
+                parse_id(target)  # 404 for an id of HSDS's form that is not h5lake's, as HSDS answers
             raise InvalidInput(f"hard link target {target!r} is not an object id")
         assert isinstance(target, str)
         if not same_domain(target, domain.require_root()):
