@@ -7,13 +7,14 @@
 # HSDS_CHECKOUT_OR_GIT_DIR: a checkout of the hsds repository (or a bare git dir: its HEAD's
 # tests/integ is extracted). FILEs: test files to run (default: all of them, setup_test first).
 # Needs pytest and requests-unixsocket (imported by the suite's helper.py). Not part of our own
-# test suite: it needs the HSDS repository. Results: docs/api.md, "HSDS's integration suite".
+# test suite: it needs the HSDS repository. Results: docs/api.md, "HSDS's REST test suite".
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:?usage: $0 HSDS_CHECKOUT_OR_GIT_DIR [FILE...]}
 shift
 work=$(mktemp -d /tmp/h5lake-hsds-integ.XXXXXX)
-# vlen_test.py imports hsds.util.arrayUtil and hdf5dtype (numpy only): the suite gets that module on its path
+# vlen_test.py imports hsds.util.arrayUtil and hdf5dtype (numpy only): the suite gets
+# those two modules (and their package files) on its path
 helpers=(hsds/__init__.py hsds/util/__init__.py hsds/util/arrayUtil.py hsds/util/hdf5dtype.py)
 mkdir -p "$work/pkg"
 if [ -d "$src/tests/integ" ]; then
