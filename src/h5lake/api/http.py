@@ -19,10 +19,8 @@ from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
 JSON = "application/json; charset=utf-8"
-# Flag spellings, compared lower-cased: h5pyd before 1.0 sends ``T`` (``include_attrs=T``), and
-# HSDS reads any integer as a flag (non-zero: set).
-_TRUE = {"1", "true", "t", "yes", "y", "on"}
-_FALSE = {"0", "false", "f", "no", "n", "off", ""}
+_TRUE = {"1", "true", "True", "yes", "on"}
+_FALSE = {"0", "false", "False", "no", "off", ""}
 
 
 class UnsupportedMediaType(InvalidInput):
@@ -86,15 +84,11 @@ def flag(request: Request, name: str, default: bool = False) -> bool:
     value = request.query_params.get(name)
     if value is None:
         return default
-    lowered = value.strip().lower()
-    if lowered in _TRUE:
+    if value in _TRUE:
         return True
-    if lowered in _FALSE:
+    if value in _FALSE:
         return False
-    try:
-        return int(lowered) != 0
-    except ValueError:
-        raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}") from None
+    raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}")
 
 
 def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
