@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, NotFound
 from h5lake.model import ids
 from h5lake.model.ids import Collection
 
@@ -32,6 +32,11 @@ def test_root_id_form_and_child_ids() -> None:
 def test_bad_ids_are_invalid_input(bad: object) -> None:
     with pytest.raises(InvalidInput):
         ids.parse_id(bad)  # type: ignore[arg-type]
+
+
+def test_ids_of_another_grouping_are_not_found() -> None:
+    with pytest.raises(NotFound):  # a uuid1 as HSDS's tests make up: well formed, names nothing here
+        ids.parse_id("g-1b7b3d44-67d3-11ef-93f3-b5ccef5b8c51")
 
 
 def test_wrong_collection_is_invalid_input() -> None:

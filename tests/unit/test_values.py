@@ -270,8 +270,9 @@ BAD_VALUES: list[tuple[Any, tuple[int, ...], Any]] = [
     (I32, (3,), [1, 2]),
     (I32, (2,), [[1], [2]]),
     (I32, (2, 2), [[1, 2], [3]]),
-    (I32, (2, 2), [1, 2, 3, 4]),
-    (I32, (), [5]),
+    (I32, (2, 2), [1, 2, 3]),  # flat, but not all the elements
+    (I32, (), [5, 6]),
+    (I32, (), [[5]]),
     (I32, (2,), 5),
     (I32, (), 2**31),
     ("H5T_STD_U8LE", (2,), [1, -1]),
@@ -319,6 +320,17 @@ BAD_VALUES: list[tuple[Any, tuple[int, ...], Any]] = [
     (OPAQUE, (), 1),
     (BITS, (), 70000),
 ]
+
+
+def test_hsds_value_forms_are_accepted() -> None:
+    i32 = validate_type(I32)
+    # rank 2 or more as one flat list in C order; a scalar as a list of one (HSDS takes both)
+    assert json_to_array([1, 2, 3, 4, 5, 6], i32, (2, 3)).tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert json_to_array([5], i32, ()).tolist() == 5
+    assert json_to_array(["ab"], validate_type(S5), ()).tolist() == b"ab"
+    # one field of a compound: its bare value
+    one = validate_type(compound(x=I32))
+    assert json_to_array([7, 8], one, (2,)).tolist() == [(7,), (8,)]
 
 
 @pytest.mark.parametrize(("t", "shape", "value"), BAD_VALUES, ids=lambda x: str(x)[:50])

@@ -58,6 +58,8 @@ async def info(request: Request) -> Response:
 
 
 async def get_domain(request: Request) -> Response:
+    if not domain_param(request, required=False):
+        return await list_domains(request)  # no domain: the top-level folders, as HSDS answers
     out = await paths.describe(
         service(request),
         caller(request),
@@ -133,6 +135,7 @@ async def list_domains(request: Request) -> Response:
         marker=request.query_params.get("Marker"),
         pattern=request.query_params.get("pattern"),
         verbose=flag(request, "verbose"),
+        query=request.query_params.get("query"),
     )
     return ok({"domains": items, "hrefs": links(request).domains(items)})
 

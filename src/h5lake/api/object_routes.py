@@ -277,7 +277,7 @@ def _owner(request: Request) -> str:
 def _collection_path(obj_id: str) -> str:
     try:
         return parse_id(obj_id).path
-    except InvalidInput:
+    except (InvalidInput, NotFound):
         return "groups"
 
 

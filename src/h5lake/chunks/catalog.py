@@ -43,7 +43,7 @@ from typing import Any
 import orjson
 
 from h5lake.chunks.fanout import bounded
-from h5lake.errors import Conflict, InvalidInput
+from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
 from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked
 from h5lake.model.shapes import SpaceClass, space_from_json
@@ -343,7 +343,7 @@ class ChunkCatalog:
                 if ids.parse_id(dataset_id) not in (ids.Collection.DATASETS, ids.Collection.MAPS):
                     raise ValueError(dataset_id)
                 indexes = set(region_indexes(doc))
-            except (ValueError, KeyError, TypeError, InvalidInput):
+            except (ValueError, KeyError, TypeError, InvalidInput, NotFound):
                 log.warning("dropping unreadable catalog intent %s", key)
             else:
                 await self._merge({(domain, dataset_id): indexes}, {})

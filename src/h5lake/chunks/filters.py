@@ -132,6 +132,8 @@ def _resolve(spec: object) -> tuple[FilterId, dict[str, Any]]:
         # HSDS style: a blosc filter named after its compressor ("lz4", "zstd", ...).
         if fid is FilterId.BLOSC and name is not None and "compressor" not in params:
             params["compressor"] = name.lower()
+        elif fid is FilterId.BLOSC and name is not None and params["compressor"] == name.lower():
+            pass  # as h5lake itself names a blosc filter (below)
         else:
             raise InvalidInput(f"filter name {name!r} does not match filter {fid.class_name}")
     return fid, params
@@ -164,7 +166,13 @@ def _parse_filter(spec: object, ctx: Context) -> ChunkFilter:
 
 def _filter_json(f: ChunkFilter) -> dict[str, Any]:
     fid = f.filter_id
-    return {"class": fid.class_name, "id": int(fid), "name": fid.canonical_name, **f.json_params()}
+    params = f.json_params()
+    name = fid.canonical_name
+    if fid is FilterId.BLOSC and isinstance(params.get("compressor"), str):
+        # named after its compressor, as HSDS names it: h5pyd reports the name as the dataset's
+        # compression, so compression="lz4hc" reads back as "lz4hc"
+        name = params["compressor"]
+    return {"class": fid.class_name, "id": int(fid), "name": name, **params}
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,11 +60,11 @@ def json_to_array(
     """
     full = shape_of(shape)
     if not broadcast:
-        return _from_json(value, t, full)
+        return _from_json_or_flat(value, t, full)
     first_error: InvalidInput | None = None
     for rank in range(len(full), -1, -1):
         try:
-            part = _from_json(value, t, full[len(full) - rank :])
+            part = (_from_json_or_flat if rank == len(full) else _from_json)(value, t, full[len(full) - rank :])
         except InvalidInput as e:
             first_error = first_error or e
             continue
@@ -72,6 +72,26 @@ def json_to_array(
         return part if rank == len(full) else np.broadcast_to(part, full + dims).copy()
     assert first_error is not None
     raise first_error
+
+
+def _from_json_or_flat(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """As :func:`_from_json`; a value of rank 2 or more may also come as one flat list of all its
+    elements in C order, and a scalar of a number or string type as a list of one (HSDS takes
+    both forms)."""
+    try:
+        return _from_json(value, t, shape)
+    except InvalidInput:
+        if shape == () and _single_item(value) and type_class(t) in (*NUMERIC_CLASSES, TypeClass.STRING):
+            return _from_json(value[0], t, shape)  # a scalar as a list of one, as HSDS takes it
+        count = math.prod(shape)
+        if len(shape) < 2 or not isinstance(value, list) or len(value) != count:
+            raise
+    dims, _ = array_dims(t)
+    return _from_json(value, t, (count,)).reshape(shape + dims)
+
+
+def _single_item(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list | dict)
 
 
 def _from_json(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -307,6 +327,8 @@ def _compound_reader(t: TypeJson) -> Reader:
             if set(v) != set(names):
                 raise InvalidInput(f"expected the fields {names}, got {sorted(v)}")
             v = [v[n] for n in names]
+        elif len(names) == 1 and not isinstance(v, list | tuple):
+            v = [v]  # one field: its bare value will do, as HSDS takes it (a write of one field)
         elif not isinstance(v, list | tuple) or len(v) != len(names):
             raise InvalidInput(f"expected a list of {len(names)} field values, got {v!r:.60}")
         items = []

@@ -13,7 +13,7 @@ import hashlib
 import re
 import secrets
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, NotFound
 
 
 class Collection(enum.Enum):
@@ -36,6 +36,10 @@ class Collection(enum.Enum):
 
 _ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
 _GROUPING = (8, 8, 4, 6, 6)
+# An id HSDS could have made: a collection letter, a dash and a lowercase uuid of 36 characters in
+# any grouping (e.g. uuid1's 8-4-4-4-12). Not being of h5lake's form, it names no object here:
+# 404, as HSDS answers for an unknown id.
+_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}$")
 
 
 def _format(prefix: str, hex32: str) -> str:
@@ -75,6 +79,8 @@ def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
         raise InvalidInput("object id must be a string")
     m = _ID_RE.match(obj_id)
     if m is None:
+        if _FOREIGN_ID_RE.match(obj_id):
+            raise NotFound(f"no object has the id {obj_id!r}")
         raise InvalidInput(f"invalid object id {obj_id!r}")
     collection = Collection(m.group(1))
     if expected is not None and collection is not expected:

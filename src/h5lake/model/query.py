@@ -6,7 +6,7 @@ answer holds only the matching elements. `query_mask` turns the text into a bool
 recursive-descent parser accept only this grammar::
 
     query   := expr [ "where" expr ] | "where" expr   HSDS's form: both must hold
-    expr    := and_expr ( ("|" | "or") and_expr )*
+    expr    := and_expr ( ("|" | "or") and_expr )*          "OR", "AND", "NOT" too
     and_expr:= not_expr ( ("&" | "and") not_expr )*
     not_expr:= ("~" | "not") not_expr | compare
     compare := operand ( cmp_op operand )*             chained: a < x <= b means both hold
@@ -59,6 +59,7 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _KEYWORDS = {"and", "or", "not", "in", "where", "True", "False"}
+_UPPER_KEYWORDS = {"AND", "OR", "NOT"}  # as HSDS's domain queries write them (attr1 > 7 AND ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +78,12 @@ def _tokenize(text: str) -> list[_Token]:
             raise InvalidInput(f"query: unexpected character {text[pos]!r} at position {pos}")
         kind = m.lastgroup or ""
         if kind != "ws":
-            if kind == "name" and m.group() in _KEYWORDS:
+            word = m.group()
+            if kind == "name" and word in _KEYWORDS:
                 kind = "kw"
-            tokens.append(_Token(kind, m.group(), pos))
+            elif kind == "name" and word in _UPPER_KEYWORDS:
+                kind, word = "kw", word.lower()
+            tokens.append(_Token(kind, word, pos))
         pos = m.end()
     tokens.append(_Token("end", "", len(text)))
     return tokens

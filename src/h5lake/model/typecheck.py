@@ -209,11 +209,14 @@ def _validate_hdf5_type(d: Any, size: int, where: str) -> dict[str, Any]:
     return out
 
 
+_HSDS_OBJ_REF_SIZE = 38
+
+
 def _validate_reference(t: dict[str, Any], where: str) -> TypeJson:
     base = t.get("base")
     if base == RefKind.OBJECT:
         length = t.get("length", OBJ_REF_SIZE)
-        if length != OBJ_REF_SIZE:
+        if length not in (_HSDS_OBJ_REF_SIZE, OBJ_REF_SIZE):  # HSDS's (a bare id) is stored as ours
             raise InvalidInput(f"{where}: an object reference is {OBJ_REF_SIZE} bytes long")
         return {
             "class": TypeClass.REFERENCE.value,

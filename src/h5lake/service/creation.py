@@ -173,5 +173,10 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
     if out.get("fillValue") is not None:
         # kept in its canonical JSON form: a NaN from a Python client is stored as "NaN", which
         # strict JSON (our documents) can hold, instead of becoming null
-        out["fillValue"] = array_to_json(json_to_array(out["fillValue"], type_json, ()), type_json)
+        fill = json_to_array(out["fillValue"], type_json, ())
+        out["fillValue"] = array_to_json(fill, type_json)
+        if fill.dtype.kind == "f" and fill.dtype.itemsize < 8 and isinstance(out["fillValue"], float):
+            # the shortest decimal naming the same float32 (float16): 3.12 stays 3.12 (HSDS echoes
+            # the client's number) instead of becoming 3.119999885559082
+            out["fillValue"] = float(str(fill[()]))
     return out

@@ -24,7 +24,7 @@ from h5lake.model.ids import (
     parent_domain,
 )
 from h5lake.model.versionref import split_domain
-from h5lake.service import reclaim, versions
+from h5lake.service import domain_query, reclaim, versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
@@ -116,6 +116,23 @@ def _may_create_under(caller: Caller, parent: Domain | None, path: str) -> bool:
     return True
 
 
+def _inherited_acls(parent: Domain | None, skip: set[str]) -> dict[str, dict[str, bool]]:
+    """The parent folder's grants to other users, which a new domain or folder starts with (as
+    HSDS does): a folder shared with someone shares what is made in it. The new owner's and the
+    ``default`` entries are the domain's own, admins (``skip``) need none (so ``/home``'s owner is
+    not copied into every home folder), and an entry granting nothing is not copied."""
+    out: dict[str, dict[str, bool]] = {}
+    if parent is None:
+        return out
+    for user, entry in parent.doc.get("acls", {}).items():
+        if user in skip or user == acl_model.DEFAULT or not isinstance(entry, dict):
+            continue
+        flags = {k: bool(entry.get(k)) for k in acl_model.FLAGS}
+        if any(flags.values()):
+            out[user] = flags
+    return out
+
+
 async def create_domain(
     svc: Service, caller: Caller, path: str, body: Any, prepare: Callable[[str], Awaitable[Doc]] | None = None
 ) -> Domain:
@@ -134,6 +151,8 @@ async def create_domain(
         raise InvalidInput("domain creation body must be a JSON object")
     if caller.user is None:
         raise Unauthorized("creating a domain needs credentials")
+    if "linked_domain" in body:  # HSDS: a second name for another domain's objects
+        raise InvalidInput("linked_domain is not supported: fork the domain ({\"from\": DOMAIN}) to copy it")
     parent_path = parent_domain(path)
     parent: Domain | None = None
     if parent_path is not None and parent_path != "/":
@@ -154,7 +173,8 @@ async def create_domain(
         if not isinstance(owner, str):
             raise InvalidInput("owner must be a string")
         acl_model.validate_user_name(owner)
-    acls: dict[str, Any] = {owner: acl_model.full_acl(), "default": acl_model.acl_for(svc.public_read)}
+    acls: dict[str, Any] = {**_inherited_acls(parent, {owner, *svc.admins}), owner: acl_model.full_acl(),
+                            "default": acl_model.acl_for(svc.public_read)}
     ts = now()
     doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
     is_folder = bool(body.get("folder"))
@@ -249,7 +269,9 @@ async def list_domains(
     marker: str | None = None,
     pattern: str | None = None,
     verbose: bool = False,
+    query: str | None = None,
 ) -> list[Doc]:
+    matches = domain_query.root_matcher(query) if query is not None else None
     folder = normalize_domain(folder)
     if folder != "/":
         await open_domain(svc, caller, folder, Permission.READ)
@@ -281,6 +303,8 @@ async def list_domains(
         else:
             exhausted = True
         found_batch = await svc.workers.map(batch, lambda n: svc.docs.get(domain_prefix(n) + DOMAIN_FILE))
+        if matches is not None:
+            found_batch = await _matching(svc, caller, batch, found_batch, matches)
         for name, found in zip(batch, found_batch):
             if found is None:
                 continue  # a prefix with no domain object (e.g. left-over catalog files)
@@ -304,6 +328,26 @@ async def list_domains(
     if verbose:
         await _add_stats(svc, caller, out, docs, names)
     return out
+
+
+async def _matching(
+    svc: Service, caller: Caller, names: list[str], found: list[Any], matches: domain_query.RootMatcher
+) -> list[Any]:
+    """``found`` with None for every entry that is not a readable domain whose root group's
+    attributes satisfy the query (the roots are read in parallel)."""
+    domains = [
+        Domain(n, f.doc, f.etag, svc.head) if f is not None and "root" in f.doc else None
+        for n, f in zip(names, found)
+    ]
+
+    async def keep(domain: Domain | None) -> bool:
+        if domain is None or not _readable(caller, domain):
+            return False
+        root = await domain.view.object(domain.require_root())
+        return root is not None and matches(root.doc.get("attributes", {}))
+
+    kept = await svc.workers.map(domains, keep)
+    return [f if k else None for f, k in zip(found, kept)]
 
 
 def _readable(caller: Caller, domain: Domain) -> bool:

@@ -65,6 +65,8 @@ def parse_link(body: Any, domain: Domain) -> Doc:
         if isinstance(target, str) and "/" in target:
             target = target.split("/", 1)[1]
         if not is_valid_id(target):
+            if isinstance(target, str):
+                parse_id(target)  # 404 for an id of HSDS's form that is not h5lake's, as HSDS answers
             raise InvalidInput(f"hard link target {target!r} is not an object id")
         assert isinstance(target, str)
         if not same_domain(target, domain.require_root()):
@@ -317,6 +319,8 @@ async def get_links(
         group = (await load_object(svc, domain, gid)).doc
         return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
 
+    if grp_ids is not None and len(grp_ids) == 1 and not follow_links:
+        return {"links": await links_of(grp_ids[0])}  # one group: its list, as HSDS answers
     if grp_ids is not None or follow_links:
         if grp_ids is None:
             grp_ids = await _descendant_groups(svc, domain, group_id)

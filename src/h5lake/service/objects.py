@@ -158,7 +158,11 @@ async def get_object(
         path = await path_of(svc, domain, obj_id)
         out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
-        out["stats"] = await dataset_stats(svc.store, domain.path, found.doc)
+        stats = await dataset_stats(svc.store, domain.path, found.doc)
+        out["stats"] = stats
+        # HSDS's keys, which h5pyd's Dataset.num_chunks and .allocated_size read
+        out["num_chunks"] = stats["allocatedChunkCount"]
+        out["allocated_size"] = stats["allocatedSize"]
     return out
 
 
