@@ -12,6 +12,7 @@ covered in part is read, modified and written back only if it did not change mea
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import random
@@ -28,7 +29,8 @@ from h5lake.errors import Conflict, DataCorruption, ReadOnly
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.model.types import elements_from_buffer
-from h5lake.storage.base import GetRanges, PreconditionFailed, ReadInto
+from h5lake.storage.base import GetRanges, PreconditionFailed, PutHashed, ReadInto
+from h5lake.storage.md5 import md5_hex_many
 
 log = logging.getLogger(__name__)
 
@@ -470,24 +472,60 @@ async def update_chunk(
     raise Conflict(f"chunk {index} is being written too often; try again")
 
 
+HASH_WINDOW = 64  # whole chunks of a write whose MD5s are computed in one call, then stored
+
+
 async def write_selection(
     layout: DatasetLayout, selection: Selection, values: np.ndarray, workers: Workers
 ) -> list[tuple[int, ...]]:
-    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written."""
-    _native(layout)
+    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written.
+
+    Chunks that are plain C-ordered runs of ``values`` stored as they are (no filter) go to a
+    store that takes a known MD5 (``PutHashed``) with their MD5s computed together, a window
+    at a time (``md5_hex_many``: about a quarter of the CPU of hashing each alone)."""
+    chunks = _native(layout)
     written: list[tuple[int, ...]] = []
+    raw = not layout.dtype.shape and values.shape == selection.shape
+    store = chunks.store
+    hashed = raw and _stores_raw(layout) and values.dtype == layout.dtype and isinstance(store, PutHashed)
 
-    async def one(p: ChunkProjection) -> None:
-        def modify(chunk: np.ndarray) -> None:
-            chunk[p.chunk_selection] = values[p.out_selection]
-
+    async def one(item: tuple[ChunkProjection, str | None]) -> None:
+        p, md5 = item
         whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
-        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
+        if md5 is not None and whole is not None:
+            assert isinstance(store, PutHashed)
+            await store.put_hashed(chunks.key(p.chunk_index), layout.codec.encode(whole), md5)
+        else:
+
+            def modify(chunk: np.ndarray) -> None:
+                chunk[p.chunk_selection] = values[p.out_selection]
+
+            await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
         written.append(p.chunk_index)
 
-    raw = not layout.dtype.shape and values.shape == selection.shape
-    await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
+    projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
+    if not hashed:
+        await workers.each(((p, None) for p in projections), one)
+        return written
+    while window := list(itertools.islice(projections, HASH_WINDOW)):
+        direct = [i for i, p in enumerate(window) if _stored_as_is(layout, p, values)]
+        buffers = [layout.codec.encode(values[window[i].out_selection]) for i in direct]
+        digests = await workers.cpu(md5_hex_many, buffers, size=sum(len(b) for b in buffers))
+        md5s: list[str | None] = [None] * len(window)
+        for i, digest in zip(direct, digests):
+            md5s[i] = digest
+        del buffers
+        await workers.each(zip(window, md5s), one)
     return written
+
+
+def _stored_as_is(layout: DatasetLayout, p: ChunkProjection, values: np.ndarray) -> bool:
+    """Whether chunk ``p`` is a C-contiguous run of ``values`` that is stored as it is: a whole
+    chunk inside the extent, so its bytes are a view (no copy) and its MD5 can be taken early."""
+    if not (p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) and layout.is_interior(p.chunk_index)):
+        return False
+    whole = values[p.out_selection]
+    return whole.shape == layout.chunk_shape and bool(whole.flags.c_contiguous)
 
 
 async def write_points(

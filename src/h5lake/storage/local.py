@@ -44,7 +44,6 @@ import builtins
 import contextlib
 import errno
 import fcntl
-import hashlib
 import logging
 import os
 import secrets
@@ -67,6 +66,7 @@ from h5lake.storage.base import (
     check_key,
     check_prefix,
 )
+from h5lake.storage.md5 import md5_hex
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,6 @@ class _Deferred:
 
 
 _DEFERRED = _Deferred()
-
-
-def _md5(data: bytes | memoryview) -> str:
-    return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
 class _FolderSyncs:
@@ -220,6 +216,12 @@ class LocalStore:
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
         return await self._run(self._put, key, path, view, if_match, if_none_match)
 
+    async def put_hashed(self, key: str, data: bytes | memoryview, md5: str) -> str:
+        """``put`` of bytes whose MD5 the caller computed (many chunks hashed at once)."""
+        path = self._path(key)
+        view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+        return await self._run(self._put, key, path, view, None, False, md5)
+
     async def delete(self, key: str) -> None:
         await self._run(self._delete, key, self._path(key))
 
@@ -284,7 +286,7 @@ class LocalStore:
         """Read the whole file behind ``fd`` and close it."""
         try:
             data = _read_all(fd, st.st_size)
-            etag = self._stored_etag(fd, st) or _md5(data)
+            etag = self._stored_etag(fd, st) or md5_hex(data)
         finally:
             os.close(fd)
         return Blob(data, etag, st.st_mtime)
@@ -342,7 +344,7 @@ class LocalStore:
             if etag is None:
                 if not may_hash:
                     return _DEFERRED
-                etag = _md5(_read_all(fd, st.st_size))
+                etag = md5_hex(_read_all(fd, st.st_size))
         finally:
             os.close(fd)
         return ObjectInfo(key, st.st_size, etag, st.st_mtime)
@@ -366,8 +368,16 @@ class LocalStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def _put(self, key: str, path: str, data: bytes | memoryview, if_match: str | None, if_none_match: bool) -> str:
-        etag = _md5(data)
+    def _put(
+        self,
+        key: str,
+        path: str,
+        data: bytes | memoryview,
+        if_match: str | None,
+        if_none_match: bool,
+        md5: str | None = None,
+    ) -> str:
+        etag = md5_hex(data) if md5 is None else md5
         folder = os.path.dirname(path)
         temp = self._write_temp(key, folder, data, etag)
         renamed = False
