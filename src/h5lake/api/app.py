@@ -109,6 +109,8 @@ def build_authenticator(settings: Settings, store: Store) -> Authenticator:
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 MMAP_THRESHOLD_BYTES = 1024 * 1024  # chunk-sized blocks; smaller ones (request body pieces) stay in the heap
+M_TRIM_THRESHOLD = -1
+TRIM_THRESHOLD_BYTES = 8 * 1024 * 1024
 
 
 def fix_mmap_threshold() -> None:
@@ -125,6 +127,7 @@ def fix_mmap_threshold() -> None:
         return
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
 
 
 def create_app(settings: Settings, store: Store | None = None) -> Starlette:

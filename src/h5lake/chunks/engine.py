@@ -22,6 +22,7 @@ from typing import Any, overload
 import numpy as np
 
 from h5lake.chunks import ranges
+from h5lake.chunks.buffers import BufferPool
 from h5lake.chunks.fanout import Workers, bounded
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
@@ -35,6 +36,7 @@ from h5lake.storage.md5 import md5_hex_many
 log = logging.getLogger(__name__)
 
 _MAX_RETRIES = 100
+BLOCKS = BufferPool()  # the blocks of streamed reads and writes, used again (chunks/buffers.py)
 
 
 async def fetch(ref: ChunkRef) -> bytes | None:
@@ -221,8 +223,13 @@ async def load_selected(
 # --- reads ------------------------------------------------------------------------------------
 
 
-async def read_selection(layout: DatasetLayout, selection: Selection, workers: Workers) -> np.ndarray:
-    out = np.empty(selection.shape, dtype=layout.dtype)
+async def read_selection(
+    layout: DatasetLayout, selection: Selection, workers: Workers, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The values of ``selection``, in ``out`` when given (shape ``selection.shape``, the
+    layout's dtype: every element is written) or in a new array."""
+    if out is None:
+        out = np.empty(selection.shape, dtype=layout.dtype)
     direct = _stores_raw(layout)
 
     async def one(p: ChunkProjection) -> None:
@@ -382,9 +389,12 @@ async def stream_selection(
     A block made larger than ``block_bytes`` to hold whole rows of chunks (up to four times)
     is sent before the next is read: two of them at once would pass the memory bound."""
     pieces = row_split(selection, layout, block_bytes)
-    pending: asyncio.Task[np.ndarray] | None = asyncio.ensure_future(
-        read_selection(layout, pieces[0], workers)
-    )
+
+    def read(piece: Selection) -> asyncio.Task[np.ndarray]:
+        out = BLOCKS.array(piece.shape, layout.dtype)  # a kept block: no page faults
+        return asyncio.ensure_future(read_selection(layout, piece, workers, out))
+
+    pending: asyncio.Task[np.ndarray] | None = read(pieces[0])
     try:
         for i in range(len(pieces)):
             assert pending is not None
@@ -392,11 +402,11 @@ async def stream_selection(
             pending = None
             more = i + 1 < len(pieces)
             if more and arr.nbytes <= block_bytes:
-                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
+                pending = read(pieces[i + 1])
             yield await workers.cpu(encode, arr, size=arr.nbytes)
             del arr  # sent: not held while the next block is read
             if more and pending is None:
-                pending = asyncio.ensure_future(read_selection(layout, pieces[i + 1], workers))
+                pending = read(pieces[i + 1])
     finally:
         if pending is not None:
             pending.cancel()

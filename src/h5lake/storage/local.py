@@ -80,6 +80,7 @@ ETAG_XATTR = "user.h5lake.etag"
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
 _WINDOW = 256  # folder entries checked per thread hop when rolling up
+NOWAIT_READ_BYTES = 4 * 1024 * 1024  # read_into inline up to this size when all is in the page cache
 
 FolderEntries = list[tuple[str, bool]]  # (name, is_folder); `list` is a method in the class
 
@@ -157,6 +158,7 @@ class LocalStore:
         self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-local")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = _FolderSyncs()
+        self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
 
     # --- the Store interface ---------------------------------------------------------------
 
@@ -188,6 +190,11 @@ class LocalStore:
         path = self._path(key)
         if len(buffer) <= self._inline_read_bytes:
             return self._inline(self._read_into, path, buffer)
+        if self._nowait and len(buffer) <= NOWAIT_READ_BYTES:
+            size = self._inline(self._read_into_cached, path, buffer)
+            if not isinstance(size, _Deferred):
+                await asyncio.sleep(0)  # other tasks (the socket writes of a reply) run between chunks
+                return size
         return await self._run(self._read_into, path, buffer)
 
     async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
@@ -316,6 +323,29 @@ class LocalStore:
                         return got  # cannot happen: objects are never truncated in place
                     got += n
             return st.st_size
+        finally:
+            os.close(fd)
+
+    def _read_into_cached(self, path: str, buffer: memoryview) -> int | None | _Deferred:
+        """``_read_into`` when every byte is in the page cache (``RWF_NOWAIT``: no wait on the
+        disk), else ``_DEFERRED`` (the caller reads on a thread)."""
+        opened = _open(path)
+        if opened is None:
+            return None
+        fd, st = opened
+        try:
+            if st.st_size != len(buffer):
+                return st.st_size
+            try:
+                got = os.preadv(fd, [buffer], 0, os.RWF_NOWAIT)
+            except BlockingIOError:
+                return _DEFERRED
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+                self._nowait = False  # this kernel or file system cannot: threads from now on
+                return _DEFERRED
+            return st.st_size if got == st.st_size else _DEFERRED  # part cached: read it all on a thread
         finally:
             os.close(fd)
 
