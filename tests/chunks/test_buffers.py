@@ -43,3 +43,12 @@ def test_blocks_are_used_again_once_free() -> None:
     assert b.__array_interface__["data"][0] == first
     big = pool.array((1 << 21,), np.dtype(np.uint8))  # larger than a kept block: its own memory
     assert big.nbytes == 1 << 21 and not np.shares_memory(big, b)
+
+
+def test_arrays_are_shaped_as_np_empty_makes_them() -> None:
+    pool = BufferPool(max_bytes=1 << 20, kept=2)
+    for shape, dtype in [((), np.dtype("<i4")), ((3,), np.dtype(("<f8", (2, 2)))), ((), np.dtype(("<i2", (3,)))),
+                         ((4, 5), np.dtype([("a", "<i4"), ("b", "<f8")]))]:
+        made = pool.array(shape, dtype)
+        expected = np.empty(shape, dtype=dtype)
+        assert made.shape == expected.shape and made.dtype == expected.dtype

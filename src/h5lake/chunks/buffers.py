@@ -33,8 +33,8 @@ class BufferPool:
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free."""
         nbytes = math.prod(shape) * dtype.itemsize
-        if not 0 < nbytes <= self.max_bytes or dtype.hasobject:
-            return np.empty(shape, dtype=dtype)
+        if not 0 < nbytes <= self.max_bytes or dtype.hasobject or dtype.subdtype is not None:
+            return np.empty(shape, dtype=dtype)  # (an array type's dims add to the shape)
         with self._lock:  # the array's view of the block is made before another caller looks
             block = next((b for b in self._blocks if _unused(b)), None)
             if block is None:
@@ -43,6 +43,8 @@ class BufferPool:
                 block = bytearray(self.max_bytes + 1)  # zero-filled once, here
                 del block[-1]  # one spare byte: the test in ``_unused`` never moves the block
                 self._blocks.append(block)
+            # frombuffer holds a view (an export) of the block for as long as the array or any
+            # array or memoryview made from it lives; np.ndarray(buffer=...) would not
             return np.frombuffer(block, dtype=dtype, count=math.prod(shape)).reshape(shape)
 
 
