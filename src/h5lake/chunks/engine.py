@@ -482,7 +482,7 @@ async def update_chunk(
     raise Conflict(f"chunk {index} is being written too often; try again")
 
 
-HASH_WINDOW = 64  # whole chunks of a write whose MD5s are computed in one call, then stored
+HASH_WINDOW = 16  # whole chunks of a write encoded and hashed in one call (the MD5 lanes), then stored
 
 
 async def write_selection(
@@ -490,22 +490,23 @@ async def write_selection(
 ) -> list[tuple[int, ...]]:
     """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written.
 
-    Chunks that are plain C-ordered runs of ``values`` stored as they are (no filter) go to a
-    store that takes a known MD5 (``PutHashed``) with their MD5s computed together, a window
-    at a time (``md5_hex_many``: about a quarter of the CPU of hashing each alone)."""
+    Whole chunks stored as they are (no filter) go to a store that takes a known MD5
+    (``PutHashed``) in windows of ``HASH_WINDOW``: each window's chunks are made contiguous
+    (a view when they already are) and hashed together in one call on the CPU pool
+    (``md5_hex_many``: about a quarter of the CPU of hashing each alone), the next window while
+    this one is stored."""
     chunks = _native(layout)
     written: list[tuple[int, ...]] = []
     raw = not layout.dtype.shape and values.shape == selection.shape
     store = chunks.store
-    hashed = raw and _stores_raw(layout) and values.dtype == layout.dtype and isinstance(store, PutHashed)
 
-    async def one(item: tuple[ChunkProjection, str | None]) -> None:
-        p, md5 = item
-        whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
-        if md5 is not None and whole is not None:
+    async def one(item: tuple[ChunkProjection, str | None, bytes | memoryview | None]) -> None:
+        p, md5, data = item
+        if md5 is not None and data is not None:
             assert isinstance(store, PutHashed)
-            await store.put_hashed(chunks.key(p.chunk_index), layout.codec.encode(whole), md5)
+            await store.put_hashed(chunks.key(p.chunk_index), data, md5)
         else:
+            whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
 
             def modify(chunk: np.ndarray) -> None:
                 chunk[p.chunk_selection] = values[p.out_selection]
@@ -514,28 +515,43 @@ async def write_selection(
         written.append(p.chunk_index)
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
-    if not hashed:
-        await workers.each(((p, None) for p in projections), one)
+    if not (raw and _stores_raw(layout) and isinstance(store, PutHashed)):
+        await workers.each(((p, None, None) for p in projections), one)
         return written
-    while window := list(itertools.islice(projections, HASH_WINDOW)):
+
+    def prepare(window: list[ChunkProjection]) -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
         direct = [i for i, p in enumerate(window) if _stored_as_is(layout, p, values)]
         buffers = [layout.codec.encode(values[window[i].out_selection]) for i in direct]
-        digests = await workers.cpu(md5_hex_many, buffers, size=sum(len(b) for b in buffers))
-        md5s: list[str | None] = [None] * len(window)
-        for i, digest in zip(direct, digests):
-            md5s[i] = digest
-        del buffers
-        await workers.each(zip(window, md5s), one)
+        items: list[tuple[ChunkProjection, str | None, bytes | memoryview | None]] = [(p, None, None) for p in window]
+        for i, data, md5 in zip(direct, buffers, md5_hex_many(buffers)):
+            items[i] = (window[i], md5, data)
+        return items
+
+    async def next_window() -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
+        window = list(itertools.islice(projections, HASH_WINDOW))
+        return await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
+
+    pending: asyncio.Task[list[Any]] | None = asyncio.ensure_future(next_window())
+    try:
+        while pending is not None:
+            items = await pending
+            pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
+            await workers.each(items, one)
+            del items
+    finally:
+        if pending is not None:
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
     return written
 
 
 def _stored_as_is(layout: DatasetLayout, p: ChunkProjection, values: np.ndarray) -> bool:
-    """Whether chunk ``p`` is a C-contiguous run of ``values`` that is stored as it is: a whole
-    chunk inside the extent, so its bytes are a view (no copy) and its MD5 can be taken early."""
+    """Whether chunk ``p`` is a whole chunk inside the extent, taken from a plain slice of
+    ``values`` shaped like it: its bytes are that slice made contiguous, known before it is
+    stored (so its MD5 can be taken with others')."""
     if not (p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) and layout.is_interior(p.chunk_index)):
         return False
-    whole = values[p.out_selection]
-    return whole.shape == layout.chunk_shape and bool(whole.flags.c_contiguous)
+    return values[p.out_selection].shape == layout.chunk_shape
 
 
 async def write_points(
