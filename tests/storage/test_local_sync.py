@@ -8,6 +8,7 @@ and are only timed on the way through.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 import time
@@ -74,5 +75,57 @@ async def test_read_into_fills_the_buffer_or_reports_the_size(tmp_path: Path) ->
             assert bytes(buffer) == data
             assert await store.read_into(f"o{size}", memoryview(bytearray(size + 1))) == size  # wrong size: reported
         assert await store.read_into("missing", memoryview(bytearray(10))) is None
+    finally:
+        await store.close()
+
+
+async def test_read_into_from_the_page_cache_inline_or_from_the_disk_on_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole-object read above the inline size is done on the event loop's thread only when
+    every byte is in the page cache (RWF_NOWAIT); evicted bytes are read on a thread. Either
+    way the buffer holds the object."""
+    store = LocalStore(tmp_path / "root", inline_read_bytes=1024)
+    try:
+        data = os.urandom(3 * 1024 * 1024 + 17)
+        await store.put("big", data)
+        on_loop = threading.get_ident()
+        readers: list[int] = []
+        real_preadv = os.preadv
+
+        def recording_preadv(*args: Any) -> int:
+            readers.append(threading.get_ident())
+            return real_preadv(*args)
+
+        monkeypatch.setattr(os, "preadv", recording_preadv)
+        buffer = bytearray(len(data))
+        assert await store.read_into("big", memoryview(buffer)) == len(data)
+        assert bytes(buffer) == data
+        if hasattr(os, "RWF_NOWAIT") and store._nowait:
+            assert readers[0] == on_loop  # just written: cached, read inline
+        fd = os.open(tmp_path / "root" / "big", os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # evict (the file is fsync'ed: clean)
+        finally:
+            os.close(fd)
+        readers.clear()
+        buffer = bytearray(len(data))
+        assert await store.read_into("big", memoryview(buffer)) == len(data)
+        assert bytes(buffer) == data
+        assert readers[-1] != on_loop  # not cached: the full read ran on a thread
+    finally:
+        await store.close()
+
+
+async def test_put_hashed_keeps_the_given_md5_as_the_etag(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    try:
+        data = os.urandom(70_000)
+        md5 = hashlib.md5(data).hexdigest()
+        assert await store.put_hashed("k", memoryview(data), md5) == md5
+        blob = await store.get("k")
+        assert blob is not None and blob.data == data and blob.etag == md5
+        info = await store.head("k")
+        assert info is not None and info.etag == md5
     finally:
         await store.close()

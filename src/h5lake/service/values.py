@@ -427,14 +427,11 @@ async def _write_stream(
     leftover: memoryview = memoryview(b"")
     it = body.__aiter__()
     pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
-    # One buffer for every block: a block's chunks are stored before the next block is read
-    # into it, and fresh memory would cost a page fault (and a zero fill) per 4 KiB each time.
-    buffer = np.empty(0, dtype=np.uint8)
     for piece in pieces:
         need = piece.count * itemsize
-        if need > len(buffer):
-            buffer = np.empty(need, dtype=np.uint8)
-        block = buffer[:need].data
+        # A kept block (fresh memory would cost a page fault and a zero fill per page); it is
+        # free again once this block's chunks are stored and its views dropped (``del`` below).
+        block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
         filled = 0
         while filled < need:
             if not leftover:

@@ -152,6 +152,17 @@ class ReadInto(Protocol):
 
 
 @runtime_checkable
+class PutHashed(Protocol):
+    """An optional capability: an unconditional put whose MD5 the caller computed already (the
+    chunks of one request hashed together, ``storage.md5.md5_hex_many``, at a quarter of the
+    CPU of hashing each alone). The store keeps ``md5`` as the object's ETag without hashing."""
+
+    async def put_hashed(self, key: str, data: bytes | memoryview, md5: str) -> str:
+        """``put(key, data)`` where ``md5`` is the MD5 hex digest of ``data``; returns the ETag."""
+        ...
+
+
+@runtime_checkable
 class Store(ByteRangeSource, Protocol):
     async def get(self, key: str) -> Blob | None: ...
 
