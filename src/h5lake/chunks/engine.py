@@ -509,7 +509,7 @@ async def update_chunk(
     raise Conflict(f"chunk {index} is being written too often; try again")
 
 
-HASH_WINDOW = 16  # whole chunks of a write encoded and hashed in one call (the MD5 lanes), then stored
+HASH_WINDOW = 16  # whole chunks of a write encoded and hashed in one call on the CPU pool, then stored
 
 
 async def write_selection(
