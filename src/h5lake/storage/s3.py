@@ -84,7 +84,7 @@ _VERIFY_WINDOW = 32
 _RANGE_TRIES = 3  # get_ranges starts over when the object changes between its requests
 
 # Ranged GETs of one object closer than this are one request (docs/performance.md, "S3").
-COALESCE_GAP = 256 * 1024
+COALESCE_GAP = 512 * 1024
 MAX_SPAN = 8 * 1024 * 1024  # a merged request stops growing here, so large reads run in parallel
 RANGE_CONCURRENCY = 8  # requests of one get_ranges at once
 BULK_CONCURRENCY = 32  # bulk-lane requests of one store at once (h5lake.storage.lanes)
