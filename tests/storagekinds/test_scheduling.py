@@ -1,9 +1,14 @@
-"""A metadata request never waits behind bulk transfers: a GET of a group goes through while a
-large value read holds every bulk slot of the S3 store and more of its chunk reads queue.
+"""How one request's storage work is scheduled, seen from the store.
+
+* A metadata request never waits behind bulk transfers: a GET of a group goes through while a
+  large value read holds every bulk slot of the S3 store and more of its chunk reads queue.
+* A streamed write receives the next block of its body while the previous block's chunks are
+  stored.
 
 The service runs in this process (its store is the only place a held transfer can be made
-deterministic) on the session's real SeaweedFS; the store holds chunk GETs on the bulk lane on
-an event *inside* their slot, so the scheduling above the store is what is tested.
+deterministic): on the session's real SeaweedFS, whose store holds chunk GETs on the bulk lane
+on an event *inside* their slot, and on a memory store whose chunk puts wait for the body to
+be read past the first block. Timeouts only end a deadlock; nothing is timed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from starlette.testclient import TestClient  # the service in this process, on a
 
 from h5lake.api.app import create_app
 from h5lake.config import Settings
+from h5lake.service import values as value_use_cases
+from h5lake.service.value_requests import ValueWrite
 from h5lake.storage import lanes
+from h5lake.storage.memory import MemoryStore
 from h5lake.storage.s3 import S3Store
 from tests.support.s3server import S3Server
 from tests.support.server import USERS, write_passwd
@@ -98,3 +106,65 @@ def test_group_get_passes_a_read_holding_every_bulk_slot(s3_server: S3Server, tm
             reader.join(60)
         assert result["status"] == 200
         np.testing.assert_array_equal(np.frombuffer(result["body"], "<f4").reshape(64, 64), values)
+
+
+class PutsWaitForTheNextBlock(MemoryStore):
+    """Chunk puts (the bulk lane) wait until the body has been read past its first block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.read_past_first_block: asyncio.Event | None = None
+
+    async def put(self, key: str, data: bytes | memoryview, **kw: Any) -> str:
+        if self.armed and lanes.in_bulk():
+            assert self.read_past_first_block is not None
+            await asyncio.wait_for(self.read_past_first_block.wait(), 30)  # a deadlock's end, not a timing
+        return await super().put(key, data, **kw)
+
+
+class Body:
+    """A packed body handed out in 64 KiB pieces, noting when it is read past ``mark`` bytes."""
+
+    def __init__(self, data: bytes, mark: int, event: asyncio.Event) -> None:
+        self.data, self.mark, self.event = data, mark, event
+
+    async def stream(self) -> Any:
+        for start in range(0, len(self.data), 64 * 1024):
+            if start >= self.mark:
+                self.event.set()
+            yield self.data[start : start + 64 * 1024]
+
+    async def read(self) -> bytes:
+        raise AssertionError("a large body is streamed, never read whole")
+
+
+def test_a_streamed_write_receives_the_next_block_while_one_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = 256 * 1024
+    monkeypatch.setattr(value_use_cases, "STREAM_BLOCK_BYTES", block)
+    store = PutsWaitForTheNextBlock()
+    settings = Settings(passwd=write_passwd(tmp_path / "passwd"), compact_max_bytes=0)
+    values = np.arange(256 * 1024, dtype="<f4").reshape(256, 1024)  # 1 MiB: four blocks of one chunk row
+    with TestClient(create_app(settings, store)) as http:
+        http.auth = AUTH
+        domain = "/home/test_user1/overlap.h5"
+        assert http.put("/", params={"domain": "/home/test_user1"}, json={"folder": True}).status_code in (201, 409)
+        assert http.put("/", params={"domain": domain}).status_code == 201
+        root = http.get("/", params={"domain": domain}).json()["root"]
+        body = {"type": "H5T_IEEE_F32LE", "shape": [256, 1024], "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [64, 1024]}}}
+        did = http.post("/datasets", params={"domain": domain}, json={**body, "link": {"id": root, "name": "d"}}).json()["id"]
+        svc = http.app.state.service  # type: ignore[attr-defined]
+
+        async def write() -> None:
+            store.read_past_first_block = asyncio.Event()
+            store.armed = True
+            packed = Body(values.tobytes(), block, store.read_past_first_block)
+            try:
+                await value_use_cases.write_values(svc, svc.caller("test_user1"), domain, did, ValueWrite(packed))
+            finally:
+                store.armed = False
+
+        assert http.portal is not None
+        http.portal.call(write)  # without the overlap, the first block's puts wait forever
+        r = http.get(f"/datasets/{did}/value", params={"domain": domain}, headers={"Accept": "application/octet-stream"})
+        np.testing.assert_array_equal(np.frombuffer(r.content, "<f4").reshape(256, 1024), values)
