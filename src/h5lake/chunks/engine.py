@@ -214,7 +214,7 @@ async def load_selected(
         ref = await layout.locator.locate(index)
     if ref is None:
         return None
-    if reads_in_part(layout, ref):
+    if reads_in_part(layout, ref) and not _here_whole(layout, ref):
         return await read_part(layout, ref, chunk_selection, workers)
     part = native_part(layout, ref, chunk_selection)
     if part is not None:
@@ -276,6 +276,12 @@ class _ReadAhead:
         if 0 <= start and start + length <= len(self.data):
             return self.data[start : start + length]
         return await self.source.get_range(key, offset, length)
+
+
+def _here_whole(layout: DatasetLayout, ref: ChunkRef) -> bool:
+    """Whether a whole raw chunk's bytes were read ahead (then decoding beats ``read_part``; a
+    contiguous dataset's last virtual chunk may be shorter, and is read in part)."""
+    return isinstance(ref.source, _ReadAhead) and ref.length == layout.codec.chunk_bytes
 
 
 def _ahead_bytes(layout: DatasetLayout, ref: ChunkRef | None, complete: bool) -> int:
