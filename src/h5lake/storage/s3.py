@@ -18,6 +18,13 @@ The contract on S3:
   them as common prefixes; with ``verify_common_prefixes`` (the default) each common prefix
   is checked to hold a key, 32 at a time, before it is yielded. AWS S3, MinIO and Ceph never
   list an empty prefix: there it can be turned off to save one LIST per common prefix.
+* ``get_ranges`` merges ranges closer than ``coalesce_gap`` (512 KiB: below the hole that costs
+  as much as a GET on a local SeaweedFS, docs/performance.md; -1 never merges) into one ranged
+  GET of at most ``max_span`` bytes, ``range_concurrency`` at once; the later GETs carry
+  ``If-Match`` on the first one's ETag, so every range comes from one version.
+* Lanes (``h5lake.storage.lanes``): requests made on the bulk lane (chunk transfers) wait for
+  one of ``bulk_concurrency`` slots; other requests (documents) never wait. ``requests`` counts
+  the requests sent, by kind.
 * Retries: obstore retries 5xx (S3's SlowDown throttling included) and broken connections with
   exponential backoff and jitter; we add the same for 429 Too Many Requests, which some
   S3-compatible servers use for throttling and obstore does not retry. A request that may have
