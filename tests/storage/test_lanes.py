@@ -122,9 +122,11 @@ async def test_s3_document_requests_pass_held_bulk_transfers(s3_server: S3Server
         while store.held < 2:
             await asyncio.sleep(0)
         # both bulk slots are held and a third transfer queues for one; documents go through
-        blob = await store.get("doc")
+        # (the timeouts only end a deadlock: without the lanes these calls never return)
+        blob = await asyncio.wait_for(store.get("doc"), 30)
         assert blob is not None and blob.data == b"{}"
-        assert await store.put("doc2", b"{}") and await store.head("doc") is not None
+        assert await asyncio.wait_for(store.put("doc2", b"{}"), 30)
+        assert await asyncio.wait_for(store.head("doc"), 30) is not None
         assert store.held == 2 and not any(t.done() for t in transfers)
         assert store.requests["range"] == 2  # the third was not sent: it waits for a slot
         store.release.set()
@@ -159,10 +161,10 @@ async def test_local_document_requests_pass_held_bulk_transfers(tmp_path: Path) 
             transfers = [asyncio.ensure_future(store.get_range("chunk", i, 10)) for i in range(3)]
         for _ in range(2):  # both bulk threads are held
             await asyncio.to_thread(store.held.acquire)
-        blob = await store.get("doc")
+        blob = await asyncio.wait_for(store.get("doc"), 30)  # the timeouts only end a deadlock
         assert blob is not None and blob.data == b"{}"
-        assert await store.put("doc2", b"{}")
-        assert await store.get_range("doc", 0, 1) == b"{"
+        assert await asyncio.wait_for(store.put("doc2", b"{}"), 30)
+        assert await asyncio.wait_for(store.get_range("doc", 0, 1), 30) == b"{"
         assert not any(t.done() for t in transfers)
         store.release.set()
         assert await asyncio.gather(*transfers) == [b"c" * 10] * 3

@@ -95,9 +95,18 @@ def test_group_get_passes_a_read_holding_every_bulk_slot(s3_server: S3Server, tm
             for _ in range(2):  # both bulk slots hold a chunk GET; 14 more chunks wait for one
                 assert store.held.acquire(timeout=60)
             gets = store.requests["get"]
-            r = http.get(f"/groups/{root}", params=domain)
-            assert r.status_code == 200 and r.json()["id"] == root
-            assert http.get(f"/datasets/{did}", params=domain).status_code == 200
+            answers: list[Any] = []
+
+            def metadata() -> None:
+                answers.append(http.get(f"/groups/{root}", params=domain))
+                answers.append(http.get(f"/datasets/{did}", params=domain))
+
+            asker = threading.Thread(target=metadata)
+            asker.start()
+            asker.join(30)  # ends a deadlock only: without the lanes these requests never return
+            assert not asker.is_alive(), "the metadata requests waited behind the held chunk reads"
+            assert answers[0].status_code == 200 and answers[0].json()["id"] == root
+            assert answers[1].status_code == 200
             assert reader.is_alive() and "status" not in result
             assert store.requests["get"] - gets >= 1  # documents were read meanwhile...
             assert not store.held.acquire(blocking=False)  # ...and no third chunk GET started
