@@ -10,6 +10,10 @@ time and 8 at once; a least-squares line through (bytes, seconds) gives the fixe
 and the cost per byte, and their ratio is the hole worth reading to save a GET (the break-even
 gap of ``S3Store(coalesce_gap=...)``).
 
+``server``: the same file linked into an ``h5lake serve`` of this build (``--allow-source`` on the
+bucket; the domain on a local directory) and read over HTTP as binary: the whole of each dataset
+and 50 random 256x256 hyperslabs; wall seconds and CPU seconds of the server and SeaweedFS.
+
 ``linked``: an HDF5 file of float32 (2048, 2048) in 32x32 chunks (4 KiB each, 4096 chunks;
 uncompressed, and gzip) is put in the bucket and read through the source registry and the chunk
 engine as a request of the service would read it: the whole dataset, and 50 random 256x256
@@ -39,7 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.scale import tree_cpu
+from tests.conftest import Client
+from tests.linked.helpers import create_linked
 from tests.support.s3server import S3Server, start_s3_server
+from tests.support.server import start_server
 
 from h5lake.chunks import engine
 from h5lake.chunks.fanout import Workers, cpu_pool
@@ -179,9 +187,58 @@ async def linked_part(s3: S3Server, repeat: int, folder: Path) -> None:
     await uploader.close()
 
 
+def server_part(s3: S3Server, repeat: int, folder: Path) -> None:
+    path = folder / "served.h5"
+    data = make_file(path)
+    prefix = f"served-{uuid.uuid4().hex[:8]}"
+
+    async def upload() -> None:
+        store = store_of(s3)
+        await store.put(f"{prefix}/served.h5", path.read_bytes())
+        await store.close()
+
+    asyncio.run(upload())
+    env = {"AWS_ACCESS_KEY_ID": s3.access_key_id, "AWS_SECRET_ACCESS_KEY": s3.secret_access_key, "AWS_REGION": "us-east-1"}
+    extra = ["--allow-source", f"s3://{s3.bucket}/{prefix}", "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"]
+    srv = start_server(folder / "srv", extra=extra, env=env)
+    rng = np.random.default_rng(2)
+    slabs = [(int(r), int(c)) for r, c in rng.integers(0, SHAPE[0] - SLAB, (50, 2))]
+    octet = {"Accept": "application/octet-stream"}
+    print(f"served over HTTP: linked {SHAPE} float32 in {CHUNK} chunks on S3")
+    try:
+        c = Client(srv.endpoint, "admin", "/home/served.h5")
+        assert c.put("/").status_code == 201
+        with h5py.File(path) as f:
+            ids = {name: create_linked(c, f[name], f"s3://{s3.bucket}/{prefix}/served.h5") for name in ("raw", "gz")}
+        for name, did in ids.items():
+            for case in ("whole", "slabs"):
+                walls, cpus, weeds = [], [], []
+                for _ in range(repeat):
+                    w0, c0, s0 = time.perf_counter(), tree_cpu(srv.process.pid), cpu_of(s3.process.pid)
+                    if case == "whole":
+                        r = c.get(f"/datasets/{did}/value", headers=octet)
+                        assert np.array_equal(np.frombuffer(r.content, "<f4").reshape(SHAPE), data)
+                    else:
+                        for row, col in slabs:
+                            select = f"[{row}:{row + SLAB},{col}:{col + SLAB}]"
+                            r = c.get(f"/datasets/{did}/value", params={"select": select}, headers=octet)
+                            got = np.frombuffer(r.content, "<f4").reshape(SLAB, SLAB)
+                            assert np.array_equal(got, data[row : row + SLAB, col : col + SLAB])
+                    walls.append(time.perf_counter() - w0)
+                    cpus.append(tree_cpu(srv.process.pid) - c0)
+                    weeds.append(cpu_of(s3.process.pid) - s0)
+                label = "whole (4096 chunks)" if case == "whole" else "50 hyperslabs 256x256"
+                print(
+                    f"  {name:3s} {label:22s} wall {statistics.median(walls):6.3f} s"
+                    f"  cpu: server {statistics.median(cpus):6.3f} s, weed {statistics.median(weeds):6.3f} s"
+                )
+    finally:
+        srv.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["gap", "linked", "all"], default="all")
+    ap.add_argument("--part", choices=["gap", "linked", "server", "all"], default="all")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     count_obstore_requests()
@@ -195,6 +252,8 @@ def main() -> None:
                 asyncio.run(gap_part(s3, args.repeat))
             if args.part in ("linked", "all"):
                 asyncio.run(linked_part(s3, args.repeat, Path(tmp)))
+            if args.part in ("server", "all"):
+                server_part(s3, args.repeat, Path(tmp))
         finally:
             s3.stop()
 
