@@ -333,9 +333,6 @@ async def _each_read_ahead(
     read together (`_read_ahead`). Two stages: while one window's chunks are decoded and placed
     (``workers.limit`` at a time, as without read-ahead), the next window is fetched."""
 
-    async def located(p: P) -> ChunkRef | None:
-        return await layout.locator.locate(p.chunk_index)
-
     async def place(window: list[tuple[P, ChunkRef | None]]) -> None:
         await workers.each(window, lambda pair: placed(*pair))
 
@@ -349,7 +346,10 @@ async def _each_read_ahead(
         while True:
             batch = list(itertools.islice(remaining, LOCATE_BATCH))
             added = 0
-            for p, ref in zip(batch, await workers.map(batch, located)):
+            for p in batch:
+                # one after another: a linked locator answers from memory, or from a table
+                # chunk it reads once for many chunks; a task per chunk cost more than that
+                ref = await layout.locator.locate(p.chunk_index)
                 size = _ahead_bytes(layout, ref, getattr(p, "is_complete_chunk", False))
                 window.append((p, ref))
                 sizes.append(size)

@@ -38,14 +38,16 @@ class BulkSlots:
         if limit < 1:
             raise ValueError(f"a bulk lane needs at least one slot, not {limit}")
         self.limit = limit
-        self._slots: asyncio.Semaphore | None = None  # made on first use, inside the loop
+        self._slots: asyncio.Semaphore | None = None  # made inside the loop that uses it
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if not in_bulk():
             yield
             return
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.limit)
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._loop is not loop:  # a tool may run several loops in turn
+            self._slots, self._loop = asyncio.Semaphore(self.limit), loop
         async with self._slots:
             yield
