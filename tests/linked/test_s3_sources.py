@@ -19,7 +19,7 @@ from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.errors import Forbidden
-from h5lake.model.selection import Selection, Slice
+from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.sources.files import Fingerprint, SourceChanged, default_registry
 from h5lake.sources.layouts import parse_ref_layout
 from h5lake.sources.linked import ChunkedRefChunks, ContiguousRefChunks, _Pins
@@ -134,3 +134,56 @@ def test_server_serves_s3_sources(s3: S3Server, tmp_path: Path) -> None:
             assert r.status_code == 403, r.text
     finally:
         srv.stop()
+
+
+async def test_s3_neighbouring_chunks_are_read_in_few_gets(s3: S3Server, tmp_path: Path) -> None:
+    """400 small chunks of one .h5 object, read by one request, cost a few ranged GETs (the
+    store merges neighbours); with merging turned off, one GET per chunk. Whole reads, a
+    hyperslab cutting chunks (partial chunks answered from the merged bytes) and points."""
+    path = tmp_path / "small.h5"
+    data = np.arange(200 * 200, dtype="<i4").reshape(200, 200)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("raw", data=data, chunks=(10, 10))
+        f.create_dataset("gz", data=data, chunks=(10, 10), compression="gzip")
+    key = f"small-{uuid.uuid4().hex[:8]}/small.h5"
+    uploader = S3Store(s3.bucket, endpoint_url=s3.endpoint, **s3.credentials)  # type: ignore[arg-type]
+    await uploader.put(key, path.read_bytes())
+    uri = f"s3://{s3.bucket}/{key}"
+    made: list[S3Store] = []
+    gap = {"coalesce_gap": 256 * 1024}
+
+    def make(bucket: str) -> S3Store:
+        made.append(S3Store(bucket, endpoint_url=s3.endpoint, **gap, **s3.credentials))  # type: ignore[arg-type]
+        return made[-1]
+
+    registry = default_registry((f"s3://{s3.bucket}/{key.split('/')[0]}",), make)
+    t = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
+    try:
+        fingerprint = await registry.fingerprint(registry.resolve(uri))
+        pins = _Pins(registry, {uri: fingerprint.to_json()})
+        layouts = []
+        with h5py.File(path) as f:
+            for name in ("raw", "gz"):
+                chunks: dict[str, list[int]] = {}
+                f[name].id.chunk_iter(lambda i: chunks.__setitem__(f"{i.chunk_offset[0] // 10}_{i.chunk_offset[1] // 10}", [i.byte_offset, i.size]))
+                ref = parse_ref_layout({"class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": [10, 10], "chunks": chunks}, (200, 200), 4)
+                codec = ChunkCodec.for_dataset(t, (10, 10), from_h5py_dcpl(f[name]))
+                layouts.append(DatasetLayout("d", "/x", (200, 200), codec, np.zeros((), "<i4"), ChunkedRefChunks(ref, pins)))  # type: ignore[arg-type]
+        (store,) = made
+        hyperslab = Selection((Slice(5, 195), Slice(33, 47)))
+        points = PointSelection.from_array([[0, 0], [199, 199], [55, 120], [56, 121]], (200, 200))
+        for layout in layouts:
+            store.requests.clear()
+            assert np.array_equal(await engine.read_selection(layout, Selection.all((200, 200)), WORKERS), data)
+            assert np.array_equal(await engine.read_selection(layout, hyperslab, WORKERS), data[5:195, 33:47])
+            assert np.array_equal(await engine.read_points(layout, points, WORKERS), data[[0, 199, 55, 56], [0, 199, 120, 121]])
+            assert store.requests["range"] == 3, store.requests  # one GET for each read: 400, 57, 4 chunks
+        gap["coalesce_gap"] = -1  # never merge: the same reads, one GET per chunk
+        other = DatasetLayout("d", "/x", (200, 200), layouts[0].codec, layouts[0].fill, ChunkedRefChunks(layouts[0].locator.layout, _Pins(default_registry(registry.policy.roots(), make), {uri: fingerprint.to_json()})))  # type: ignore[attr-defined]
+        assert np.array_equal(await engine.read_selection(other, Selection.all((200, 200)), WORKERS), data)
+        assert made[-1].requests["range"] == 400
+    finally:
+        await registry.close()
+        for extra in made[1:]:
+            await extra.close()
+        await uploader.close()

@@ -27,7 +27,7 @@ import pytest
 from tests.support.s3server import S3Server
 
 from h5lake.errors import StorageError
-from h5lake.storage.base import PreconditionFailed, Store
+from h5lake.storage.base import GetRanges, PreconditionFailed, Store
 from h5lake.storage.local import ETAG_XATTR, LOCK_DIR, TEMP_PREFIX, LocalStore
 from h5lake.storage.s3 import S3Store
 
@@ -104,6 +104,21 @@ async def test_get_range(store: Store) -> None:
         await store.get_range("r", -1, 5)
     with pytest.raises(ValueError):
         await store.get_range("r", 0, -5)
+
+
+async def test_get_ranges(store: Store) -> None:
+    """Several ranges of one object in one call: cut short at the end like ``get_range``."""
+    assert isinstance(store, GetRanges)
+    data = os.urandom(300_000)
+    await store.put("rs", data)
+    asked = [(10, 5), (0, 3), (299_990, 20), (300_000, 4), (7, 0), (5, 10), (150_000, 100), (400_000, 1)]
+    assert await store.get_ranges("rs", asked) == [data[o : o + n] for o, n in asked]
+    assert await store.get_ranges("rs", []) == []
+    assert await store.get_ranges("rs", [(1000, 0)]) == [b""]
+    assert await store.get_ranges("no/such/key", [(0, 10)]) is None
+    assert await store.get_ranges("no/such/key", []) is None
+    with pytest.raises(ValueError):
+        await store.get_ranges("rs", [(0, 1), (-1, 5)])
 
 
 async def test_large_object_and_range(store: Store) -> None:

@@ -12,12 +12,13 @@ covered in part is read, modified and written back only if it did not change mea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeGuard, overload
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeGuard, TypeVar, overload
 
 import numpy as np
 
@@ -30,10 +31,13 @@ from h5lake.errors import Conflict, DataCorruption, ReadOnly
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.model.types import elements_from_buffer
-from h5lake.storage.base import GetRanges, PreconditionFailed, PutHashed, ReadInto
+from h5lake.storage import lanes
+from h5lake.storage.base import ByteRangeSource, GetRanges, PreconditionFailed, PutHashed, ReadInto
 from h5lake.storage.md5 import md5_hex_many
 
 log = logging.getLogger(__name__)
+
+P = TypeVar("P", ChunkProjection, PointProjection)
 
 _MAX_RETRIES = 100
 BLOCKS = BufferPool()  # the blocks of streamed reads and writes, used again (chunks/buffers.py)
@@ -183,9 +187,14 @@ async def read_point_ranges(
     return elements_from_buffer(joined, layout.dtype, (len(joined) // layout.dtype.itemsize,))[elements]
 
 
-async def load_points(layout: DatasetLayout, p: PointProjection, workers: Workers) -> np.ndarray | None:
-    """The points of one chunk, from their own bytes when that is much less than the chunk."""
-    ref = await layout.locator.locate(p.chunk_index)
+async def load_points(
+    layout: DatasetLayout, p: PointProjection, workers: Workers, ref: ChunkRef | None = None
+) -> np.ndarray | None:
+    """The points of one chunk, from their own bytes when that is much less than the chunk.
+
+    ``ref`` is the chunk's location when the caller has already looked it up."""
+    if ref is None:
+        ref = await layout.locator.locate(p.chunk_index)
     if ref is None:
         return None
     plan = point_ranges(layout, ref, p.chunk_coords)
@@ -208,7 +217,7 @@ async def load_selected(
         ref = await layout.locator.locate(index)
     if ref is None:
         return None
-    if reads_in_part(layout, ref):
+    if reads_in_part(layout, ref) and not _here_whole(layout, ref):
         return await read_part(layout, ref, chunk_selection, workers)
     part = native_part(layout, ref, chunk_selection)
     if part is not None:
@@ -259,15 +268,147 @@ async def read_selection(
         out = np.empty(selection.shape, dtype=layout.dtype)
     direct = _stores_raw(layout)
 
-    async def one(p: ChunkProjection) -> None:
-        ref = await layout.locator.locate(p.chunk_index)
+    async def placed(p: ChunkProjection, ref: ChunkRef | None) -> None:
         if direct and ref is not None and p.is_complete_chunk and await _read_in_place(layout, ref, p, out):
             return
         part = None if ref is None else await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
         out[p.out_selection + (...,)] = layout.fill if part is None else part
 
-    await workers.each(project(selection, layout.shape, layout.chunk_shape, layout.origin), one)
+    async def one(p: ChunkProjection) -> None:
+        await placed(p, await layout.locator.locate(p.chunk_index))
+
+    projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
+    with lanes.bulk():
+        if getattr(layout.locator, "ranged", False):
+            await _each_read_ahead(layout, projections, workers, placed)
+        else:
+            await workers.each(projections, one)
     return out
+
+
+# --- reading neighbouring byte-range chunks together --------------------------------------------
+
+READ_AHEAD_CHUNK = 1024 * 1024  # ranged chunks up to this size are read together with neighbours
+READ_AHEAD_PART = 64 * 1024  # ...also when only part of them is selected, up to this size
+READ_AHEAD_WINDOW = 8 * 1024 * 1024  # bytes read ahead at once (two windows in flight)
+READ_AHEAD_CHUNKS = 4096  # chunks in one window
+LOCATE_BATCH = 64
+
+
+class _ReadAhead:
+    """One chunk's bytes, read together with its neighbours: answers the engine's ranged reads
+    inside them (``read_part`` asks for pieces) and passes any other to the source."""
+
+    def __init__(self, source: ByteRangeSource, offset: int, data: bytes) -> None:
+        self.source = source
+        self.offset = offset
+        self.data = data
+
+    async def get_range(self, key: str, offset: int, length: int) -> bytes | None:
+        start = offset - self.offset
+        if start == 0 and length == len(self.data):
+            return self.data
+        if 0 <= start and start + length <= len(self.data):
+            return self.data[start : start + length]
+        return await self.source.get_range(key, offset, length)
+
+
+def _here_whole(layout: DatasetLayout, ref: ChunkRef) -> bool:
+    """Whether a whole raw chunk's bytes were read ahead (then decoding beats ``read_part``; a
+    contiguous dataset's last virtual chunk may be shorter, and is read in part)."""
+    return isinstance(ref.source, _ReadAhead) and ref.length == layout.codec.chunk_bytes
+
+
+def _ahead_bytes(layout: DatasetLayout, ref: ChunkRef | None, complete: bool) -> int:
+    """How many bytes reading ``ref`` ahead takes, or 0 when it is read on its own."""
+    if ref is None or ref.offset is None or not _gets_ranges(ref.source):
+        return 0
+    size = ref.length or 0
+    if size > READ_AHEAD_CHUNK or (not complete and size > READ_AHEAD_PART and reads_in_part(layout, ref)):
+        return 0  # a part of a large raw chunk: read_part reads just that part
+    return size
+
+
+async def _read_ahead(
+    located: list[tuple[P, ChunkRef | None]], sizes: list[int], workers: Workers
+) -> list[tuple[P, ChunkRef | None]]:
+    """``located`` with the refs of neighbouring chunks (same object) read in one ``get_ranges``
+    call per object, which merges them into few requests."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for i, ((_, ref), size) in enumerate(zip(located, sizes)):
+        if size:
+            assert ref is not None
+            groups.setdefault((id(ref.source), ref.key), []).append(i)
+    out = list(located)
+
+    async def fetch(members: list[int]) -> None:
+        refs = [located[i][1] for i in members]
+        first = refs[0]
+        assert first is not None
+        pieces = await first.source.get_ranges(  # type: ignore[attr-defined]
+            first.key, [(r.offset, r.length) for r in refs if r is not None]
+        )
+        if pieces is None:
+            return  # missing: each chunk finds that out the usual way
+        for i, ref, data in zip(members, refs, pieces):
+            assert ref is not None and ref.offset is not None
+            out[i] = (located[i][0], dataclasses.replace(ref, source=_ReadAhead(ref.source, ref.offset, data)))
+
+    await workers.each((m for m in groups.values() if len(m) > 1), fetch)
+    return out
+
+
+async def _each_read_ahead(
+    layout: DatasetLayout,
+    projections: Iterable[P],
+    workers: Workers,
+    placed: Callable[[P, ChunkRef | None], Awaitable[None]],
+) -> None:
+    """``placed(p, ref)`` for every projection, in windows whose small byte-range chunks are
+    read together (`_read_ahead`). Two stages: while one window's chunks are decoded and placed
+    (``workers.limit`` at a time, as without read-ahead), the next window is fetched."""
+
+    async def place(window: list[tuple[P, ChunkRef | None]]) -> None:
+        await workers.each(window, lambda pair: placed(*pair))
+
+    placing: asyncio.Future[None] | None = None
+    fetching: asyncio.Future[list[tuple[P, ChunkRef | None]]] | None = None
+    try:
+        window: list[tuple[P, ChunkRef | None]] = []
+        sizes: list[int] = []
+        ahead = 0
+        remaining = iter(projections)
+        while True:
+            batch = list(itertools.islice(remaining, LOCATE_BATCH))
+            added = 0
+            for p in batch:
+                # one after another: a linked locator answers from memory, or from a table
+                # chunk it reads once for many chunks; a task per chunk cost more than that
+                ref = await layout.locator.locate(p.chunk_index)
+                size = _ahead_bytes(layout, ref, getattr(p, "is_complete_chunk", False))
+                window.append((p, ref))
+                sizes.append(size)
+                added += size
+            ahead += added
+            if window and (not batch or not added or ahead >= READ_AHEAD_WINDOW or len(window) >= READ_AHEAD_CHUNKS):
+                fetching = asyncio.ensure_future(_read_ahead(window, sizes, workers))
+                window, sizes, ahead = [], [], 0
+                if placing is not None:
+                    done, placing = placing, None
+                    await done
+                ready, fetching = fetching, None
+                placing = asyncio.ensure_future(place(await ready))
+            if not batch:
+                break
+        if placing is not None:
+            done, placing = placing, None
+            await done
+    finally:
+        pending = [f for f in (placing, fetching) if f is not None]
+        for f in pending:
+            f.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _stores_raw(layout: DatasetLayout) -> bool:
@@ -309,11 +450,19 @@ async def _read_in_place(layout: DatasetLayout, ref: ChunkRef, p: ChunkProjectio
 async def read_points(layout: DatasetLayout, points: PointSelection, workers: Workers) -> np.ndarray:
     out = np.empty((points.npoints,), dtype=layout.dtype)
 
-    async def one(p: PointProjection) -> None:
-        part = await load_points(layout, p, workers)
+    async def placed(p: PointProjection, ref: ChunkRef | None) -> None:
+        part = None if ref is None else await load_points(layout, p, workers, ref)
         out[(p.out_positions, ...)] = layout.fill if part is None else part
 
-    await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
+    async def one(p: PointProjection) -> None:
+        await placed(p, await layout.locator.locate(p.chunk_index))
+
+    projections = project_points(points, layout.chunk_shape, layout.origin)
+    with lanes.bulk():
+        if getattr(layout.locator, "ranged", False):
+            await _each_read_ahead(layout, projections, workers, placed)
+        else:
+            await workers.each(projections, one)
     return out
 
 
@@ -520,8 +669,7 @@ async def write_selection(
     Whole chunks stored as they are (no filter) go to a store that takes a known MD5
     (``PutHashed``) in windows of ``HASH_WINDOW``: each window's chunks are made contiguous
     (a view when they already are) and hashed together in one call on the CPU pool
-    (``md5_hex_many``: about a quarter of the CPU of hashing each alone), the next window while
-    this one is stored."""
+    (``md5_hex_many``), the next window while this one is stored."""
     chunks = _native(layout)
     written: list[tuple[int, ...]] = []
     raw = not layout.dtype.shape and values.shape == selection.shape
@@ -543,7 +691,8 @@ async def write_selection(
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
     if not (raw and _stores_raw(layout) and _puts_hashed(store)):
-        await workers.each(((p, None, None) for p in projections), one)
+        with lanes.bulk():
+            await workers.each(((p, None, None) for p in projections), one)
         return written
 
     def prepare(window: list[ChunkProjection]) -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
@@ -558,17 +707,18 @@ async def write_selection(
         window = list(itertools.islice(projections, HASH_WINDOW))
         return await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
 
-    pending: asyncio.Task[list[Any]] | None = asyncio.ensure_future(next_window())
-    try:
-        while pending is not None:
-            items = await pending
-            pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
-            await workers.each(items, one)
-            del items
-    finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.gather(pending, return_exceptions=True)
+    with lanes.bulk():
+        pending: asyncio.Task[list[Any]] | None = asyncio.ensure_future(next_window())
+        try:
+            while pending is not None:
+                items = await pending
+                pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
+                await workers.each(items, one)
+                del items
+        finally:
+            if pending is not None:
+                pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)
     return written
 
 
@@ -594,7 +744,8 @@ async def write_points(
         await update_chunk(layout, p.chunk_index, modify, False, workers)
         written.append(p.chunk_index)
 
-    await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
+    with lanes.bulk():
+        await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
     return written
 
 

@@ -7,6 +7,7 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -427,37 +428,50 @@ async def _write_stream(
     leftover: memoryview = memoryview(b"")
     it = body.__aiter__()
     pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
-    for piece in pieces:
-        need = piece.count * itemsize
-        # A kept block (fresh memory would cost a page fault and a zero fill per page); it is
-        # free again once this block's chunks are stored and its views dropped (``del`` below).
-        block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
-        filled = 0
-        while filled < need:
-            if not leftover:
-                try:
-                    leftover = memoryview(await it.__anext__())
-                except StopAsyncIteration:
-                    raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
-                received += len(leftover)
-                if received > expected:
-                    raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-            take = min(len(leftover), need - filled)
-            block[filled : filled + take] = leftover[:take]
-            leftover = leftover[take:]
-            filled += take
-        values = elements_from_buffer(block, wire, piece.shape)
-        if wire != layout.dtype:
-            values = values.astype(layout.dtype.base)
+    # Two blocks at a time: one block's chunks are stored while the next block of the body is
+    # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
+    # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
+    # views dropped.
+    storing: asyncio.Future[None] | None = None
+
+    async def store_block(values: np.ndarray, piece: Selection) -> None:
         await _register_linked_files(svc, ds, values)
         await _recorded(
-            svc,
-            ds,
-            layout,
-            _chunks_of(layout, piece),
-            lambda at, v=values, p=piece: engine.write_selection(at, p, v, svc.workers),  # type: ignore[misc]
+            svc, ds, layout, _chunks_of(layout, piece), lambda at: engine.write_selection(at, piece, values, svc.workers)
         )
-        del block, values
+
+    try:
+        for piece in pieces:
+            need = piece.count * itemsize
+            block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
+            filled = 0
+            while filled < need:
+                if not leftover:
+                    try:
+                        leftover = memoryview(await it.__anext__())
+                    except StopAsyncIteration:
+                        raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
+                    received += len(leftover)
+                    if received > expected:
+                        raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
+                take = min(len(leftover), need - filled)
+                block[filled : filled + take] = leftover[:take]
+                leftover = leftover[take:]
+                filled += take
+            values = elements_from_buffer(block, wire, piece.shape)
+            if wire != layout.dtype:
+                values = values.astype(layout.dtype.base)
+            if storing is not None:
+                done, storing = storing, None
+                await done
+            storing = asyncio.ensure_future(store_block(values, piece))
+            del block, values
+        if storing is not None:
+            done, storing = storing, None
+            await done
+    finally:
+        if storing is not None:  # the body failed: the block being stored is stored, then the error
+            await asyncio.gather(storing, return_exceptions=True)
     async for extra in it:
         if extra:
             raise InvalidInput(f"body has more than the {expected} bytes the selection needs")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -68,6 +68,11 @@ class FileSource(Protocol):
         taken; `SourceChanged` or `SourceMissing` otherwise."""
         ...
 
+    async def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]], expected: Fingerprint) -> list[bytes]:
+        """``read`` of several ``(offset, length)`` ranges at once, in as few requests as the
+        backend can (neighbouring ranges of an S3 object are merged into one GET)."""
+        ...
+
 
 def _changed(key: str) -> SourceChanged:
     return SourceChanged(
@@ -94,32 +99,45 @@ class LocalFiles:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._read, key, offset, length, expected)
 
+    async def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]], expected: Fingerprint) -> list[bytes]:
+        if sum(length for _, length in ranges) <= INLINE_READ_BYTES:
+            return self._read_ranges(key, ranges, expected)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._read_ranges, key, ranges, expected)
+
+    @classmethod
+    def _read(cls, key: str, offset: int, length: int, expected: Fingerprint) -> bytes:
+        return cls._read_ranges(key, ((offset, length),), expected)[0]
+
     @staticmethod
-    def _read(key: str, offset: int, length: int, expected: Fingerprint) -> bytes:
+    def _read_ranges(key: str, ranges: Sequence[tuple[int, int]], expected: Fingerprint) -> list[bytes]:
         try:
             fd = os.open(key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             raise SourceMissing(f"the linked file {key} no longer exists") from None
+        out = []
         try:
             st = os.fstat(fd)
             if st.st_size != expected.size or (
                 expected.mtime_ns is not None and st.st_mtime_ns != expected.mtime_ns
             ):
                 raise _changed(key)
-            parts = []
-            got = 0
-            while got < length:
-                piece = os.pread(fd, length - got, offset + got)
-                if not piece:
-                    break
-                parts.append(piece)
-                got += len(piece)
+            for offset, length in ranges:
+                parts = []
+                got = 0
+                while got < length:
+                    piece = os.pread(fd, length - got, offset + got)
+                    if not piece:
+                        break
+                    parts.append(piece)
+                    got += len(piece)
+                data = parts[0] if len(parts) == 1 else b"".join(parts)
+                if len(data) != length:
+                    raise _changed(key)
+                out.append(data)
         finally:
             os.close(fd)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        if len(data) != length:
-            raise _changed(key)
-        return data
+        return out
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False)
@@ -156,6 +174,26 @@ class S3Files:
         return found
 
     async def read(self, key: str, offset: int, length: int, expected: Fingerprint) -> bytes:
+        await self._check(key, expected)
+        bucket, name = self._split(key)
+        data = await self._store(bucket).get_range(name, offset, length)
+        if data is None:
+            raise SourceMissing(f"the linked object s3://{key} no longer exists")
+        if len(data) != length:
+            raise _changed(f"s3://{key}")
+        return data
+
+    async def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]], expected: Fingerprint) -> list[bytes]:
+        await self._check(key, expected)
+        bucket, name = self._split(key)
+        pieces = await self._store(bucket).get_ranges(name, ranges)
+        if pieces is None:
+            raise SourceMissing(f"the linked object s3://{key} no longer exists")
+        if any(len(piece) != length for piece, (_, length) in zip(pieces, ranges)):
+            raise _changed(f"s3://{key}")
+        return pieces  # type: ignore[no-any-return]
+
+    async def _check(self, key: str, expected: Fingerprint) -> None:
         bucket, name = self._split(key)
         seen = self._checked.get((bucket, name))
         current = seen[1] if seen and time.monotonic() - seen[0] < S3_CHECK_SECONDS else await self.fingerprint(key)
@@ -163,12 +201,6 @@ class S3Files:
             raise SourceMissing(f"the linked object s3://{key} no longer exists")
         if current.size != expected.size or (expected.etag is not None and current.etag != expected.etag):
             raise _changed(f"s3://{key}")
-        data = await self._store(bucket).get_range(name, offset, length)
-        if data is None:
-            raise SourceMissing(f"the linked object s3://{key} no longer exists")
-        if len(data) != length:
-            raise _changed(f"s3://{key}")
-        return data
 
     async def close(self) -> None:
         for store in self._stores.values():
@@ -242,6 +274,15 @@ class PinnedFile:
         if offset + length > self.expected.size:
             raise _changed(self.source.uri)  # a reference past the end: wrong file or version
         return await self.source.files.read(self.source.key, offset, length, self.expected)
+
+    async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        """Several ranges at once (`h5lake.storage.base.GetRanges`): the chunk engine reads
+        neighbouring chunks of one request so, merged where the backend can."""
+        if any(offset < 0 or length < 0 for offset, length in ranges):
+            raise ValueError(f"negative range in {ranges!r}")
+        if any(offset + length > self.expected.size for offset, length in ranges):
+            raise _changed(self.source.uri)
+        return await self.source.files.read_ranges(self.source.key, ranges, self.expected)
 
 
 def default_registry(roots: tuple[str, ...], s3_store: Callable[[str], Any] | None = None) -> SourceRegistry:

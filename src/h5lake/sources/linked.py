@@ -209,6 +209,7 @@ class ContiguousRefChunks:
     """Contiguous data cut into virtual chunks of whole trailing dimensions."""
 
     writable = False
+    ranged = True  # chunks are byte ranges of files: the engine reads neighbours together
 
     def __init__(self, layout: ContiguousRef, shape: tuple[int, ...], itemsize: int, pins: _Pins) -> None:
         self.layout = layout
@@ -265,6 +266,7 @@ class ChunkedRefChunks:
     """Chunks listed in the layout itself."""
 
     writable = False
+    ranged = True  # chunks are byte ranges of files: the engine reads neighbours together
 
     def __init__(self, layout: ChunkedRef, pins: _Pins) -> None:
         self.layout = layout
@@ -286,6 +288,7 @@ class IndirectChunks:
     """
 
     writable = False
+    ranged = True  # chunks are byte ranges of files: the engine reads neighbours together
 
     def __init__(
         self, layout: ChunkedRefIndirect, table_doc: Doc, table: DatasetLayout, pins: _Pins, workers: Workers

@@ -70,6 +70,7 @@ from h5lake.storage.base import (
     check_key,
     check_prefix,
 )
+from h5lake.storage.lanes import in_bulk
 from h5lake.storage.md5 import md5_hex
 
 log = logging.getLogger(__name__)
@@ -147,10 +148,10 @@ class _FolderSync:
 class LocalStore:
     """Objects as files under ``root`` (made if missing).
 
-    ``max_threads`` bounds the disk calls in flight (more threads than that gained little for
-    puts and lost for reads, in GIL hand-offs); ``inline_read_bytes`` is the largest object
-    (or range) read on the event loop's own thread, 0 to never do so. Disk errors surface as
-    ``StorageError``.
+    ``max_threads`` bounds the disk calls in flight on each lane, bulk (chunks) and the rest
+    (more threads than that gained little for puts and lost for reads, in GIL hand-offs);
+    ``inline_read_bytes`` is the largest object (or range) read on the event loop's own thread,
+    0 to never do so. Disk errors surface as ``StorageError``.
     """
 
     def __init__(self, root: Path, *, max_threads: int = 8, inline_read_bytes: int = 256 * 1024) -> None:
@@ -160,6 +161,9 @@ class LocalStore:
         os.makedirs(self._locks, exist_ok=True)
         self._inline_read_bytes = inline_read_bytes
         self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-local")
+        # chunk transfers (h5lake.storage.lanes) have threads of their own: a document read or
+        # write never queues behind them
+        self._bulk_executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = _FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
@@ -248,6 +252,7 @@ class LocalStore:
 
     async def close(self) -> None:
         await asyncio.to_thread(self._executor.shutdown, wait=True)
+        await asyncio.to_thread(self._bulk_executor.shutdown, wait=True)
 
     # --- paths, threads, locks -------------------------------------------------------------
 
@@ -259,7 +264,8 @@ class LocalStore:
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, fn, *args)
+            executor = self._bulk_executor if in_bulk() else self._executor
+            return await loop.run_in_executor(executor, fn, *args)
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 

@@ -18,6 +18,13 @@ The contract on S3:
   them as common prefixes; with ``verify_common_prefixes`` (the default) each common prefix
   is checked to hold a key, 32 at a time, before it is yielded. AWS S3, MinIO and Ceph never
   list an empty prefix: there it can be turned off to save one LIST per common prefix.
+* ``get_ranges`` merges ranges closer than ``coalesce_gap`` (512 KiB: below the hole that costs
+  as much as a GET on a local SeaweedFS, docs/performance.md; -1 never merges) into one ranged
+  GET of at most ``max_span`` bytes, ``range_concurrency`` at once; the later GETs carry
+  ``If-Match`` on the first one's ETag, so every range comes from one version.
+* Lanes (``h5lake.storage.lanes``): requests made on the bulk lane (chunk transfers) wait for
+  one of ``bulk_concurrency`` slots; other requests (documents) never wait. ``requests`` counts
+  the requests sent, by kind.
 * Retries: obstore retries 5xx (S3's SlowDown throttling included) and broken connections with
   exponential backoff and jitter; we add the same for 429 Too Many Requests, which some
   S3-compatible servers use for throttling and obstore does not retry. A request that may have
@@ -44,7 +51,8 @@ import re
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,6 +74,8 @@ from h5lake.storage.base import (
     check_key,
     check_prefix,
 )
+from h5lake.storage.coalesce import Span, coalesce
+from h5lake.storage.lanes import BulkSlots
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
@@ -78,6 +88,13 @@ _THROTTLED = re.compile(r"status code: 429\b")  # object_store's wording
 _THROTTLE_TRIES = 6
 _DELIVERY_FRAMES = {"call_soon_threadsafe", "_write_to_self"}
 _VERIFY_WINDOW = 32
+_RANGE_TRIES = 3  # get_ranges starts over when the object changes between its requests
+
+# Ranged GETs of one object closer than this are one request (docs/performance.md, "S3").
+COALESCE_GAP = 512 * 1024
+MAX_SPAN = 8 * 1024 * 1024  # a merged request stops growing here, so large reads run in parallel
+RANGE_CONCURRENCY = 8  # requests of one get_ranges at once
+BULK_CONCURRENCY = 32  # bulk-lane requests of one store at once (h5lake.storage.lanes)
 
 FolderEntries = list[tuple[str, bool]]  # (name, is_folder); `list` is a method in the class
 
@@ -102,6 +119,10 @@ class S3Store:
         connect_timeout: float = 5.0,
         request_timeout: float = 300.0,
         close_timeout: float = 10.0,
+        coalesce_gap: int = COALESCE_GAP,
+        max_span: int = MAX_SPAN,
+        range_concurrency: int = RANGE_CONCURRENCY,
+        bulk_concurrency: int = BULK_CONCURRENCY,
     ) -> None:
         config: dict[str, Any] = {"virtual_hosted_style_request": virtual_hosted_style}
         if endpoint_url:
@@ -140,6 +161,11 @@ class S3Store:
         self._verify_common_prefixes = verify_common_prefixes
         self._close_timeout = close_timeout
         self._in_flight: set[asyncio.Future[Any]] = set()
+        self.coalesce_gap = coalesce_gap
+        self.max_span = max_span
+        self._range_concurrency = range_concurrency
+        self.bulk = BulkSlots(bulk_concurrency)
+        self.requests: Counter[str] = Counter()  # requests sent, by kind (get, range, head, ...)
         _install_exit_hook()
 
     def __repr__(self) -> str:
@@ -157,7 +183,7 @@ class S3Store:
             return _blob(bytes(data), result.meta)
 
         try:
-            return await self._call(fetch)
+            return await self._call(fetch, "get")
         except FileNotFoundError:
             return None
 
@@ -165,7 +191,7 @@ class S3Store:
         check_key(key)
         store = self._client()
         try:
-            meta = await self._call(lambda: obstore.head_async(store, key))
+            meta = await self._call(lambda: obstore.head_async(store, key), "head")
         except FileNotFoundError:
             return None
         return ObjectInfo(key, meta["size"], _etag(meta["e_tag"]), meta["last_modified"].timestamp())
@@ -178,7 +204,7 @@ class S3Store:
             return None if await self.head(key) is None else b""
         store = self._client()
         try:
-            data = await self._call(lambda: obstore.get_range_async(store, key, start=offset, length=length))
+            data = await self._call(lambda: obstore.get_range_async(store, key, start=offset, length=length), "range")
         except FileNotFoundError:
             return None
         except StorageError:
@@ -190,6 +216,81 @@ class S3Store:
                 return b""
             raise
         return bytes(data)
+
+    async def get_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes] | None:
+        """Several ranges of one version of ``key``, in few GETs.
+
+        Ranges closer than ``coalesce_gap`` are fetched as one span (`coalesce`), up to
+        ``range_concurrency`` spans at once. The first span's answer names the version (its
+        ETag); the others are asked with ``If-Match`` on it, and a change in between starts
+        the read over.
+        """
+        check_key(key)
+        if any(offset < 0 or length < 0 for offset, length in ranges):
+            raise ValueError(f"negative range in {ranges!r}")
+        spans = coalesce(ranges, self.coalesce_gap, self.max_span)
+        if not spans:
+            return None if await self.head(key) is None else [b"" for _ in ranges]
+        for _ in range(_RANGE_TRIES):
+            try:
+                fetched = await self._get_spans(key, spans)
+            except PreconditionError:
+                continue  # replaced between two of its GETs: read the new version whole again
+            if fetched is None:
+                return None
+            out = [b""] * len(ranges)
+            for span, data in zip(spans, fetched):
+                view = memoryview(data)
+                for i in span.members:
+                    offset, length = ranges[i]
+                    out[i] = bytes(view[offset - span.start : offset - span.start + length])
+            return out
+        raise StorageError(f"S3: {key!r} kept changing while its ranges were read")
+
+    async def _get_spans(self, key: str, spans: list[Span]) -> list[Any] | None:
+        """The bytes of each span (cut short at the end of the object), or None when missing."""
+        store = self._client()
+
+        async def span_get(span: Span, etag: str | None) -> Any:
+            options: dict[str, Any] = {"range": (span.start, span.end)}
+            if etag:
+                options["if_match"] = f'"{etag}"'
+
+            async def fetch() -> tuple[Any, ObjectMeta]:
+                result = await obstore.get_async(store, key, options=options)  # type: ignore[arg-type]
+                return await result.bytes_async(), result.meta
+
+            return await self._call(fetch, "range")
+
+        first = spans[0]
+        try:
+            data, meta = await span_get(first, None)
+        except FileNotFoundError:
+            return None
+        except StorageError:
+            # S3 answers 416 for a range starting at or past the end; tell that from a failure.
+            info = await self.head(key)
+            if info is None:
+                return None
+            if first.start >= info.size:
+                return [b""] * len(spans)  # the first span is the lowest: all are past the end
+            raise
+        size, etag = meta["size"], _etag(meta["e_tag"])
+        out: list[Any] = [data] + [b""] * (len(spans) - 1)
+        rest = [(i, span) for i, span in enumerate(spans[1:], 1) if span.start < size]
+        gate = asyncio.Semaphore(self._range_concurrency)
+
+        async def one(i: int, span: Span) -> None:
+            async with gate:
+                try:
+                    out[i] = (await span_get(Span(span.start, min(span.end, size), span.members), etag))[0]
+                except FileNotFoundError:
+                    raise PreconditionError(f"{key} was deleted during a ranged read") from None
+
+        failures = [e for e in await asyncio.gather(*(one(i, span) for i, span in rest), return_exceptions=True) if e]
+        if failures:
+            raise failures[0]
+        return out
 
     async def put(
         self,
@@ -211,7 +312,7 @@ class S3Store:
         store = self._client()
         try:
             result = await self._call(
-                lambda: obstore.put_async(store, key, body, mode=mode, use_multipart=False)
+                lambda: obstore.put_async(store, key, body, mode=mode, use_multipart=False), "put"
             )
         except (AlreadyExistsError, PreconditionError) as e:
             if mode == "overwrite":
@@ -231,7 +332,7 @@ class S3Store:
         check_key(key)
         store = self._client()
         try:
-            await self._call(lambda: obstore.delete_async(store, key))
+            await self._call(lambda: obstore.delete_async(store, key), "delete")
         except FileNotFoundError:
             pass
 
@@ -263,28 +364,30 @@ class S3Store:
             raise RuntimeError(f"{self!r} is closed")
         return self._store
 
-    async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T:
         """Run one obstore request: throttling retried, errors mapped, shielded from cancel.
 
-        A caller's cancellation does not cancel the request under way; ``close()`` waits for
-        it. Cancelling obstore's own future would leave a Tokio task to answer into a
-        cancelled future, possibly while the interpreter shuts down.
+        A request on the bulk lane waits for one of the store's bulk slots first; others never
+        wait (h5lake.storage.lanes). A caller's cancellation does not cancel the request under
+        way; ``close()`` waits for it. Cancelling obstore's own future would leave a Tokio task
+        to answer into a cancelled future, possibly while the interpreter shuts down.
         """
         for attempt in range(_THROTTLE_TRIES):
-            future = asyncio.ensure_future(request())
-            self._in_flight.add(future)
-            future.add_done_callback(self._settled)
-            try:
-                return await asyncio.shield(future)
-            except (FileNotFoundError, AlreadyExistsError, PreconditionError):
-                raise
-            except GenericError as e:
-                if attempt + 1 < _THROTTLE_TRIES and _THROTTLED.search(str(e)):
-                    await asyncio.sleep(random.uniform(0, 0.1 * 2**attempt))
-                    continue
-                raise StorageError(f"S3: {e}") from e
-            except BaseError as e:
-                raise StorageError(f"S3: {e}") from e
+            async with self.bulk.slot():
+                self.requests[kind] += 1
+                future = asyncio.ensure_future(request())
+                self._in_flight.add(future)
+                future.add_done_callback(self._settled)
+                try:
+                    return await asyncio.shield(future)
+                except (FileNotFoundError, AlreadyExistsError, PreconditionError):
+                    raise
+                except GenericError as e:
+                    if not (attempt + 1 < _THROTTLE_TRIES and _THROTTLED.search(str(e))):
+                        raise StorageError(f"S3: {e}") from e
+                except BaseError as e:
+                    raise StorageError(f"S3: {e}") from e
+            await asyncio.sleep(random.uniform(0, 0.1 * 2**attempt))  # throttled: the slot is free meanwhile
         raise AssertionError("unreachable")
 
     def _settled(self, future: asyncio.Future[Any]) -> None:
@@ -333,7 +436,9 @@ class S3Store:
         obstore pages through ListObjectsV2 (1000 entries a page) and collects the folder.
         """
         store = self._client()
-        listing = await self._call(lambda: obstore.list_with_delimiter_async(store, base.rstrip("/") or None))
+        listing = await self._call(
+            lambda: obstore.list_with_delimiter_async(store, base.rstrip("/") or None), "list"
+        )
         cut = len(base)
         entries = [(meta["path"][cut:], False) for meta in listing["objects"]]
         entries += [(path[cut:], True) for path in listing["common_prefixes"]]
