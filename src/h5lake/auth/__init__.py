@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import hmac
 import secrets
 from collections import OrderedDict
@@ -92,7 +91,7 @@ class Authenticator:
             if self._tokens is not None:
                 raise Unauthorized("this server takes bearer tokens, not passwords")
             return user
-        memo = hmac.new(self._secret, f"{user}\0{password}".encode(), hashlib.sha256).digest()
+        memo = hmac.digest(self._secret, f"{user}\0{password}".encode(), "sha256")  # the one-shot C path
         if memo in self._remembered:
             self._remembered.move_to_end(memo)
             return user

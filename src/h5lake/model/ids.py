@@ -136,6 +136,23 @@ def normalize_domain(path: str) -> str:
     Refuses ``..``, ``.``, empty components, control characters and backslashes, so a domain can
     never name a key outside its folder.
     """
+    if type(path) is str:
+        known = _NORMALIZED.get(path)
+        if known is not None:
+            return known
+    normalized = _normalize_domain(path)
+    if len(_NORMALIZED) >= _NORMALIZED_MAX:
+        _NORMALIZED.clear()
+    _NORMALIZED[path] = normalized
+    return normalized
+
+
+#: Domain paths normalized lately (every request names one; a check costs ~10 us). Cleared when full.
+_NORMALIZED: dict[str, str] = {}
+_NORMALIZED_MAX = 4096
+
+
+def _normalize_domain(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise InvalidInput("domain is required")
     if len(path) > 900:
