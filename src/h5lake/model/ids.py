@@ -96,7 +96,17 @@ def _hashed(name: str) -> str:
 
 def object_key(obj_id: str) -> str:
     """``<md5-prefix>-g-<uuid>`` (likewise ``-d-``, ``-t-`` and ``-m-``)."""
-    return _hashed(obj_id)
+    key = _OBJECT_KEYS.get(obj_id)
+    if key is None:
+        if len(_OBJECT_KEYS) >= _OBJECT_KEYS_MAX:
+            _OBJECT_KEYS.clear()
+        key = _OBJECT_KEYS[obj_id] = _hashed(obj_id)
+    return key
+
+
+#: Keys of objects named lately: every request reads one or more (an MD5 costs ~4 us). Cleared when full.
+_OBJECT_KEYS: dict[str, str] = {}
+_OBJECT_KEYS_MAX = 4096
 
 
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
