@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -140,6 +141,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
         app.state.authenticator = build_authenticator(settings, backend)
         await svc.ensure_home_folder()
         await svc.catalog.start()
+        # What start-up made lives as long as the process: out of the collector's way, so the
+        # full collections that requests with big documents trigger do not scan it every time.
+        gc.freeze()
         try:
             yield
         finally:

@@ -69,6 +69,9 @@ def strip_collection_prefix(ref: str) -> str:
     return ref
 
 
+_COLLECTIONS = {c.value: c for c in Collection}
+
+
 def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
     """Validate an object id and return its collection."""
     if not isinstance(obj_id, str):
@@ -76,7 +79,7 @@ def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
     m = _ID_RE.match(obj_id)
     if m is None:
         raise InvalidInput(f"invalid object id {obj_id!r}")
-    collection = Collection(m.group(1))
+    collection = _COLLECTIONS[m.group(1)]
     if expected is not None and collection is not expected:
         raise InvalidInput(f"id {obj_id!r} is not a {expected.path[:-1]} id")
     return collection
