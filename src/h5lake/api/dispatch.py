@@ -12,6 +12,7 @@ and slash redirects stay Starlette's.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from starlette._utils import get_route_path
@@ -41,7 +42,7 @@ class IndexedRouter(Router):
             return
         first = get_route_path(scope)[1:].partition("/")[0]
         partial = None
-        partial_scope: dict[str, Any] = {}
+        partial_scope: MutableMapping[str, Any] = {}
         for route in self._index.get(first, self._anywhere):
             match, child_scope = route.matches(scope)
             if match is Match.FULL:

@@ -171,9 +171,9 @@ class LocalStore:
         path = self._path(key)
         recent = self._recent.get(path)
         if recent is not None:
-            blob = self._inline(self._unchanged, path, recent)
-            if blob is not None:
-                return blob
+            unchanged = self._inline(self._unchanged, path, recent)
+            if unchanged is not None:
+                return unchanged
         blob = self._inline(self._get, path, self._inline_read_bytes)
         if blob is _DEFERRED:  # too big for the event loop's thread
             blob = await self._run(self._get, path, None)
