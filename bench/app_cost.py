@@ -124,7 +124,7 @@ async def measure(label: str, fn: Callable[[], Awaitable[None]], count: int, pro
         profiler.enable()
         await fn()
         profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+        pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("LINES", 30)))
 
 
 async def run(args: argparse.Namespace) -> None:
