@@ -22,7 +22,6 @@ import cProfile
 import gc
 import os
 import pstats
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -31,13 +30,11 @@ from typing import Any
 
 import orjson
 import uvloop
+from tests.support.server import USERS  # the test users (run with PYTHONPATH=src:. as the other benches)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the test users
-
-from h5lake.api.app import create_app  # noqa: E402
-from h5lake.auth import hash_password  # noqa: E402
-from h5lake.config import Settings  # noqa: E402
-from tests.support.server import USERS  # noqa: E402
+from h5lake.api.app import create_app
+from h5lake.auth import hash_password
+from h5lake.config import Settings
 
 USER = "test_user1"
 
@@ -62,7 +59,11 @@ class App:
         passwd.write_text("".join(f"{u}:{hash_password(p)}\n" for u, p in USERS.items()))
         self.app = create_app(Settings(data=folder / "data", passwd=passwd))
         token = base64.b64encode(f"{USER}:{USERS[USER]}".encode())
-        self.headers = [(b"host", b"127.0.0.1:5101"), (b"authorization", b"Basic " + token), (b"accept", b"*/*")]
+        self.headers = [
+            (b"host", b"127.0.0.1:5101"),
+            (b"authorization", b"Basic " + token),
+            (b"accept", b"*/*"),
+        ]
         self._lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -84,10 +85,19 @@ class App:
 
     async def call(self, method: str, path: str, query: str, body: bytes = b"") -> tuple[int, bytes]:
         scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-            "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
-            "root_path": "", "headers": [*self.headers, (b"content-length", str(len(body)).encode())],
-            "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 5101), "state": {},
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": [*self.headers, (b"content-length", str(len(body)).encode())],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 5101),
+            "state": {},
         }
         messages = [{"type": "http.request", "body": body, "more_body": False}]
         sent: list[dict[str, Any]] = []
@@ -102,7 +112,9 @@ class App:
         return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
-async def measure(label: str, fn: Callable[[], Awaitable[None]], count: int, profile: bool) -> None:
+async def measure(
+    label: str, fn: Callable[[], Awaitable[None]], count: int, profile: bool, args: argparse.Namespace
+) -> None:
     await fn()  # warm: caches, the first request's imports
     collected = [0.0, 0.0]
 
@@ -118,13 +130,15 @@ async def measure(label: str, fn: Callable[[], Awaitable[None]], count: int, pro
     cpu, after = time.process_time() - c0, thread_cpu()
     gc.callbacks.remove(on_gc)
     split = ", ".join(f"{k} {(after[k] - before[k]) * 1000 / count:.3f}" for k in after)
-    print(f"  {label:<14} CPU {cpu * 1000 / count:6.3f} ms/request ({split}; collector {collected[0] * 1000 / count:.3f})")
+    print(
+        f"  {label:<14} CPU {cpu * 1000 / count:6.3f} ms/request ({split}; collector {collected[0] * 1000 / count:.3f})"
+    )
     if profile:
         profiler = cProfile.Profile(time.thread_time)  # CPU of the loop thread, not wall time
         profiler.enable()
         await fn()
         profiler.disable()
-        pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("LINES", 30)))
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -155,18 +169,24 @@ async def run(args: argparse.Namespace) -> None:
                     if status >= 300:
                         raise RuntimeError(f"attribute PUT: {status} {reply[:200]!r}")
 
-            await measure("group GET", gets, args.gets, "GET" in args.profile)
-            await measure("attribute PUT", puts, args.puts, "PUT" in args.profile)
+            await measure("group GET", gets, args.gets, "GET" in args.profile, args)
+            await measure("attribute PUT", puts, args.puts, "PUT" in args.profile, args)
         finally:
             await app.stop()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--gets", type=int, default=4000, help="group GETs per pass [4000]")
     parser.add_argument("--puts", type=int, default=500, help="attribute PUTs per pass [500]")
     parser.add_argument("--attrs", type=int, default=250, help="attribute names the PUTs cycle through [250]")
-    parser.add_argument("--profile", action="append", default=[], choices=["GET", "PUT"], help="cProfile this case")
+    parser.add_argument(
+        "--profile", action="append", default=[], choices=["GET", "PUT"], help="cProfile this case"
+    )
+    parser.add_argument("--sort", default="tottime", help="cProfile order: tottime, cumtime, ... [tottime]")
+    parser.add_argument("--lines", type=int, default=30, help="cProfile lines shown [30]")
     uvloop.run(run(parser.parse_args()))
 
 
