@@ -129,3 +129,33 @@ async def test_put_hashed_keeps_the_given_md5_as_the_etag(tmp_path: Path) -> Non
         assert info is not None and info.etag == md5
     finally:
         await store.close()
+
+
+async def test_a_remembered_object_is_read_again_when_another_writer_or_an_edit_changed_it(tmp_path: Path) -> None:
+    """Small objects read lately are answered from memory while their file's stat and ETag
+    attribute are unchanged; a replace by another store on the same folder (another process),
+    a delete, or an edit in place by hand (same size, no new attribute) is seen at once."""
+    mine, other = LocalStore(tmp_path / "root"), LocalStore(tmp_path / "root")
+    try:
+        await mine.put("d/doc", b"version-1")
+        first = await mine.get("d/doc")
+        assert first is not None and first.data == b"version-1"
+        again = await mine.get("d/doc")
+        assert again is not None and again.data == b"version-1" and again.etag == first.etag
+        for n in range(2, 6):  # same size each time: only the identity and the attribute tell
+            await other.put("d/doc", f"version-{n}".encode())
+            got = await mine.get("d/doc")
+            assert got is not None and got.data == f"version-{n}".encode()
+            assert got.etag == (await other.head("d/doc")).etag  # type: ignore[union-attr]
+        path = tmp_path / "root" / "d" / "doc"
+        stamp = os.stat(path)
+        with open(path, "r+b") as f:  # by hand, in place: the stored attribute goes stale
+            f.write(b"VERSION")
+        os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # even with the old mtime
+        got = await mine.get("d/doc")
+        assert got is not None and got.data == b"VERSION-5"
+        await other.delete("d/doc")
+        assert await mine.get("d/doc") is None
+    finally:
+        await mine.close()
+        await other.close()

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import binascii
 import hashlib
-import hmac
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -92,7 +91,9 @@ class Authenticator:
             if self._tokens is not None:
                 raise Unauthorized("this server takes bearer tokens, not passwords")
             return user
-        memo = hmac.new(self._secret, f"{user}\0{password}".encode(), hashlib.sha256).digest()
+        # keyed BLAKE2b: a MAC like HMAC-SHA256, at a quarter of its cost (OpenSSL 3's HMAC
+        # setup dominates for short inputs); every request with credentials computes it
+        memo = hashlib.blake2b(f"{user}\0{password}".encode(), key=self._secret, digest_size=32).digest()
         if memo in self._remembered:
             self._remembered.move_to_end(memo)
             return user

@@ -73,6 +73,9 @@ def strip_collection_prefix(ref: str) -> str:
     return ref
 
 
+_COLLECTIONS = {c.value: c for c in Collection}
+
+
 def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
     """Validate an object id and return its collection."""
     if not isinstance(obj_id, str):
@@ -82,7 +85,7 @@ def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
         if _FOREIGN_ID_RE.match(obj_id):
             raise NotFound(f"no object has the id {obj_id!r}")
         raise InvalidInput(f"invalid object id {obj_id!r}")
-    collection = Collection(m.group(1))
+    collection = _COLLECTIONS[m.group(1)]
     if expected is not None and collection is not expected:
         raise InvalidInput(f"id {obj_id!r} is not a {expected.path[:-1]} id")
     return collection
@@ -102,7 +105,17 @@ def _hashed(name: str) -> str:
 
 def object_key(obj_id: str) -> str:
     """``<md5-prefix>-g-<uuid>`` (likewise ``-d-``, ``-t-`` and ``-m-``)."""
-    return _hashed(obj_id)
+    key = _OBJECT_KEYS.get(obj_id)
+    if key is None:
+        if len(_OBJECT_KEYS) >= _OBJECT_KEYS_MAX:
+            _OBJECT_KEYS.clear()
+        key = _OBJECT_KEYS[obj_id] = _hashed(obj_id)
+    return key
+
+
+#: Keys of objects named lately: every request reads one or more (an MD5 costs ~4 us). Cleared when full.
+_OBJECT_KEYS: dict[str, str] = {}
+_OBJECT_KEYS_MAX = 4096
 
 
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
@@ -142,6 +155,23 @@ def normalize_domain(path: str) -> str:
     Refuses ``..``, ``.``, empty components, control characters and backslashes, so a domain can
     never name a key outside its folder.
     """
+    if type(path) is str:
+        known = _NORMALIZED.get(path)
+        if known is not None:
+            return known
+    normalized = _normalize_domain(path)
+    if len(_NORMALIZED) >= _NORMALIZED_MAX:
+        _NORMALIZED.clear()
+    _NORMALIZED[path] = normalized
+    return normalized
+
+
+#: Domain paths normalized lately (every request names one; a check costs ~10 us). Cleared when full.
+_NORMALIZED: dict[str, str] = {}
+_NORMALIZED_MAX = 4096
+
+
+def _normalize_domain(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise InvalidInput("domain is required")
     if len(path) > 900:

@@ -57,6 +57,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -167,11 +168,18 @@ class LocalStore:
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = _FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
+        self._recent: dict[str, _Recent] = {}  # small objects read lately, by path
+        self._recent_bytes = 0
 
     # --- the Store interface ---------------------------------------------------------------
 
     async def get(self, key: str) -> Blob | None:
         path = self._path(key)
+        recent = self._recent.get(path)
+        if recent is not None:
+            unchanged = self._inline(self._unchanged, path, recent)
+            if unchanged is not None:
+                return unchanged
         blob = self._inline(self._get, path, self._inline_read_bytes)
         if blob is _DEFERRED:  # too big for the event loop's thread
             blob = await self._run(self._get, path, None)
@@ -224,6 +232,7 @@ class LocalStore:
         if_none_match: bool = False,
     ) -> str:
         path = self._path(key)
+        self._forget(path)
         if if_match is not None and if_none_match:
             raise ValueError("if_match and if_none_match exclude each other")
         # No copy: the caller keeps its buffer unchanged until the put returns (the engine
@@ -238,7 +247,9 @@ class LocalStore:
         return await self._run(self._put, key, path, view, None, False, md5)
 
     async def delete(self, key: str) -> None:
-        await self._run(self._delete, key, self._path(key))
+        path = self._path(key)
+        self._forget(path)
+        await self._run(self._delete, key, path)
 
     async def list(
         self, prefix: str = "", *, delimiter: str | None = None, start_after: str | None = None
@@ -297,16 +308,57 @@ class LocalStore:
         if limit is not None and st.st_size > limit:
             os.close(fd)
             return _DEFERRED
-        return self._read_blob(fd, st)
+        return self._read_blob(fd, st, path if limit is not None else None)
 
-    def _read_blob(self, fd: int, st: os.stat_result) -> Blob:
-        """Read the whole file behind ``fd`` and close it."""
+    def _read_blob(self, fd: int, st: os.stat_result, path: str | None = None) -> Blob:
+        """Read the whole file behind ``fd`` and close it; remember it under ``path`` if given
+        (see ``_unchanged``)."""
         try:
             data = _read_all(fd, st.st_size)
-            etag = self._stored_etag(fd, st) or md5_hex(data)
+            raw = self._raw_etag(fd)
+            etag = _valid_etag(raw, st)
         finally:
             os.close(fd)
-        return Blob(data, etag, st.st_mtime)
+        blob = Blob(data, etag or md5_hex(data), st.st_mtime)
+        if path is not None and etag is not None and raw is not None and st.st_size <= RECENT_MAX_OBJECT_BYTES:
+            self._remember(path, _Recent(_identity(st), raw, blob))
+        return blob
+
+    # A small object read lately is kept with its file's identity (inode, device, size, mtime
+    # and ctime, from one stat) and the ETag attribute its writer left (the MD5 of the bytes,
+    # with the size and mtime it belongs to). A get whose stat and attribute of the path are
+    # both unchanged answers from memory: two syscalls without opening the file, against five
+    # and a read (~10 us against ~27 us for a 1 KiB document here; a group GET reads two).
+    # The attribute alone vouches for the bytes (equal MD5, equal bytes, as conditional puts
+    # already assume), so a replace between the two calls cannot slip stale bytes through; the
+    # stat makes sure the attribute still describes the file (an edit in place moves the mtime
+    # or the size). Other processes write the same files, so nothing is trusted without both.
+
+    def _unchanged(self, path: str, recent: _Recent) -> Blob | None:
+        """``recent``'s blob when ``path`` still holds that version, else ``None``."""
+        try:
+            st = os.stat(path)
+            raw = os.getxattr(path, ETAG_XATTR)
+        except OSError:
+            self._forget(path)
+            return None
+        if _identity(st) != recent.identity or raw != recent.raw_etag:
+            self._forget(path)
+            return None
+        return recent.blob
+
+    def _remember(self, path: str, recent: _Recent) -> None:
+        if self._recent_bytes + len(recent.blob.data) > RECENT_BYTES or len(self._recent) >= RECENT_OBJECTS:
+            self._recent.clear()  # simpler than an LRU, and safe for the store's threads
+            self._recent_bytes = 0
+        self._forget(path)
+        self._recent[path] = recent
+        self._recent_bytes += len(recent.blob.data)
+
+    def _forget(self, path: str) -> None:
+        gone = self._recent.pop(path, None)
+        if gone is not None:
+            self._recent_bytes -= len(gone.blob.data)
 
     def _read_range(self, path: str, offset: int, length: int) -> bytes | None:
         opened = _open(path)
@@ -395,16 +447,18 @@ class LocalStore:
 
     def _stored_etag(self, fd: int, st: os.stat_result) -> str | None:
         """The ETag kept in the xattr, if it still describes this file's size and mtime."""
+        return _valid_etag(self._raw_etag(fd), st)
+
+    def _raw_etag(self, fd: int) -> bytes | None:
+        """The xattr as stored (``etag:size:mtime_ns``), if any."""
         if not self._xattrs:
             return None
         try:
-            value = os.getxattr(fd, ETAG_XATTR).decode("ascii", "replace")
+            return os.getxattr(fd, ETAG_XATTR)
         except OSError as e:
             if e.errno not in _NO_XATTR:
                 raise
             return None
-        etag, _, stamp = value.partition(":")
-        return etag if stamp == f"{st.st_size}:{st.st_mtime_ns}" else None
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -594,6 +648,30 @@ class LocalStore:
             if entry.stat(follow_symlinks=False).st_mtime < time.time() - STALE_TEMP_SECONDS:
                 os.unlink(entry.path)
                 log.info("removed stale temporary file %s", entry.path)
+
+
+RECENT_MAX_OBJECT_BYTES = 64 * 1024  # documents, not chunks
+RECENT_BYTES = 8 * 1024 * 1024
+RECENT_OBJECTS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    identity: tuple[int, ...]
+    raw_etag: bytes
+    blob: Blob
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _valid_etag(raw: bytes | None, st: os.stat_result) -> str | None:
+    """The ETag of an xattr value, if it describes a file of ``st``'s size and mtime."""
+    if raw is None:
+        return None
+    etag, _, stamp = raw.decode("ascii", "replace").partition(":")
+    return etag if stamp == f"{st.st_size}:{st.st_mtime_ns}" else None
 
 
 def _open(path: str) -> tuple[int, os.stat_result] | None:
