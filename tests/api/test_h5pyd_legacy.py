@@ -80,3 +80,11 @@ def test_default_acl_is_readable_by_readers(client: Client) -> None:
     assert r.status_code == 200 and r.json()["acl"]["read"] is True and r.json()["acl"]["update"] is False
     assert other.get("/acls/test_user1").status_code == 403  # someone else's: readACL needed
     assert other.get("/acls").status_code == 403
+
+
+def test_lz4_level_is_kept_as_sent(endpoint: str, domain: str) -> None:
+    with open_file(endpoint, domain, "w") as f:
+        f.create_dataset("z", data=np.arange(3200, dtype="i4").reshape(40, 80), compression="lz4", compression_opts=5)
+    with open_file(endpoint, domain, "r") as f:
+        assert f["z"].compression == "lz4" and f["z"].compression_opts == 5
+        np.testing.assert_array_equal(f["z"][...], np.arange(3200).reshape(40, 80))
