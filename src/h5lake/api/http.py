@@ -19,8 +19,10 @@ from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
 JSON = "application/json; charset=utf-8"
-_TRUE = {"1", "true", "True", "yes", "on"}
-_FALSE = {"0", "false", "False", "no", "off", ""}
+# Flag spellings, compared lower-cased: h5pyd before 1.0 sends ``T`` (``include_attrs=T``), and
+# HSDS reads any integer as a flag (non-zero: set).
+_TRUE = {"1", "true", "t", "yes", "y", "on"}
+_FALSE = {"0", "false", "f", "no", "n", "off", ""}
 
 
 class UnsupportedMediaType(InvalidInput):
@@ -84,11 +86,15 @@ def flag(request: Request, name: str, default: bool = False) -> bool:
     value = request.query_params.get(name)
     if value is None:
         return default
-    if value in _TRUE:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
         return True
-    if value in _FALSE:
+    if lowered in _FALSE:
         return False
-    raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}")
+    try:
+        return int(lowered) != 0
+    except ValueError:
+        raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}") from None
 
 
 def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:

@@ -113,6 +113,12 @@ class DeletedDomain(Open):
     domain: str
 
 
+class Flushed(Open):
+    """``PUT /`` with ``flush`` and ``getdnids``: HSDS lists its data nodes; h5lake has none."""
+
+    dn_ids: list[str]
+
+
 class H5PathsQuery(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"h5paths": ["/g", "/d"]}]})
 

@@ -55,14 +55,14 @@ def _dim(value: Any, what: str) -> int:
     return value
 
 
-def _maxdims(value: Any, dims: tuple[int, ...]) -> tuple[int | None, ...]:
+def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool) -> tuple[int | None, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or len(value) != len(dims):
         raise InvalidInput("maxdims must be a list with one entry per dimension")
     out: list[int | None] = []
     for m, d in zip(value, dims):
-        if m == UNLIMITED or m == 0 and d != 0:
+        if m == UNLIMITED or m == 0 and (d != 0 or zero_unlimited):
             out.append(None)  # HSDS treats 0 as unlimited too
             continue
         m = _dim(m, "maxdims")
@@ -72,9 +72,14 @@ def _maxdims(value: Any, dims: tuple[int, ...]) -> tuple[int | None, ...]:
     return tuple(out)
 
 
-def parse_space(shape: Any, maxdims: Any = None) -> Space:
+def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False) -> Space:
     """Parse a dataspace as clients send it: absent (scalar), ``"H5S_NULL"``, ``[dims]``, an int,
-    or the object form ``{"class": ..., "dims": ..., "maxdims": ...}``."""
+    or the object form ``{"class": ..., "dims": ..., "maxdims": ...}``.
+
+    A maximum extent of 0 is unlimited where the extent is not 0. ``zero_unlimited`` (a client's
+    request) makes it unlimited everywhere, as HSDS reads it: h5pyd before 1.0 sends 0 for every
+    unlimited dimension, ``shape [0], maxdims [0]`` too (h5pyd 1.0 and h5lake's loader send
+    ``H5S_UNLIMITED``, and a stored document keeps a fixed extent of 0 as 0)."""
     if isinstance(shape, dict):
         kind = shape.get("class", SpaceClass.SIMPLE.value if "dims" in shape else None)
         if maxdims is None:
@@ -101,7 +106,7 @@ def parse_space(shape: Any, maxdims: Any = None) -> Space:
     if not shape:
         return Space(SpaceClass.SCALAR)
     dims = tuple(_dim(d, "dims") for d in shape)
-    return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims))
+    return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims, zero_unlimited))
 
 
 def space_from_json(doc: dict[str, Any]) -> Space:

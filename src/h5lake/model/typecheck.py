@@ -127,9 +127,13 @@ def _bitfield_from_client(t: dict[str, Any], where: str) -> TypeJson:
 
 
 def _from_name(name: str, where: str) -> TypeJson:
+    """A predefined type by name; a missing LE/BE suffix means LE, as in :func:`_base_name` (h5pyd
+    before 1.0 names a vlen's base ``H5T_STD_I32``, and HSDS takes it)."""
     for cls, table in BASES_BY_CLASS.items():
         if name in table:
             return {"class": cls.value, "base": name}
+        if name + "LE" in table:
+            return {"class": cls.value, "base": name + "LE"}
     if name in (RefKind.OBJECT, RefKind.REGION):
         return _validate_reference({"base": name}, where)
     raise InvalidInput(f"{where}: unknown predefined type {name!r}")

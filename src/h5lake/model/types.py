@@ -205,7 +205,9 @@ def client_type(t: Any) -> Any:
     """``t`` as clients are shown it: every bitfield (nested too) as the unsigned integer of its
     size and order, marked ``"hdf5Class": "H5T_BITFIELD"``. h5pyd 1.0 cannot open a bitfield
     ("Invalid type class") but reads the integer; :func:`~h5lake.model.typecheck.validate_type` turns the marked form
-    back into the bitfield, so ``h5lake export`` still writes one. Other keys pass through."""
+    back into the bitfield, so ``h5lake export`` still writes one. An enum also carries its members
+    as ``mapping`` (``{name: value}``, in order): h5pyd before 1.0 reads only that key, as HSDS
+    returns what such a client sent; h5pyd 1.0 reads either. Other keys pass through."""
     if not isinstance(t, dict):
         return t
     cls = t.get("class")
@@ -213,6 +215,8 @@ def client_type(t: Any) -> Any:
         base = t["base"].replace("H5T_STD_B", "H5T_STD_U", 1)
         return {**t, "class": TypeClass.INTEGER.value, "base": base, HDF5_CLASS: TypeClass.BITFIELD.value}
     out = dict(t)
+    if cls == TypeClass.ENUM.value and isinstance(t.get("members"), list) and "mapping" not in t:
+        out["mapping"] = {m["name"]: m["value"] for m in t["members"] if isinstance(m, dict) and "name" in m}
     if isinstance(t.get("base"), dict):
         out["base"] = client_type(t["base"])
     if isinstance(t.get("fields"), list):

@@ -61,7 +61,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     if "type" not in item:
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
-    space = parse_space(item.get("shape"), item.get("maxdims"))
+    space = parse_space(item.get("shape"), item.get("maxdims"), zero_unlimited=True)
     raw = item.get("creationProperties")
     if raw is not None and not isinstance(raw, dict):
         raise InvalidInput("creationProperties must be an object")

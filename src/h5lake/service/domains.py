@@ -392,7 +392,11 @@ async def get_acls(svc: Service, caller: Caller, path: str) -> list[Doc]:
 
 async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
     domain = await load_domain(svc, path)
-    if caller.user != user:
+    if user == acl_model.DEFAULT and caller.user != user:
+        # Whoever may read the domain may read what everyone may do (as HSDS): h5pyd before 1.0
+        # opens a domain in "a" mode only if its own ACL or, lacking one, the default ACL grants update.
+        authorize(caller, domain, Permission.READ)
+    elif caller.user != user:
         authorize(caller, domain, Permission.READ_ACL)
     acls = domain.doc.get("acls", {})
     if user not in acls:

@@ -157,15 +157,17 @@ class Lz4:
     """The HDF5 LZ4 filter: 8-byte BE size, 4-byte BE block size, then size-prefixed blocks."""
 
     block_size: int = 0  # bytes; 0 means the filter's default (1 GiB, so one block per chunk)
+    # h5pyd sends a "level" for lz4 (its compression_opts), but HDF5's LZ4 filter has none: the
+    # level is kept and shown, as HSDS shows what the client sent, and changes nothing.
+    level: int | None = None
 
     filter_id: ClassVar[FilterId] = FilterId.LZ4
     flags: ClassVar[int] = H5Z_FLAG_OPTIONAL
 
     @classmethod
     def parse(cls, p: Params, ctx: Context) -> Lz4:
-        # h5pyd sends a "level" for lz4, but HDF5's LZ4 filter has none: accepted and dropped.
-        p.optional_int("level", 0, 9)
-        return cls(block_size=p.integer("blockSize", 0, 0, _LZ4_MAX_BLOCK))
+        level = p.optional_int("level", 0, 9)
+        return cls(block_size=p.integer("blockSize", 0, 0, _LZ4_MAX_BLOCK), level=level)
 
     @staticmethod
     def params_from_cd(cd: Sequence[int]) -> dict[str, Any]:
@@ -190,7 +192,7 @@ class Lz4:
         return None
 
     def json_params(self) -> dict[str, Any]:
-        return {"blockSize": self.block_size}
+        return {"blockSize": self.block_size} if self.level is None else {"blockSize": self.block_size, "level": self.level}
 
     def cd_values(self) -> tuple[int, ...]:
         return (self.block_size,)
