@@ -23,6 +23,15 @@ def test_flags_spelled_as_hsds_reads_them(client: Client) -> None:
     assert r.status_code == 400 and "include_attrs" in r.json()["error"]["message"]
 
 
+def test_a_flag_spelled_true_does_not_skip_the_check_of_the_id(client: Client) -> None:
+    """``follow_links=true`` (a flag HSDS reads) walks the group's descendants: an id that is
+    not a group's is still a 400, not an error inside the walk."""
+    r = client.get("/groups/[+-]?\\d+/links", params={"follow_links": "true"})
+    assert r.status_code == 400 and "id" in r.json()["error"]["message"], r.text
+    root = client.get("/").json()["root"]
+    assert client.get(f"/groups/{root}/links", params={"follow_links": "true"}).status_code == 200
+
+
 def test_flush_in_the_body_answers_dn_ids(client: Client) -> None:
     r = client.put("/", json={"flush": 1, "getdnids": 1})
     assert r.status_code == 200 and r.json() == {"dn_ids": []}

@@ -311,6 +311,7 @@ async def get_links(
     limit: int | None = None,
     follow_links: bool = False,
 ) -> Doc:
+    parse_id(group_id, Collection.GROUPS)  # also where only its descendants' ids are used
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
 
