@@ -3,10 +3,15 @@ HDF5's semantics: the cut-off elements are gone, growing again shows fill (servi
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
-from h5lake.model.ids import chunk_key
+import requests
+from h5lake.model.ids import chunk_key, object_key
 from tests.api.test_h5pyd_metadata import open_file
-from tests.conftest import Client, RawStore
+from tests.conftest import Client, RawStore, auth
+from tests.support.server import start_server
 
 BIG = 100_000  # elements: past the compact-values limit, so chunks are objects of their own
 OCTET = {"Accept": "application/octet-stream"}
@@ -141,3 +146,36 @@ def test_h5pyd_resize_smaller(endpoint: str, domain: str) -> None:
         expect = np.zeros((6, 10), "i4")
         expect[:3, :7] = np.arange(60, dtype="i4").reshape(6, 10)[:3, :7]
         assert np.array_equal(f["x"][...], expect)
+
+
+def test_a_crash_before_the_cleaning_never_shows_stale_values(tmp_path: Path) -> None:
+    """The state a crash between the two steps leaves (smaller shape stored with its mark, the
+    cut-off chunks still there), made on a server's own files: reads stay within the new
+    extent, and the next growth finishes the cleaning before it shows anything."""
+    srv = start_server(tmp_path)
+    try:
+        requests.put(srv.endpoint + "/", params={"domain": "/home/test_user1"}, json={"folder": True}, auth=auth("test_user1"))
+        c = Client(srv.endpoint, "test_user1", "/home/test_user1/crash.h5")
+        assert c.put("/").status_code == 201
+        n = BIG
+        did = _dataset(c, [n], [1000])
+        data = np.arange(n, dtype="f8") + 1
+        _put(c, did, f"[0:{n}]", data)
+        stale = {i: (srv.data / chunk_key(did, (i,))).read_bytes() for i in (2, 3, 99)}
+        _resize(c, did, [2500])
+        doc_path = srv.data / object_key(did)
+        doc = json.loads(doc_path.read_bytes())
+        assert "shrinking" not in doc  # cleaned and unmarked
+        for i, blob in stale.items():  # as if the cleaning never ran
+            (srv.data / chunk_key(did, (i,))).write_bytes(blob)
+        doc["shrinking"] = {"keep": [2500], "upto": [n]}
+        doc_path.write_bytes(json.dumps(doc).encode())
+        assert np.array_equal(_get(c, did, (2500,)), data[:2500])
+        _resize(c, did, [n])
+        expect = np.zeros(n)
+        expect[:2500] = data[:2500]
+        assert np.array_equal(_get(c, did, (n,)), expect)
+        assert "shrinking" not in json.loads(doc_path.read_bytes())
+        assert not (srv.data / chunk_key(did, (99,))).exists()
+    finally:
+        srv.stop()
