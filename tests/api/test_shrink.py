@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import h5pyd
 import numpy as np
 import requests
 from h5lake.model.ids import chunk_key, object_key
@@ -135,8 +136,16 @@ def test_prepended_dataset(client: Client, raw_store: RawStore) -> None:
 def test_h5pyd_resize_smaller(endpoint: str, domain: str) -> None:
     with open_file(endpoint, domain, "w") as f:
         f.create_dataset("x", data=np.arange(60, dtype="i4").reshape(6, 10), maxshape=(None, None), chunks=(4, 4))
+        words = np.array([f"w{i}" * (i % 4 + 1) for i in range(9)], dtype=object)
+        f.create_dataset("s", data=words, dtype=h5pyd.string_dtype(), maxshape=(None,), chunks=(4,))
     with open_file(endpoint, domain, "a") as f:
         f["x"].resize((3, 7))
+        f["s"].resize((5,))
+    with open_file(endpoint, domain, "a") as f:  # variable-length strings: cut ones read as empty
+        f["s"].resize((9,))
+    with open_file(endpoint, domain, "r") as f:
+        got = [v.decode() if isinstance(v, bytes) else v for v in f["s"][...]]
+        assert got == [f"w{i}" * (i % 4 + 1) for i in range(5)] + [""] * 4
     with open_file(endpoint, domain, "a") as f:  # h5pyd keeps the old shape in the session
         d = f["x"]
         assert d.shape == (3, 7)
