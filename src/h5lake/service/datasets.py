@@ -224,11 +224,13 @@ _MAX_OWED = 20
 
 async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized:
     old_dims: list[int] = []
+    marked: list[bool] = [False]  # this update recorded a cleaning it then does itself
 
     def mutate(doc: Doc) -> Any:
         space = space_from_json(doc["shape"])
         dims = _new_dims(space, body)
         old_dims[:] = list(space.dims)
+        marked[0] = False
         if dims == space.dims:
             return Unchanged(None)
         if shrink.blocks_growth(doc, dims):
@@ -244,6 +246,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
                 compact.trim(doc, dataclasses.replace(keep, shape=tuple(min(n, o) for n, o in zip(dims, space.dims))))
             else:
                 shrink.mark(doc, space.dims, dims)
+                marked[0] = True
         doc["shape"] = space.resized(dims).to_json()
         if front:
             if is_linked(doc):
@@ -260,7 +263,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
     svc.catalog.note_object(domain.path, dset_id)
     resized = Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
-    if shrink.pending(doc) is not None:
+    if marked[0]:
         doc = await shrink.finish(svc, domain, doc)
         resized = Resized(resized.old, resized.new, doc, front)
     if compact.is_moving(doc):  # grown past the compact limit: values go to chunk objects
