@@ -4,6 +4,7 @@ HDF5's semantics: the cut-off elements are gone, growing again shows fill (servi
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import h5pyd
@@ -62,6 +63,16 @@ def test_shrink_then_grow_shows_fill_and_prunes_chunks(client: Client, raw_store
     # chunks wholly outside the new extent are gone; the one it crosses stays
     assert raw_store.read(chunk_key(did, (2,))) is not None
     assert all(raw_store.read(chunk_key(did, (i,))) is None for i in (3, 50, 99))
+    # and leave the chunk catalog (merged in the background)
+    catalog = client.domain.lstrip("/") + f"/.{did}.chunks.txt"
+    deadline = time.monotonic() + 10
+    names: list[str] = []
+    while time.monotonic() < deadline:
+        names = [line.split()[0] for line in (raw_store.read(catalog) or b"").decode().splitlines()]
+        if names == ["0", "1", "2"]:
+            break
+        time.sleep(0.1)
+    assert names == ["0", "1", "2"]
     _resize(client, did, [n])
     expect = np.full(n, -1.0)
     expect[:2500] = data[:2500]
