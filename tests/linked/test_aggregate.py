@@ -56,6 +56,9 @@ def test_days_aggregate_to_their_concatenation(lc: Client, sources: Path) -> Non
     # a dataset still grows (resize) but its values stay read-only
     r = lc.put(f"/datasets/{did}/value", json={"value": 0.0}, params={"select": "[0:1,0:1,0:1]"})
     assert r.status_code == 405
+    r = lc.put(f"/datasets/{did}/shape", json={"shape": [expect.shape[0] - 1, *expect.shape[1:]]})
+    assert r.status_code == 405 and "cannot shrink" in r.text  # its chunks are the files' own
+    assert lc.get(f"/datasets/{did}/shape").json()["shape"]["dims"] == list(expect.shape)
 
 
 def test_append_refuses_misaligned_and_unaggregated(lc: Client, sources: Path) -> None:

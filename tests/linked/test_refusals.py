@@ -47,6 +47,8 @@ def test_writes_are_405(lc: Client, sources: Path) -> None:
         assert r.status_code == 405
         r = lc.put(f"/datasets/{did}/shape", json={"shape": [30, 20]})
         assert r.status_code == 405
+        r = lc.put(f"/datasets/{did}/shape", json={"shape": [10, 20]})  # shrinking alike
+        assert r.status_code == 405
         assert read(lc, did, np.dtype("<f4"), (20, 20))[3, 4] == 64.0  # still intact
 
 

@@ -243,3 +243,27 @@ def test_hsls_and_export_of_a_tagged_version(client: Client, tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     with h5py.File(out) as f:
         assert list(f) == ["x"] and np.array_equal(f["x"][:], np.arange(50, dtype="i4"))
+
+
+def test_forked_dataset_shrunk_and_grown_shows_fill(client: Client, raw_store: RawStore) -> None:
+    ep, d = client.endpoint, client.domain
+    n = 100_000  # past the compact-values limit: chunk objects
+    with _h5(ep, d, "a") as f:
+        f.create_dataset("x", data=np.arange(n, dtype="f4") + 1, chunks=(10_000,), maxshape=(None,))
+    assert _commit(client).status_code == 201
+    new = d.replace(".h5", "-shrunk.h5")
+    fork = Client(ep, "test_user1", new)
+    assert fork.put("/", json={"from": d + "@v1"}).status_code == 201
+    with _h5(ep, new, "a") as f:
+        f["x"].resize((25_000,))
+    with _h5(ep, new, "a") as f:
+        assert np.array_equal(f["x"][:], np.arange(25_000, dtype="f4") + 1)
+        f["x"].resize((n,))
+    expect = np.zeros(n, "f4")
+    expect[:25_000] = np.arange(25_000, dtype="f4") + 1
+    with _h5(ep, new) as f:
+        assert np.array_equal(f["x"][:], expect)  # fill, not the source version's values
+    with _h5(ep, d + "@v1") as f:
+        assert np.array_equal(f["x"][:], np.arange(n, dtype="f4") + 1)  # the version is untouched
+    with _h5(ep, d) as f:
+        assert np.array_equal(f["x"][:], np.arange(n, dtype="f4") + 1)  # so is the source's head

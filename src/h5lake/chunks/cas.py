@@ -123,6 +123,15 @@ class ForkedChunks(NativeChunks):
         entry = (await self.cas.get_tree(self.tree)).get("chunks", {}).get(index_name(index))
         return None if entry is None else blob_key(entry[0])
 
+    async def in_source(self, index: tuple[int, ...]) -> bool:
+        """Whether the source version has chunk ``index`` (this dataset reads it until it writes its own)."""
+        return await self._source(index) is not None
+
+    async def source_indexes(self) -> list[tuple[int, ...]]:
+        """The chunk indexes the source version has."""
+        names = (await self.cas.get_tree(self.tree)).get("chunks", {})
+        return [tuple(int(i) for i in name.split("_")) for name in names]
+
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         key = self.key(index)
         if await self.store.head(key) is not None:

@@ -194,6 +194,11 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
     return {} if blob is None else parse_lines(blob.data, chunks=True)
 
 
+async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
+    """The chunk indexes the dataset's chunk catalog lists (it lags writes by about its delay)."""
+    return [_index_of(name) for name in await _read_chunk_lines(store, domain, dataset_id)]
+
+
 async def _chunk_totals(store: Store, domain: str, dataset_id: str,
                         known: Known) -> tuple[int, int]:
     """Chunk count and bytes of the chunk catalog as it is now (``known`` may save the read)."""

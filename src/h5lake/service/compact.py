@@ -27,11 +27,13 @@ are unchanged: this is where values are kept, not a layout the client chose.
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from h5lake.chunks.catalog import index_name
 from h5lake.chunks.inline import KEY, listed_chunks
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
@@ -43,6 +45,7 @@ from h5lake.model.types import to_dtype
 from h5lake.service.context import Service, now
 from h5lake.service.documents import Doc, Unchanged, dumps
 from h5lake.service.layouts import compact_layout
+from h5lake.service.shrink import kept_region, reset_outside
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 
@@ -87,6 +90,21 @@ def mark_moving_if_grown(doc: Doc, limit: int) -> None:
     starts moving to chunk objects."""
     if is_compact(doc) and not is_moving(doc) and extent_bytes(doc) > limit:
         doc[KEY]["moving"] = True
+
+
+def trim(doc: Doc, keep: DatasetLayout) -> None:
+    """In the update that shrinks a compact dataset to ``keep.shape``: drop the listed chunks
+    wholly outside it and reset the part outside of those it crosses to fill (one atomic step
+    with the new shape; `service.shrink`)."""
+    out: dict[str, str] = {}
+    for index, data in stored_chunks(doc).items():
+        region = kept_region(keep, index)
+        if region is None:
+            continue
+        chunk = keep.codec.decode(data).copy()
+        reset_outside(chunk, region, keep.fill)
+        out[index_name(index)] = base64.b64encode(keep.codec.encode(chunk)).decode()
+    doc[KEY]["chunks"] = out
 
 
 def stored_chunks(doc: Doc) -> dict[tuple[int, ...], bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
 from h5lake.model.types import client_type
-from h5lake.service import compact
+from h5lake.service import compact, shrink
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -27,6 +28,7 @@ from h5lake.service.creation import check_linked_chunk_size, plan_layout, valida
 from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.initializers import check_initializer, run_initializer
+from h5lake.service.layouts import compact_layout
 from h5lake.service.linked import SOURCES_KEY, ingest_linked_layout
 from h5lake.service.objects import object_json, store_new_objects
 from h5lake.service.opened import Change, check_writable
@@ -125,12 +127,11 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
     for i, (new, old) in enumerate(zip(dims, space.dims)):
         if isinstance(new, bool) or not isinstance(new, int) or new < 0:
             raise InvalidInput("extents must be non-negative integers")
-        if new < old:
-            raise InvalidInput(f"dimension {i} cannot shrink from {old} to {new}")
-        if space.maxdims is None:
-            if new > old:
-                raise InvalidInput(f"the dataset is not extensible (no maxdims): dimension {i} cannot grow")
+        if new == old:
             continue
+        if space.maxdims is None:
+            change = "grow" if new > old else "shrink"
+            raise InvalidInput(f"the dataset is not extensible (no maxdims): dimension {i} cannot {change}")
         limit = space.maxdims[i]
         if limit is not None and new > limit:
             # as HSDS: a valid request the dataset's maxdims do not allow
@@ -166,7 +167,8 @@ class Resized:
         new elements at the front: ``[0:k,...]``)."""
         if self.front:
             return "[" + ",".join(f"0:{n - o}" if n != o else f"0:{n}" for o, n in zip(self.old, self.new)) + "]"
-        return "[" + ",".join(f"{o}:{n}" for o, n in zip(self.old, self.new)) + "]"
+        # a shrunk dimension names the region cut off
+        return "[" + ",".join(f"{min(o, n)}:{max(o, n)}" for o, n in zip(self.old, self.new)) + "]"
 
     def appended(self, axis: int) -> Selection:
         """The new elements when the dataset grew along ``axis`` only."""
@@ -183,21 +185,68 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
         raise ReadOnly(
             "a dataset linked to HDF5 files cannot grow at the front (prepend): its chunks are the files' own"
         )
-    _new_dims(space_from_json(found.doc["shape"]), body)  # validate before touching storage
+    space = space_from_json(found.doc["shape"])
+    dims = _new_dims(space, body)  # validate before touching storage
+    if is_linked(found.doc) and any(n < o for n, o in zip(dims, space.dims)):
+        raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
     return await grow(svc, domain, dset_id, body)
+
+
+class _Owed(Exception):
+    """The resize must wait for work the document says is owed (a shrink's cleaning, a compact
+    move): the caller does it and tries again."""
+
+    def __init__(self, doc: Doc) -> None:
+        self.doc = doc
 
 
 async def grow(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized:
     """Change the extent in one conditional update of the dataset's document (the new extent is
-    computed from the document as it is then, so concurrent appends each get their own region)."""
+    computed from the document as it is then, so concurrent appends each get their own region).
+
+    Shrinking (any dimension of an extensible dataset, to 0 too) follows `service.shrink`: the
+    smaller shape is stored with a mark of the cleaning owed, then the cut-off values are
+    removed; a compact dataset is trimmed in the same update. Growth waits for a cleaning still
+    owed (it would show the stale values)."""
+    for _ in range(_MAX_OWED):
+        try:
+            return await _resize_once(svc, domain, dset_id, body)
+        except _Owed as owed:
+            if compact.is_moving(owed.doc):
+                await compact.finish_move(svc, domain, owed.doc)
+            else:
+                await shrink.finish(svc, domain, owed.doc)
+    raise Conflict(f"dataset {dset_id} is being resized too often; try again")
+
+
+_MAX_OWED = 20
+
+
+async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized:
     old_dims: list[int] = []
+    marked: list[bool] = [False]  # this update recorded a cleaning it then does itself
 
     def mutate(doc: Doc) -> Any:
         space = space_from_json(doc["shape"])
         dims = _new_dims(space, body)
         old_dims[:] = list(space.dims)
+        marked[0] = False
         if dims == space.dims:
             return Unchanged(None)
+        if shrink.blocks_growth(doc, dims):
+            raise _Owed(doc)
+        if any(n < o for n, o in zip(dims, space.dims)):
+            if is_linked(doc):
+                raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+            if compact.is_moving(doc):
+                raise _Owed(doc)
+            if compact.is_compact(doc):
+                keep = compact_layout(domain, doc)
+                assert keep is not None
+                compact.trim(doc, dataclasses.replace(keep, shape=tuple(min(n, o) for n, o in zip(dims, space.dims))))
+            else:
+                shrink.mark(doc, space.dims, dims)
+                marked[0] = True
         doc["shape"] = space.resized(dims).to_json()
         if front:
             if is_linked(doc):
@@ -214,6 +263,9 @@ async def grow(svc: Service, domain: Domain, dset_id: str, body: Any) -> Resized
     doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
     svc.catalog.note_object(domain.path, dset_id)
     resized = Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
+    if marked[0]:
+        doc = await shrink.finish(svc, domain, doc)
+        resized = Resized(resized.old, resized.new, doc, front)
     if compact.is_moving(doc):  # grown past the compact limit: values go to chunk objects
         doc = await compact.finish_move(svc, domain, doc)
         resized = Resized(resized.old, resized.new, doc, front)
