@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from h5lake.chunks.engine import blocks
+from h5lake.chunks.blocks import blocks
 from h5lake.model.selection import Selection, Slice
 
 

@@ -12,27 +12,28 @@ covered in part is read, modified and written back only if it did not change mea
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
-import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeGuard, TypeVar, overload
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from h5lake.chunks import ranges
+from h5lake.chunks.blocks import row_split
 from h5lake.chunks.buffers import BufferPool
+from h5lake.chunks.capability import gets_ranges, puts_hashed, reads_into
 from h5lake.chunks.fanout import Workers, bounded
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
+from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import Conflict, DataCorruption, ReadOnly
 from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
-from h5lake.model.selection import PointSelection, Selection, Slice
+from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage import lanes
-from h5lake.storage.base import ByteRangeSource, GetRanges, PreconditionFailed, PutHashed, ReadInto
+from h5lake.storage.base import PreconditionFailed
 from h5lake.storage.md5 import md5_hex_many
 
 log = logging.getLogger(__name__)
@@ -61,15 +62,6 @@ async def load_chunk(layout: DatasetLayout, index: tuple[int, ...], workers: Wor
 
 
 PART_CONCURRENCY = 8  # ranged reads at once within one chunk
-
-
-def reads_in_part(layout: DatasetLayout, ref: ChunkRef) -> bool:
-    """True when the chunk is a byte range holding the raw array (no filter applied to it), so
-    a selection can be read from the byte ranges it touches instead of the whole chunk."""
-    codec = layout.codec
-    if ref.offset is None or codec.variable or codec.reduced:  # reduced: bytes are not the values
-        return False
-    return all(ref.filter_mask >> i & 1 for i in range(len(codec.pipeline.filters)))
 
 
 async def read_part(
@@ -154,7 +146,7 @@ def point_ranges(layout: DatasetLayout, ref: ChunkRef, coords: np.ndarray) -> tu
     codec = layout.codec
     if ref.offset is not None or codec.variable or codec.reduced or codec.pipeline.filters or not layout.chunk_shape:
         return None
-    if not _gets_ranges(ref.source):
+    if not gets_ranges(ref.source):
         return None
     itemsize = layout.dtype.itemsize
     if coords.shape[0] * itemsize * POINT_FRACTION > codec.chunk_bytes:
@@ -217,7 +209,7 @@ async def load_selected(
         ref = await layout.locator.locate(index)
     if ref is None:
         return None
-    if reads_in_part(layout, ref) and not _here_whole(layout, ref):
+    if reads_in_part(layout, ref) and not here_whole(layout, ref):
         return await read_part(layout, ref, chunk_selection, workers)
     part = native_part(layout, ref, chunk_selection)
     if part is not None:
@@ -233,32 +225,6 @@ async def load_selected(
 
 # isinstance() against a runtime-checkable Protocol walks the protocol's members each time (~10 us
 # on Python 3.11, a few per cent of reading a cached chunk): the answer is kept per class.
-_CAPABLE: dict[tuple[type, type], bool] = {}
-
-
-def _capable(source: object, capability: type) -> bool:
-    key = (type(source), capability)
-    found = _CAPABLE.get(key)
-    if found is None:
-        found = _CAPABLE[key] = isinstance(source, capability)
-    return found
-
-
-def _reads_into(source: object) -> TypeGuard[ReadInto]:
-    return _capable(source, ReadInto)
-
-
-def _gets_ranges(source: object) -> TypeGuard[GetRanges]:
-    return _capable(source, GetRanges)
-
-
-def _puts_hashed(source: object) -> TypeGuard[PutHashed]:
-    return _capable(source, PutHashed)
-
-
-# --- reads ------------------------------------------------------------------------------------
-
-
 async def read_selection(
     layout: DatasetLayout, selection: Selection, workers: Workers, out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -280,135 +246,10 @@ async def read_selection(
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
-            await _each_read_ahead(layout, projections, workers, placed)
+            await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
     return out
-
-
-# --- reading neighbouring byte-range chunks together --------------------------------------------
-
-READ_AHEAD_CHUNK = 1024 * 1024  # ranged chunks up to this size are read together with neighbours
-READ_AHEAD_PART = 64 * 1024  # ...also when only part of them is selected, up to this size
-READ_AHEAD_WINDOW = 8 * 1024 * 1024  # bytes read ahead at once (two windows in flight)
-READ_AHEAD_CHUNKS = 4096  # chunks in one window
-LOCATE_BATCH = 64
-
-
-class _ReadAhead:
-    """One chunk's bytes, read together with its neighbours: answers the engine's ranged reads
-    inside them (``read_part`` asks for pieces) and passes any other to the source."""
-
-    def __init__(self, source: ByteRangeSource, offset: int, data: bytes) -> None:
-        self.source = source
-        self.offset = offset
-        self.data = data
-
-    async def get_range(self, key: str, offset: int, length: int) -> bytes | None:
-        start = offset - self.offset
-        if start == 0 and length == len(self.data):
-            return self.data
-        if 0 <= start and start + length <= len(self.data):
-            return self.data[start : start + length]
-        return await self.source.get_range(key, offset, length)
-
-
-def _here_whole(layout: DatasetLayout, ref: ChunkRef) -> bool:
-    """Whether a whole raw chunk's bytes were read ahead (then decoding beats ``read_part``; a
-    contiguous dataset's last virtual chunk may be shorter, and is read in part)."""
-    return isinstance(ref.source, _ReadAhead) and ref.length == layout.codec.chunk_bytes
-
-
-def _ahead_bytes(layout: DatasetLayout, ref: ChunkRef | None, complete: bool) -> int:
-    """How many bytes reading ``ref`` ahead takes, or 0 when it is read on its own."""
-    if ref is None or ref.offset is None or not _gets_ranges(ref.source):
-        return 0
-    size = ref.length or 0
-    if size > READ_AHEAD_CHUNK or (not complete and size > READ_AHEAD_PART and reads_in_part(layout, ref)):
-        return 0  # a part of a large raw chunk: read_part reads just that part
-    return size
-
-
-async def _read_ahead(
-    located: list[tuple[P, ChunkRef | None]], sizes: list[int], workers: Workers
-) -> list[tuple[P, ChunkRef | None]]:
-    """``located`` with the refs of neighbouring chunks (same object) read in one ``get_ranges``
-    call per object, which merges them into few requests."""
-    groups: dict[tuple[int, str], list[int]] = {}
-    for i, ((_, ref), size) in enumerate(zip(located, sizes)):
-        if size:
-            assert ref is not None
-            groups.setdefault((id(ref.source), ref.key), []).append(i)
-    out = list(located)
-
-    async def fetch(members: list[int]) -> None:
-        refs = [located[i][1] for i in members]
-        first = refs[0]
-        assert first is not None
-        pieces = await first.source.get_ranges(  # type: ignore[attr-defined]
-            first.key, [(r.offset, r.length) for r in refs if r is not None]
-        )
-        if pieces is None:
-            return  # missing: each chunk finds that out the usual way
-        for i, ref, data in zip(members, refs, pieces):
-            assert ref is not None and ref.offset is not None
-            out[i] = (located[i][0], dataclasses.replace(ref, source=_ReadAhead(ref.source, ref.offset, data)))
-
-    await workers.each((m for m in groups.values() if len(m) > 1), fetch)
-    return out
-
-
-async def _each_read_ahead(
-    layout: DatasetLayout,
-    projections: Iterable[P],
-    workers: Workers,
-    placed: Callable[[P, ChunkRef | None], Awaitable[None]],
-) -> None:
-    """``placed(p, ref)`` for every projection, in windows whose small byte-range chunks are
-    read together (`_read_ahead`). Two stages: while one window's chunks are decoded and placed
-    (``workers.limit`` at a time, as without read-ahead), the next window is fetched."""
-
-    async def place(window: list[tuple[P, ChunkRef | None]]) -> None:
-        await workers.each(window, lambda pair: placed(*pair))
-
-    placing: asyncio.Future[None] | None = None
-    fetching: asyncio.Future[list[tuple[P, ChunkRef | None]]] | None = None
-    try:
-        window: list[tuple[P, ChunkRef | None]] = []
-        sizes: list[int] = []
-        ahead = 0
-        remaining = iter(projections)
-        while True:
-            batch = list(itertools.islice(remaining, LOCATE_BATCH))
-            added = 0
-            for p in batch:
-                # one after another: a linked locator answers from memory, or from a table
-                # chunk it reads once for many chunks; a task per chunk cost more than that
-                ref = await layout.locator.locate(p.chunk_index)
-                size = _ahead_bytes(layout, ref, getattr(p, "is_complete_chunk", False))
-                window.append((p, ref))
-                sizes.append(size)
-                added += size
-            ahead += added
-            if window and (not batch or not added or ahead >= READ_AHEAD_WINDOW or len(window) >= READ_AHEAD_CHUNKS):
-                fetching = asyncio.ensure_future(_read_ahead(window, sizes, workers))
-                window, sizes, ahead = [], [], 0
-                if placing is not None:
-                    done, placing = placing, None
-                    await done
-                ready, fetching = fetching, None
-                placing = asyncio.ensure_future(place(await ready))
-            if not batch:
-                break
-        if placing is not None:
-            done, placing = placing, None
-            await done
-    finally:
-        pending = [f for f in (placing, fetching) if f is not None]
-        for f in pending:
-            f.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _stores_raw(layout: DatasetLayout) -> bool:
@@ -432,7 +273,7 @@ async def _read_in_place(layout: DatasetLayout, ref: ChunkRef, p: ChunkProjectio
     """Read a whole raw chunk straight from the store into its place in ``out`` (one copy, no
     decode) when the chunk is selected whole and its place is one contiguous run of ``out``.
     False when that does not apply (the caller reads the usual way)."""
-    if ref.offset is not None or not _reads_into(ref.source):
+    if ref.offset is not None or not reads_into(ref.source):
         return False
     if not _whole_chunk(p, layout.chunk_shape):
         return False
@@ -460,97 +301,10 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     projections = project_points(points, layout.chunk_shape, layout.origin)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
-            await _each_read_ahead(layout, projections, workers, placed)
+            await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
     return out
-
-
-class Blocks(Sequence[Selection]):
-    """The pieces of a split selection, made on demand.
-
-    Dimensions before ``dim`` are taken one index at a time and ``dim`` in runs of ``per_block``
-    selected indexes; later dimensions are whole. A selection of 10**9 rows has 10**9 pieces,
-    so planning costs nothing until a piece is asked for (and memory stays bounded).
-    """
-
-    def __init__(self, selection: Selection, dim: int, per_block: int) -> None:
-        self.selection = selection
-        self.dim = dim
-        self.per_block = per_block
-        parts = selection.parts
-        self._outer = [p.count for p in parts[:dim]]
-        self._runs = -(-parts[dim].count // per_block)
-        self._len = math.prod(self._outer) * self._runs
-
-    def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, i: int) -> Selection: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Selection]: ...
-
-    def __getitem__(self, i: int | slice) -> Selection | Sequence[Selection]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._len))]
-        if i < 0:
-            i += self._len
-        if not 0 <= i < self._len:
-            raise IndexError(i)
-        outer, run = divmod(i, self._runs)
-        parts = list(self.selection.parts)
-        for d in range(self.dim - 1, -1, -1):
-            outer, j = divmod(outer, self._outer[d])
-            p = parts[d]
-            assert isinstance(p, Slice)
-            index = p.start + j * p.step
-            parts[d] = Slice(index, index + 1)
-        p = parts[self.dim]
-        assert isinstance(p, Slice)
-        count = min(self.per_block, p.count - run * self.per_block)
-        start = p.start + run * self.per_block * p.step
-        parts[self.dim] = Slice(start, start + (count - 1) * p.step + 1, p.step)
-        return Selection(tuple(parts))
-
-
-def blocks(selection: Selection, chunk_rows: int, row_bytes: int, max_bytes: int) -> Sequence[Selection]:
-    """Split a regular selection into pieces of about ``max_bytes`` output, in C order, so a huge
-    read or write streams in order with bounded memory (``row_bytes`` is one first-dimension
-    row's bytes in the output).
-
-    Pieces are cut along the first dimension, at chunk boundaries whenever one row of chunks
-    fits in four times ``max_bytes``, so that a streamed write replaces whole chunks instead of
-    rewriting each chunk once per piece. When a single row is larger than ``max_bytes`` the cut
-    moves inward, one index at a time on the outer dimensions.
-    """
-    if selection.rank == 0 or not isinstance(selection.parts[0], Slice):
-        return [selection]
-    first = selection.parts[0]
-    if first.count * row_bytes <= max_bytes:
-        return [selection]
-    row_bytes = max(1, row_bytes)
-    if row_bytes > max_bytes:
-        return _inner_blocks(selection, row_bytes, max_bytes)
-    rows_per_chunk_row = max(1, -(-chunk_rows // first.step))  # selected rows per row of chunks
-    if rows_per_chunk_row * row_bytes <= 4 * max_bytes and first.start % chunk_rows == 0:
-        rows_per_block = rows_per_chunk_row * max(1, max_bytes // (rows_per_chunk_row * row_bytes))
-    else:
-        rows_per_block = max(1, max_bytes // row_bytes)
-    return Blocks(selection, 0, rows_per_block)
-
-
-def _inner_blocks(selection: Selection, row_bytes: int, max_bytes: int) -> Sequence[Selection]:
-    """Pieces of a selection whose single rows exceed ``max_bytes``: the first dimension whose
-    one index fits decides the cut (regular parts only; otherwise the largest regular prefix)."""
-    parts = selection.parts
-    inner = row_bytes  # bytes of one index of dimension ``dim``
-    dim = 0
-    while inner > max_bytes and dim + 1 < len(parts) and isinstance(parts[dim + 1], Slice):
-        dim += 1
-        inner //= max(1, parts[dim].count)
-    return Blocks(selection, dim, max(1, max_bytes // max(1, inner)))
 
 
 async def stream_selection(
@@ -678,7 +432,7 @@ async def write_selection(
     async def one(item: tuple[ChunkProjection, str | None, bytes | memoryview | None]) -> None:
         p, md5, data = item
         if md5 is not None and data is not None:
-            assert _puts_hashed(store)
+            assert puts_hashed(store)
             await store.put_hashed(chunks.key(p.chunk_index), data, md5)
         else:
             whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
@@ -690,7 +444,7 @@ async def write_selection(
         written.append(p.chunk_index)
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
-    if not (raw and _stores_raw(layout) and _puts_hashed(store)):
+    if not (raw and _stores_raw(layout) and puts_hashed(store)):
         with lanes.bulk():
             await workers.each(((p, None, None) for p in projections), one)
         return written
@@ -747,12 +501,3 @@ async def write_points(
     with lanes.bulk():
         await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
     return written
-
-
-def row_split(selection: Selection, layout: DatasetLayout, max_bytes: int) -> Sequence[Selection]:
-    row_elems = 1
-    for n in selection.shape[1:]:
-        row_elems *= n
-    return blocks(
-        selection, layout.chunk_shape[0] if layout.chunk_shape else 1, row_elems * layout.dtype.itemsize, max_bytes
-    )

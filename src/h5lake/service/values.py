@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks import engine
+from h5lake.chunks.blocks import row_split
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
@@ -193,7 +194,7 @@ async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) 
     found_index: list[np.ndarray] = []
     total = 0
     offset = 0
-    for piece in engine.row_split(sel, layout, STREAM_BLOCK_BYTES):
+    for piece in row_split(sel, layout, STREAM_BLOCK_BYTES):
         arr = await engine.read_selection(layout, piece, svc.workers)
         idx = np.flatnonzero(predicate(arr))
         if q.limit is not None:
@@ -427,7 +428,7 @@ async def _write_stream(
     received = 0
     leftover: memoryview = memoryview(b"")
     it = body.__aiter__()
-    pieces = engine.row_split(sel, layout, STREAM_BLOCK_BYTES)
+    pieces = row_split(sel, layout, STREAM_BLOCK_BYTES)
     # Two blocks at a time: one block's chunks are stored while the next block of the body is
     # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
     # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its

@@ -6,7 +6,7 @@ just files:
 * **Atomic, durable writes.** Bytes go to a hidden temporary file in the target's folder, are
   fsync'ed, then renamed over the target, and the folder is fsync'ed. A crash leaves the old
   object or the new one, plus at most a stray temporary file that ``list`` never shows (and
-  removes once it is an hour old). Folder fsyncs are a group commit (``_FolderSyncs``): puts
+  removes once it is an hour old). Folder fsyncs are a group commit (``FolderSyncs``): puts
   and deletes in flight in one folder (the chunks of a request, small writes of many clients)
   share one, and none returns before an fsync begun after its own rename has finished.
 * **Whole objects into the caller's buffer.** ``read_into`` preads an object straight into a
@@ -51,13 +51,10 @@ import fcntl
 import logging
 import os
 import secrets
-import stat
-import threading
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -73,6 +70,16 @@ from h5lake.storage.base import (
 )
 from h5lake.storage.lanes import in_bulk
 from h5lake.storage.md5 import md5_hex
+from h5lake.storage.posix import (
+    ETAG_XATTR,
+    FolderSyncs,
+    file_identity,
+    fsync_dir,
+    open_regular,
+    read_all,
+    valid_etag,
+)
+from h5lake.storage.recent import RecentObjects
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +89,6 @@ LOCK_DIR = RESERVED_SEGMENT_PREFIX + "locks"
 LOCK_SLOTS = 256
 TEMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
 STALE_TEMP_SECONDS = 3600.0
-ETAG_XATTR = "user.h5lake.etag"
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
 _WINDOW = 256  # folder entries checked per thread hop when rolling up
@@ -96,54 +102,6 @@ class _Deferred:
 
 
 _DEFERRED = _Deferred()
-
-
-class _FolderSyncs:
-    """Group commit of folder fsyncs: every put or delete in a folder must make its new name
-    durable with an fsync of the folder *begun after* its rename or unlink. Concurrent callers
-    share one: a caller takes a ticket after its rename; a sync that starts once tickets up to
-    ``n`` were taken covers all of them, so a caller waits for the first sync that starts after
-    its ticket (running it itself when none is running). Nothing returns before its own name is
-    durable; N puts in flight in one folder (the chunks of one request, or small writes of many
-    clients) pay one or two folder fsyncs instead of N."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._folders: dict[str, _FolderSync] = {}
-
-    def sync(self, folder: str) -> None:
-        with self._lock:
-            state = self._folders.get(folder)
-            if state is None:
-                state = self._folders[folder] = _FolderSync()
-        state.sync(folder)
-
-
-class _FolderSync:
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.taken = 0  # tickets handed out
-        self.durable = 0  # every ticket up to this one is covered by a finished fsync
-        self.running = False
-
-    def sync(self, folder: str) -> None:
-        with self.cond:
-            self.taken += 1
-            ticket = self.taken
-            while self.durable < ticket:
-                if self.running:
-                    self.cond.wait()
-                    continue
-                self.running = True
-                covers = self.taken  # their renames happened before this fsync starts
-                self.cond.release()
-                try:
-                    _fsync_dir(folder)
-                finally:
-                    self.cond.acquire()
-                    self.running = False
-                    self.cond.notify_all()
-                self.durable = max(self.durable, covers)  # not reached when the fsync failed
 
 
 class LocalStore:
@@ -166,18 +124,16 @@ class LocalStore:
         # write never queues behind them
         self._bulk_executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
-        self._folder_syncs = _FolderSyncs()
+        self._folder_syncs = FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
-        self._recent: dict[str, _Recent] = {}  # small objects read lately, by path
-        self._recent_bytes = 0
+        self._recent = RecentObjects()  # small objects read lately (storage/recent.py)
 
     # --- the Store interface ---------------------------------------------------------------
 
     async def get(self, key: str) -> Blob | None:
         path = self._path(key)
-        recent = self._recent.get(path)
-        if recent is not None:
-            unchanged = self._inline(self._unchanged, path, recent)
+        if self._recent.has(path):
+            unchanged = self._inline(self._recent.unchanged, path)
             if unchanged is not None:
                 return unchanged
         blob = self._inline(self._get, path, self._inline_read_bytes)
@@ -232,7 +188,7 @@ class LocalStore:
         if_none_match: bool = False,
     ) -> str:
         path = self._path(key)
-        self._forget(path)
+        self._recent.forget(path)
         if if_match is not None and if_none_match:
             raise ValueError("if_match and if_none_match exclude each other")
         # No copy: the caller keeps its buffer unchanged until the put returns (the engine
@@ -248,7 +204,7 @@ class LocalStore:
 
     async def delete(self, key: str) -> None:
         path = self._path(key)
-        self._forget(path)
+        self._recent.forget(path)
         await self._run(self._delete, key, path)
 
     async def list(
@@ -301,7 +257,7 @@ class LocalStore:
 
     def _get(self, path: str, limit: int | None) -> Blob | None | _Deferred:
         """The object at ``path``; ``_DEFERRED`` when it is larger than ``limit``."""
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
@@ -312,67 +268,31 @@ class LocalStore:
 
     def _read_blob(self, fd: int, st: os.stat_result, path: str | None = None) -> Blob:
         """Read the whole file behind ``fd`` and close it; remember it under ``path`` if given
-        (see ``_unchanged``)."""
+        (``RecentObjects``)."""
         try:
-            data = _read_all(fd, st.st_size)
+            data = read_all(fd, st.st_size)
             raw = self._raw_etag(fd)
-            etag = _valid_etag(raw, st)
+            etag = valid_etag(raw, st)
         finally:
             os.close(fd)
         blob = Blob(data, etag or md5_hex(data), st.st_mtime)
-        if path is not None and etag is not None and raw is not None and st.st_size <= RECENT_MAX_OBJECT_BYTES:
-            self._remember(path, _Recent(_identity(st), raw, blob))
+        if path is not None and etag is not None and raw is not None:
+            self._recent.remember(path, file_identity(st), raw, blob)
         return blob
 
-    # A small object read lately is kept with its file's identity (inode, device, size, mtime
-    # and ctime, from one stat) and the ETag attribute its writer left (the MD5 of the bytes,
-    # with the size and mtime it belongs to). A get whose stat and attribute of the path are
-    # both unchanged answers from memory: two syscalls without opening the file, against five
-    # and a read (~10 us against ~27 us for a 1 KiB document here; a group GET reads two).
-    # The attribute alone vouches for the bytes (equal MD5, equal bytes, as conditional puts
-    # already assume), so a replace between the two calls cannot slip stale bytes through; the
-    # stat makes sure the attribute still describes the file (an edit in place moves the mtime
-    # or the size). Other processes write the same files, so nothing is trusted without both.
-
-    def _unchanged(self, path: str, recent: _Recent) -> Blob | None:
-        """``recent``'s blob when ``path`` still holds that version, else ``None``."""
-        try:
-            st = os.stat(path)
-            raw = os.getxattr(path, ETAG_XATTR)
-        except OSError:
-            self._forget(path)
-            return None
-        if _identity(st) != recent.identity or raw != recent.raw_etag:
-            self._forget(path)
-            return None
-        return recent.blob
-
-    def _remember(self, path: str, recent: _Recent) -> None:
-        if self._recent_bytes + len(recent.blob.data) > RECENT_BYTES or len(self._recent) >= RECENT_OBJECTS:
-            self._recent.clear()  # simpler than an LRU, and safe for the store's threads
-            self._recent_bytes = 0
-        self._forget(path)
-        self._recent[path] = recent
-        self._recent_bytes += len(recent.blob.data)
-
-    def _forget(self, path: str) -> None:
-        gone = self._recent.pop(path, None)
-        if gone is not None:
-            self._recent_bytes -= len(gone.blob.data)
-
     def _read_range(self, path: str, offset: int, length: int) -> bytes | None:
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
         try:
             end = min(offset + length, st.st_size)
-            return _read_all(fd, end - offset, offset) if end > offset else b""
+            return read_all(fd, end - offset, offset) if end > offset else b""
         finally:
             os.close(fd)
 
     def _read_into(self, path: str, buffer: memoryview) -> int | None:
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
@@ -391,7 +311,7 @@ class LocalStore:
     def _read_into_cached(self, path: str, buffer: memoryview) -> int | None | _Deferred:
         """``_read_into`` when every byte is in the page cache (``RWF_NOWAIT``: no wait on the
         disk), else ``_DEFERRED`` (the caller reads on a thread)."""
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
@@ -412,7 +332,7 @@ class LocalStore:
             os.close(fd)
 
     def _read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> builtins.list[bytes] | None:
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
@@ -420,14 +340,14 @@ class LocalStore:
             out = []
             for offset, length in ranges:
                 end = min(offset + length, st.st_size)
-                out.append(_read_all(fd, end - offset, offset) if end > offset else b"")
+                out.append(read_all(fd, end - offset, offset) if end > offset else b"")
             return out
         finally:
             os.close(fd)
 
     def _head(self, path: str, key: str, may_hash: bool) -> ObjectInfo | None | _Deferred:
         """Size and ETag; ``_DEFERRED`` when the ETag needs hashing and ``may_hash`` is false."""
-        opened = _open(path)
+        opened = open_regular(path)
         if opened is None:
             return None
         fd, st = opened
@@ -436,7 +356,7 @@ class LocalStore:
             if etag is None:
                 if not may_hash:
                     return _DEFERRED
-                etag = md5_hex(_read_all(fd, st.st_size))
+                etag = md5_hex(read_all(fd, st.st_size))
         finally:
             os.close(fd)
         return ObjectInfo(key, st.st_size, etag, st.st_mtime)
@@ -447,7 +367,7 @@ class LocalStore:
 
     def _stored_etag(self, fd: int, st: os.stat_result) -> str | None:
         """The ETag kept in the xattr, if it still describes this file's size and mtime."""
-        return _valid_etag(self._raw_etag(fd), st)
+        return valid_etag(self._raw_etag(fd), st)
 
     def _raw_etag(self, fd: int) -> bytes | None:
         """The xattr as stored (``etag:size:mtime_ns``), if any."""
@@ -549,7 +469,7 @@ class LocalStore:
                 raise _folder_conflict(key) from None
             except NotADirectoryError:
                 raise _folder_conflict(key) from None
-            _fsync_dir(os.path.dirname(folder))
+            fsync_dir(os.path.dirname(folder))
 
     def _delete(self, key: str, path: str) -> None:
         with self._locked(key):
@@ -650,76 +570,12 @@ class LocalStore:
                 log.info("removed stale temporary file %s", entry.path)
 
 
-RECENT_MAX_OBJECT_BYTES = 64 * 1024  # documents, not chunks
-RECENT_BYTES = 8 * 1024 * 1024
-RECENT_OBJECTS = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class _Recent:
-    identity: tuple[int, ...]
-    raw_etag: bytes
-    blob: Blob
-
-
-def _identity(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _valid_etag(raw: bytes | None, st: os.stat_result) -> str | None:
-    """The ETag of an xattr value, if it describes a file of ``st``'s size and mtime."""
-    if raw is None:
-        return None
-    etag, _, stamp = raw.decode("ascii", "replace").partition(":")
-    return etag if stamp == f"{st.st_size}:{st.st_mtime_ns}" else None
-
-
-def _open(path: str) -> tuple[int, os.stat_result] | None:
-    """An open fd and its stat when ``path`` is an object (a regular file), else ``None``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    try:
-        st = os.fstat(fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(st.st_mode):  # a folder of other keys is not an object
-        os.close(fd)
-        return None
-    return fd, st
-
-
 def _listable(name: str) -> bool:
     try:
         check_key(name)
     except ValueError:
         return False  # reserved (temporary or lock files), or a name no key can have
     return True
-
-
-def _read_all(fd: int, size: int, offset: int = 0) -> bytes:
-    data = os.pread(fd, size, offset)
-    if len(data) == size:
-        return data
-    parts = [data]  # a short read: only for sizes past what one read returns (2 GiB on Linux)
-    got = len(data)
-    while got < size:
-        chunk = os.pread(fd, size - got, offset + got)
-        if not chunk:
-            break  # cannot happen: objects are never truncated in place
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-def _fsync_dir(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _folder_conflict(key: str) -> ValueError:
