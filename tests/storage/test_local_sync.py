@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from h5lake.storage import local as local_module
+from h5lake.storage import posix as posix_module
 from h5lake.storage.local import LocalStore
 
 PUTS = 64
@@ -32,7 +33,7 @@ async def test_concurrent_puts_share_folder_fsyncs_and_wait_for_one_after_their_
     syncs: list[tuple[int, int]] = []  # (start, end) of every folder fsync
     lock = threading.Lock()
     real_replace: Callable[..., Any] = os.replace
-    real_fsync_dir: Callable[[str], None] = local_module._fsync_dir
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
 
     def timed_replace(src: str, dst: str) -> None:
         real_replace(src, dst)
@@ -46,7 +47,7 @@ async def test_concurrent_puts_share_folder_fsyncs_and_wait_for_one_after_their_
             syncs.append((start, time.monotonic_ns()))
 
     monkeypatch.setattr(local_module.os, "replace", timed_replace)
-    monkeypatch.setattr(local_module, "_fsync_dir", timed_fsync_dir)
+    monkeypatch.setattr(posix_module, "fsync_dir", timed_fsync_dir)
     try:
         await store.put("warm", b"x")  # the root's lock folder and first fsync out of the way
         syncs.clear()
