@@ -32,16 +32,20 @@ def root_matcher(text: str) -> RootMatcher:
         fields: list[tuple[str, Any]] = []
         values: list[Any] = []
         for name, attr in attrs.items():
+            if not name:  # no query can name it, and numpy would call the field "f<i>"
+                continue
             element = _single_element(attr)
             if element is not None:
                 fields.append((name, element.dtype))
                 values.append(element[()])
         if not fields:
             return False
-        row = np.array([tuple(values)], dtype=fields)
         try:
+            row = np.array([tuple(values)], dtype=fields)
             return bool(mask(row)[0])
         except InvalidInput:  # an attribute it names is missing here, or of another kind
+            return False
+        except (TypeError, ValueError):  # names numpy cannot take as fields
             return False
 
     return matches
