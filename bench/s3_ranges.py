@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:
 from bench.scale import tree_cpu
 from tests.conftest import Client
 from tests.linked.helpers import create_linked
+from tests.support.procgroup import process_cpu
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import start_server
 
@@ -78,11 +79,6 @@ def count_obstore_requests() -> None:
             return _original(*args, **kw)
 
         setattr(obstore, name, counted)
-
-
-def cpu_of(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def store_of(s3: S3Server, **kw: Any) -> S3Store:
@@ -163,7 +159,7 @@ async def linked_part(s3: S3Server, repeat: int, folder: Path) -> None:
                     pins = _Pins(registry, {uri: fingerprint.to_json()})  # a new request's pins
                     layout = DatasetLayout("d", "/x", SHAPE, codec, np.zeros((), "<f4"), ChunkedRefChunks(ref, pins))  # type: ignore[arg-type]
                     COUNTS.clear()
-                    w0, c0, s0 = time.perf_counter(), time.process_time(), cpu_of(s3.process.pid)
+                    w0, c0, s0 = time.perf_counter(), time.process_time(), process_cpu(s3.process.pid)
                     if case == "whole":
                         out = await engine.read_selection(layout, Selection.all(SHAPE), workers)
                         assert np.array_equal(out, data)
@@ -174,7 +170,7 @@ async def linked_part(s3: S3Server, repeat: int, folder: Path) -> None:
                             assert np.array_equal(out, data[r : r + SLAB, c : c + SLAB])
                     walls.append(time.perf_counter() - w0)
                     cpus.append(time.process_time() - c0)
-                    weeds.append(cpu_of(s3.process.pid) - s0)
+                    weeds.append(process_cpu(s3.process.pid) - s0)
                     gets.append(COUNTS["get_async"] + COUNTS["get_range_async"] + COUNTS["get_ranges_async"])
                 label = "whole (4096 chunks)" if case == "whole" else "50 hyperslabs 256x256"
                 print(
@@ -214,7 +210,7 @@ def server_part(s3: S3Server, repeat: int, folder: Path) -> None:
             for case in ("whole", "slabs"):
                 walls, cpus, weeds = [], [], []
                 for _ in range(repeat):
-                    w0, c0, s0 = time.perf_counter(), tree_cpu(srv.process.pid), cpu_of(s3.process.pid)
+                    w0, c0, s0 = time.perf_counter(), tree_cpu(srv.process.pid), process_cpu(s3.process.pid)
                     if case == "whole":
                         r = c.get(f"/datasets/{did}/value", headers=octet)
                         assert np.array_equal(np.frombuffer(r.content, "<f4").reshape(SHAPE), data)
@@ -226,7 +222,7 @@ def server_part(s3: S3Server, repeat: int, folder: Path) -> None:
                             assert np.array_equal(got, data[row : row + SLAB, col : col + SLAB])
                     walls.append(time.perf_counter() - w0)
                     cpus.append(tree_cpu(srv.process.pid) - c0)
-                    weeds.append(cpu_of(s3.process.pid) - s0)
+                    weeds.append(process_cpu(s3.process.pid) - s0)
                 label = "whole (4096 chunks)" if case == "whole" else "50 hyperslabs 256x256"
                 print(
                     f"  {name:3s} {label:22s} wall {statistics.median(walls):6.3f} s"

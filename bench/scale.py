@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.support.procgroup import process_cpu
 from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import USERS, Server, start_server
 
@@ -49,14 +50,6 @@ SLAB = 64
 # --- CPU accounting ---------------------------------------------------------------------------
 
 
-def _cpu_of(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 def tree_cpu(pid: int) -> float:
     """CPU seconds of ``pid`` and every live descendant."""
     children: dict[int, list[int]] = {}
@@ -69,7 +62,7 @@ def tree_cpu(pid: int) -> float:
     total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
-        total += _cpu_of(p)
+        total += process_cpu(p)
         todo.extend(children.get(p, []))
     return total
 

@@ -55,6 +55,12 @@ def worker_pids(pid: int) -> list[int]:
     return found
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of one process; 0 once it has ended."""
+    fields = _stat_fields(str(pid))
+    return (int(fields[11]) + int(fields[12])) / TICK if fields is not None else 0.0
+
+
 def group_cpu(pgid: int) -> float:
     """CPU seconds (user + system) of the live processes of the group."""
     total = 0
