@@ -1,12 +1,12 @@
-"""Optional capabilities of a store or byte source (``ReadInto``, ``GetRanges``, ``PutHashed`` in
-storage/base.py), checked once per class: an ``isinstance`` on a runtime-checkable Protocol
+"""Optional capabilities of a store or byte source (``ReadInto``, ``GetRanges``, ``PutHashed``,
+``CopyObject`` in storage/base.py), checked once per class: an ``isinstance`` on a runtime-checkable Protocol
 costs ~10 us, and the engine asks for every chunk."""
 
 from __future__ import annotations
 
 from typing import TypeGuard
 
-from h5lake.storage.base import GetRanges, PutHashed, ReadInto
+from h5lake.storage.base import CopyObject, GetRanges, PutHashed, ReadInto
 
 _CAPABLE: dict[tuple[type, type], bool] = {}
 
@@ -29,6 +29,10 @@ def gets_ranges(source: object) -> TypeGuard[GetRanges]:
 
 def puts_hashed(source: object) -> TypeGuard[PutHashed]:
     return capable(source, PutHashed)
+
+
+def copies(source: object) -> TypeGuard[CopyObject]:
+    return capable(source, CopyObject)
 
 
 # --- reads ------------------------------------------------------------------------------------

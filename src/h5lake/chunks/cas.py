@@ -2,7 +2,9 @@
 once per bucket under the SHA-256 of their bytes, written create-only, and the read-only
 `ChunkLocator` of a committed dataset.
 
-* ``<sha256>.blob``: a committed chunk's stored (encoded) bytes;
+* ``<sha256>.blob``: a committed chunk's stored (encoded) bytes; made as a copy of the head's
+  chunk where the store can (``CopyObject``: on a local directory a hard link, so the head and
+  its latest version keep those bytes once);
 * ``<sha256>.tree``: a manifest, canonical JSON (sorted keys); immutable, so a process keeps
   recently read ones in a bounded LRU.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from h5lake.chunks.capability import copies
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import DataCorruption, NotFound
 from h5lake.model.ids import blob_key, tree_key
@@ -43,12 +46,30 @@ class ContentStore:
         self.cache_size = cache_size
         self._trees: OrderedDict[str, Tree] = OrderedDict()
         self.written = 0  # bytes this process wrote (blobs and trees), for the benchmark
+        self.linked = 0  # bytes of blobs made as copies of head chunks (``copy_blob``)
 
     async def put_blob(self, data: bytes, sha: str | None = None) -> str:
         """Store a chunk's bytes once; ``sha`` is their SHA-256 when the caller has it."""
         sha = sha or sha256(data)
         await self._put_once(blob_key(sha), data)
         return sha
+
+    async def copy_blob(self, source: str, etag: str, data: bytes, sha: str) -> None:
+        """Store ``data`` once, where ``data`` (SHA-256 ``sha``) is what object ``source`` holds
+        while its ETag is ``etag`` (a head chunk the commit read). A store that can
+        (``CopyObject``: a hard link on a local directory) makes the blob a copy of ``source``,
+        so the head's chunk and the version's blob share their bytes; should ``source`` have
+        changed since it was read, or the store cannot copy, ``data`` itself is put."""
+        key = blob_key(sha)
+        if not copies(self.store):
+            return await self._put_once(key, data)
+        try:
+            await self.store.copy(source, key, source_etag=etag, if_none_match=True)
+            self.linked += len(data)
+        except PreconditionFailed as e:
+            if e.key != key:  # source changed or vanished since it was read: these bytes, then
+                return await self._put_once(key, data)
+            await self._refresh(key, data, source, etag)
 
     async def put_tree(self, tree: Tree) -> str:
         data = canonical(tree)
@@ -79,10 +100,23 @@ class ContentStore:
             await self.store.put(key, data, if_none_match=True)
             self.written += len(data)
         except PreconditionFailed:
-            info = await self.store.head(key)
-            if info is None or time.time() - info.last_modified > REFRESH_AFTER:
-                await self.store.put(key, data)
-                self.written += len(data)
+            await self._refresh(key, data)
+
+    async def _refresh(self, key: str, data: bytes, source: str | None = None, etag: str = "") -> None:
+        """Put ``key`` (which holds ``data``) again if it is old enough that a gc might be about
+        to collect it: as a copy of ``source`` where the store can (its time is the copy's)."""
+        info = await self.store.head(key)
+        if info is not None and time.time() - info.last_modified <= REFRESH_AFTER:
+            return
+        if source is not None and copies(self.store):
+            try:
+                await self.store.copy(source, key, source_etag=etag)
+                self.linked += len(data)
+                return
+            except PreconditionFailed:
+                pass  # source changed since it was read: put the bytes
+        await self.store.put(key, data)
+        self.written += len(data)
 
     def _remember(self, sha: str, tree: Tree) -> None:
         self._trees[sha] = tree

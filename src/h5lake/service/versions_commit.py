@@ -172,7 +172,7 @@ class Snapshot:
             if chunk is None:
                 return  # deleted since the catalog was read
             sha = await self.svc.workers.cpu(sha256, chunk.data, size=len(chunk.data))
-            await self.svc.cas.put_blob(chunk.data, sha)
+            await self.svc.cas.copy_blob(chunk_key(obj_id, _index(name)), chunk.etag, chunk.data, sha)
             table[name] = [sha, _etag(chunk.etag)]
             self.blobs_written += 1
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 from typing import Any
 
+from h5lake.chunks.capability import copies
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import blob_key, chunk_key, object_key
@@ -18,6 +20,7 @@ from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import open_domain
 from h5lake.service.versions_commit import CHUNKED, Snapshot, head_tree
 from h5lake.service.views import Domain
+from h5lake.storage.base import PreconditionFailed
 
 Trees = dict[str, dict[str, Any]]
 DEFAULT_LIMIT = 1000
@@ -146,6 +149,11 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         drop = [n for n in old_table if n not in table]
 
         async def copy(name: str, obj_id: str = obj_id, table: dict[str, Any] = table) -> None:
+            if copies(svc.store):  # the head's chunk shares the blob's bytes (a hard link on a local directory)
+                with contextlib.suppress(PreconditionFailed):  # missing, or kept with another ETag: below
+                    await svc.store.copy(blob_key(table[name][0]), chunk_key(obj_id, _index(name)),
+                                         source_etag=table[name][1])
+                    return
             blob = await svc.store.get(blob_key(table[name][0]))
             if blob is None:
                 raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")

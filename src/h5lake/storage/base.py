@@ -172,6 +172,22 @@ class PutHashed(Protocol):
 
 
 @runtime_checkable
+class CopyObject(Protocol):
+    """An optional capability: an object made from another object of the same store without the
+    caller sending its bytes (a hard link on a local directory, the same bytes in memory)."""
+
+    async def copy(self, source: str, key: str, *, source_etag: str, if_none_match: bool = False) -> str:
+        """Make ``key`` hold the bytes ``source`` holds while its ETag is ``source_etag``; return
+        the new ETag (``source_etag``). ``key`` is replaced atomically as by ``put``, or with
+        ``if_none_match`` only created. ``PreconditionFailed(source)`` when ``source`` is missing
+        or holds other bytes, ``PreconditionFailed(key)`` when ``key`` exists (create-only): then
+        nothing changed. Afterwards the two are independent objects: a later put or delete of
+        either never changes the other's bytes or ETag, and ``key``'s ``last_modified`` is the
+        time of the copy (``source``'s may move to it too: a hard link)."""
+        ...
+
+
+@runtime_checkable
 class Store(ByteRangeSource, Protocol):
     async def get(self, key: str) -> Blob | None: ...
 

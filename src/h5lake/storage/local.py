@@ -69,11 +69,15 @@ from h5lake.storage.base import (
     check_prefix,
 )
 from h5lake.storage.lanes import in_bulk
+from h5lake.storage.links import HardLinkCopies
 from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (
     ETAG_XATTR,
+    TEMP_PREFIX,
     FolderSyncs,
+    changed_at,
     file_identity,
+    folder_conflict,
     fsync_dir,
     open_regular,
     read_all,
@@ -87,7 +91,6 @@ T = TypeVar("T")
 
 LOCK_DIR = RESERVED_SEGMENT_PREFIX + "locks"
 LOCK_SLOTS = 256
-TEMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
 STALE_TEMP_SECONDS = 3600.0
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
@@ -104,7 +107,7 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-class LocalStore:
+class LocalStore(HardLinkCopies):
     """Objects as files under ``root`` (made if missing).
 
     ``max_threads`` bounds the disk calls in flight on each lane, bulk (chunks) and the rest
@@ -275,7 +278,7 @@ class LocalStore:
             etag = valid_etag(raw, st)
         finally:
             os.close(fd)
-        blob = Blob(data, etag or md5_hex(data), st.st_mtime)
+        blob = Blob(data, etag or md5_hex(data), changed_at(st))
         if path is not None and etag is not None and raw is not None:
             self._recent.remember(path, file_identity(st), raw, blob)
         return blob
@@ -359,7 +362,7 @@ class LocalStore:
                 etag = md5_hex(read_all(fd, st.st_size))
         finally:
             os.close(fd)
-        return ObjectInfo(key, st.st_size, etag, st.st_mtime)
+        return ObjectInfo(key, st.st_size, etag, changed_at(st))
 
     def _etag_of(self, path: str) -> str | None:
         info = self._head(path, "", True)
@@ -402,7 +405,7 @@ class LocalStore:
                         os.link(temp, path)
                     except FileExistsError:
                         if os.path.isdir(path):
-                            raise _folder_conflict(key) from None
+                            raise folder_conflict(key) from None
                         raise PreconditionFailed(key) from None
                 else:
                     if if_match is not None and self._etag_of(path) != if_match:
@@ -411,7 +414,7 @@ class LocalStore:
                         os.replace(temp, path)
                         renamed = True
                     except IsADirectoryError:
-                        raise _folder_conflict(key) from None
+                        raise folder_conflict(key) from None
             self._folder_syncs.sync(folder)  # the new name durable; outside the lock, which only orders
         finally:
             if not renamed:
@@ -466,9 +469,9 @@ class LocalStore:
             except FileExistsError:
                 if os.path.isdir(folder):
                     continue  # made by a concurrent put
-                raise _folder_conflict(key) from None
+                raise folder_conflict(key) from None
             except NotADirectoryError:
-                raise _folder_conflict(key) from None
+                raise folder_conflict(key) from None
             fsync_dir(os.path.dirname(folder))
 
     def _delete(self, key: str, path: str) -> None:
@@ -576,7 +579,3 @@ def _listable(name: str) -> bool:
     except ValueError:
         return False  # reserved (temporary or lock files), or a name no key can have
     return True
-
-
-def _folder_conflict(key: str) -> ValueError:
-    return ValueError(f"storage key {key!r} collides with a folder of other keys, or lies in one")

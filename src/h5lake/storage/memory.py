@@ -96,6 +96,22 @@ class MemoryStore:
             self._objects[key] = blob
         return blob.etag
 
+    async def copy(self, source: str, key: str, *, source_etag: str, if_none_match: bool = False) -> str:
+        """``CopyObject``: ``key`` shares ``source``'s bytes (immutable, so nothing can change them)."""
+        check_key(source)
+        check_key(key)
+        with self._lock:
+            found = self._objects.get(source)
+            if found is None or found.etag != source_etag:
+                raise PreconditionFailed(source)
+            current = self._objects.get(key)
+            if if_none_match and current is not None:
+                raise PreconditionFailed(key)
+            if current is None:
+                bisect.insort(self._keys, key)
+            self._objects[key] = Blob(found.data, found.etag, time.time())
+        return found.etag
+
     async def delete(self, key: str) -> None:
         check_key(key)
         with self._lock:

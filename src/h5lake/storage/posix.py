@@ -8,7 +8,10 @@ import os
 import stat
 import threading
 
+from h5lake.storage.base import RESERVED_SEGMENT_PREFIX
+
 ETAG_XATTR = "user.h5lake.etag"  # the ETag of an object's bytes, with the size and mtime it belongs to
+TEMP_PREFIX = RESERVED_SEGMENT_PREFIX + "tmp-"
 
 
 class FolderSyncs:
@@ -57,6 +60,18 @@ class FolderSync:
                     self.running = False
                     self.cond.notify_all()
                 self.durable = max(self.durable, covers)  # not reached when the fsync failed
+
+
+def changed_at(st: os.stat_result) -> float:
+    """An object's ``last_modified``: when its file was written or last given a name. A copy
+    (storage/links.py) is a hard link to an older file; ``link(2)`` sets the inode's ctime, so the
+    copy counts as new (gc's grace period runs from it). The old file's other name looks newer
+    too, which only ever delays a collection."""
+    return max(st.st_mtime, st.st_ctime)
+
+
+def folder_conflict(key: str) -> ValueError:
+    return ValueError(f"storage key {key!r} collides with a folder of other keys, or lies in one")
 
 
 def file_identity(st: os.stat_result) -> tuple[int, ...]:
