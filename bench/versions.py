@@ -6,9 +6,12 @@
 Starts its own h5lake on a local directory (storage is measured there) and prints:
   * the first commit of the whole dataset: time, bytes stored;
   * a commit after changing 1% of the chunks: time, bytes stored (target: about 1% of the data);
-  * N successive commits each changing 1% of the chunks: total versioned storage against the
-    head's data (target: at most 2x; a full copy per version would be N+1 times), and the time
-    per commit over the first and the last ten (must not grow with the number of versions);
+  * N successive commits each changing 1% of the chunks: the content store against the head's
+    data (target: at most 2x; a full copy per version would be N+1 times); the head and the
+    content store together, counted by name (apparent) and with each file once (by inode, and
+    in disk blocks: on a local directory the latest version's blobs are hard links to the
+    head's chunks); the time per commit over the first and the last ten (must not grow with the
+    number of versions);
   * a full read of the version 50 commits back against the same read of the head (target: within
     1.2), best of three each;
   * a fork of the domain from a version: time (target: under 1 s, independent of size);
@@ -22,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import h5pyd
@@ -35,12 +39,25 @@ MIB = 1024 * 1024
 CHUNK = MIB // 4  # float32 elements in a 1 MiB chunk
 
 
+def _stats(data: Path, pick: Callable[[str], bool]) -> list[os.stat_result]:
+    return [p.stat() for p in data.iterdir() if p.is_file() and pick(p.name)]
+
+
 def stored_bytes(data: Path, suffixes: tuple[str, ...]) -> int:
-    return sum(p.stat().st_size for p in data.iterdir() if p.is_file() and p.name.endswith(suffixes))
+    """Apparent size: the bytes of every name ending in ``suffixes`` (a hard link counts again)."""
+    return sum(st.st_size for st in _stats(data, lambda name: name.endswith(suffixes)))
 
 
 def head_bytes(data: Path) -> int:
-    return sum(p.stat().st_size for p in data.iterdir() if p.is_file() and "-c-" in p.name)
+    return sum(st.st_size for st in _stats(data, lambda name: "-c-" in name))
+
+
+def unique_bytes(data: Path) -> tuple[int, int]:
+    """Head chunks, blobs and manifests with each file counted once (by device and inode): its
+    size, and the disk blocks it takes (``st_blocks``, as ``du`` counts)."""
+    stats = _stats(data, lambda name: "-c-" in name or name.endswith((".blob", ".tree")))
+    once = {(st.st_dev, st.st_ino): st for st in stats}
+    return sum(st.st_size for st in once.values()), sum(st.st_blocks * 512 for st in once.values())
 
 
 def change(d: h5pyd.Dataset, chunks: int, rng: np.random.Generator, count: int) -> None:
@@ -92,17 +109,20 @@ def run_h5lake(args: argparse.Namespace, workdir: Path) -> None:
         head = head_bytes(data)
         print(f"# h5lake at {endpoint}, data in {data}; dataset {chunks} MiB in 1 MiB chunks, "
               f"{per_commit} chunk(s) changed per commit")
-        before = stored_bytes(data, (".blob", ".tree"))
+        before, before_unique = stored_bytes(data, (".blob", ".tree")), unique_bytes(data)[0]
         t = commit(s, endpoint, domain)
-        row("first commit (whole dataset)", f"{t:.2f} s, {(stored_bytes(data, ('.blob', '.tree')) - before) / MIB:.1f} MiB stored")
+        row("first commit (whole dataset)", f"{t:.2f} s, {(stored_bytes(data, ('.blob', '.tree')) - before) / MIB:.1f} MiB "
+            f"in the content store's names, {(unique_bytes(data)[0] - before_unique) / MIB:.1f} MiB new files")
         with h5pyd.File(domain, "a", **opts) as f:
             change(f["x"], chunks, rng, per_commit)
         before_blobs, before_trees = stored_bytes(data, (".blob",)), stored_bytes(data, (".tree",))
+        before_unique = unique_bytes(data)[0]
         t = commit(s, endpoint, domain)
         blobs = stored_bytes(data, (".blob",)) - before_blobs
         trees = stored_bytes(data, (".tree",)) - before_trees
+        grown = unique_bytes(data)[0] - before_unique
         row(f"commit after changing {args.fraction:.0%} of chunks", f"{t * 1000:.0f} ms, {blobs / MIB:.2f} MiB chunks "
-            f"({blobs / head:.2%} of the data) + {trees / 1024:.1f} KiB manifests")
+            f"({blobs / head:.2%} of the data) + {trees / 1024:.1f} KiB manifests; new files {grown / MIB:.2f} MiB")
         times = []
         for _ in range(args.commits):
             with h5pyd.File(domain, "a", **opts) as f:
@@ -110,9 +130,16 @@ def run_h5lake(args: argparse.Namespace, workdir: Path) -> None:
             times.append(commit(s, endpoint, domain))
         total = stored_bytes(data, (".blob", ".tree"))
         versions = args.commits + 2
-        row(f"{args.commits} more commits, each {args.fraction:.0%}: versioned storage",
+        head = head_bytes(data)
+        row(f"{args.commits} more commits, each {args.fraction:.0%}: content store",
             f"{total / MIB:.0f} MiB = {total / head:.2f}x the head's {head / MIB:.0f} MiB "
             f"({versions} versions; full copies: {versions}x)")
+        apparent = total + head
+        unique, disk = unique_bytes(data)
+        row("head + content store, apparent (every name)", f"{apparent / MIB:.0f} MiB = {apparent / head:.2f}x the head")
+        row("head + content store, each file once (by inode)",
+            f"{unique / MIB:.0f} MiB = {unique / head:.2f}x the head; on disk (st_blocks) {disk / MIB:.0f} MiB "
+            f"= {disk / head:.2f}x")
         first, last = np.median(times[:10]), np.median(times[-10:])
         row("time per commit, median of first 10 / last 10", f"{first * 1000:.0f} ms / {last * 1000:.0f} ms")
         back = min(50, versions - 1)

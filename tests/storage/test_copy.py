@@ -226,3 +226,23 @@ async def test_local_copy_of_a_folder_is_refused(local: LocalStore) -> None:
 def test_s3_has_no_copy_capability() -> None:
     """What the versions code relies on when it checks: S3 puts the bytes (docs/storage.md)."""
     assert not hasattr(S3Store, "copy")
+
+
+async def test_local_copy_survives_a_sweep_of_its_temporary_link(
+    local: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing removes temporary files whose file is an hour old: a link to an old file is one."""
+    etag = await local.put("src", b"old file")
+    real = links.HardLinkCopies._etag_of_link
+    swept: list[str] = []
+
+    def swept_once(self: LocalStore, source: str, temp: str) -> str:
+        if not swept:
+            swept.append(temp)
+            os.unlink(temp)
+        return real(self, source, temp)
+
+    monkeypatch.setattr(links.HardLinkCopies, "_etag_of_link", swept_once)
+    assert await local.copy("src", "dst", source_etag=etag, if_none_match=True) == etag
+    assert swept and os.stat(local.root / "dst").st_ino == os.stat(local.root / "src").st_ino
+    assert names(local.root) == ["dst", "src"]

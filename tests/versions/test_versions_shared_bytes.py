@@ -10,11 +10,19 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tests.conftest import Backing, Client
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain
 from tests.support.cli import clean_env, run_h5lake
 from tests.versions.test_versions_processes import CHUNK, N, make_dataset, read, write
+
+from h5lake.chunks import cas
+from h5lake.chunks.cas import ContentStore, sha256
+from h5lake.model.ids import blob_key
+from h5lake.storage.local import LocalStore
+from h5lake.storage.md5 import md5_hex
+from h5lake.storage.memory import MemoryStore
 
 CHUNKS = N // CHUNK
 
@@ -111,3 +119,25 @@ def test_restore_then_write_keeps_the_version(start: StartServer, store_backing:
     expect[: 2 * CHUNK] = 7.0
     assert np.array_equal(read(fork, fid), expect)
 
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+async def test_content_store_makes_blobs_as_copies(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore() if kind == "memory" else LocalStore(tmp_path / "store")
+    content = ContentStore(store)
+    data = b"chunk bytes " * 1000
+    etag = await store.put("head-c-0", data)
+    await content.copy_blob("head-c-0", etag, data, sha256(data))
+    assert (content.linked, content.written) == (len(data), 0)
+    assert (await store.get(blob_key(sha256(data)))).data == data  # type: ignore[union-attr]
+    await content.copy_blob("head-c-0", etag, data, sha256(data))  # exists, young: left alone
+    assert (content.linked, content.written) == (len(data), 0)
+    monkeypatch.setattr(cas, "REFRESH_AFTER", -1.0)  # old enough for gc: made again, as a copy
+    await content.copy_blob("head-c-0", etag, data, sha256(data))
+    assert (content.linked, content.written) == (2 * len(data), 0)
+    await store.put("head-c-0", b"written since the commit read it")
+    other = b"what the commit read " * 100
+    await content.copy_blob("head-c-0", md5_hex(other), other, sha256(other))
+    assert content.written == len(other)
+    assert (await store.get(blob_key(sha256(other)))).data == other  # type: ignore[union-attr]
+    await store.close()

@@ -77,11 +77,15 @@ class HardLinkCopies:
                             if os.path.isdir(path):
                                 raise folder_conflict(key) from None
                             raise PreconditionFailed(key) from None
+                        except FileNotFoundError:
+                            raise _Swept from None
                     else:
                         try:
                             os.replace(temp, path)  # a no-op when path is this very inode already
                         except IsADirectoryError:
                             raise folder_conflict(key) from None
+                        except FileNotFoundError:
+                            raise _Swept from None
                 self._folder_syncs.sync(folder)  # the new name durable, as for a put
                 return etag
             except _Swept:

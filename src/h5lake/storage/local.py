@@ -37,6 +37,7 @@ just files:
   about half its server CPU (bench/values.py). No file descriptor crosses to a thread, so a
   cancelled read leaks nothing.
 
+A copy (``CopyObject``) is a hard link, checked before it gets its name: storage/links.py.
 Limits: a key cannot also be the folder of other keys (``a`` and ``a/b``): such a put raises
 ``ValueError``. Symbolic links inside the root are not listed.
 """
