@@ -78,12 +78,12 @@ from h5lake.storage.posix import (
     FolderSyncs,
     changed_at,
     file_identity,
-    folder_conflict,
     fsync_dir,
     open_regular,
     read_all,
     valid_etag,
 )
+from h5lake.storage.posix import folder_conflict as _folder_conflict
 from h5lake.storage.recent import RecentObjects
 
 log = logging.getLogger(__name__)
@@ -406,7 +406,7 @@ class LocalStore(HardLinkCopies):
                         os.link(temp, path)
                     except FileExistsError:
                         if os.path.isdir(path):
-                            raise folder_conflict(key) from None
+                            raise _folder_conflict(key) from None
                         raise PreconditionFailed(key) from None
                 else:
                     if if_match is not None and self._etag_of(path) != if_match:
@@ -415,7 +415,7 @@ class LocalStore(HardLinkCopies):
                         os.replace(temp, path)
                         renamed = True
                     except IsADirectoryError:
-                        raise folder_conflict(key) from None
+                        raise _folder_conflict(key) from None
             self._folder_syncs.sync(folder)  # the new name durable; outside the lock, which only orders
         finally:
             if not renamed:
@@ -470,9 +470,9 @@ class LocalStore(HardLinkCopies):
             except FileExistsError:
                 if os.path.isdir(folder):
                     continue  # made by a concurrent put
-                raise folder_conflict(key) from None
+                raise _folder_conflict(key) from None
             except NotADirectoryError:
-                raise folder_conflict(key) from None
+                raise _folder_conflict(key) from None
             fsync_dir(os.path.dirname(folder))
 
     def _delete(self, key: str, path: str) -> None:
