@@ -3,7 +3,8 @@
 Safe to run from many hosts at once and while servers commit: it deletes only a blob or
 manifest that no live version record, tag-kept version or fork base reaches, and whose last
 write is older than the grace period. A commit that reuses an existing blob older than half the
-default grace period puts it again (same bytes), restarting its grace period, so a commit
+default grace period puts it again (same bytes; or copies the head's chunk to it, a hard link
+on a local directory, whose time is the link's), restarting its grace period, so a commit
 shorter than that is never robbed. What is left: a blob HEADed as old by gc, then reused and
 refreshed by a commit in the instant before gc's delete; a commit then reading it back fails
 loudly (404 of the chunk), never silently.
