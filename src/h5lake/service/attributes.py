@@ -130,7 +130,8 @@ def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
 
 
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
-    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new))
+    # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
+    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new), reuse=True)
     svc.catalog.note_object(domain.path, obj_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -407,7 +408,7 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
             del attrs[n]
         doc["lastModified"] = now()
 
-    await update_object(svc, domain, obj_id, remove)
+    await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.catalog.note_object(domain.path, obj_id)
 
 
