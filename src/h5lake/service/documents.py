@@ -28,6 +28,8 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 import orjson
@@ -190,13 +192,25 @@ def _native_changes(before: Doc, after: Doc) -> bool:
         old = before.get(k, _MISSING)
         if v is old:
             continue
-        if type(v) is dict and type(old) is dict:  # a copied dictionary: compare its entries
-            for k2, v2 in v.items():
-                if v2 is not old.get(k2, _MISSING) and not (type(k2) is str and json_native(v2)):
-                    return False
+        if type(v) is dict and type(old) is dict:  # a copied dictionary: check its new entries
+            if not all(type(k2) is str and json_native(v2) for k2, v2 in _new_entries(v, old)):
+                return False
         elif not (type(k) is str and json_native(v)):
             return False
     return True
+
+
+def _new_entries(new: Doc, old: Doc) -> list[tuple[Any, Any]]:
+    """The entries of ``new`` that ``old`` does not hold (by identity of the value). When
+    ``new`` kept ``old``'s keys in order (entries replaced or added, none deleted) the
+    comparison runs in C, ~10x faster than a loop for a few hundred attributes."""
+    keys, old_keys = list(new), list(old)
+    n = len(old_keys)
+    if keys[:n] == old_keys:
+        values = list(new.values())
+        kept = compress(range(n), map(is_not, values[:n], old.values()))
+        return [(keys[i], values[i]) for i in kept] + list(zip(keys[n:], values[n:]))
+    return [(k, v) for k, v in new.items() if v is not old.get(k, _MISSING)]
 
 
 def json_native(value: Any) -> bool:
