@@ -14,7 +14,7 @@ from typing import Any
 
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.fromjson import json_to_array
+from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, type_class
@@ -45,7 +45,11 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
     space = parse_space(body.get("shape"))
     if space.maxdims is not None:
         raise InvalidInput("attributes cannot have maxdims")
-    attr: Doc = {"type": type_json, "shape": space.to_json(), "created": client_timestamp(body, "created", now())}
+    attr: Doc = {
+        "type": type_json,
+        "shape": space.to_json(),
+        "created": client_timestamp(body, "created", now()),
+    }
     cset = body.get("nameCharSet")
     if cset is not None:  # the character set HDF5 records for the name (h5lake load/export)
         if cset not in (CharSet.ASCII.value, CharSet.UTF8.value):
@@ -75,8 +79,10 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
         if not _json_is_exact(attr["value"], type_json, space.dims, raw):
             attr["value_base64"] = base64.b64encode(raw).decode("ascii")
         return attr
-    arr = json_to_array(body["value"], type_json, space.dims)
-    attr["value"] = array_to_json(arr, type_json)
+    value = int_scalar(body["value"], type_json) if not space.dims else None
+    if value is None:
+        value = array_to_json(json_to_array(body["value"], type_json, space.dims), type_json)
+    attr["value"] = value
     return attr
 
 
@@ -200,7 +206,12 @@ async def put_attributes(
 
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
-    out: Doc = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "created": attr.get("created")}
+    out: Doc = {
+        "name": name,
+        "type": client_type(attr["type"]),
+        "shape": attr["shape"],
+        "created": attr.get("created"),
+    }
     if "nameCharSet" in attr:
         out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")
@@ -240,7 +251,13 @@ async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: 
 
 
 async def put_attribute_value(
-    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, body: Any = None, packed: bytes | None = None
+    svc: Service,
+    caller: Caller,
+    domain_path: str,
+    obj_id: str,
+    name: str,
+    body: Any = None,
+    packed: bytes | None = None,
 ) -> PutOutcome:
     """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
     its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
@@ -356,7 +373,17 @@ async def get_attributes_followed(
             found[target] = versioned.doc
             frontier.append(versioned.doc)
     return {
-        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
+        oid: _listed(
+            doc.get("attributes", {}),
+            None,
+            include_data,
+            create_order,
+            None,
+            limit,
+            b64,
+            pattern,
+            max_data_size,
+        )
         for oid, doc in found.items()
     }
 
@@ -393,7 +420,9 @@ async def get_attributes_of_many(
     return out
 
 
-async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_id: str, names: list[str]) -> None:
+async def delete_attributes(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, names: list[str]
+) -> None:
     parse_id(obj_id)
     if not names:
         raise InvalidInput("no attribute names given")

@@ -193,8 +193,9 @@ def _native_changes(before: Doc, after: Doc) -> bool:
         if v is old:
             continue
         if type(v) is dict and type(old) is dict:  # a copied dictionary: check its new entries
-            if not all(type(k2) is str and json_native(v2) for k2, v2 in _new_entries(v, old)):
-                return False
+            for k2, v2 in _new_entries(v, old):
+                if type(k2) is not str or not json_native(v2):
+                    return False
         elif not (type(k) is str and json_native(v)):
             return False
     return True
@@ -221,8 +222,14 @@ def json_native(value: Any) -> bool:
         return True
     if t is float:
         return math.isfinite(value)
+    if t is dict:  # loops, not all(<generator>): this runs for every attribute written
+        for k, v in value.items():
+            if type(k) is not str or not json_native(v):
+                return False
+        return True
     if t is list:
-        return all(json_native(v) for v in value)
-    if t is dict:
-        return all(type(k) is str and json_native(v) for k, v in value.items())
+        for v in value:
+            if not json_native(v):
+                return False
+        return True
     return False
