@@ -80,9 +80,7 @@ def json_to_array(
     first_error: InvalidInput | None = None
     for rank in range(len(full), -1, -1):
         try:
-            part = (_from_json_or_flat if rank == len(full) else _from_json)(
-                value, t, full[len(full) - rank :]
-            )
+            part = (_from_json_or_flat if rank == len(full) else _from_json)(value, t, full[len(full) - rank :])
         except InvalidInput as e:
             first_error = first_error or e
             continue

@@ -45,11 +45,7 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
     space = parse_space(body.get("shape"))
     if space.maxdims is not None:
         raise InvalidInput("attributes cannot have maxdims")
-    attr: Doc = {
-        "type": type_json,
-        "shape": space.to_json(),
-        "created": client_timestamp(body, "created", now()),
-    }
+    attr: Doc = {"type": type_json, "shape": space.to_json(), "created": client_timestamp(body, "created", now())}
     cset = body.get("nameCharSet")
     if cset is not None:  # the character set HDF5 records for the name (h5lake load/export)
         if cset not in (CharSet.ASCII.value, CharSet.UTF8.value):
@@ -206,12 +202,7 @@ async def put_attributes(
 
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
-    out: Doc = {
-        "name": name,
-        "type": client_type(attr["type"]),
-        "shape": attr["shape"],
-        "created": attr.get("created"),
-    }
+    out: Doc = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "created": attr.get("created")}
     if "nameCharSet" in attr:
         out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")
@@ -251,13 +242,7 @@ async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: 
 
 
 async def put_attribute_value(
-    svc: Service,
-    caller: Caller,
-    domain_path: str,
-    obj_id: str,
-    name: str,
-    body: Any = None,
-    packed: bytes | None = None,
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, body: Any = None, packed: bytes | None = None
 ) -> PutOutcome:
     """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
     its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
@@ -373,17 +358,7 @@ async def get_attributes_followed(
             found[target] = versioned.doc
             frontier.append(versioned.doc)
     return {
-        oid: _listed(
-            doc.get("attributes", {}),
-            None,
-            include_data,
-            create_order,
-            None,
-            limit,
-            b64,
-            pattern,
-            max_data_size,
-        )
+        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
         for oid, doc in found.items()
     }
 
@@ -420,9 +395,7 @@ async def get_attributes_of_many(
     return out
 
 
-async def delete_attributes(
-    svc: Service, caller: Caller, domain_path: str, obj_id: str, names: list[str]
-) -> None:
+async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_id: str, names: list[str]) -> None:
     parse_id(obj_id)
     if not names:
         raise InvalidInput("no attribute names given")
