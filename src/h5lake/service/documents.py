@@ -40,8 +40,8 @@ from h5lake.storage import PreconditionFailed, Store
 Doc = dict[str, Any]
 _MAX_ATTEMPTS = 50
 MEMO_DOCS = 256  # documents remembered by an update (DocumentMemo)
-MEMO_BYTES = 4 * 1024 * 1024  # their serialized size together (parsed, several times that)
-MEMO_DOC_BYTES = 512 * 1024  # a larger document is not remembered
+MEMO_BYTES = 2 * 1024 * 1024  # their serialized size together (parsed: ~7x that, ~14 MiB at most)
+MEMO_DOC_BYTES = 256 * 1024  # a larger document is not remembered
 _MISSING = object()
 
 
