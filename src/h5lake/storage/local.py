@@ -54,7 +54,6 @@ import secrets
 import stat
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -81,6 +80,7 @@ from h5lake.storage.posix import (
     valid_etag,
 )
 from h5lake.storage.recent import RecentObjects
+from h5lake.storage.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +116,10 @@ class LocalStore:
         self._locks = os.path.join(self._root, LOCK_DIR)
         os.makedirs(self._locks, exist_ok=True)
         self._inline_read_bytes = inline_read_bytes
-        self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-local")
+        self._threads = ThreadLane(max_threads, "h5lake-local")
         # chunk transfers (h5lake.storage.lanes) have threads of their own: a document read or
         # write never queues behind them
-        self._bulk_executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-bulk")
+        self._bulk_threads = ThreadLane(max_threads, "h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
@@ -215,8 +215,8 @@ class LocalStore:
             yield entry
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._executor.shutdown, wait=True)
-        await asyncio.to_thread(self._bulk_executor.shutdown, wait=True)
+        await asyncio.to_thread(self._threads.close)
+        await asyncio.to_thread(self._bulk_threads.close)
 
     # --- paths, threads, locks -------------------------------------------------------------
 
@@ -226,10 +226,8 @@ class LocalStore:
         return os.path.join(self._root, check_key(key))
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        loop = asyncio.get_running_loop()
         try:
-            executor = self._bulk_executor if in_bulk() else self._executor
-            return await loop.run_in_executor(executor, fn, *args)
+            return await (self._bulk_threads if in_bulk() else self._threads).run(fn, *args)
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
