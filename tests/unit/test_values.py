@@ -24,7 +24,7 @@ from h5lake.errors import InvalidInput
 from h5lake.model.types import array_dims, to_dtype
 from h5lake.model.typecheck import validate_type
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
-from h5lake.model.fromjson import json_to_array
+from h5lake.model.fromjson import int_scalar, json_to_array
 
 I32 = "H5T_STD_I32LE"
 F64 = "H5T_IEEE_F64LE"
@@ -615,3 +615,25 @@ def test_fixed_string_beside_an_array_of_vlen_strings_decodes() -> None:
     arr = bytes_to_array(body, t, (1,))
     assert arr[0]["key"] == b"ab" and list(arr[0]["names"]) == ["a", "é"]
     assert array_to_bytes(arr, t) == body
+
+
+@pytest.mark.parametrize("base", [f"H5T_STD_{s}{n}{e}" for s in "IU" for n in (8, 16, 32, 64) for e in ("LE", "BE")])
+def test_int_scalar_is_what_the_array_round_trip_gives(base: str) -> None:
+    """The scalar integer shortcut of attribute PUTs answers only what numpy would, or nothing."""
+    t = validate_type(base)
+    info = np.iinfo(to_dtype(t))
+    edges = [int(info.min), int(info.max)]
+    values: list[Any] = [0, 1, -1, True, False, 1.0, "1", None, [1]]
+    values += [e + d for e in edges for d in (-1, 0, 1)]
+    for value in values:
+        fast = int_scalar(value, t)
+        try:
+            slow = array_to_json(json_to_array(value, t, ()), t)
+        except InvalidInput:
+            slow = None
+        if fast is not None:
+            assert type(fast) is int and fast == slow, (value, fast, slow)
+        elif type(value) is int and info.min <= value <= info.max:
+            pytest.fail(f"{value} in range of {base} not taken by the shortcut")
+    assert int_scalar(1, validate_type("H5T_IEEE_F32LE")) is None
+    assert int_scalar(1, {"class": "H5T_ENUM", "base": t, "members": [{"name": "A", "value": 1}]}) is None

@@ -14,6 +14,7 @@ import numpy as np
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.types import (
+    INT_BASES,
     NUMERIC_CLASSES,
     VARIABLE,
     CharSet,
@@ -39,6 +40,21 @@ _NON_FINITE_IN = {
     "-infinity": -math.inf,
     "-inf": -math.inf,
 }
+
+
+_INT_RANGES = {base: (int(np.iinfo(code).min), int(np.iinfo(code).max)) for base, code in INT_BASES.items()}
+
+
+def int_scalar(value: Any, t: TypeJson) -> int | None:
+    """``value`` itself when it is a Python ``int`` in the range of the integer type ``t``: the
+    JSON value ``json_to_array`` and ``array_to_json`` would give back for one scalar element,
+    without numpy (a scalar integer attribute, the commonest kind); else ``None``."""
+    if type(value) is not int or t.get("class") != TypeClass.INTEGER.value:
+        return None
+    bounds = _INT_RANGES.get(t.get("base", ""))
+    if bounds is None or not bounds[0] <= value <= bounds[1]:
+        return None
+    return value
 
 
 def shape_of(shape: Sequence[int]) -> tuple[int, ...]:

@@ -55,11 +55,11 @@ async def _not_here(svc: Service, domain: Domain, obj_id: str) -> None:
 
 
 async def update_object(
-    svc: Service, domain: Domain, obj_id: str, mutate: Callable[[Doc], Any]
+    svc: Service, domain: Domain, obj_id: str, mutate: Callable[[Doc], Any], *, reuse: bool = False
 ) -> tuple[Doc, Any]:
-    """Change an object of ``domain`` atomically (see ``Documents.update``); 404 when it is not
-    one of the domain's objects. The ownership check runs on the document being updated, so the
-    object is read once."""
+    """Change an object of ``domain`` atomically (see ``Documents.update``, and its ``reuse``);
+    404 when it is not one of the domain's objects. The ownership check runs on the document
+    being updated, so the object is read once."""
     root = domain.require_root()
     if not same_domain(obj_id, root):
         await _not_here(svc, domain, obj_id)
@@ -69,7 +69,7 @@ async def update_object(
             raise NotFound(f"object {obj_id} not found in {domain.path}")
         return mutate(doc)
 
-    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}")
+    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}", reuse=reuse)
 
 
 def client_timestamp(body: Doc, key: str, default: float) -> float:

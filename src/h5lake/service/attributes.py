@@ -14,7 +14,7 @@ from typing import Any
 
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.fromjson import json_to_array
+from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, type_class
@@ -75,8 +75,10 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
         if not _json_is_exact(attr["value"], type_json, space.dims, raw):
             attr["value_base64"] = base64.b64encode(raw).decode("ascii")
         return attr
-    arr = json_to_array(body["value"], type_json, space.dims)
-    attr["value"] = array_to_json(arr, type_json)
+    value = int_scalar(body["value"], type_json) if not space.dims else None
+    if value is None:
+        value = array_to_json(json_to_array(body["value"], type_json, space.dims), type_json)
+    attr["value"] = value
     return attr
 
 
@@ -130,7 +132,8 @@ def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
 
 
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
-    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new))
+    # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
+    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new), reuse=True)
     svc.catalog.note_object(domain.path, obj_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -407,7 +410,7 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
             del attrs[n]
         doc["lastModified"] = now()
 
-    await update_object(svc, domain, obj_id, remove)
+    await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.catalog.note_object(domain.path, obj_id)
 
 

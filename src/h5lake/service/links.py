@@ -158,7 +158,8 @@ async def _put_links(
     svc: Service, domain: Domain, group_id: str, new: dict[str, Doc], replace: bool = False
 ) -> PutOutcome:
     parse_id(group_id, Collection.GROUPS)
-    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace))
+    # reuse: _add_links sets whole links and lastModified (Documents.update)
+    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace), reuse=True)
     svc.catalog.note_object(domain.path, group_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -362,7 +363,7 @@ async def delete_links(
             del links[t]
         doc["lastModified"] = now()
 
-    await update_object(svc, domain, group_id, remove)
+    await update_object(svc, domain, group_id, remove, reuse=True)  # deletes entries only
     svc.catalog.note_object(domain.path, group_id)
 
 

@@ -52,10 +52,9 @@ import fcntl
 import logging
 import os
 import secrets
-import time
+import stat
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -71,6 +70,7 @@ from h5lake.storage.base import (
 )
 from h5lake.storage.lanes import in_bulk
 from h5lake.storage.links import HardLinkCopies
+from h5lake.storage.local_list import holding_keys, scan_folder
 from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (
     ETAG_XATTR,
@@ -85,6 +85,7 @@ from h5lake.storage.posix import (
 )
 from h5lake.storage.posix import folder_conflict as _folder_conflict
 from h5lake.storage.recent import RecentObjects
+from h5lake.storage.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +93,10 @@ T = TypeVar("T")
 
 LOCK_DIR = RESERVED_SEGMENT_PREFIX + "locks"
 LOCK_SLOTS = 256
-STALE_TEMP_SECONDS = 3600.0
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
 _WINDOW = 256  # folder entries checked per thread hop when rolling up
 NOWAIT_READ_BYTES = 4 * 1024 * 1024  # read_into inline up to this size when all is in the page cache
-
-FolderEntries = list[tuple[str, bool]]  # (name, is_folder); `list` is a method in the class
 
 
 class _Deferred:
@@ -123,10 +121,10 @@ class LocalStore(HardLinkCopies):
         self._locks = os.path.join(self._root, LOCK_DIR)
         os.makedirs(self._locks, exist_ok=True)
         self._inline_read_bytes = inline_read_bytes
-        self._executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-local")
+        self._threads = ThreadLane(max_threads, "h5lake-local")
         # chunk transfers (h5lake.storage.lanes) have threads of their own: a document read or
         # write never queues behind them
-        self._bulk_executor = ThreadPoolExecutor(max_threads, thread_name_prefix="h5lake-bulk")
+        self._bulk_threads = ThreadLane(max_threads, "h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
@@ -222,8 +220,8 @@ class LocalStore(HardLinkCopies):
             yield entry
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._executor.shutdown, wait=True)
-        await asyncio.to_thread(self._bulk_executor.shutdown, wait=True)
+        await asyncio.to_thread(self._threads.close)
+        await asyncio.to_thread(self._bulk_threads.close)
 
     # --- paths, threads, locks -------------------------------------------------------------
 
@@ -233,10 +231,8 @@ class LocalStore(HardLinkCopies):
         return os.path.join(self._root, check_key(key))
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        loop = asyncio.get_running_loop()
         try:
-            executor = self._bulk_executor if in_bulk() else self._executor
-            return await loop.run_in_executor(executor, fn, *args)
+            return await (self._bulk_threads if in_bulk() else self._threads).run(fn, *args)
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
@@ -365,8 +361,25 @@ class LocalStore(HardLinkCopies):
             os.close(fd)
         return ObjectInfo(key, st.st_size, etag, changed_at(st))
 
-    def _etag_of(self, path: str) -> str | None:
-        info = self._head(path, "", True)
+    def _current_etag(self, path: str) -> str | None:
+        """The ETag of the object at ``path`` (``None``: none there), for an if-match under the
+        key's lock: a stat and a getxattr of the path when the xattr is valid (no open)."""
+        if self._xattrs:
+            try:
+                st = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            try:
+                etag = valid_etag(os.getxattr(path, ETAG_XATTR), st)
+            except OSError as e:
+                if e.errno not in _NO_XATTR and e.errno != errno.ENOENT:
+                    raise
+                etag = None
+            if etag is not None:
+                return etag
+        info = self._head(path, "", True)  # no usable xattr (or replaced by hand meanwhile): hash
         return info.etag if isinstance(info, ObjectInfo) else None
 
     def _stored_etag(self, fd: int, st: os.stat_result) -> str | None:
@@ -409,7 +422,7 @@ class LocalStore(HardLinkCopies):
                             raise _folder_conflict(key) from None
                         raise PreconditionFailed(key) from None
                 else:
-                    if if_match is not None and self._etag_of(path) != if_match:
+                    if if_match is not None and self._current_etag(path) != if_match:
                         raise PreconditionFailed(key)
                     try:
                         os.replace(temp, path)
@@ -428,19 +441,20 @@ class LocalStore(HardLinkCopies):
         name = os.path.join(folder, TEMP_PREFIX + secrets.token_hex(8))
         for _ in range(_MAKE_DIRS_TRIES):
             try:
-                self._make_folder(key, folder)
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 break
             except FileNotFoundError:
-                continue  # a delete removed an emptied folder under our feet: make it again
+                # the folder is missing: new, or a delete removed it emptied under our feet
+                self._make_folder(key, folder)
+            except NotADirectoryError:
+                raise _folder_conflict(key) from None
         else:
             raise OSError(f"could not create the folder of {key!r}")
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            if self._xattrs:
+            if self._xattrs:  # before the fsync, which makes the stamp durable with the bytes
                 st = os.fstat(fd)
                 stamp = f"{etag}:{st.st_size}:{st.st_mtime_ns}".encode()
                 try:
@@ -450,6 +464,7 @@ class LocalStore(HardLinkCopies):
                         raise
                     log.info("no user xattrs under %s: ETags are computed on read", self._root)
                     self._xattrs = False
+            os.fsync(fd)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):
@@ -499,7 +514,7 @@ class LocalStore(HardLinkCopies):
         """Entries under folder ``base`` whose name starts with ``partial``, in key order."""
         entries = [
             (base + name + ("/" if is_folder else ""), is_folder)
-            for name, is_folder in await self._run(self._scan, base, partial)
+            for name, is_folder in await self._run(scan_folder, self._root, base, partial)
         ]
         for i in range(0, len(entries), _WINDOW):
             window = [
@@ -511,7 +526,7 @@ class LocalStore(HardLinkCopies):
             ]
             if rollup:  # a common prefix only while a key lies below: one thread hop a window
                 folders = [entry for entry, is_folder in window if is_folder]
-                held = await self._run(self._holding_keys, folders) if folders else set()
+                held = await self._run(holding_keys, self._root, folders) if folders else set()
                 window = [(e, is_folder) for e, is_folder in window if not is_folder or e in held]
             for entry, is_folder in window:
                 if is_folder and not rollup:
@@ -520,63 +535,6 @@ class LocalStore(HardLinkCopies):
                 else:
                     yield entry
 
-    def _scan(self, base: str, partial: str) -> FolderEntries:
-        """(name, is_folder) of one folder, sorted as keys sort: a folder ``a`` as ``a/``."""
-        entries: FolderEntries = []
-        try:
-            it = os.scandir(os.path.join(self._root, base))
-        except (FileNotFoundError, NotADirectoryError):
-            return entries
-        with it:
-            for entry in it:
-                name = entry.name
-                if not name.startswith(partial):
-                    continue
-                if name.startswith(RESERVED_SEGMENT_PREFIX):
-                    if name.startswith(TEMP_PREFIX):
-                        self._remove_if_stale(entry)
-                    continue
-                if not _listable(name):
-                    continue  # not a name this store writes
-                if entry.is_dir(follow_symlinks=False):
-                    entries.append((name, True))
-                elif entry.is_file(follow_symlinks=False):
-                    entries.append((name, False))
-        entries.sort(key=lambda e: e[0] + "/" if e[1] else e[0])
-        return entries
 
-    def _holding_keys(self, bases: Sequence[str]) -> set[str]:
-        return {base for base in bases if self._holds_a_key(base)}
-
-    def _holds_a_key(self, base: str) -> bool:
-        """Whether folder ``base`` holds any object (not only temporary files or folders)."""
-        folders = [os.path.join(self._root, base)]
-        while folders:
-            try:
-                it = os.scandir(folders.pop())
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            with it:
-                for entry in it:
-                    if not _listable(entry.name):
-                        continue
-                    if entry.is_file(follow_symlinks=False):
-                        return True
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
-        return False
-
-    @staticmethod
-    def _remove_if_stale(entry: os.DirEntry[str]) -> None:
-        with contextlib.suppress(OSError):
-            if entry.stat(follow_symlinks=False).st_mtime < time.time() - STALE_TEMP_SECONDS:
-                os.unlink(entry.path)
-                log.info("removed stale temporary file %s", entry.path)
-
-
-def _listable(name: str) -> bool:
-    try:
-        check_key(name)
-    except ValueError:
-        return False  # reserved (temporary or lock files), or a name no key can have
-    return True
+def _folder_conflict(key: str) -> ValueError:
+    return ValueError(f"storage key {key!r} collides with a folder of other keys, or lies in one")
