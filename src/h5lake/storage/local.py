@@ -534,7 +534,3 @@ class LocalStore(HardLinkCopies):
                         yield key
                 else:
                     yield entry
-
-
-def _folder_conflict(key: str) -> ValueError:
-    return ValueError(f"storage key {key!r} collides with a folder of other keys, or lies in one")
