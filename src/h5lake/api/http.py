@@ -51,7 +51,7 @@ class Authenticate:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and "identity" not in scope.get("state", ()):  # not by `FastReads` already
             authenticator: Authenticator = scope["app"].state.authenticator
             header = Headers(scope=scope).get("authorization")
             identity: Identity | Unauthorized
