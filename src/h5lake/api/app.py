@@ -127,6 +127,7 @@ class App(Starlette):
     """The application, with the hot reads answered in front of its stack (`api/fast.py`)."""
 
     fast: FastReads | None = None
+    service: Service  # set at start-up, as ``state.service``
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.fast is not None and await self.fast(scope, receive, send):
@@ -145,6 +146,7 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         backend = store if store is not None else open_store(settings)
         svc = build_service(settings, backend)
         app.state.service = svc
+        app.service = svc  # type: ignore[attr-defined]  # the handlers' (`http.service`)
         app.state.authenticator = build_authenticator(settings, backend)
         await svc.ensure_home_folder()
         await svc.catalog.start()

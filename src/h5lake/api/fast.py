@@ -56,10 +56,11 @@ _QUERY_CACHED = 2048  # longest query string whose parse is kept
 
 class Query(QueryParams):
     """Query parameters shared by every request with the same query string (immutable):
-    ``get`` straight from the dict, as the route handlers ask for one name at a time."""
+    ``get`` is the dict's own, as the route handlers ask for one name at a time."""
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._dict.get(key, default)
+    def __init__(self, query: bytes) -> None:
+        super().__init__(query)
+        self.get = self._dict.get  # type: ignore[method-assign,assignment]
 
 
 @lru_cache(maxsize=1024)
@@ -72,11 +73,14 @@ def query_of(query: bytes) -> Query:
 
 
 class FastRequest(Request):
-    """A `Request` whose query parameters come parsed (shared, see `Query`)."""
+    """A `Request` whose query parameters come parsed (shared, see `Query`), as a plain
+    attribute rather than a property (the handlers read them a few times each)."""
+
+    query_params: QueryParams = None  # type: ignore[assignment]  # shadows the property
 
     def __init__(self, scope: Scope, query: Query) -> None:
         super().__init__(scope)
-        self._query_params = query
+        self.query_params = query
 
 
 class FastReads:

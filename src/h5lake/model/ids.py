@@ -76,16 +76,25 @@ def strip_collection_prefix(ref: str) -> str:
 _COLLECTIONS = {c.value: c for c in Collection}
 
 
+_VALID_IDS: dict[str, Collection] = {}  # ids found valid, and their collection (a request parses ids twice or more)
+_VALID_IDS_MAX = 4096
+
+
 def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
     """Validate an object id and return its collection."""
-    if not isinstance(obj_id, str):
-        raise InvalidInput("object id must be a string")
-    m = _ID_RE.match(obj_id)
-    if m is None:
-        if _FOREIGN_ID_RE.match(obj_id):
-            raise NotFound(f"no object has the id {obj_id!r}")
-        raise InvalidInput(f"invalid object id {obj_id!r}")
-    collection = _COLLECTIONS[m.group(1)]
+    collection = _VALID_IDS.get(obj_id) if type(obj_id) is str else None
+    if collection is None:
+        if not isinstance(obj_id, str):
+            raise InvalidInput("object id must be a string")
+        m = _ID_RE.match(obj_id)
+        if m is None:
+            if _FOREIGN_ID_RE.match(obj_id):
+                raise NotFound(f"no object has the id {obj_id!r}")
+            raise InvalidInput(f"invalid object id {obj_id!r}")
+        collection = _COLLECTIONS[m.group(1)]
+        if len(_VALID_IDS) >= _VALID_IDS_MAX:
+            _VALID_IDS.clear()
+        _VALID_IDS[obj_id] = collection
     if expected is not None and collection is not expected:
         raise InvalidInput(f"id {obj_id!r} is not a {expected.path[:-1]} id")
     return collection
