@@ -100,7 +100,7 @@ def paths(ids: dict[str, str]) -> list[str]:
         f"/?{d}&h5path=/soft&follow_soft_links=1", f"/?{d}&h5path=/missing", f"/?{d}&h5path=sub&parent_id={root}",
         f"/?{d}&include_links=1&include_attrs=true", f"/?{d}&verbose=1", f"/?{d}&getdnids=1", f"/?{d}&getobjs=1",
         f"/?{d}&include_links=maybe", f"/?{d}&verbose=2", f"/?{d}&verbose=no", "/?domain=/&Limit=1", "/?Limit=0",
-        f"/?domain=/home&pattern=test*", f"/?{d}&domain=/home", f"/?{d}&{d}", "/?domain=",
+        "/?domain=/home&pattern=test*", f"/?{d}&domain=/home", f"/?{d}&{d}", "/?domain=",
     ]  # fmt: skip
     for kind, oid in (("groups", root), ("groups", sub), ("datasets", dset), ("datatypes", dtype), ("datasets", ids["big"])):
         me = f"/{kind}/{oid}"

@@ -128,6 +128,7 @@ class App(Starlette):
 
     fast: FastReads | None = None
     service: Service  # set at start-up, as ``state.service``
+    authenticator: Authenticator | None = None  # likewise
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.fast is not None and await self.fast(scope, receive, send):
@@ -146,8 +147,10 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         backend = store if store is not None else open_store(settings)
         svc = build_service(settings, backend)
         app.state.service = svc
-        app.service = svc  # type: ignore[attr-defined]  # the handlers' (`http.service`)
         app.state.authenticator = build_authenticator(settings, backend)
+        # plain attributes too, for the handlers (`http.service`) and the fast path: ``state``
+        # answers through __getattr__, a few microseconds a request
+        app.service, app.authenticator = svc, app.state.authenticator  # type: ignore[attr-defined]
         await svc.ensure_home_folder()
         await svc.catalog.start()
         # What start-up made lives as long as the process: out of the collector's way, so the

@@ -32,7 +32,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
-from h5lake.api.errors import http_error, h5lake_error, unexpected_error
+from h5lake.api.errors import h5lake_error, http_error, unexpected_error
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import H5LakeError, Unauthorized
 
@@ -133,9 +133,8 @@ class FastReads:
         found = self.match(scope["path"])
         if found is None:
             return False
-        state = self.app.state
-        authenticator: Authenticator | None = getattr(state, "authenticator", None)
-        if authenticator is None or not hasattr(state, "service"):
+        authenticator: Authenticator | None = self.app.authenticator
+        if authenticator is None:
             return False  # start-up has not run: the application answers as it would
         header: str | None = None
         for key, value in scope["headers"]:

@@ -105,6 +105,8 @@ def is_valid_id(obj_id: object) -> bool:
 
 
 def same_domain(obj_id: str, root_id: str) -> bool:
+    if obj_id in _VALID_IDS and root_id in _VALID_IDS:  # both of the id format: the digits sit at 2-9 and 11-18
+        return obj_id[2:19] == root_id[2:19]
     return hex_digits(obj_id)[:16] == hex_digits(root_id)[:16]
 
 
