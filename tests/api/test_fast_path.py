@@ -137,6 +137,7 @@ def paths(ids: dict[str, str]) -> list[str]:
         f"/groups?{d}", f"/datasets/{dset}/value?{d}", f"/datasets/{dset}/shape?{d}", f"/maps/{root}/attributes?{d}",
         f"/things/{root}/attributes?{d}", f"/groups/{root}/acls?{d}", f"/groups/{root}/attrs?{d}", f"//groups?{d}",
         f"/groups/{root}//attributes?{d}", f"/groups/x%2Fy?{d}", f"/groups/{root}?{d}&domain=relative",
+        f"{g}/links/sub%0A?{d}", f"{g}/links/s%0Aub?{d}", f"{g}/attributes/int%0A?{d}", f"/groups/{root}%0A?{d}",
     ]  # fmt: skip
     return out
 

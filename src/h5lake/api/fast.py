@@ -9,10 +9,10 @@ router would, with a request whose query parameters are parsed once per distinct
 Its reply, or the error's from `api/errors.py`, is sent as the stack would send it.
 
 Everything else falls through to the whole application, unchanged: other methods, other paths,
-a path the router would redirect, a ``root_path``, and an app whose start-up has not run. For
-the requests it takes the skipped layers do nothing: `CommitFence` only fences changes, and the
-exception middlewares only act on an error, which is rendered here by the same handlers
-(`api.errors.HANDLERS`). With CORS on (``--cors-origin``) there is no fast path: the CORS
+a path the router would redirect, a path with a newline, a ``root_path``, and an app whose
+start-up has not run. For the requests it takes the skipped layers do nothing: `CommitFence`
+only fences changes, and the exception middlewares only act on an error, which is rendered
+here by the same handlers (`api.errors.HANDLERS`). With CORS on (``--cors-origin``) there is no fast path: the CORS
 middleware adds headers (``Vary: Origin``) to every reply.
 
 `tests/api/test_fast_path.py` sends a broad set of requests to the app with and without it and
@@ -110,6 +110,8 @@ class FastReads:
         it is one of `HOT` (``{id}`` is one non-empty segment, ``{name:path}`` the rest)."""
         if path == "/":
             return self.domain, {}
+        if "\n" in path:  # the routes' regexes: ``.*`` stops at a newline and ``$`` matches before one
+            return None
         parts = path.split("/")
         if len(parts) < 3 or parts[0] or parts[1] not in _OBJECTS or not parts[2]:
             return None

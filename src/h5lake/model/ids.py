@@ -34,12 +34,13 @@ class Collection(enum.Enum):
         raise InvalidInput(f"unknown collection {name!r}")
 
 
-_ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
+# \Z, not $: $ matches before a trailing newline, and "g-...\n" then reached the storage key check (a 500)
+_ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})\Z")
 _GROUPING = (8, 8, 4, 6, 6)
 # An id HSDS could have made: a collection letter, a dash and a lowercase uuid of 36 characters in
 # any grouping (e.g. uuid1's 8-4-4-4-12). Not being of h5lake's form, it names no object here:
 # 404, as HSDS answers for an unknown id.
-_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}$")
+_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}\Z")
 
 
 def _format(prefix: str, hex32: str) -> str:
