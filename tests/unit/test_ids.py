@@ -28,8 +28,11 @@ def test_root_id_form_and_child_ids() -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "g-123", "x-b76eacdd-d16f54ec-3fe6-245559-e7dc64", "g-B76EACDD-d16f54ec-3fe6-245559-e7dc64",
-                                 "g-b76eacdd-d16f54ec-3fe6-245559-e7dc6", 5])
+                                 "g-b76eacdd-d16f54ec-3fe6-245559-e7dc6", 5, "g-b76eacdd-d16f54ec-3fe6-245559-e7dc64\n",
+                                 "g-1b7b3d44-67d3-11ef-93f3-b5ccef5b8c51\n"])
 def test_bad_ids_are_invalid_input(bad: object) -> None:
+    if isinstance(bad, str) and ids.is_valid_id(bad[:-1]):
+        ids.parse_id(bad[:-1])  # the id without the newline is known (remembered) first
     with pytest.raises(InvalidInput):
         ids.parse_id(bad)  # type: ignore[arg-type]
 

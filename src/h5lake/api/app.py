@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
+from starlette.types import Receive, Scope, Send
 
 from h5lake.api import (
     connections,
@@ -29,6 +30,7 @@ from h5lake.api import (
 )
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS
+from h5lake.api.fast import FastReads
 from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate
 from h5lake.api.stores import open_store, s3_store
@@ -121,7 +123,22 @@ def fix_mmap_threshold() -> None:
         mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
 
 
-def create_app(settings: Settings, store: Store | None = None) -> Starlette:
+class App(Starlette):
+    """The application, with the hot reads answered in front of its stack (`api/fast.py`)."""
+
+    fast: FastReads | None = None
+    service: Service  # set at start-up, as ``state.service``
+    authenticator: Authenticator | None = None  # likewise
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.fast is not None and await self.fast(scope, receive, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(settings: Settings, store: Store | None = None, *, fast: bool = True) -> Starlette:
+    """The ASGI application. ``fast=False`` leaves out the read fast path (`api/fast.py`), which
+    answers exactly as the full stack does: only its equivalence test turns it off."""
     connections.configure(settings.header_timeout, settings.body_timeout)
     fix_mmap_threshold()
 
@@ -131,6 +148,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
         svc = build_service(settings, backend)
         app.state.service = svc
         app.state.authenticator = build_authenticator(settings, backend)
+        # plain attributes too, for the handlers (`http.service`) and the fast path: ``state``
+        # answers through __getattr__, a few microseconds a request
+        app.service, app.authenticator = svc, app.state.authenticator  # type: ignore[attr-defined]
         await svc.ensure_home_folder()
         await svc.catalog.start()
         # What start-up made lives as long as the process: out of the collector's way, so the
@@ -149,13 +169,15 @@ def create_app(settings: Settings, store: Store | None = None) -> Starlette:
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
         middleware.insert(0, cors_middleware(settings.cors_origin))
-    app = Starlette(
+    app = App(
         routes=routes,
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         middleware=middleware,
         lifespan=lifespan,
     )
     app.router = IndexedRouter(routes, lifespan=lifespan)  # the same routes, tried fewer at a time
+    if fast and not settings.cors_origin:  # with CORS every reply gets headers from its middleware (Vary)
+        app.fast = FastReads(app, routes)
     return app
 
 

@@ -51,15 +51,40 @@ def _plain_host(host: str | None) -> str | None:
     return None
 
 
-_WANTED = frozenset({b"host", b"forwarded", b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-prefix"})
+_WANTED_ORDER = (b"host", b"forwarded", b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-prefix")
+_WANTED = frozenset(_WANTED_ORDER)
 
 
 def base_url(request: Request) -> str:
     """``scheme://host[:port][prefix]`` as the client sees this server."""
     scope = request.scope
-    found: dict[bytes, str] = {}
+    found: dict[bytes, bytes] = {}
     for key, value in scope["headers"]:  # one pass over the raw headers: this runs on every reply
         if key in _WANTED and key not in found:
+            found[key] = value
+    server = scope.get("server")
+    return _base_url(
+        found.get(b"host"), found.get(b"forwarded"), found.get(b"x-forwarded-proto"), found.get(b"x-forwarded-host"),
+        found.get(b"x-forwarded-prefix"), scope.get("scheme", "http"), tuple(server) if server else None,
+        scope.get("root_path", ""),
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _base_url(
+    raw_host: bytes | None,
+    raw_forwarded: bytes | None,
+    raw_proto: bytes | None,
+    raw_fhost: bytes | None,
+    raw_prefix: bytes | None,
+    scheme: str,
+    server: tuple[str, int] | None,
+    root_path: str,
+) -> str:
+    """`base_url` of these headers and scope values (a few distinct ones recur: cached)."""
+    found: dict[bytes, str] = {}
+    for key, value in zip(_WANTED_ORDER, (raw_host, raw_forwarded, raw_proto, raw_fhost, raw_prefix)):
+        if value is not None:
             found[key] = value.decode("latin-1")
     proto = host = None
     forwarded = found.get(b"forwarded")
@@ -71,14 +96,14 @@ def base_url(request: Request) -> str:
         host = found[b"x-forwarded-host"].split(",", 1)[0].strip()
     host = _plain_host(host) or _plain_host(found.get(b"host"))
     if host is None:
-        server = scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
+        address = server or ("127.0.0.1", 80)
+        host = f"{address[0]}:{address[1]}"
     if proto not in _SCHEMES:
-        proto = scope.get("scheme", "http")
+        proto = scheme
     prefix = found.get(b"x-forwarded-prefix", "").strip().rstrip("/")
     if prefix:
         prefix = quote(prefix, safe="/") if prefix.startswith("/") else ""
-    return f"{proto}://{host}{prefix}{scope.get('root_path', '')}"
+    return f"{proto}://{host}{prefix}{root_path}"
 
 
 @lru_cache(maxsize=4096)

@@ -34,12 +34,13 @@ class Collection(enum.Enum):
         raise InvalidInput(f"unknown collection {name!r}")
 
 
-_ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})$")
+# \Z, not $: $ matches before a trailing newline, and "g-...\n" then reached the storage key check (a 500)
+_ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})\Z")
 _GROUPING = (8, 8, 4, 6, 6)
 # An id HSDS could have made: a collection letter, a dash and a lowercase uuid of 36 characters in
 # any grouping (e.g. uuid1's 8-4-4-4-12). Not being of h5lake's form, it names no object here:
 # 404, as HSDS answers for an unknown id.
-_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}$")
+_FOREIGN_ID_RE = re.compile(r"^[gdtm]-[0-9a-f-]{36}\Z")
 
 
 def _format(prefix: str, hex32: str) -> str:
@@ -76,16 +77,25 @@ def strip_collection_prefix(ref: str) -> str:
 _COLLECTIONS = {c.value: c for c in Collection}
 
 
+_VALID_IDS: dict[str, Collection] = {}  # ids found valid, and their collection (a request parses ids twice or more)
+_VALID_IDS_MAX = 4096
+
+
 def parse_id(obj_id: str, expected: Collection | None = None) -> Collection:
     """Validate an object id and return its collection."""
-    if not isinstance(obj_id, str):
-        raise InvalidInput("object id must be a string")
-    m = _ID_RE.match(obj_id)
-    if m is None:
-        if _FOREIGN_ID_RE.match(obj_id):
-            raise NotFound(f"no object has the id {obj_id!r}")
-        raise InvalidInput(f"invalid object id {obj_id!r}")
-    collection = _COLLECTIONS[m.group(1)]
+    collection = _VALID_IDS.get(obj_id) if type(obj_id) is str else None
+    if collection is None:
+        if not isinstance(obj_id, str):
+            raise InvalidInput("object id must be a string")
+        m = _ID_RE.match(obj_id)
+        if m is None:
+            if _FOREIGN_ID_RE.match(obj_id):
+                raise NotFound(f"no object has the id {obj_id!r}")
+            raise InvalidInput(f"invalid object id {obj_id!r}")
+        collection = _COLLECTIONS[m.group(1)]
+        if len(_VALID_IDS) >= _VALID_IDS_MAX:
+            _VALID_IDS.clear()
+        _VALID_IDS[obj_id] = collection
     if expected is not None and collection is not expected:
         raise InvalidInput(f"id {obj_id!r} is not a {expected.path[:-1]} id")
     return collection
@@ -96,6 +106,8 @@ def is_valid_id(obj_id: object) -> bool:
 
 
 def same_domain(obj_id: str, root_id: str) -> bool:
+    if obj_id in _VALID_IDS and root_id in _VALID_IDS:  # both of the id format: the digits sit at 2-9 and 11-18
+        return obj_id[2:19] == root_id[2:19]
     return hex_digits(obj_id)[:16] == hex_digits(root_id)[:16]
 
 

@@ -28,13 +28,14 @@ from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
 _ADMIN_KEYS = ("acls", FORKED)
+_NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KEYS)
 
 
 def object_json(
     domain: Domain, doc: Doc, *, include_links: bool = True, include_attrs: bool = False
 ) -> Doc:
     """An object as ``GET /{collection}/{id}`` shows it."""
-    out = {k: v for k, v in doc.items() if k not in ("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KEYS}
+    out = {k: v for k, v in doc.items() if k not in _NOT_SHOWN}
     collection = parse_id(doc["id"])
     out["attributeCount"] = len(doc.get("attributes", {}))
     if collection is Collection.GROUPS:
