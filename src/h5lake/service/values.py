@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
 from h5lake.chunks import engine
 from h5lake.chunks.blocks import row_split
+from h5lake.chunks.catalog import Intent
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.projection import ChunkProjection, grid_shift, project, project_points
 from h5lake.model.query import parse_query, update_fields
-from h5lake.model.selection import PairedSelection, PointSelection, Selection
+from h5lake.model.selection import PairedSelection, PointSelection, Selection, Slice
 from h5lake.model.selectparse import Bounds, parse_select
 from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
 from h5lake.model.values import (
@@ -41,6 +42,7 @@ from h5lake.service.opened import Change, OpenDataset, check_writable, open_data
 from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
     JsonValues,
+    PackedBody,
     PointRead,
     Query,
     QueryUpdate,
@@ -251,7 +253,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
         if fixed and broadcast is None and count * wire_size(ds) > STREAM_BLOCK_BYTES:
-            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body.stream())
+            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body)
             return
         if broadcast is not None:
             _check_broadcast(svc, layout, shape)
@@ -414,68 +416,112 @@ async def _write_points(
 
 
 async def _write_stream(
-    svc: Service, ds: OpenDataset, layout: DatasetLayout, selection: Selection | None, body: AsyncIterator[bytes]
+    svc: Service, ds: OpenDataset, layout: DatasetLayout, selection: Selection | None, body: PackedBody
 ) -> None:
     """Write a packed body of any size block by block as it arrives (fixed-size types only).
 
     Memory stays bounded by one block: the body is never held whole, so the request-size limit
     (which bounds buffered bodies) does not apply; the selection bounds the body instead.
+    The body is read straight into each block when it can be (``PackedBody.readinto``).
     """
     sel = selection if selection is not None else Selection.all(layout.shape)
     itemsize = wire_size(ds)
     wire = wire_dtype(ds.type_json)
     expected = sel.count * itemsize
     received = 0
-    leftover: memoryview = memoryview(b"")
-    it = body.__aiter__()
+    readinto = _body_reader(body)
     pieces = row_split(sel, layout, STREAM_BLOCK_BYTES)
     # Two blocks at a time: one block's chunks are stored while the next block of the body is
     # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
     # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
-    # views dropped.
+    # views dropped. One catalog intent covers the whole request (it names every chunk the
+    # selection touches); each block's chunks are noted once stored.
     storing: asyncio.Future[None] | None = None
+    intent = await _begin(svc, ds, layout, sel)
 
-    async def store_block(values: np.ndarray, piece: Selection) -> None:
+    async def store_block(values: np.ndarray, piece: Selection, last: bool) -> None:
         await _register_linked_files(svc, ds, values)
-        await _recorded(
-            svc, ds, layout, _chunks_of(layout, piece), lambda at: engine.write_selection(at, piece, values, svc.workers)
-        )
+        work = lambda at: engine.write_selection(at, piece, values, svc.workers)
+        if intent is None:
+            await _recorded(svc, ds, layout, _chunks_of(layout, piece), work)
+            return
+        await work(layout)  # a failure leaves the intent to recovery (``abort`` below)
+        svc.catalog.note(layout.domain, layout.dataset_id, _chunks_of(layout, piece), intent if last else None)
 
     try:
-        for piece in pieces:
+        for i, piece in enumerate(pieces):
             need = piece.count * itemsize
             block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
-            filled = 0
-            while filled < need:
-                if not leftover:
-                    try:
-                        leftover = memoryview(await it.__anext__())
-                    except StopAsyncIteration:
-                        raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
-                    received += len(leftover)
-                    if received > expected:
-                        raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-                take = min(len(leftover), need - filled)
-                block[filled : filled + take] = leftover[:take]
-                leftover = leftover[take:]
-                filled += take
+            got = await readinto(block)
+            received += got
+            if got < need:
+                raise InvalidInput(f"body has {received} bytes, expected {expected}")
+            if received == expected and await readinto(memoryview(bytearray(1))):
+                raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
             values = elements_from_buffer(block, wire, piece.shape)
             if wire != layout.dtype:
                 values = values.astype(layout.dtype.base)
             if storing is not None:
                 done, storing = storing, None
                 await done
-            storing = asyncio.ensure_future(store_block(values, piece))
+            storing = asyncio.ensure_future(store_block(values, piece, i + 1 == len(pieces)))
             del block, values
         if storing is not None:
             done, storing = storing, None
             await done
+    except BaseException:
+        if intent is not None:
+            svc.catalog.abort(intent)
+        raise
     finally:
         if storing is not None:  # the body failed: the block being stored is stored, then the error
             await asyncio.gather(storing, return_exceptions=True)
-    async for extra in it:
-        if extra:
-            raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
+
+
+ONE_INTENT_CHUNKS = 4096  # a streamed write touching at most this many chunks has one intent
+
+
+async def _begin(svc: Service, ds: OpenDataset, layout: DatasetLayout, sel: Selection) -> Intent | None:
+    """The catalog intent of a whole streamed write, or None when each block records its own:
+    a compact dataset's block is one conditional update of its document, and a write over more
+    chunks than ``ONE_INTENT_CHUNKS`` would make its intent (and a recovery) too large."""
+    if compact.is_compact(ds.doc) or not layout.chunk_shape:
+        return None
+    box = 1
+    for part, c in zip(sel.parts, layout.chunk_shape):  # chunks of the box around the selection, +1 for an origin
+        if not isinstance(part, Slice):
+            return None
+        box *= part.last // c - part.start // c + 2 if part.count else 1
+    if box > ONE_INTENT_CHUNKS:
+        return None
+    return await svc.catalog.begin(layout.domain, layout.dataset_id, _chunks_of(layout, sel))
+
+
+def _body_reader(body: PackedBody) -> Callable[[memoryview], Awaitable[int]]:
+    """``await readinto(view)``: fills ``view`` with the body's next bytes (fewer only at its
+    end); the body's own ``readinto`` when it has one, else copied from its pieces."""
+    direct = getattr(body, "readinto", None)
+    if direct is not None:
+        return direct  # type: ignore[no-any-return]
+    it = body.stream().__aiter__()
+    left = memoryview(b"")
+
+    async def readinto(view: memoryview) -> int:
+        nonlocal left
+        filled = 0
+        while filled < len(view):
+            if not left:
+                try:
+                    left = memoryview(await it.__anext__())
+                except StopAsyncIteration:
+                    break
+            take = min(len(left), len(view) - filled)
+            view[filled : filled + take] = left[:take]
+            left = left[take:]
+            filled += take
+        return filled
+
+    return readinto
 
 
 # --- update where a query matches ------------------------------------------------------------
