@@ -436,17 +436,19 @@ async def _write_stream(
     # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
     # views dropped. One catalog intent covers the whole request (it names every chunk the
     # selection touches); each block's chunks are noted once stored.
-    storing: asyncio.Future[None] | None = None
+    storing: asyncio.Future[list[tuple[int, ...]]] | None = None
     intent = await _begin(svc, ds, layout, sel)
 
-    async def store_block(values: np.ndarray, piece: Selection, last: bool) -> None:
+    async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
         await _register_linked_files(svc, ds, values)
-        work = lambda at: engine.write_selection(at, piece, values, svc.workers)
         if intent is None:
+            work = lambda at: engine.write_selection(at, piece, values, svc.workers)
             await _recorded(svc, ds, layout, _chunks_of(layout, piece), work)
-            return
-        await work(layout)  # a failure leaves the intent to recovery (``abort`` below)
-        svc.catalog.note(layout.domain, layout.dataset_id, _chunks_of(layout, piece), intent if last else None)
+            return []
+        written = await engine.write_selection(layout, piece, values, svc.workers)
+        if not last:  # the last block's chunks are noted with the intent, once all went well
+            svc.catalog.note(layout.domain, layout.dataset_id, written)
+        return written
 
     try:
         for i, piece in enumerate(pieces):
@@ -466,16 +468,19 @@ async def _write_stream(
                 await done
             storing = asyncio.ensure_future(store_block(values, piece, i + 1 == len(pieces)))
             del block, values
+        written: list[tuple[int, ...]] = []
         if storing is not None:
             done, storing = storing, None
-            await done
+            written = await done
     except BaseException:
         if intent is not None:
-            svc.catalog.abort(intent)
+            svc.catalog.abort(intent)  # left to recovery, which probes every chunk it names
         raise
     finally:
         if storing is not None:  # the body failed: the block being stored is stored, then the error
             await asyncio.gather(storing, return_exceptions=True)
+    if intent is not None:
+        svc.catalog.note(layout.domain, layout.dataset_id, written, intent)
 
 
 ONE_INTENT_CHUNKS = 4096  # a streamed write touching at most this many chunks has one intent
