@@ -122,7 +122,7 @@ def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
 
 def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
     """The cartesian product of per-dimension plans, in C order of chunk index."""
-    if not any(_array_dims(tuple(d[1] for d in plan)) or _array_dims(tuple(d[2] for d in plan)) for plan in plans):
+    if plans and not any(_array_dims(tuple(d[1] for d in plan)) or _array_dims(tuple(d[2] for d in plan)) for plan in plans):
         for combo in itertools.product(*plans):  # slices only (every hyperslab): nothing to broadcast
             index, chunk_sel, out_sel, complete = zip(*combo)
             yield ChunkProjection(index, chunk_sel, out_sel, all(complete))
