@@ -190,6 +190,27 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.on_message_complete()
         self._wake()
 
+    def _direct_room(self) -> memoryview | None:
+        """Where the socket's next bytes may go directly: the waiting buffer's free part, up
+        to the body's end; None when they must be handed over as a piece."""
+        fill = self._fill
+        if fill is None or not self._direct_left or self.cycle.body:
+            return None
+        room = min(len(fill.view) - fill.filled, self._direct_left)
+        return fill.view[fill.filled : fill.filled + room] if room else None
+
+    def _direct_filled(self, n: int) -> None:
+        """``n`` bytes were read into ``_direct_room()``."""
+        fill = self._fill
+        assert fill is not None
+        self._progress = self.loop.time()
+        fill.filled += n
+        self._direct_left -= n
+        if fill.filled == len(fill.view):
+            self._wake()
+        if not self._direct_left:
+            self._direct_end()
+
     def _wake(self) -> None:
         fill, self._fill = self._fill, None
         if fill is not None and not fill.done.done():
@@ -228,6 +249,48 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         return filled
 
 
+SCRATCH = memoryview(bytearray(256 * 1024))  # the socket's bytes when they have no place yet
+
+
+class BufferedHttpProtocol:
+    """``GuardedHttpProtocol`` behind uvloop's buffered-protocol interface: the socket is read
+    straight into the buffer an application waits to fill (``_direct_room``), so a large body
+    is copied once, by the kernel; other bytes are read into one scratch buffer per process and
+    handed to the HTTP protocol as ``bytes``, as uvloop would. uvloop offers ``get_buffer``
+    only to protocols that are not ``asyncio.Protocol``s, which uvicorn's is: hence a wrapper.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.http = GuardedHttpProtocol(*args, **kwargs)
+        self._direct = False  # whether the last buffer handed out was the application's
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.http.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.http.connection_lost(exc)
+
+    def eof_received(self) -> None:
+        self.http.eof_received()
+
+    def pause_writing(self) -> None:
+        self.http.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.http.resume_writing()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        room = self.http._direct_room()
+        self._direct = room is not None
+        return SCRATCH if room is None else room
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._direct:
+            self.http._direct_filled(nbytes)
+        else:  # read in one loop callback right after get_buffer: nothing else used SCRATCH since
+            self.http.data_received(bytes(SCRATCH[:nbytes]))
+
+
 def configure(header_timeout: float, body_timeout: float) -> None:
     """Set the deadlines of this process's connections. uvicorn makes protocol instances from a
     class named by import path (so that worker processes can load it); the application factory,
@@ -236,4 +299,4 @@ def configure(header_timeout: float, body_timeout: float) -> None:
     GuardedHttpProtocol.body_timeout = body_timeout
 
 
-PROTOCOL_PATH = f"{__name__}:GuardedHttpProtocol"
+PROTOCOL_PATH = f"{__name__}:BufferedHttpProtocol"
