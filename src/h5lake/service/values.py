@@ -7,7 +7,6 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,33 +15,30 @@ import numpy as np
 
 from h5lake.chunks import engine
 from h5lake.chunks.blocks import row_split
-from h5lake.chunks.catalog import Intent
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.projection import ChunkProjection, grid_shift, project, project_points
 from h5lake.model.query import parse_query, update_fields
-from h5lake.model.selection import PairedSelection, PointSelection, Selection, Slice
+from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
-from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
+from h5lake.model.types import is_variable
 from h5lake.model.values import (
     array_to_buffer,
     bytes_to_array,
     json_item_chars,
     json_size_estimate,
 )
-from h5lake.service import compact
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
-from h5lake.service.linked import is_chunk_table, register_table_sources
+from h5lake.service.linked import is_chunk_table
 from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
 from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
     JsonValues,
-    PackedBody,
     PointRead,
     Query,
     QueryUpdate,
@@ -50,6 +46,7 @@ from h5lake.service.value_requests import (
     ValuesRead,
     ValueWrite,
 )
+from h5lake.service.value_writes import chunks_of, recorded, register_linked_files, wire_size, write_stream
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
 MAX_QUERY_UPDATE_CHUNKS = 100_000  # chunks one query update may rewrite (each is in its intent)
@@ -253,7 +250,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
         if fixed and broadcast is None and count * wire_size(ds) > STREAM_BLOCK_BYTES:
-            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body)
+            await write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body, STREAM_BLOCK_BYTES)
             return
         if broadcast is not None:
             _check_broadcast(svc, layout, shape)
@@ -327,53 +324,6 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
     return bytes_to_array(data, type_json, shape)
 
 
-def wire_size(ds: OpenDataset) -> int:
-    """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
-    size = item_size(ds.type_json)
-    if size is None:
-        raise InvalidInput("variable-length values have no fixed size")
-    return size
-
-
-async def _recorded(
-    svc: Service,
-    ds: OpenDataset,
-    layout: DatasetLayout,
-    indexes: list[tuple[int, ...]],
-    work: Callable[[DatasetLayout], Awaitable[Any]],
-    written: Callable[[], list[tuple[int, ...]]] | None = None,
-) -> None:
-    """Run a chunk write between the catalog's durable intent and its note of what changed
-    (``written()``, when given, narrows the chunks ``indexes`` the write may touch).
-
-    A compact dataset's write is instead one conditional update of its document (no chunk
-    object, no intent), unless its values moved to chunk objects meanwhile."""
-    if compact.is_compact(ds.doc):
-        moved = await compact.write(svc, ds.domain, ds.doc, ds.etag, ds.id, work)
-        if moved is None:
-            return
-        moved_layout = native_layout(ds.domain, moved)
-        assert moved_layout is not None
-        layout = moved_layout
-    intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
-    try:
-        await work(layout)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(layout.domain, layout.dataset_id, written() if written else indexes, intent)
-
-
-def _chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
-    return [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
-
-
-async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
-    """A linked dataset's chunk table names files: check and record them before storing."""
-    if is_chunk_table(ds.doc):
-        await register_table_sources(svc, ds.doc, values)
-
-
 async def _write(
     svc: Service,
     ds: OpenDataset,
@@ -382,14 +332,14 @@ async def _write(
     values: np.ndarray,
     fields: list[str] | None,
 ) -> None:
-    await _register_linked_files(svc, ds, values)
+    await register_linked_files(svc, ds, values)
     sel = selection if selection is not None else Selection.all(layout.shape)
     work: Callable[[DatasetLayout], Awaitable[Any]]
     if fields:
         work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
         work = lambda at: engine.write_selection(at, sel, values, svc.workers)
-    await _recorded(svc, ds, layout, _chunks_of(layout, sel), work)
+    await recorded(svc, ds, layout, chunks_of(layout, sel), work)
 
 
 async def _write_fields(
@@ -410,123 +360,9 @@ async def _write_fields(
 async def _write_points(
     svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
 ) -> None:
-    await _register_linked_files(svc, ds, values)
+    await register_linked_files(svc, ds, values)
     indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape, layout.origin)]
-    await _recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
-
-
-async def _write_stream(
-    svc: Service, ds: OpenDataset, layout: DatasetLayout, selection: Selection | None, body: PackedBody
-) -> None:
-    """Write a packed body of any size block by block as it arrives (fixed-size types only).
-
-    Memory stays bounded by one block: the body is never held whole, so the request-size limit
-    (which bounds buffered bodies) does not apply; the selection bounds the body instead.
-    The body is read straight into each block when it can be (``PackedBody.readinto``).
-    """
-    sel = selection if selection is not None else Selection.all(layout.shape)
-    itemsize = wire_size(ds)
-    wire = wire_dtype(ds.type_json)
-    expected = sel.count * itemsize
-    received = 0
-    readinto = _body_reader(body)
-    pieces = row_split(sel, layout, STREAM_BLOCK_BYTES)
-    # Two blocks at a time: one block's chunks are stored while the next block of the body is
-    # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
-    # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
-    # views dropped. One catalog intent covers the whole request (it names every chunk the
-    # selection touches); each block's chunks are noted once stored.
-    storing: asyncio.Future[list[tuple[int, ...]]] | None = None
-    intent = await _begin(svc, ds, layout, sel)
-
-    async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
-        await _register_linked_files(svc, ds, values)
-        if intent is None:
-            work = lambda at: engine.write_selection(at, piece, values, svc.workers)
-            await _recorded(svc, ds, layout, _chunks_of(layout, piece), work)
-            return []
-        written = await engine.write_selection(layout, piece, values, svc.workers)
-        if not last:  # the last block's chunks are noted with the intent, once all went well
-            svc.catalog.note(layout.domain, layout.dataset_id, written)
-        return written
-
-    try:
-        for i, piece in enumerate(pieces):
-            need = piece.count * itemsize
-            block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
-            got = await readinto(block)
-            received += got
-            if got < need:
-                raise InvalidInput(f"body has {received} bytes, expected {expected}")
-            if received == expected and await readinto(memoryview(bytearray(1))):
-                raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-            values = elements_from_buffer(block, wire, piece.shape)
-            if wire != layout.dtype:
-                values = values.astype(layout.dtype.base)
-            if storing is not None:
-                done, storing = storing, None
-                await done
-            storing = asyncio.ensure_future(store_block(values, piece, i + 1 == len(pieces)))
-            del block, values
-        written: list[tuple[int, ...]] = []
-        if storing is not None:
-            done, storing = storing, None
-            written = await done
-    except BaseException:
-        if intent is not None:
-            svc.catalog.abort(intent)  # left to recovery, which probes every chunk it names
-        raise
-    finally:
-        if storing is not None:  # the body failed: the block being stored is stored, then the error
-            await asyncio.gather(storing, return_exceptions=True)
-    if intent is not None:
-        svc.catalog.note(layout.domain, layout.dataset_id, written, intent)
-
-
-ONE_INTENT_CHUNKS = 4096  # a streamed write touching at most this many chunks has one intent
-
-
-async def _begin(svc: Service, ds: OpenDataset, layout: DatasetLayout, sel: Selection) -> Intent | None:
-    """The catalog intent of a whole streamed write, or None when each block records its own:
-    a compact dataset's block is one conditional update of its document, and a write over more
-    chunks than ``ONE_INTENT_CHUNKS`` would make its intent (and a recovery) too large."""
-    if compact.is_compact(ds.doc) or not layout.chunk_shape:
-        return None
-    box = 1
-    for part, c in zip(sel.parts, layout.chunk_shape):  # chunks of the box around the selection, +1 for an origin
-        if not isinstance(part, Slice):
-            return None
-        box *= part.last // c - part.start // c + 2 if part.count else 1
-    if box > ONE_INTENT_CHUNKS:
-        return None
-    return await svc.catalog.begin(layout.domain, layout.dataset_id, _chunks_of(layout, sel))
-
-
-def _body_reader(body: PackedBody) -> Callable[[memoryview], Awaitable[int]]:
-    """``await readinto(view)``: fills ``view`` with the body's next bytes (fewer only at its
-    end); the body's own ``readinto`` when it has one, else copied from its pieces."""
-    direct = getattr(body, "readinto", None)
-    if direct is not None:
-        return direct  # type: ignore[no-any-return]
-    it = body.stream().__aiter__()
-    left = memoryview(b"")
-
-    async def readinto(view: memoryview) -> int:
-        nonlocal left
-        filled = 0
-        while filled < len(view):
-            if not left:
-                try:
-                    left = memoryview(await it.__anext__())
-                except StopAsyncIteration:
-                    break
-            take = min(len(left), len(view) - filled)
-            view[filled : filled + take] = left[:take]
-            left = left[take:]
-            filled += take
-        return filled
-
-    return readinto
+    await recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
 
 
 # --- update where a query matches ------------------------------------------------------------
@@ -558,7 +394,7 @@ async def update_where(
     probe = np.zeros(1, dtype=layout.dtype)
     converted = update_fields(probe, request.values)  # InvalidInput for a value its field cannot hold
     if is_chunk_table(ds.doc):
-        await _register_linked_files(svc, ds, _table_probe(probe, request.values))
+        await register_linked_files(svc, ds, _table_probe(probe, request.values))
     predicate = parse_query(request.query.expression)
     limit = request.query.limit
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
@@ -626,7 +462,7 @@ async def update_where(
                 if total >= limit:
                     return
 
-        await _recorded(svc, ds, layout, grid, work, lambda: list(written))
+        await recorded(svc, ds, layout, grid, work, lambda: list(written))
         if limit is not None and total >= limit:
             break
     parts = [found[i] for i in sorted(found)]
