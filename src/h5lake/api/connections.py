@@ -280,7 +280,7 @@ class BufferedHttpProtocol:
         self.http.resume_writing()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        room = self.http._direct_room()
+        room = None if self.http._fill is None else self.http._direct_room()  # (most reads: no call)
         self._direct = room is not None
         return SCRATCH if room is None else room
 
