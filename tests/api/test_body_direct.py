@@ -166,3 +166,20 @@ def test_a_client_gone_mid_body_leaves_the_server_serving(client: Client) -> Non
     data = np.full(SHAPE, 2.5, dtype=np.float32)
     assert client.put(f"/datasets/{did}/value", data=data.tobytes(), headers=PUT_OCTET).status_code == 200
     assert np.array_equal(_stored(client, did), data)
+
+
+def test_a_chunked_body_is_streamed_through_the_parser(client: Client) -> None:
+    """No ``Content-Length`` (``Transfer-Encoding: chunked``): the parser delivers the pieces and
+    a streamed write still reads them into its blocks."""
+    did = make_dataset(client, BIG, CHUNKS, "H5T_IEEE_F32LE")
+    data = np.random.default_rng(5).random(BIG, dtype=np.float32)
+    body = data.tobytes()
+
+    def pieces() -> Any:
+        for at in range(0, len(body), 3_000_001):
+            yield body[at : at + 3_000_001]
+
+    r = client.put(f"/datasets/{did}/value", data=pieces(), headers=PUT_OCTET)
+    assert r.status_code == 200, r.text
+    assert r.request.headers.get("Transfer-Encoding") == "chunked"
+    assert np.array_equal(_stored(client, did, BIG), data)
