@@ -75,6 +75,7 @@ from h5lake.storage.posix import (
     FolderSyncs,
     file_identity,
     fsync_dir,
+    in_thread,
     open_regular,
     read_all,
     valid_etag,
@@ -229,10 +230,8 @@ class LocalStore:
         return os.path.join(self._root, check_key(key))
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        loop = asyncio.get_running_loop()
         try:
-            executor = self._bulk_executor if in_bulk() else self._executor
-            return await loop.run_in_executor(executor, fn, *args)
+            return await in_thread(self._bulk_executor if in_bulk() else self._executor, fn, *args)
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
