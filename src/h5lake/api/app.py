@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -153,6 +154,9 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         app.service, app.authenticator = svc, app.state.authenticator  # type: ignore[attr-defined]
         await svc.ensure_home_folder()
         await svc.catalog.start()
+        # anyio imports its event-loop backend on first use, which is a streamed response's task
+        # group: ~0.1 s of CPU (0.4 ms/MiB of a first 256 MiB read). Loaded here instead.
+        anyio.get_cancelled_exc_class()
         # What start-up made lives as long as the process: out of the collector's way, so the
         # full collections that requests with big documents trigger do not scan it every time.
         gc.freeze()

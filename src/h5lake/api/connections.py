@@ -1,4 +1,5 @@
-"""Connections that cannot pin the server: uvicorn's HTTP protocol with read deadlines.
+"""Connections that cannot pin the server: uvicorn's HTTP protocol with read deadlines, and a
+large request body read past the HTTP parser into the application's own buffer.
 
 uvicorn closes a keep-alive connection that stays idle after a response, but not one that never
 finishes sending its request: a client that opens a connection and sends nothing, or half the
@@ -7,15 +8,39 @@ gives each request ``header_timeout`` seconds from its first byte (or from the c
 start) to complete its headers, and then ``body_timeout`` seconds between pieces of its body;
 a client that misses either is disconnected. While the application itself has paused reading
 (it has not consumed the body yet), the client is not blamed and the deadline waits.
+
+Bodies of at least ``DIRECT_MIN`` bytes with a ``Content-Length`` skip the parser once their
+headers are parsed: llhttp would only count their bytes, while httptools copies every piece into
+a new ``bytes`` and uvicorn's ``receive`` hands it over one ASGI message at a time. The body's
+bytes are then delivered as they came, and an application that passes a buffer to
+``scope["extensions"]["h5lake.readinto"]`` (``await readinto(memoryview)``: the number of bytes
+placed, 0 at the end of the body) has them copied straight into it from the socket's pieces. At
+the end of such a body the connection's parser is replaced by a fresh one for the next request.
+``receive`` keeps working for any body (the pieces are handed over as ``http.request`` messages).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from functools import partial
 from typing import Any
 
+import httptools
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+DIRECT_MIN = 1024 * 1024  # bodies from this size on skip the parser (below it, it costs little)
+READINTO = "h5lake.readinto"  # the ASGI scope extension
+
+
+class _Fill:
+    """A buffer an application waits to have filled with body bytes."""
+
+    __slots__ = ("done", "filled", "view")
+
+    def __init__(self, view: memoryview, done: asyncio.Future[int]) -> None:
+        self.view, self.filled, self.done = view, 0, done
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):
@@ -25,66 +50,94 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
-        self._until: float | None = None  # when the current deadline passes (loop time); None: none
-        self._seconds = 0.0
+        self._progress = 0.0  # loop time of the last body piece (the body deadline counts from it)
+        self._content_left = 0  # Content-Length bytes the parser has not delivered yet
+        self._direct_left = 0  # body bytes still to come past the parser (0: parsing as usual)
+        self._fill: _Fill | None = None
 
-    # A deadline is moved at every request's start, end of headers and body piece, so it is kept
-    # as a time, not as a timer: the one timer of the connection fires at or before it and
-    # re-arms itself for what is left (a call_later and a cancel each time were ~6 us a request).
-
+    # -- deadlines
     def _arm(self, seconds: float) -> None:
-        self._seconds = seconds
-        self._until = until = self.loop.time() + seconds
-        handle = self._deadline
-        if handle is None or handle.when() > until:
-            if handle is not None:
-                handle.cancel()
-            self._deadline = self.loop.call_at(until, self._check)
+        self._disarm()
+        self._progress = self.loop.time()
+        self._deadline = self.loop.call_later(seconds, self._expired, seconds)
 
     def _disarm(self) -> None:
-        self._until = None  # a pending timer then finds nothing to do
-
-    def _check(self) -> None:
-        self._deadline = None
-        until = self._until
-        if until is None:
-            return
-        if self.loop.time() < until:
-            self._deadline = self.loop.call_at(until, self._check)
-            return
-        self._until = None
-        self._expired(self._seconds)
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
 
     def _expired(self, seconds: float) -> None:
+        self._deadline = None
         if self.transport.is_closing():
             return
         if self.flow is not None and self.flow.read_paused:
             self._arm(seconds)  # the application is behind, not the client
             return
+        since = self.loop.time() - self._progress
+        if since < seconds:  # a body piece came meanwhile: wait the rest from it
+            self._deadline = self.loop.call_later(seconds - since, self._expired, seconds)
+            return
         self.transport.close()
 
+    # -- the connection
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm(self.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._direct_left = 0
+        self._wake()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        left = self._direct_left
+        if left:
+            if len(data) <= left:
+                self._direct_left = left - len(data)
+                self._direct_piece(data)
+                if not self._direct_left:
+                    self._direct_end()
+                return
+            self._direct_left = 0
+            self._direct_piece(memoryview(data)[:left])
+            self._direct_end()
+            data = data[left:]  # the next request, pipelined
+            if self.transport.is_closing():
+                return
+        super().data_received(data)
+        if self._content_left >= DIRECT_MIN and self.cycle is not None and not self.transport.is_closing():
+            self._direct_left = self._content_left  # the rest of this body skips the parser
+            self._content_left = 0
+
+    # -- parser callbacks
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._content_left = 0
         self._arm(self.header_timeout)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         self._arm(self.body_timeout)
+        if self.cycle is None or self.cycle.scope is not self.scope:
+            return  # an upgrade: not ours to read
+        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+        extensions[READINTO] = partial(self._readinto, self.cycle)
+        length = None
+        for name, value in self.headers:
+            if name == b"transfer-encoding":
+                return
+            if name == b"content-length":
+                length = value
+        if length is not None and length.isdigit():
+            self._content_left = int(length)
 
     def on_body(self, body: bytes) -> None:
+        self._content_left -= len(body)
         cycle = self.cycle
         if cycle.body or cycle.response_complete or self.parser.should_upgrade():
+            if not isinstance(cycle.body, bytearray):
+                cycle.body = bytearray(cycle.body)
             super().on_body(body)
         else:
             # The piece as it came: uvicorn would append it to an empty bytearray and copy that
@@ -94,11 +147,148 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             if len(body) > HIGH_WATER_LIMIT:
                 self.flow.pause_reading()
             cycle.message_event.set()
-        self._arm(self.body_timeout)
+        self._progress = self.loop.time()
 
     def on_message_complete(self) -> None:
+        self._content_left = 0
         super().on_message_complete()
         self._disarm()
+
+    # -- a body past the parser
+    def _direct_piece(self, data: bytes | memoryview) -> None:
+        """Body bytes as they came: into a waiting buffer, the rest kept for the application."""
+        self._progress = self.loop.time()
+        cycle = self.cycle
+        if cycle.response_complete:
+            return  # answered already: the rest of the body is read and dropped, as uvicorn does
+        fill = self._fill
+        if fill is not None and not cycle.body:
+            n = min(len(data), len(fill.view) - fill.filled)
+            fill.view[fill.filled : fill.filled + n] = data[:n]
+            fill.filled += n
+            if fill.filled == len(fill.view):
+                self._wake()
+            if n == len(data):
+                return
+            data = memoryview(data)[n:]
+        if cycle.body:
+            if not isinstance(cycle.body, bytearray):
+                cycle.body = bytearray(cycle.body)
+            cycle.body += data
+        else:
+            cycle.body = data  # type: ignore[assignment]
+        if len(cycle.body) > HIGH_WATER_LIMIT:
+            self.flow.pause_reading()
+        cycle.message_event.set()
+
+    def _direct_end(self) -> None:
+        """The body is complete: a fresh parser for the next request (the old one still waits
+        for the bytes it never saw), and the message complete as the parser would say."""
+        self.parser = httptools.HttpRequestParser(self)
+        with contextlib.suppress(AttributeError):  # as uvicorn sets it up
+            self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        self.on_message_complete()
+        self._wake()
+
+    def _direct_room(self) -> memoryview | None:
+        """Where the socket's next bytes may go directly: the waiting buffer's free part, up
+        to the body's end; None when they must be handed over as a piece."""
+        fill = self._fill
+        if fill is None or not self._direct_left or self.cycle.body:
+            return None
+        room = min(len(fill.view) - fill.filled, self._direct_left)
+        return fill.view[fill.filled : fill.filled + room] if room else None
+
+    def _direct_filled(self, n: int) -> None:
+        """``n`` bytes were read into ``_direct_room()``."""
+        fill = self._fill
+        assert fill is not None
+        self._progress = self.loop.time()
+        fill.filled += n
+        self._direct_left -= n
+        if fill.filled == len(fill.view):
+            self._wake()
+        if not self._direct_left:
+            self._direct_end()
+
+    def _wake(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None and not fill.done.done():
+            fill.done.set_result(fill.filled)
+
+    async def _readinto(self, cycle: RequestResponseCycle, view: memoryview) -> int:
+        """Up to ``len(view)`` bytes of ``cycle``'s request body into ``view`` (fewer only at
+        its end); 0 when the body is over (or the client went away)."""
+        if cycle.waiting_for_100_continue and not self.transport.is_closing():
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            cycle.waiting_for_100_continue = False
+        view = view.cast("B")
+        filled = 0
+        while filled < len(view):
+            if cycle.body:
+                body = memoryview(cycle.body)
+                n = min(len(body), len(view) - filled)
+                view[filled : filled + n] = body[:n]
+                filled += n
+                cycle.body = body[n:] if n < len(body) else bytearray()  # type: ignore[assignment]
+                continue
+            if cycle.disconnected or cycle.response_complete or not cycle.more_body:
+                break
+            self.flow.resume_reading()
+            if self._direct_left and cycle is self.cycle and self._fill is None:
+                done: asyncio.Future[int] = self.loop.create_future()
+                fill = self._fill = _Fill(view[filled:], done)
+                try:
+                    filled += await done
+                finally:
+                    if self._fill is fill:  # cancelled: no more bytes into a buffer nobody waits for
+                        self._fill = None
+            else:  # parsed pieces (a small body, or before the parser was left)
+                await cycle.message_event.wait()
+                cycle.message_event.clear()
+        return filled
+
+
+SCRATCH = memoryview(bytearray(256 * 1024))  # the socket's bytes when they have no place yet
+
+
+class BufferedHttpProtocol:
+    """``GuardedHttpProtocol`` behind uvloop's buffered-protocol interface: the socket is read
+    straight into the buffer an application waits to fill (``_direct_room``), so a large body
+    is copied once, by the kernel; other bytes are read into one scratch buffer per process and
+    handed to the HTTP protocol as ``bytes``, as uvloop would. uvloop offers ``get_buffer``
+    only to protocols that are not ``asyncio.Protocol``s, which uvicorn's is: hence a wrapper.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.http = GuardedHttpProtocol(*args, **kwargs)
+        self._direct = False  # whether the last buffer handed out was the application's
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.http.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.http.connection_lost(exc)
+
+    def eof_received(self) -> None:
+        self.http.eof_received()
+
+    def pause_writing(self) -> None:
+        self.http.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.http.resume_writing()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        room = None if self.http._fill is None else self.http._direct_room()  # (most reads: no call)
+        self._direct = room is not None
+        return SCRATCH if room is None else room
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._direct:
+            self.http._direct_filled(nbytes)
+        else:  # read in one loop callback right after get_buffer: nothing else used SCRATCH since
+            self.http.data_received(bytes(SCRATCH[:nbytes]))
 
 
 def configure(header_timeout: float, body_timeout: float) -> None:
@@ -109,4 +299,4 @@ def configure(header_timeout: float, body_timeout: float) -> None:
     GuardedHttpProtocol.body_timeout = body_timeout
 
 
-PROTOCOL_PATH = f"{__name__}:GuardedHttpProtocol"
+PROTOCOL_PATH = f"{__name__}:BufferedHttpProtocol"

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from h5lake.api.connections import READINTO
 from h5lake.api.http import (
     OCTET,
     binary,
@@ -157,6 +158,8 @@ class _RequestBody:
 
     def __init__(self, request: Request) -> None:
         self.request = request
+        # our HTTP protocol's way to read the body into a given buffer (api/connections.py)
+        self.readinto = request.scope.get("extensions", {}).get(READINTO)
 
     def stream(self) -> AsyncIterator[bytes]:
         return self.request.stream()

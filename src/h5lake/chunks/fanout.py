@@ -22,20 +22,43 @@ INLINE_BYTES = 64 * 1024  # smaller codec jobs run inline: a thread hop costs mo
 
 
 async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[None]], limit: int) -> None:
-    """Run ``work`` on every item, at most ``limit`` at once; the first failure cancels the rest."""
+    """Run ``work`` on every item, at most ``limit`` at once; the first failure cancels the rest.
+
+    Each task tells the loop it ended (a done callback), so an item costs one task however many
+    run (``asyncio.wait`` would hook and unhook every running task once per item)."""
     iterator = iter(items)
     running: set[asyncio.Task[None]] = set()
+    failed: list[asyncio.Task[None]] = []
+    wake: list[asyncio.Future[None]] = []  # the one future the loop below waits on, if any
+    loop = asyncio.get_running_loop()
+
+    def ended(task: asyncio.Task[None]) -> None:
+        running.discard(task)
+        if task.cancelled() or task.exception() is not None:  # (exception() also marks it seen)
+            failed.append(task)
+        if wake and not wake[0].done():
+            wake[0].set_result(None)
+
+    async def one_ends() -> None:
+        wake.append(loop.create_future())
+        try:
+            await wake[0]
+        finally:
+            wake.clear()
+
     try:
         for item in iterator:
-            if len(running) >= limit:
-                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    task.result()
-            running.add(asyncio.ensure_future(work(item)))
-        while running:
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()
+            while len(running) >= limit and not failed:
+                await one_ends()
+            if failed:
+                break
+            task = asyncio.ensure_future(work(item))
+            running.add(task)
+            task.add_done_callback(ended)
+        while running and not failed:
+            await one_ends()
+        if failed:
+            failed[0].result()  # raises the first failure
     finally:
         for task in running:
             task.cancel()

@@ -122,6 +122,11 @@ def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
 
 def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
     """The cartesian product of per-dimension plans, in C order of chunk index."""
+    if plans and not any(_array_dims(tuple(d[1] for d in plan)) or _array_dims(tuple(d[2] for d in plan)) for plan in plans):
+        for combo in itertools.product(*plans):  # slices only (every hyperslab): nothing to broadcast
+            index, chunk_sel, out_sel, complete = zip(*combo)
+            yield ChunkProjection(index, chunk_sel, out_sel, all(complete))
+        return
     for combo in itertools.product(*plans):
         chunk_sel = tuple(d[1] for d in combo)
         out_sel = tuple(d[2] for d in combo)

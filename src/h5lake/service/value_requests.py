@@ -75,7 +75,11 @@ class ValuesRead:
 
 
 class PackedBody(Protocol):
-    """A packed (binary) request body, read only when and as the use case needs it."""
+    """A packed (binary) request body, read only when and as the use case needs it.
+
+    A body may also have ``async readinto(view: memoryview) -> int``, which fills ``view`` with
+    its next bytes (fewer only at its end; 0 once it is over): a streamed write then receives
+    each block in place (the HTTP edge copies the socket's pieces straight into it)."""
 
     def stream(self) -> AsyncIterator[bytes]:
         """The body as it arrives, in pieces of any size (for writes of any size)."""

@@ -7,9 +7,8 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -24,19 +23,18 @@ from h5lake.model.projection import ChunkProjection, grid_shift, project, projec
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
-from h5lake.model.types import elements_from_buffer, is_variable, item_size, wire_dtype
+from h5lake.model.types import is_variable
 from h5lake.model.values import (
     array_to_buffer,
     bytes_to_array,
     json_item_chars,
     json_size_estimate,
 )
-from h5lake.service import compact
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
-from h5lake.service.linked import is_chunk_table, register_table_sources
+from h5lake.service.linked import is_chunk_table
 from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
 from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
@@ -48,6 +46,7 @@ from h5lake.service.value_requests import (
     ValuesRead,
     ValueWrite,
 )
+from h5lake.service.value_writes import chunks_of, recorded, register_linked_files, wire_size, write_stream
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
 MAX_QUERY_UPDATE_CHUNKS = 100_000  # chunks one query update may rewrite (each is in its intent)
@@ -251,7 +250,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         fixed = not is_variable(ds.type_json) and not fields
         if fixed and broadcast is None and count * wire_size(ds) > STREAM_BLOCK_BYTES:
-            await _write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body.stream())
+            await write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body, STREAM_BLOCK_BYTES)
             return
         if broadcast is not None:
             _check_broadcast(svc, layout, shape)
@@ -325,53 +324,6 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
     return bytes_to_array(data, type_json, shape)
 
 
-def wire_size(ds: OpenDataset) -> int:
-    """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
-    size = item_size(ds.type_json)
-    if size is None:
-        raise InvalidInput("variable-length values have no fixed size")
-    return size
-
-
-async def _recorded(
-    svc: Service,
-    ds: OpenDataset,
-    layout: DatasetLayout,
-    indexes: list[tuple[int, ...]],
-    work: Callable[[DatasetLayout], Awaitable[Any]],
-    written: Callable[[], list[tuple[int, ...]]] | None = None,
-) -> None:
-    """Run a chunk write between the catalog's durable intent and its note of what changed
-    (``written()``, when given, narrows the chunks ``indexes`` the write may touch).
-
-    A compact dataset's write is instead one conditional update of its document (no chunk
-    object, no intent), unless its values moved to chunk objects meanwhile."""
-    if compact.is_compact(ds.doc):
-        moved = await compact.write(svc, ds.domain, ds.doc, ds.etag, ds.id, work)
-        if moved is None:
-            return
-        moved_layout = native_layout(ds.domain, moved)
-        assert moved_layout is not None
-        layout = moved_layout
-    intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
-    try:
-        await work(layout)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(layout.domain, layout.dataset_id, written() if written else indexes, intent)
-
-
-def _chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
-    return [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
-
-
-async def _register_linked_files(svc: Service, ds: OpenDataset, values: np.ndarray) -> None:
-    """A linked dataset's chunk table names files: check and record them before storing."""
-    if is_chunk_table(ds.doc):
-        await register_table_sources(svc, ds.doc, values)
-
-
 async def _write(
     svc: Service,
     ds: OpenDataset,
@@ -380,14 +332,14 @@ async def _write(
     values: np.ndarray,
     fields: list[str] | None,
 ) -> None:
-    await _register_linked_files(svc, ds, values)
+    await register_linked_files(svc, ds, values)
     sel = selection if selection is not None else Selection.all(layout.shape)
     work: Callable[[DatasetLayout], Awaitable[Any]]
     if fields:
         work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
         work = lambda at: engine.write_selection(at, sel, values, svc.workers)
-    await _recorded(svc, ds, layout, _chunks_of(layout, sel), work)
+    await recorded(svc, ds, layout, chunks_of(layout, sel), work)
 
 
 async def _write_fields(
@@ -408,74 +360,9 @@ async def _write_fields(
 async def _write_points(
     svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
 ) -> None:
-    await _register_linked_files(svc, ds, values)
+    await register_linked_files(svc, ds, values)
     indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape, layout.origin)]
-    await _recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
-
-
-async def _write_stream(
-    svc: Service, ds: OpenDataset, layout: DatasetLayout, selection: Selection | None, body: AsyncIterator[bytes]
-) -> None:
-    """Write a packed body of any size block by block as it arrives (fixed-size types only).
-
-    Memory stays bounded by one block: the body is never held whole, so the request-size limit
-    (which bounds buffered bodies) does not apply; the selection bounds the body instead.
-    """
-    sel = selection if selection is not None else Selection.all(layout.shape)
-    itemsize = wire_size(ds)
-    wire = wire_dtype(ds.type_json)
-    expected = sel.count * itemsize
-    received = 0
-    leftover: memoryview = memoryview(b"")
-    it = body.__aiter__()
-    pieces = row_split(sel, layout, STREAM_BLOCK_BYTES)
-    # Two blocks at a time: one block's chunks are stored while the next block of the body is
-    # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
-    # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
-    # views dropped.
-    storing: asyncio.Future[None] | None = None
-
-    async def store_block(values: np.ndarray, piece: Selection) -> None:
-        await _register_linked_files(svc, ds, values)
-        await _recorded(
-            svc, ds, layout, _chunks_of(layout, piece), lambda at: engine.write_selection(at, piece, values, svc.workers)
-        )
-
-    try:
-        for piece in pieces:
-            need = piece.count * itemsize
-            block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
-            filled = 0
-            while filled < need:
-                if not leftover:
-                    try:
-                        leftover = memoryview(await it.__anext__())
-                    except StopAsyncIteration:
-                        raise InvalidInput(f"body has {received} bytes, expected {expected}") from None
-                    received += len(leftover)
-                    if received > expected:
-                        raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-                take = min(len(leftover), need - filled)
-                block[filled : filled + take] = leftover[:take]
-                leftover = leftover[take:]
-                filled += take
-            values = elements_from_buffer(block, wire, piece.shape)
-            if wire != layout.dtype:
-                values = values.astype(layout.dtype.base)
-            if storing is not None:
-                done, storing = storing, None
-                await done
-            storing = asyncio.ensure_future(store_block(values, piece))
-            del block, values
-        if storing is not None:
-            done, storing = storing, None
-            await done
-    finally:
-        if storing is not None:  # the body failed: the block being stored is stored, then the error
-            await asyncio.gather(storing, return_exceptions=True)
-    async for extra in it:
-        if extra:
-            raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
+    await recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
 
 
 # --- update where a query matches ------------------------------------------------------------
@@ -507,7 +394,7 @@ async def update_where(
     probe = np.zeros(1, dtype=layout.dtype)
     converted = update_fields(probe, request.values)  # InvalidInput for a value its field cannot hold
     if is_chunk_table(ds.doc):
-        await _register_linked_files(svc, ds, _table_probe(probe, request.values))
+        await register_linked_files(svc, ds, _table_probe(probe, request.values))
     predicate = parse_query(request.query.expression)
     limit = request.query.limit
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
@@ -575,7 +462,7 @@ async def update_where(
                 if total >= limit:
                     return
 
-        await _recorded(svc, ds, layout, grid, work, lambda: list(written))
+        await recorded(svc, ds, layout, grid, work, lambda: list(written))
         if limit is not None and total >= limit:
             break
     parts = [found[i] for i in sorted(found)]

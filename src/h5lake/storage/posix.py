@@ -1,5 +1,5 @@
 """POSIX pieces of the local-directory store: opening an object's file, reading it whole, its
-identity for validating a remembered copy, the ETag kept in its extended attribute, and group
+identity for validating a remembered copy, the ETag kept in its extended attribute, group
 commit of folder fsyncs (storage/local.py)."""
 
 from __future__ import annotations
