@@ -148,12 +148,29 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
         if allow_empty:
             return None
         raise InvalidInput("request body is empty")
+    # A large body is parsed on the CPU pool: 100 MiB of JSON (or of NaN tokens, which only
+    # the standard library reads) is seconds of work the event loop would not serve others.
+    return await service(request).workers.cpu(parse_json, data, size=len(data))
+
+
+#: Largest JSON body read with bare NaN/Infinity tokens. Only the standard library's parser
+#: takes them, a C call that holds the interpreter for its whole run (~0.5 s per 10 MiB, on a
+#: thread or not), so larger ones are refused rather than stalling every other request.
+NAN_JSON_MAX_BYTES = 8 * 1024 * 1024
+
+
+def parse_json(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
         if "depth" in str(exc):
             raise InvalidInput("request body is nested more than 1024 levels deep") from None
+        if len(data) > NAN_JSON_MAX_BYTES and (b"NaN" in data or b"Infinity" in data):
+            raise TooLarge(
+                f"a JSON body with NaN or Infinity tokens may have at most {NAN_JSON_MAX_BYTES} bytes; "
+                "send such values as application/octet-stream, or write \"NaN\" and \"Infinity\" as strings"
+            ) from None
         try:
             return json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):
