@@ -5,7 +5,9 @@ watchdog of ``conftest.py``), and the server stays up with its data intact."""
 
 from __future__ import annotations
 
+import gzip
 import socket
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -157,3 +159,37 @@ def test_a_million_listed_points_leave_others_served(target: Target) -> None:
     got = np.frombuffer(reply.content, "<i4")
     coords = np.array(points[:1000])
     assert len(got) == 1_000_000 and np.array_equal(got[:1000], coords[:, 0] * 100 + coords[:, 1])
+
+
+def test_compressed_bodies_are_refused_not_misread(target: Target) -> None:
+    dsid = target.dataset("H5T_STD_I32LE", [4], "coded")
+    body = gzip.compress(b'{"value": [1, 2, 3, 4]}')
+    reply = requests.put(f"{target.ep}/datasets/{dsid}/value", params={"domain": DOMAIN}, data=body, auth=A, timeout=10,
+                         headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    assert reply.status_code == 415 and "Content-Encoding" in reply.json()["error"]["message"], reply.text
+    packed = requests.put(f"{target.ep}/datasets/{dsid}/value", params={"domain": DOMAIN}, auth=A, timeout=10,
+                          data=gzip.compress(np.arange(4, dtype="<i4").tobytes()),
+                          headers={"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+    assert packed.status_code == 415, packed.text
+    assert requests.get(f"{target.ep}/datasets/{dsid}/value", params={"domain": DOMAIN}, auth=A, timeout=10).json()["value"] == [0] * 4
+
+
+def test_an_upgrade_request_is_an_ordinary_request(target: Target) -> None:
+    got, body = _raw(target, b"GET /nowhere HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Key: x\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    assert got == 404 and "error" in body
+
+
+def test_a_client_leaving_mid_body_is_no_server_error(target: Target) -> None:
+    dsid = target.dataset("H5T_STD_I32LE", [1000], "left")
+    host, port = target.ep.removeprefix("http://").split(":")
+    for kind in ("application/json", "application/octet-stream"):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(f"PUT /datasets/{dsid}/value?domain={DOMAIN} HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n"
+                         "Authorization: Basic YWRtaW46YWRtaW4tcHc=\r\nContent-Length: 4000\r\n\r\n[1, 2,".encode())
+            time.sleep(0.3)  # the request reaches its handler, which waits for the rest
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline and "Traceback" not in target.srv.log.read_text():
+        time.sleep(0.1)
+    assert "Traceback" not in target.srv.log.read_text()
+    assert target.intact()

@@ -110,7 +110,16 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     return number
 
 
+def check_content_coding(request: Request) -> None:
+    """Bodies are taken as sent: one in a content coding (gzip...) is refused, not misread
+    (and not inflated: a few kilobytes of gzip can be gigabytes)."""
+    coding = request.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity"):
+        raise UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not supported: send the body uncompressed")
+
+
 async def body_bytes(request: Request, limit: int | None = None, hint: str = "") -> bytes:
+    check_content_coding(request)
     limit = service(request).limits.max_request_size if limit is None else limit
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:

@@ -18,6 +18,7 @@ from h5lake.api.http import (
     binary,
     body_bytes,
     caller,
+    check_content_coding,
     domain_param,
     flag,
     int_param,
@@ -159,6 +160,7 @@ class _RequestBody:
         self.request = request
 
     def stream(self) -> AsyncIterator[bytes]:
+        check_content_coding(self.request)
         return self.request.stream()
 
     async def read(self) -> bytes:
