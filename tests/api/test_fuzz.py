@@ -1,5 +1,6 @@
-"""Fuzzing: every operation of ``/openapi.json`` driven with generated requests (schemathesis)
-against a real server, as an ordinary user on a domain of its own.
+"""Fuzzing: every operation of ``/openapi.json`` (and, below, of the web view and h5grove) driven
+with generated requests (schemathesis) against a real server, as an ordinary user on a domain of
+its own.
 
 Asserted for every response: no 5xx, it conforms to the document (schema, status, content type),
 and it comes within the request timeout. A domain another user wrote before the fuzzing reads
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 import requests
 import schemathesis
@@ -164,3 +166,88 @@ def test_fuzz_every_operation(fuzz_server: Server) -> None:
     succeeded = [label for label, codes in seen.items() if any(200 <= c < 300 for c in codes)]
     assert len(succeeded) >= 2 * len(seen) // 3, sorted((label, sorted(set(c))) for label, c in seen.items())
     assert _snapshot(e, owner, GOLDEN, golden_ids) == before
+
+
+# --- the web view's and h5grove's routes ------------------------------------------------------
+# They are separate, read-only APIs, not in /openapi.json: a document of their parameters (all
+# query strings) is made here, so schemathesis drives them the same way. Asserted: no 5xx, and
+# every refusal is JSON (h5grove's {"message"}, the view's {"error"}).
+
+_VIEW_PARAMS: dict[str, tuple[str, ...]] = {
+    "/h5grove/meta": ("file", "path"),
+    "/h5grove/attr": ("file", "path", "attr_keys"),
+    "/h5grove/data": ("file", "path", "selection", "format", "dtype", "flatten"),
+    "/h5grove/stats": ("file", "path", "selection"),
+    "/h5grove/paths": ("file", "path"),
+    "/view/api/folder": ("folder",),
+    "/view/api/summary": ("domain",),
+    "/view/api/object": ("domain", "path"),
+    "/view/api/paths": ("domain", "path"),
+    "/view/api/preview": ("domain", "path", "selection", "width", "height"),
+    "/view/api/values": ("domain", "path", "selection", "format"),
+}
+_PATHS = ["/", "/d", "/grow", "/table", "/g", "/soft", "/t", "/lookup", "/nowhere"]
+_SELECTIONS = ["0", "1:3", "::2,1", "0:2,0:2", "-1", "0:9999999999", ",", "::0", "[0]", "1:2:3:4", "0,0,0", "...", ""]
+
+
+def _view_document() -> dict[str, Any]:
+    def param(name: str) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        if name == "path":
+            schema = {"anyOf": [{"enum": _PATHS}, {"type": "string"}]}
+        elif name == "selection":
+            schema = {"anyOf": [{"enum": _SELECTIONS}, {"type": "string"}]}
+        elif name == "format":
+            schema = {"anyOf": [{"enum": ["json", "bin", "npy", "csv"]}, {"type": "string"}]}
+        elif name in ("width", "height"):
+            schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+        return {"name": name, "in": "query", "required": name in ("file", "domain"), "schema": schema}
+
+    paths = {
+        route: {"get": {"parameters": [param(n) for n in names], "responses": {"default": {"description": "any"}}}}
+        for route, names in _VIEW_PARAMS.items()
+    }
+    return {"openapi": "3.0.3", "info": {"title": "h5lake view and h5grove", "version": "1"}, "paths": paths}
+
+
+def _drive_view(op: Any, e: str, session: requests.Session, domain: str, seen: dict[str, list[int]]) -> None:
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(case=op.as_strategy(generation_mode=GenerationMode.POSITIVE), pick=st.integers(0, 3),
+           path=st.sampled_from([None, *_PATHS[:4]]), selection=st.sampled_from([None, None, *_SELECTIONS]))
+    def run(case: Any, pick: int, path: str | None, selection: str | None) -> None:
+        query = dict(case.query or {})
+        key = "file" if op.path.startswith("/h5grove") else "domain"
+        if key in query and pick < 3:
+            query[key] = domain  # most requests reach the data
+        # most requests name a dataset and a selection that exist, the others what was generated
+        for name, value in (("path", path), ("selection", selection)):
+            if value is not None and name in _VIEW_PARAMS[op.path]:
+                query[name] = value
+        if op.path == "/view/api/folder" and pick < 2:
+            query["folder"] = "/home/test_user1/"
+        case.query = query
+        response = case.call(base_url=e, session=session, timeout=TIMEOUT)
+        seen.setdefault(op.path, []).append(response.status_code)
+        assert response.status_code < 500, (op.path, query, response.text[:300])
+        if response.status_code >= 400:
+            ctype = response.headers.get("content-type") or [""]
+            assert (ctype[0] if isinstance(ctype, list) else ctype).startswith("application/json"), (op.path, query)
+            assert set(orjson.loads(response.content)) & {"message", "error"}, response.text[:300]
+
+    run()
+
+
+def test_fuzz_view_and_h5grove_routes(fuzz_server: Server) -> None:
+    e = fuzz_server.endpoint
+    user = _session("test_user1")
+    domain = "/home/test_user1/viewfuzz.h5"
+    user.put(e + "/", params={"domain": "/home/test_user1"}, json={"folder": True})
+    _populate(e, user, domain)
+    schema = schemathesis.openapi.from_dict(_view_document())
+    seen: dict[str, list[int]] = {}
+    for result in schema.get_all_operations():
+        _drive_view(result.ok(), e, user, domain, seen)
+    assert set(seen) == set(_VIEW_PARAMS)
+    succeeded = [p for p, codes in seen.items() if any(c == 200 for c in codes)]
+    assert len(succeeded) == len(seen), sorted((p, sorted(set(c))) for p, c in seen.items())

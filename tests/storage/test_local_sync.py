@@ -160,3 +160,14 @@ async def test_a_remembered_object_is_read_again_when_another_writer_or_an_edit_
     finally:
         await mine.close()
         await other.close()
+
+
+async def test_concurrent_deletes_in_one_folder_all_succeed(tmp_path: Path) -> None:
+    """Deletes of every object of a folder at once (a domain's history reclaimed): the first to
+    find the folder empty removes it, and the others' fsync of the gone folder is no failure."""
+    store = LocalStore(tmp_path / "root", max_threads=16)
+    for round_ in range(20):
+        keys = [f"d{round_}/h/k{i}" for i in range(16)]
+        await asyncio.gather(*(store.put(k, b"x") for k in keys))
+        await asyncio.gather(*(store.delete(k) for k in keys))
+        assert not (tmp_path / "root" / f"d{round_}").exists()

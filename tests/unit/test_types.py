@@ -525,3 +525,17 @@ def test_carried_types_keep_their_hdf5_description() -> None:
     assert type_from_dtype(to_dtype(t)) == t
     with pytest.raises(InvalidInput, match="hdf5Type"):
         validate_type({"class": "H5T_OPAQUE", "size": 8, "hdf5Type": d})
+
+
+@pytest.mark.parametrize("kind", ["compound", "enum"])
+def test_member_lists_stop_at_hdf5s_limit(kind: str) -> None:
+    """A datatype message holds at most 65535 fields or members; more is refused before any of
+    them is checked (a 100,000-field type was seconds of work at every read of its object)."""
+    def made(n: int) -> dict[str, Any]:
+        if kind == "compound":
+            return {"class": "H5T_COMPOUND", "fields": [{"name": f"f{i}", "type": "H5T_STD_U8LE"} for i in range(n)]}
+        return {"class": "H5T_ENUM", "base": "H5T_STD_I32LE", "members": [{"name": f"m{i}", "value": i} for i in range(n)]}
+
+    with pytest.raises(InvalidInput, match="at most 65535"):
+        validate_type(made(65536))
+    assert len(validate_type(made(300))["fields" if kind == "compound" else "members"]) == 300

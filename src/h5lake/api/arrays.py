@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 import numpy as np
 
 from h5lake.errors import InvalidInput
+
+CSV_BLOCK = 16 * 1024  # values turned to text in one call (milliseconds, between thread switches)
 
 
 def npy_bytes(values: np.ndarray) -> bytes:
@@ -34,6 +37,19 @@ def csv_text(values: np.ndarray) -> str:
     """Rows of the array: a 2-D array as its rows, N-D as rows of its last axis, 1-D as one
     value per line; compound elements as one column per field, with a header line."""
     arr = np.asarray(values)
+    if arr.dtype.kind in "biuf" and arr.ndim:
+        # Plain numbers need no quoting: joins over Python's own text of each (as below), a
+        # block at a time, so that a thread making a large file lets the others run between.
+        rows = arr.reshape(math.prod(arr.shape[:-1]), arr.shape[-1]) if arr.ndim > 1 else arr
+        step = max(1, CSV_BLOCK // max(1, arr.shape[-1] if arr.ndim > 1 else 1))
+        parts = []
+        for start in range(0, len(rows), step):
+            block = rows[start : start + step].tolist()
+            if rows.ndim == 1:
+                parts.append("".join(map("{}\n".format, block)))
+            else:
+                parts.append("".join([",".join(map(str, row)) + "\n" for row in block]))
+        return "".join(parts)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     if arr.dtype.names is not None:
@@ -48,7 +64,7 @@ def csv_text(values: np.ndarray) -> str:
         for item in arr:
             writer.writerow([_cell(item)])
     else:
-        for row in arr.reshape(-1, arr.shape[-1]):
+        for row in arr.reshape(math.prod(arr.shape[:-1]), arr.shape[-1]):
             writer.writerow([_cell(v) for v in row])
     return out.getvalue()
 

@@ -177,6 +177,7 @@ def serve(**options: Any) -> None:
         "log_level": settings.log_level,
         "access_log": False,
         "http": PROTOCOL_PATH,
+        "ws": "none",  # no WebSocket routes: an upgrade request is an ordinary request (JSON errors)
         "limit_concurrency": settings.max_connections,
         "timeout_keep_alive": settings.keep_alive_timeout,
         "timeout_graceful_shutdown": 10,

@@ -17,21 +17,54 @@ bytes are then delivered as they came, and an application that passes a buffer t
 placed, 0 at the end of the body) has them copied straight into it from the socket's pieces. At
 the end of such a body the connection's parser is replaced by a fresh one for the next request.
 ``receive`` keeps working for any body (the pieces are handed over as ``http.request`` messages).
+
+Nor does uvicorn bound a request's head: a client could send a gigabyte of headers within the
+deadline, or a hundred thousand of them, all buffered. A head over ``MAX_HEAD_BYTES`` or with
+more than ``MAX_HEADERS`` fields is answered 431 and the connection closed. Every answer the
+protocol gives itself (these, and uvicorn's 400 for a request it cannot parse) is JSON in the
+shape of the application's errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
 from functools import partial
 from typing import Any
 
 import httptools
+import orjson
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 DIRECT_MIN = 1024 * 1024  # bodies from this size on skip the parser (below it, it costs little)
 READINTO = "h5lake.readinto"  # the ASGI scope extension
+MAX_HEAD_BYTES = 64 * 1024
+"""Bytes of a request's line and headers (nginx's default is 32 KiB, Apache's 100 x 8 KiB)."""
+MAX_HEADERS = 100
+"""Header fields of one request (Apache's default)."""
+
+
+def error_bytes(status: int, message: str) -> bytes:
+    return orjson.dumps({"error": {"status": status, "message": message}})
+
+
+def _refusal(status: int, message: str) -> Any:
+    """An ASGI application answering ``status`` with ``message`` and closing the connection."""
+    body = error_bytes(status, message)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return app
 
 
 class _Fill:
@@ -54,6 +87,22 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._content_left = 0  # Content-Length bytes the parser has not delivered yet
         self._direct_left = 0  # body bytes still to come past the parser (0: parsing as usual)
         self._fill: _Fill | None = None
+        self._head_bytes: int | None = 0  # of the request being received; None once its head is in
+
+    def send_400_response(self, msg: str) -> None:
+        self._send_error(400, f"{msg.removesuffix('.')}: not valid HTTP/1.1, or a URL over 65535 bytes")
+
+    def _send_error(self, status: int, message: str) -> None:
+        """Answer a request the application never saw, and close the connection."""
+        body = error_bytes(status, message)
+        phrase = http.HTTPStatus(status).phrase.encode()
+        head = [b"HTTP/1.1 %d %s\r\n" % (status, phrase)]
+        head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
+        head += [
+            b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+        ]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
 
     # -- deadlines
     def _arm(self, seconds: float) -> None:
@@ -105,7 +154,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             data = data[left:]  # the next request, pipelined
             if self.transport.is_closing():
                 return
+        if self._head_bytes is not None:
+            self._head_bytes += len(data)
         super().data_received(data)
+        if (
+            self._head_bytes is not None
+            and self._head_bytes > MAX_HEAD_BYTES
+            and not self.transport.is_closing()
+        ):
+            self._send_error(431, f"request headers exceed {MAX_HEAD_BYTES} bytes")
+            return
         if self._content_left >= DIRECT_MIN and self.cycle is not None and not self.transport.is_closing():
             self._direct_left = self._content_left  # the rest of this body skips the parser
             self._content_left = 0
@@ -117,7 +175,21 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._arm(self.header_timeout)
 
     def on_headers_complete(self) -> None:
-        super().on_headers_complete()
+        self._head_bytes = None
+        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        refused = None
+        if size > MAX_HEAD_BYTES:
+            refused = _refusal(431, f"request headers exceed {MAX_HEAD_BYTES} bytes")
+        elif len(self.headers) > MAX_HEADERS:
+            refused = _refusal(431, f"a request may have at most {MAX_HEADERS} header fields")
+        if refused is None:
+            super().on_headers_complete()
+        else:
+            app, self.app = self.app, refused  # uvicorn starts the request's cycle with self.app
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
         self._arm(self.body_timeout)
         if self.cycle is None or self.cycle.scope is not self.scope:
             return  # an upgrade: not ours to read
@@ -153,6 +225,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._content_left = 0
         super().on_message_complete()
         self._disarm()
+        self._head_bytes = 0  # the next request on this connection starts its head
 
     # -- a body past the parser
     def _direct_piece(self, data: bytes | memoryview) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from h5lake.api.http import JSONResponse, UnsupportedMediaType
@@ -86,4 +86,15 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
     return error_response(500, f"internal error: {type(exc).__name__}")
 
 
-HANDLERS = {H5LakeError: h5lake_error, HTTPException: http_error, Exception: unexpected_error}
+async def client_disconnected(request: Request, exc: Exception) -> Response:
+    """The client left before its body was all sent: nobody reads the answer, and it is not
+    the server's error (no traceback in the log)."""
+    return error_response(400, "the client closed the connection before its request body was complete")
+
+
+HANDLERS = {
+    H5LakeError: h5lake_error,
+    HTTPException: http_error,
+    ClientDisconnect: client_disconnected,
+    Exception: unexpected_error,
+}

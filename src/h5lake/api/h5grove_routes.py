@@ -210,6 +210,11 @@ def _safe(arr: np.ndarray) -> np.ndarray:
     return arr.astype(dtype, copy=False)
 
 
+#: Bytes of values one text answer (``json``, ``csv``) may hold: text is several times the
+#: values and made a value at a time; ``bin`` and ``npy`` go up to the request limit.
+TEXT_VALUES_LIMIT = 16 * 1024 * 1024
+
+
 @h5grove
 async def data(request: Request) -> Response:
     fmt = request.query_params.get("format", "json")
@@ -219,20 +224,27 @@ async def data(request: Request) -> Response:
     if dtype not in ("origin", "safe"):
         raise InvalidInput(f"Unsupported dtype {dtype}")
     flatten = request.query_params.get("flatten", "false").lower() not in ("false", "0", "")
+    svc = service(request)
     found = await preview.read_region(
-        service(request), caller(request), _file(request), _path(request), request.query_params.get("selection")
+        svc, caller(request), _file(request), _path(request), request.query_params.get("selection"),
+        max_bytes=TEXT_VALUES_LIMIT if fmt in ("json", "csv") else None,
     )
-    arr = found.values
     if found.dataset.layout is None:
         return _json(None)
+    # encoding is CPU work as large as the answer: on the pool, so the event loop serves others
+    return await svc.workers.cpu(_encoded, found.values, found.dataset.type_json, fmt, dtype, flatten,
+                                 size=found.values.nbytes)
+
+
+def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, flatten: bool) -> Response:
     if dtype == "safe":
         arr = _safe(arr)
     if flatten and arr.ndim:
         arr = arr.reshape(-1)
     if fmt == "json":
-        return _json(array_to_json(arr, found.dataset.type_json) if dtype == "origin" else arr.tolist())
+        return _json(array_to_json(arr, type_json) if dtype == "origin" else arr.tolist())
     if fmt == "bin":
-        body = array_to_bytes(arr, found.dataset.type_json) if dtype == "origin" else np.ascontiguousarray(arr).tobytes()
+        body = array_to_bytes(arr, type_json) if dtype == "origin" else np.ascontiguousarray(arr).tobytes()
         return Response(body, media_type="application/octet-stream", headers=CORS)
     if not is_numeric(arr.dtype):
         raise InvalidInput(f"Unsupported encoding {fmt} for non-numeric content")

@@ -111,7 +111,16 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     return number
 
 
+def check_content_coding(request: Request) -> None:
+    """Bodies are taken as sent: one in a content coding (gzip...) is refused, not misread
+    (and not inflated: a few kilobytes of gzip can be gigabytes)."""
+    coding = request.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity"):
+        raise UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not supported: send the body uncompressed")
+
+
 async def body_bytes(request: Request, limit: int | None = None, hint: str = "") -> bytes:
+    check_content_coding(request)
     limit = service(request).limits.max_request_size if limit is None else limit
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
@@ -149,12 +158,29 @@ async def json_body(request: Request, *, allow_empty: bool = True) -> Any:
         if allow_empty:
             return None
         raise InvalidInput("request body is empty")
+    # A large body is parsed on the CPU pool: 100 MiB of JSON (or of NaN tokens, which only
+    # the standard library reads) is seconds of work the event loop would not serve others.
+    return await service(request).workers.cpu(parse_json, data, size=len(data))
+
+
+#: Largest JSON body read with bare NaN/Infinity tokens. Only the standard library's parser
+#: takes them, a C call that holds the interpreter for its whole run (~0.5 s per 10 MiB, on a
+#: thread or not), so larger ones are refused rather than stalling every other request.
+NAN_JSON_MAX_BYTES = 8 * 1024 * 1024
+
+
+def parse_json(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
         if "depth" in str(exc):
             raise InvalidInput("request body is nested more than 1024 levels deep") from None
+        if len(data) > NAN_JSON_MAX_BYTES and (b"NaN" in data or b"Infinity" in data):
+            raise TooLarge(
+                f"a JSON body with NaN or Infinity tokens may have at most {NAN_JSON_MAX_BYTES} bytes; "
+                "send such values as application/octet-stream, or write \"NaN\" and \"Infinity\" as strings"
+            ) from None
         try:
             return json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):

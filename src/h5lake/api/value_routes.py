@@ -19,6 +19,7 @@ from h5lake.api.http import (
     binary,
     body_bytes,
     caller,
+    check_content_coding,
     domain_param,
     flag,
     int_param,
@@ -162,6 +163,7 @@ class _RequestBody:
         self.readinto = request.scope.get("extensions", {}).get(READINTO)
 
     def stream(self) -> AsyncIterator[bytes]:
+        check_content_coding(self.request)
         return self.request.stream()
 
     async def read(self) -> bytes:

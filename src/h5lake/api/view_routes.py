@@ -162,11 +162,17 @@ async def region_values(request: Request) -> Response:
     )
     name = (found.dataset.doc.get("id", "data") if not request.query_params.get("path") else
             request.query_params["path"].rstrip("/").rsplit("/", 1)[-1] or "data")
+    # encoding is CPU work as large as the answer: on the pool, so the event loop serves others
+    cpu = service(request).workers.cpu
     if fmt == "npy":
-        return _download(npy_bytes(found.values), f"{name}.npy", "application/octet-stream")
+        return _download(await cpu(npy_bytes, found.values, size=found.values.nbytes), f"{name}.npy",
+                         "application/octet-stream")
     if fmt == "csv":
-        return _download(csv_text(found.values).encode(), f"{name}.csv", "text/csv")
-    value = array_to_json(found.values, found.dataset.type_json) if found.dataset.layout is not None else None
+        text = await cpu(csv_text, found.values, size=found.values.nbytes)
+        return _download(text.encode(), f"{name}.csv", "text/csv")
+    value = None
+    if found.dataset.layout is not None:
+        value = await cpu(array_to_json, found.values, found.dataset.type_json, size=found.values.nbytes)
     return ok({"shape": list(found.region.shape), "value": value, "type": client_type(found.dataset.type_json)})
 
 

@@ -298,13 +298,19 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     async def one(p: PointProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = project_points(points, layout.chunk_shape, layout.origin)
+    # grouping millions of points by chunk is seconds of sorting (numpy lets go of the
+    # interpreter for it): on the CPU pool, so the event loop serves others meanwhile
+    projections = await workers.cpu(_grouped_points, points, layout, size=16 * points.npoints)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
     return out
+
+
+def _grouped_points(points: PointSelection, layout: DatasetLayout) -> list[PointProjection]:
+    return list(project_points(points, layout.chunk_shape, layout.origin))
 
 
 async def stream_selection(

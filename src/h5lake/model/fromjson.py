@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -162,6 +163,8 @@ def _convert(leaves: list[Any], read: Reader, shape: tuple[int, ...]) -> list[An
 def _numeric_fast(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray[Any, Any] | None:
     """Convert a well-formed numeric value in numpy's C loops, or None to take the slow,
     element-checking path (mixed, stringly or oddly nested values)."""
+    if math.prod(shape) >= STRING_CHECK_COUNT and _holds_strings(value, len(shape)):
+        return None
     try:
         arr = np.array(value)
     except (ValueError, TypeError, OverflowError):
@@ -188,6 +191,23 @@ def _numeric_fast(value: Any, t: TypeJson, shape: tuple[int, ...]) -> np.ndarray
     if int(arr.min()) < info.min or int(arr.max()) > info.max:
         return None  # the slow path names the offending element
     return arr.astype(dtype)
+
+
+STRING_CHECK_COUNT = 64 * 1024
+"""From this many elements, a value is checked for strings ("NaN") before numpy reads it:
+numpy would turn every number into text first, seconds of one call that holds the interpreter
+(and every other request with it) for a large body."""
+
+
+def _holds_strings(value: Any, depth: int) -> bool:
+    """Whether the elements ``depth`` lists deep hold a string (tens of nanoseconds each)."""
+    leaves = value
+    try:
+        for _ in range(depth - 1):
+            leaves = itertools.chain.from_iterable(leaves)
+        return str in set(map(type, leaves))
+    except TypeError:
+        return False  # not lists that deep: numpy's reading refuses it as well
 
 
 def _reader(t: TypeJson) -> Reader:

@@ -56,6 +56,10 @@ from h5lake.errors import InvalidInput
 IndexArray: TypeAlias = npt.NDArray[np.int64]
 
 
+POINTS_BLOCK = 65_536
+"""Listed points turned into an array in one call."""
+
+
 @dataclass(frozen=True, slots=True)
 class Slice:
     """A regular run ``start, start+step, ...`` below ``stop``, with non-negative bounds.
@@ -388,7 +392,9 @@ class PointSelection:
                 if not 0 <= c < limit:
                     raise InvalidInput(f"point coordinate {c} is out of range")
         try:
-            arr = np.array(points, dtype=np.int64)
+            # a block at a time: one conversion of millions would hold the interpreter for a second
+            blocks = [np.array(points[i : i + POINTS_BLOCK], dtype=np.int64) for i in range(0, len(points), POINTS_BLOCK)]
+            arr = np.concatenate(blocks) if len(blocks) > 1 else blocks[0] if blocks else np.empty(0, np.int64)
         except ValueError as exc:
             raise InvalidInput("points must all have the same rank") from exc
         return cls.from_array(arr, shape)

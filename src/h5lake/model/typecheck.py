@@ -20,6 +20,7 @@ from h5lake.model.types import (
     HDF5_TYPE_KEYS,
     INT_BASES,
     MAX_ARRAY_RANK,
+    MAX_MEMBERS,
     MAX_NESTING,
     MAX_TYPE_SIZE,
     META_CLASS,
@@ -249,6 +250,8 @@ def _validate_compound(t: dict[str, Any], where: str, depth: int) -> TypeJson:
     fields = _required(t, "fields", where)
     if not isinstance(fields, list) or not fields:
         raise InvalidInput(f"{where}: compound fields must be a non-empty list")
+    if len(fields) > MAX_MEMBERS:
+        raise InvalidInput(f"{where}: a compound has at most {MAX_MEMBERS} fields (HDF5's limit), got {len(fields)}")
     out_fields: list[TypeJson] = []
     names: set[str] = set()
     for i, field in enumerate(fields):
@@ -313,6 +316,8 @@ def _validate_enum(t: dict[str, Any], where: str) -> TypeJson:
         members = [{"name": k, "value": v} for k, v in members.items()]
     if not isinstance(members, list) or not members:
         raise InvalidInput(f"{where}: enum needs a non-empty 'members' list")
+    if len(members) > MAX_MEMBERS:
+        raise InvalidInput(f"{where}: an enum has at most {MAX_MEMBERS} members (HDF5's limit), got {len(members)}")
     info = np.iinfo(np.dtype(INT_BASES[base["base"]]))
     out: list[TypeJson] = []
     names: set[str] = set()

@@ -50,6 +50,9 @@ MAX_NESTING = 32
 
 MAX_ARRAY_RANK = 32
 
+MAX_MEMBERS = 2**16 - 1
+"""Fields of one compound, members of one enum: what an HDF5 datatype message can hold."""
+
 OBJ_REF_SIZE = 48
 
 

@@ -38,6 +38,13 @@ class Points:
             return PointSelection.from_bytes(self.packed, shape)
         return PointSelection.from_json(self.listed, shape)
 
+    @property
+    def work(self) -> int:
+        """About how many bytes of work parsing them is (for the CPU pool's threshold)."""
+        if self.packed is not None:
+            return len(self.packed)
+        return 16 * len(self.listed) if isinstance(self.listed, list) else 0
+
 
 @dataclass(frozen=True, slots=True)
 class ValueRead:

@@ -40,6 +40,7 @@ from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
     JsonValues,
     PointRead,
+    Points,
     Query,
     QueryUpdate,
     ValueRead,
@@ -179,7 +180,8 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
     layout = ds.require_layout()
     fields = parse_fields(request.fields, layout.dtype)
-    points = request.points.parse(layout.shape)
+    # parsing millions of listed points is seconds of Python: on the CPU pool, not the event loop
+    points = await svc.workers.cpu(request.points.parse, layout.shape, size=request.points.work)
     found = await engine.read_points(layout, points, svc.workers)
     found = found[fields] if fields else found
     check_json_reply(svc, found, request.binary)
@@ -258,14 +260,17 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
         return
     if body.points is not None:
-        points = PointSelection.from_json(body.points, layout.shape)
-        arr = _json_values(ds, body, (points.npoints,), fields)
+        listed = Points(listed=body.points)
+        points = await svc.workers.cpu(listed.parse, layout.shape, size=listed.work)
+        arr = await svc.workers.cpu(_json_values, ds, body, (points.npoints,), fields, size=listed.work)
         if fields:
             raise InvalidInput("fields cannot be combined with point writes")
         await _write_points(svc, ds, layout, points, arr)
         return
     _check_broadcast(svc, layout, shape)
-    arr = _json_values(ds, body, broadcast or shape, fields)
+    # JSON values become an array on the CPU pool when there are many (a second per few million)
+    work = math.prod(broadcast or shape) * layout.dtype.itemsize
+    arr = await svc.workers.cpu(_json_values, ds, body, broadcast or shape, fields, size=work)
     await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
 
 

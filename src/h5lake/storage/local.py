@@ -498,7 +498,10 @@ class LocalStore(HardLinkCopies):
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return
             folder = os.path.dirname(path)
-        self._folder_syncs.sync(folder)
+        try:
+            self._folder_syncs.sync(folder)
+        except FileNotFoundError:
+            return  # a concurrent delete found the folder empty and removed it, with our entry
         # Tidy now-empty folders up to the root; a put racing us recreates them (_write_temp).
         while folder != self._root:
             try:
