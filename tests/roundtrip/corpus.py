@@ -612,13 +612,16 @@ LZO_ID = 305
 
 
 def pytables_lzo_chunk(raw: bytes, framed: bool) -> bytes:
-    """One chunk as PyTables' LZO filter stores it (src/H5Zlzo.c): an LZO1X stream, then, unless
-    the dataset is a Table older than 2.0, the adler32 of the raw bytes and their count."""
+    """One chunk as PyTables' LZO filter stores it (src/H5Zlzo.c): a bare LZO1X stream, as every
+    PyTables since 0.8 writes it (its checksum code is compiled out); ``framed``: as PyTables 0.5
+    to 0.7 wrote it, followed by the adler32 of the raw bytes and their count."""
     packed = lzokay.compress(raw)
     return packed + struct.pack("<II", zlib.adler32(raw), len(raw)) if framed else packed
 
 
-def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tuple[int, ...], shuffle: bool = False) -> None:
+def _lzo_dataset(
+    f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tuple[int, ...], shuffle: bool = False, framed: bool = False
+) -> None:
     """A PyTables-style LZO dataset written chunk by chunk with ``write_direct_chunk``, so no
     LZO filter is needed in HDF5 (PyTables from PyPI has none)."""
     dcpl = h5p.create(h5p.DATASET_CREATE)
@@ -628,7 +631,6 @@ def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tupl
     dcpl.set_filter(LZO_ID, h5py.h5z.FLAG_OPTIONAL, cd)
     tid = h5t.py_create(data.dtype, logical=True)
     dset = h5d.create(f.id, name.encode(), tid, _space(data.shape), dcpl=dcpl)
-    framed = not (len(cd) >= 3 and cd[2] == 0 and cd[1] < 20)
     for start in range(0, len(data), chunk):
         piece = np.zeros(chunk, dtype=data.dtype)  # an edge chunk is stored whole
         piece[: len(data) - start] = data[start : start + chunk]
@@ -641,7 +643,8 @@ def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tupl
 @feature("lzo_pytables")
 def lzo_pytables(path: Path) -> None:
     """PyTables' LZO filter (305) with its cd_values ``(complevel, version * 10, object type)``:
-    a Table of version 2.7 (framed), a CArray with shuffle (framed) and a Table of 1.0 (bare)."""
+    a Table of version 2.7, a CArray with shuffle, a Table of 1.0, all bare LZO1X streams as
+    PyTables writes them, and an Array with the adler32-and-size trailer of PyTables 0.5 to 0.7."""
     rows = np.zeros(300, dtype=[("id", "<i8"), ("x", "<f4"), ("flag", "?"), ("name", "S6")])
     rows["id"] = np.arange(300)
     rows["x"] = np.linspace(-1, 1, 300)
@@ -651,6 +654,7 @@ def lzo_pytables(path: Path) -> None:
         _lzo_dataset(f, "table", rows, 64, (1, 27, 0))
         _lzo_dataset(f, "carray", (np.arange(1000) % 13).astype("<i4"), 256, (5, 10, 4), shuffle=True)
         _lzo_dataset(f, "old_table", rows[:100], 32, (1, 10, 0))
+        _lzo_dataset(f, "legacy_array", np.arange(500, dtype="<f8"), 128, (1, 10, 1), framed=True)
 
 
 @feature("long_double")
