@@ -566,13 +566,12 @@ def not_hdf5(path: Path) -> None:
     path.write_bytes(b"this is plain text, not HDF5\n" * 10)
 
 
-@refused("virtual_dataset", "/vds", "virtual dataset")
-def virtual_dataset(path: Path) -> None:
-    source = path.with_name(f"{path.stem}_source.h5")
-    with h5py.File(source, "w") as f:
-        f.create_dataset("data", data=np.arange(4))
+@refused("virtual_dataset_missing_source", "/vds", "virtual dataset", "source files are missing", "gone_source.h5")
+def virtual_dataset_missing_source(path: Path) -> None:
+    """A virtual dataset whose source file is gone: HDF5 would read fill values, so the load
+    refuses it (one whose sources are there is loaded: tests/support/corpus_extra.py)."""
     layout = h5py.VirtualLayout(shape=(4,), dtype="i8")
-    layout[:] = h5py.VirtualSource(str(source), "data", shape=(4,))
+    layout[:] = h5py.VirtualSource("gone_source.h5", "data", shape=(4,))
     with h5py.File(path, "w") as f:
         f.create_virtual_dataset("vds", layout)
 

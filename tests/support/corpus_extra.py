@@ -195,6 +195,27 @@ def h5py_misc(path: Path) -> None:
             f.create_dataset("blosc2", data=_values((50, 50)), chunks=(10, 50), **hdf5plugin.Blosc2(cname="zstd"))
 
 
+@extra("virtual")
+def virtual(path: Path) -> None:
+    """Virtual datasets (loaded as ordinary datasets holding their values): two source files,
+    a source in the same file, a fill value where no mapping reaches."""
+    sources = []
+    for i in range(2):
+        source = path.with_name(f"{path.stem}_src{i}.h5")
+        with h5py.File(source, "w") as f:
+            f.create_dataset("data", data=np.arange(10, dtype="<i4") + 100 * i)
+        sources.append(source)
+    layout = h5py.VirtualLayout(shape=(3, 10), dtype="<i4")
+    for i, source in enumerate(sources):
+        layout[i] = h5py.VirtualSource(source.name, "data", shape=(10,))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("local", data=np.arange(5, dtype="<i4"))
+        f.create_virtual_dataset("stacked", layout, fillvalue=-1)
+        own = h5py.VirtualLayout(shape=(5,), dtype="<i4")
+        own[:] = h5py.VirtualSource(".", "local", shape=(5,))
+        f.create_virtual_dataset("same_file", own)
+
+
 def build_extra(directory: Path) -> dict[str, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     out = {}
