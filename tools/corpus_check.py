@@ -24,14 +24,14 @@ import uuid
 from pathlib import Path
 
 import requests
+from tests.support.remote_compare import compare
+from tests.support.server import USERS, start_server
 
 from h5lake.tools import link as linking
 from h5lake.tools.common import ToolError
 from h5lake.tools.h5props import register_codec_filters
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, RestError, Settings
-from tests.support.remote_compare import compare
-from tests.support.server import USERS, start_server
 
 HOME = "/home/test_user1/corpus"
 

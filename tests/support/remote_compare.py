@@ -12,6 +12,7 @@ rather than a difference when the server's plain REST answer is right; everythin
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +43,7 @@ def _kind(obj: Any) -> str:
 def _ref_names(file: Any, values: Any) -> Any:
     """Object references as the names of what they point at (None for a null reference)."""
     flat = np.asarray(values, dtype=object).reshape(-1)
-    names = []
+    names: list[str | None] = []
     for ref in flat:
         if not ref:
             names.append(None)
@@ -157,7 +158,8 @@ def _dtype_text(dt: np.dtype[Any]) -> str:
     if dt.kind == "c":  # as h5pyd 1.0 reads HDF5's complex: the compound (r, i)
         half = np.dtype(f"{dt.byteorder if dt.byteorder != '=' else '<'}f{dt.itemsize // 2}")
         return f"r:{half.str},i:{half.str}"
-    parts = [dt.str if not dt.names else ",".join(f"{n}:{_dtype_text(dt.fields[n][0])}" for n in dt.names)]
+    fields: Any = dt.fields or {}
+    parts = [dt.str if not dt.names else ",".join(f"{n}:{_dtype_text(fields[n][0])}" for n in dt.names)]
     if dt.subdtype is not None:
         parts = [f"{_dtype_text(dt.subdtype[0])}{dt.subdtype[1]}"]
     string = h5py.check_string_dtype(dt)
@@ -436,13 +438,11 @@ def _short(value: Any) -> str:
 
 
 def _first_difference(a: Any, b: Any) -> str:
-    try:
+    with contextlib.suppress(Exception):  # shapes numpy cannot line up: the whole values instead
         fa, fb = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
         for i, (x, y) in enumerate(zip(fa, fb, strict=False)):
             if not _same_values(x, y):
                 return f"at flat index {i}: {_short(x)} != {_short(y)}"
-    except Exception:  # noqa: BLE001 - fall back to the whole values
-        pass
     return f"{_short(a)} != {_short(b)}"
 
 

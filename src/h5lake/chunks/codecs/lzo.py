@@ -22,6 +22,7 @@ from h5lake.chunks.codecs.base import (
 )
 from h5lake.errors import DataCorruption
 
+
 @dataclass(frozen=True, slots=True)
 class Lzo:
     """PyTables' LZO filter (305). Its cd_values are ``(level, version * 10, object type)``; level
