@@ -656,6 +656,32 @@ def lzo_pytables(path: Path) -> None:
         _lzo_dataset(f, "legacy_array", np.arange(500, dtype="<f8"), 128, (1, 10, 1), framed=True)
 
 
+@feature("matlab_cells")
+def matlab_cells(path: Path) -> None:
+    """A MATLAB v7.3 cell array: object references whose fill value is itself a reference, to
+    the empty placeholder ``/#refs#/a``; the root tracks link order and the cell's link comes
+    before ``#refs#``, so export writes the cell after the object its fill names."""
+    with h5py.File(path, "w", userblock_size=512, track_order=True) as f:
+        placeholder = f.create_dataset(None, data=np.zeros(2, dtype="<u8"))  # MATLAB's empty [] is a (2,) zero array
+        placeholder.attrs["MATLAB_class"] = np.bytes_("double")
+        placeholder.attrs["MATLAB_empty"] = np.uint8(1)
+        values = [f.create_dataset(None, data=np.arange(i + 1, dtype="<f8").reshape(-1, 1)) for i in range(3)]
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        h5native.set_fill_value(dcpl, h5t.STD_REF_OBJ, struct.pack("=Q", h5py.h5o.get_info(placeholder.id).addr))
+        dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+        cell = h5d.create(f.id, b"cell", h5t.STD_REF_OBJ, _space((3, 1)), dcpl=dcpl)
+        refs = np.array([[v.ref] for v in values], dtype=h5py.ref_dtype)
+        cell.write(h5s.ALL, h5s.ALL, refs)
+        f["cell"].attrs["MATLAB_class"] = np.bytes_("cell")
+        unwritten = h5d.create(f.id, b"unwritten_cell", h5t.STD_REF_OBJ, _space((2,)), dcpl=dcpl)  # reads as the fill
+        del unwritten
+        refs_group = f.create_group("#refs#")
+        refs_group["a"] = placeholder
+        for i, v in enumerate(values):
+            refs_group[f"b{i}"] = v
+    _write_user_block(path, MATLAB_HEADER)
+
+
 @feature("long_double")
 def long_double(path: Path) -> None:
     """x86-64 long double: 80-bit extended precision in 16 bytes, in datasets and attributes."""
