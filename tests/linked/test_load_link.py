@@ -193,14 +193,37 @@ def test_link_reads_pytables_lzo_chunks(fresh: Client, sources: Path) -> None:
     result = _load(fresh, "--link", str(path))
     assert result.exit_code == 0, result.output
     assert "note: dataset" not in result.output  # nothing copied
-    found = fresh.post("/", json={"h5paths": ["/table", "/carray", "/old_table"]}).json()["h5paths"]
+    found = fresh.post("/", json={"h5paths": ["/table", "/carray", "/old_table", "/legacy_array"]}).json()["h5paths"]
     for obj in found.values():
         props = fresh.get(f"/datasets/{obj['id']}").json()["creationProperties"]
         assert props["layout"]["class"] == "H5D_CHUNKED_REF"
         assert props["filters"][-1]["id"] == 305 and props["filters"][-1]["name"] == "lzo"
     with h5py.File(path, "r") as src, _h5pyd(fresh) as out:
-        for name in ("table", "carray", "old_table"):
+        for name in ("table", "carray", "old_table", "legacy_array"):
             np.testing.assert_array_equal(out[name][...], src[name][...])
+
+
+@pytest.mark.parametrize("feature", ["long_double", "int128_time"])
+def test_link_copies_types_numpy_cannot_hold(fresh: Client, sources: Path, feature: str) -> None:
+    """IEEE binary128, 16-byte integers and H5T_TIME have no numpy dtype in h5py: ``--link``
+    copies those datasets as HDF5's bytes instead of stopping with h5py's TypeError/ValueError."""
+    from tests.roundtrip.corpus import build
+
+    path = build(feature, sources)
+    result = _load(fresh, "--link", str(path))
+    assert result.exit_code == 0, result.output
+    assert "a type numpy cannot hold" in result.output
+    with h5py.File(path, "r") as src:
+        names = [n for n in src if isinstance(src[n], h5py.Dataset)]
+        found = fresh.post("/", json={"h5paths": [f"/{n}" for n in names]}).json()["h5paths"]
+        for name in names:
+            dset = src[name]
+            tid = dset.id.get_type()
+            raw = np.zeros(tid.get_size() * dset.size, dtype="u1")
+            dset.id.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=tid)
+            r = fresh.get(f"/datasets/{found['/' + name]['id']}/value", headers={"Accept": "application/octet-stream"})
+            assert r.status_code == 200, r.text
+            assert r.content == raw.tobytes(), name
 
 
 def _chunked_day(folder: Path, tag: str, day: int) -> Path:

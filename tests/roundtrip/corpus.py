@@ -566,13 +566,12 @@ def not_hdf5(path: Path) -> None:
     path.write_bytes(b"this is plain text, not HDF5\n" * 10)
 
 
-@refused("virtual_dataset", "/vds", "virtual dataset")
-def virtual_dataset(path: Path) -> None:
-    source = path.with_name(f"{path.stem}_source.h5")
-    with h5py.File(source, "w") as f:
-        f.create_dataset("data", data=np.arange(4))
+@refused("virtual_dataset_missing_source", "/vds", "virtual dataset", "source files are missing", "gone_source.h5")
+def virtual_dataset_missing_source(path: Path) -> None:
+    """A virtual dataset whose source file is gone: HDF5 would read fill values, so the load
+    refuses it (one whose sources are there is loaded: tests/support/corpus_extra.py)."""
     layout = h5py.VirtualLayout(shape=(4,), dtype="i8")
-    layout[:] = h5py.VirtualSource(str(source), "data", shape=(4,))
+    layout[:] = h5py.VirtualSource("gone_source.h5", "data", shape=(4,))
     with h5py.File(path, "w") as f:
         f.create_virtual_dataset("vds", layout)
 
@@ -612,13 +611,16 @@ LZO_ID = 305
 
 
 def pytables_lzo_chunk(raw: bytes, framed: bool) -> bytes:
-    """One chunk as PyTables' LZO filter stores it (src/H5Zlzo.c): an LZO1X stream, then, unless
-    the dataset is a Table older than 2.0, the adler32 of the raw bytes and their count."""
+    """One chunk as PyTables' LZO filter stores it (src/H5Zlzo.c): a bare LZO1X stream, as every
+    PyTables since 0.8 writes it (its checksum code is compiled out); ``framed``: as PyTables 0.5
+    to 0.7 wrote it, followed by the adler32 of the raw bytes and their count."""
     packed = lzokay.compress(raw)
     return packed + struct.pack("<II", zlib.adler32(raw), len(raw)) if framed else packed
 
 
-def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tuple[int, ...], shuffle: bool = False) -> None:
+def _lzo_dataset(
+    f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tuple[int, ...], shuffle: bool = False, framed: bool = False
+) -> None:
     """A PyTables-style LZO dataset written chunk by chunk with ``write_direct_chunk``, so no
     LZO filter is needed in HDF5 (PyTables from PyPI has none)."""
     dcpl = h5p.create(h5p.DATASET_CREATE)
@@ -628,7 +630,6 @@ def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tupl
     dcpl.set_filter(LZO_ID, h5py.h5z.FLAG_OPTIONAL, cd)
     tid = h5t.py_create(data.dtype, logical=True)
     dset = h5d.create(f.id, name.encode(), tid, _space(data.shape), dcpl=dcpl)
-    framed = not (len(cd) >= 3 and cd[2] == 0 and cd[1] < 20)
     for start in range(0, len(data), chunk):
         piece = np.zeros(chunk, dtype=data.dtype)  # an edge chunk is stored whole
         piece[: len(data) - start] = data[start : start + chunk]
@@ -641,7 +642,8 @@ def _lzo_dataset(f: h5py.File, name: str, data: np.ndarray, chunk: int, cd: tupl
 @feature("lzo_pytables")
 def lzo_pytables(path: Path) -> None:
     """PyTables' LZO filter (305) with its cd_values ``(complevel, version * 10, object type)``:
-    a Table of version 2.7 (framed), a CArray with shuffle (framed) and a Table of 1.0 (bare)."""
+    a Table of version 2.7, a CArray with shuffle, a Table of 1.0, all bare LZO1X streams as
+    PyTables writes them, and an Array with the adler32-and-size trailer of PyTables 0.5 to 0.7."""
     rows = np.zeros(300, dtype=[("id", "<i8"), ("x", "<f4"), ("flag", "?"), ("name", "S6")])
     rows["id"] = np.arange(300)
     rows["x"] = np.linspace(-1, 1, 300)
@@ -651,6 +653,33 @@ def lzo_pytables(path: Path) -> None:
         _lzo_dataset(f, "table", rows, 64, (1, 27, 0))
         _lzo_dataset(f, "carray", (np.arange(1000) % 13).astype("<i4"), 256, (5, 10, 4), shuffle=True)
         _lzo_dataset(f, "old_table", rows[:100], 32, (1, 10, 0))
+        _lzo_dataset(f, "legacy_array", np.arange(500, dtype="<f8"), 128, (1, 10, 1), framed=True)
+
+
+@feature("matlab_cells")
+def matlab_cells(path: Path) -> None:
+    """A MATLAB v7.3 cell array: object references whose fill value is itself a reference, to
+    the empty placeholder ``/#refs#/a``; the root tracks link order and the cell's link comes
+    before ``#refs#``, so export writes the cell after the object its fill names."""
+    with h5py.File(path, "w", userblock_size=512, track_order=True) as f:
+        placeholder = f.create_dataset(None, data=np.zeros(2, dtype="<u8"))  # MATLAB's empty [] is a (2,) zero array
+        placeholder.attrs["MATLAB_class"] = np.bytes_("double")
+        placeholder.attrs["MATLAB_empty"] = np.uint8(1)
+        values = [f.create_dataset(None, data=np.arange(i + 1, dtype="<f8").reshape(-1, 1)) for i in range(3)]
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        h5native.set_fill_value(dcpl, h5t.STD_REF_OBJ, struct.pack("=Q", h5py.h5o.get_info(placeholder.id).addr))
+        dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+        cell = h5d.create(f.id, b"cell", h5t.STD_REF_OBJ, _space((3, 1)), dcpl=dcpl)
+        refs = np.array([[v.ref] for v in values], dtype=h5py.ref_dtype)
+        cell.write(h5s.ALL, h5s.ALL, refs)
+        f["cell"].attrs["MATLAB_class"] = np.bytes_("cell")
+        unwritten = h5d.create(f.id, b"unwritten_cell", h5t.STD_REF_OBJ, _space((2,)), dcpl=dcpl)  # reads as the fill
+        del unwritten
+        refs_group = f.create_group("#refs#")
+        refs_group["a"] = placeholder
+        for i, v in enumerate(values):
+            refs_group[f"b{i}"] = v
+    _write_user_block(path, MATLAB_HEADER)
 
 
 @feature("long_double")

@@ -117,6 +117,14 @@ HSLOAD: dict[str, Expected] = {
         Loss("chunk shape", "/chunked", "hsload picks its own chunk shape for a compressed dataset"),
     ],
     "user_block_large": [Loss("user block", "/", "hsload does not copy the user block")],
+    "matlab_cells": [
+        Loss("user block", "/", "hsload does not copy the user block"),
+        Loss("link order", "/", "hsload does not keep link creation order"),
+        Loss("link creation order flags", "/", "hsload does not keep link creation order"),
+        Loss("attribute creation order flags", "/", "hsload does not keep attribute creation order"),
+        Loss("time tracking", "/", "hsload leaves the root group's time tracking at HDF5's default"),
+        Loss("fill value defined", "/*cell", "hsload drops a fill value holding a reference"),
+    ],
     # files as other projects write them (issue 17)
     "h5netcdf": [
         Loss("type", "*@*", "hsload turns NULLTERM attribute strings into NULLPAD (and shortens netCDF's by their terminator)"),
@@ -193,6 +201,14 @@ HSGET: dict[str, Expected] = {
     "lzo_pytables": Fails("filter class H5Z_FILTER_LZO is not supported", "hsget does not know the LZO filter"),
     "user_block": [Loss("user block", "/", "hsget does not write a user block")],
     "user_block_large": [Loss("user block", "/", "hsget does not write a user block")],
+    "matlab_cells": [
+        Loss("user block", "/", "hsget does not write a user block"),
+        Loss("link order", "/", "hsget does not keep link creation order"),
+        Loss("link creation order flags", "/", "hsget does not keep link creation order"),
+        Loss("attribute creation order flags", "/", "hsget does not keep attribute creation order"),
+        Loss("time tracking", "/", "hsget leaves the root group's time tracking at HDF5's default"),
+        Loss("values", "/unwritten_cell", "hsget writes null references where the fill value (a reference) stood"),
+    ],
     # files as other projects write them (issue 17)
     "h5netcdf": [
         Loss("type", "*@*", "hsget turns NULLTERM attribute strings into NULLPAD (and shortens netCDF's by their terminator)"),

@@ -19,6 +19,7 @@ from typing import Any
 import h5py
 import hdf5plugin
 import imagecodecs
+import lzokay
 import numcodecs.zstd
 import numpy as np
 import pytest
@@ -620,8 +621,12 @@ if __name__ == "__main__":
 # -- PyTables' LZO filter (issue 17 item 5) ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cd", "framed"), [((1, 27, 0), True), ((5, 10, 4), True), ((1, 10, 0), False)])
+@pytest.mark.parametrize(
+    ("cd", "framed"), [((1, 27, 0), False), ((5, 10, 4), False), ((1, 10, 0), False), ((1, 23, 0), True), ((5, 10, 4), True)]
+)
 def test_lzo_reads_and_writes_pytables_chunks(cd: tuple[int, ...], framed: bool) -> None:
+    """Chunks of PyTables >= 0.8 are bare LZO1X streams whatever the cd_values say; those of
+    0.5 to 0.7 have a trailer, read too. Written chunks are always bare."""
     from tests.roundtrip.corpus import pytables_lzo_chunk
 
     raw = smooth(CHUNK, "<f4").tobytes()
@@ -630,7 +635,7 @@ def test_lzo_reads_and_writes_pytables_chunks(cd: tuple[int, ...], framed: bool)
     assert pipeline.to_json()[0]["name"] == "lzo"
     assert pipeline.decode(pytables_lzo_chunk(raw, framed)) == raw
     assert pipeline.decode(pipeline.encode(raw)) == raw
-    assert (pipeline.encode(raw)[-4:] == struct.pack("<I", len(raw))) is framed
+    assert pipeline.encode(raw) == lzokay.compress(raw)
 
 
 def test_lzo_checksum_mismatch_is_corruption() -> None:

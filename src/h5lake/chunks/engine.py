@@ -218,7 +218,9 @@ async def load_selected(
     if stored is None:
         return None
     chunk = await workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
-    return chunk[chunk_selection]
+    # the Ellipsis keeps an array where every index is an integer: ``chunk[()]`` of a scalar
+    # dataset of a variable-length type would be its element (a sequence), not a 0-d array
+    return chunk[(*chunk_selection, ...)]
 
 
 # --- optional store capabilities ---------------------------------------------------------------
@@ -444,7 +446,7 @@ async def write_selection(
             whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
 
             def modify(chunk: np.ndarray) -> None:
-                chunk[p.chunk_selection] = values[p.out_selection]
+                chunk[(*p.chunk_selection, ...)] = values[(*p.out_selection, ...)]
 
             await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
         written.append(p.chunk_index)

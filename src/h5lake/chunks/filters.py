@@ -19,7 +19,7 @@ bitshuffle      32008  bitshuffle (imagecodecs), lz4 blocks (imagecodecs) or zst
                        (numcodecs); the HDF5 framing is done here
 zstd            32015  numcodecs ``zstd`` (a plain zstd frame, as the HDF5 zstd filter writes)
 lzo             305    PyTables' LZO1X filter: lzokay to encode, liblzokay (imagecodecs) to
-                       decode; PyTables' framing (adler32 and size trailer) is done here
+                       decode; bare streams as PyTables >= 0.8 writes them (0.5-0.7 trailers read)
 ==============  =====  =======================================================================
 
 ``lz4hc`` (32005) is HSDS's name for blosc with the lz4hc compressor, not an HDF5 filter; it is

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import struct
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
-from h5lake.model.types import CharSet, TypeJson, is_variable, wire_dtype
+from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
 from h5lake.model.values import array_to_bytes
 from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
@@ -158,6 +159,7 @@ class Writer:
         self.external_files = external_files
         self.paths: dict[str, str] = {}  # object id -> a path to it in the new file
         self.types: dict[str, Any] = {}  # committed datatype id -> its open TypeID
+        self.unlinked: dict[str, Any] = {}  # objects made before the walk reached their link (Writer.early)
         self.notes: list[str] = []
         self.has_external = False  # external raw files are being re-created
         self.stats = ExportStats()
@@ -168,6 +170,8 @@ class Writer:
         if obj_id in self.types:
             return self.types[obj_id]
         path = self.paths.get(obj_id)
+        if path is None and obj_id in self.unlinked:
+            return self.unlinked[obj_id]
         if path is None:
             raise ToolError(f"object {obj_id} is referenced but not linked anywhere in the domain")
         return h5o.open(self.fid, path.encode("utf-8", "surrogateescape"))
@@ -202,6 +206,24 @@ class Writer:
                 if created is not None:
                     queue.append(created)
 
+    def early(self, obj_id: str) -> Any:
+        """The object ``obj_id``, made now, unlinked, if the walk has not reached it yet: a fill
+        value refers to it (MATLAB's cell arrays name ``/#refs#/a``) and HDF5 takes the fill when
+        the dataset is made. Its link, when the walk reaches it, links this object."""
+        if obj_id in self.paths or obj_id in self.types or obj_id in self.unlinked:
+            return self.open(obj_id)
+        if obj_id not in self.fetcher.docs:
+            raise ToolError(f"object {obj_id} is referenced but not linked anywhere in the domain")
+        if obj_id.startswith("g-"):
+            doc = self.fetcher.get(obj_id)
+            obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
+            self._comment(obj, doc)
+            self.stats.groups += 1
+        else:
+            obj = self._dataset(obj_id, f"(referenced by a fill value: {obj_id})")
+        self.unlinked[obj_id] = obj
+        return obj
+
     def _lcpl(self, name: str, link: Doc) -> Any:
         lcpl = h5p.create(h5p.LINK_CREATE)
         lcpl.set_char_encoding(_CSETS[link.get("nameCharSet") or _default_cset(name)])
@@ -230,6 +252,9 @@ class Writer:
         made = None
         if target in self.paths or target in self.types:
             obj = self.open(target)
+        elif target in self.unlinked:  # made early for a fill value
+            obj = self.unlinked.pop(target)
+            made = target if target.startswith("g-") else None
         elif target.startswith("g-"):
             doc = self.fetcher.get(target)
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
@@ -289,6 +314,14 @@ class Writer:
         if props.get("fillValue") is None:
             return None
         arr = json_to_array(props["fillValue"], t, ())
+        if type_class(t) is TypeClass.REFERENCE and t["base"] == "H5T_STD_REF_OBJ":
+            # an hobj_ref_t is the address of the object's header (h5py's Reference objects
+            # cannot be handed to H5Pset_fill_value): MATLAB's cell arrays fill with one
+            value = bytes(arr.reshape(-1)[0] or b"")
+            if not value:
+                return bytes(8)
+            target = self.early(bare_id(value.decode()))
+            return struct.pack("=Q", h5o.get_info(target).addr)
         if h5values.is_raw(t):
             return h5values.wire_to_raw(array_to_bytes(arr, t), t)
         return h5values.from_model(arr.reshape((1,) + arr.shape), t, ExportRefs(self))

@@ -15,11 +15,13 @@ file's objects (raising :class:`~h5lake.tools.h5types.Unrepresentable`);
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from h5py import h5d, h5p, h5z
+from h5py import h5d, h5f, h5i, h5p, h5z
 
 from h5lake.chunks.codecs.lzo import Lzo
 from h5lake.chunks.filters import FilterId, FilterPipeline, from_h5py_dcpl
@@ -107,6 +109,26 @@ def datatype_properties(tid: Any) -> Doc:
     return props
 
 
+def _virtual_note(dsid: Any, dcpl: Any) -> str:
+    """A virtual dataset is loaded as an ordinary one holding the values HDF5 reads through its
+    mappings; every source file must be there (HDF5 would read a missing one as fill values)."""
+    here = Path(h5f.get_name(dsid).decode("utf-8", "surrogateescape")).parent
+    prefix = os.environ.get("HDF5_VDS_PREFIX")
+    count = dcpl.get_virtual_count()
+    files = sorted({dcpl.get_virtual_filename(i) for i in range(count)})
+    missing = []
+    for name in files:
+        if name == ".":
+            continue
+        folder = Path(prefix.replace("${ORIGIN}", str(here))) if prefix else here
+        if not ((folder / name).is_file() or Path(name).is_file()):
+            missing.append(name)
+    name = h5i.get_name(dsid).decode("utf-8", "surrogateescape")
+    if missing:
+        raise Unrepresentable(f"a virtual dataset whose source files are missing: {', '.join(missing)} (looked for in {prefix or here})")
+    return f"dataset {name}: virtual dataset ({count} mappings from {len(files)} file(s)) loaded as an ordinary dataset holding its values"
+
+
 def dataset_properties(dsid: Any, fill_json: Any, notes: list[str]) -> Doc:
     """``creationProperties`` of a dataset (h5py ``DatasetID``). ``fill_json`` is its fill value
     as JSON (the caller reads values), used when the file has a user-defined one. Anything kept
@@ -115,7 +137,8 @@ def dataset_properties(dsid: Any, fill_json: Any, notes: list[str]) -> Doc:
     props: Doc = {}
     layout = dcpl.get_layout()
     if layout == h5d.VIRTUAL:
-        raise Unrepresentable("a virtual dataset (VDS) layout")
+        notes.append(_virtual_note(dsid, dcpl))
+        layout = h5d.CONTIGUOUS
     if layout not in LAYOUTS:
         raise Unrepresentable(f"dataset layout {layout}")
     props["layout"] = {"class": LAYOUTS[layout]}

@@ -65,7 +65,10 @@ def copy_reason(dset: Any, type_json: Doc | None = None, *, external_ok: bool = 
         return "scalar"
     if math.prod(dset.shape) == 0:
         return "no elements"
-    dt = dset.dtype
+    try:
+        dt = dset.dtype
+    except (TypeError, ValueError):  # h5py has no numpy dtype for it (binary128, H5T_TIME): copied as HDF5's bytes
+        return "a type numpy cannot hold"
     if _has_vlen_or_ref(dt):
         return "variable-length or reference type"
     plist = dset.id.get_create_plist()

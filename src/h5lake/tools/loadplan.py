@@ -109,6 +109,7 @@ class Node:
     committed: int | None = None  # node index of a committed datatype the dataset shares
     space: dict[str, Any] | None = None
     linked: linking.LinkPlan | None = None  # set when the dataset is linked, not copied
+    fill_refs: np.ndarray | None = None  # a fill value holding object references (as MATLAB writes), made JSON by the upload
 
     @property
     def copy_values(self) -> bool:
@@ -304,7 +305,7 @@ class Planner:
         node.type = type_json(tid)
         node.committed = self._committed(tid)
         node.space, dims = space_json(dsid.get_space())
-        fill_json = self._fill_value(dsid, tid, node.type)
+        fill_json = self._fill_value(dsid, tid, node)
         node.props = dataset_properties(dsid, fill_json, self.notes)
         if "externalStorage" in node.props.get("layout", {}):
             files = node.props["layout"]["externalStorage"]
@@ -332,7 +333,9 @@ class Planner:
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
 
-    def _fill_value(self, dsid: Any, tid: Any, t: TypeJson) -> Any:
+    def _fill_value(self, dsid: Any, tid: Any, node: Node) -> Any:
+        t = node.type
+        assert t is not None
         dcpl = dsid.get_create_plist()
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
             return None
@@ -342,6 +345,12 @@ class Planner:
                 return array_to_json(bytes_to_array(wire, t, ()), t)
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
+            if h5values.has_reference(t):
+                fill = _FillReferences(self)
+                value = array_to_json(h5values.to_model(arr, t, fill).reshape(()), t)
+                if fill.found:  # the ids are chosen by the upload: it makes the JSON again with them
+                    node.fill_refs = arr
+                return value
             return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
@@ -389,6 +398,31 @@ class NullReferencesOnly:
         if ref:
             raise Unrepresentable("a fill value holding a non-null reference")
         return b""
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+class _FillReferences:
+    """Object references in a fill value while planning (MATLAB v7.3 fills every cell array with
+    a reference to ``/#refs#/a``): their targets are planned, so they get ids the upload writes.
+    A region reference, or one to an object that no longer exists, cannot be kept."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        self.found = False
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if not ref:
+            return b""
+        if region:
+            raise Unrepresentable("a fill value holding a non-null region reference")
+        target = dereference(ref, self.planner.file)
+        if target is None:
+            raise Unrepresentable("a fill value holding a reference to an object that no longer exists")
+        self.planner._node(target, "(reached only by a reference)")
+        self.found = True
+        return b"groups/g-00000000-00000000-0000-000000-000000"  # a placeholder: the upload writes the id
 
     def from_wire(self, value: bytes, region: bool) -> Any:
         raise AssertionError("not used while loading")

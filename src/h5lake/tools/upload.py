@@ -19,6 +19,7 @@ from h5py import h5a, h5d, h5o, h5r
 
 from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.types import TypeJson, is_variable, item_size
+from h5lake.model.values import array_to_json
 from h5lake.tools import h5values
 from h5lake.tools import link as linking
 from h5lake.tools.common import (
@@ -162,6 +163,9 @@ class Uploader:
         body = []
         for node in nodes:
             item: dict[str, Any] = {"id": self.ids[node.index], "creationProperties": node.props}
+            if node.fill_refs is not None and node.type is not None:  # references in the fill value, as ids now
+                fill = h5values.to_model(node.fill_refs, node.type, _Ids(self.file, self.by_addr, self.ids)).reshape(())
+                item["creationProperties"] = {**node.props, "fillValue": array_to_json(fill, node.type)}
             if kind is Collection.DATATYPES:
                 item["type"] = node.type
             elif kind is Collection.DATASETS:

@@ -1,4 +1,4 @@
-"""PyTables' LZO1X filter with its adler32 and size trailer."""
+"""PyTables' LZO1X filter: a bare LZO1X stream (and, in files of PyTables 0.5 to 0.7, a trailer)."""
 
 from __future__ import annotations
 
@@ -18,20 +18,21 @@ from h5lake.chunks.codecs.base import (
     Context,
     FilterId,
     Params,
-    check_size,
     codec_lib,
 )
 from h5lake.errors import DataCorruption
 
-_LZO_TABLE = 0  # PyTables' object type of a Table (src/tables.h), the one that may lack the trailer
-
 
 @dataclass(frozen=True, slots=True)
 class Lzo:
-    """PyTables' LZO filter (305): an LZO1X stream, followed by a trailer of the adler32 of the
-    decoded bytes and their count (4 bytes each, little-endian) unless the dataset is a Table
-    older than version 2.0. Its cd_values are ``(level, version * 10, object type)``; level is
-    unused. Old files with fewer values: decode looks for a valid trailer, encode writes none."""
+    """PyTables' LZO filter (305). Its cd_values are ``(level, version * 10, object type)``; level
+    is unused. PyTables writes each chunk as a bare LZO1X stream: the adler32-and-size trailer its
+    filter once appended was switched off in PyTables 0.8 (``#undef CHECKSUM`` in src/H5Zlzo.c,
+    2004), whatever the cd_values say, so every file of a current PyTables (its own test files
+    ``Tables_lzo1.h5``, ``Tables_lzo2.h5`` among them) has none. Decoding takes the bare stream
+    and, only when that fails, a chunk of PyTables 0.5 to 0.7: the stream followed by the
+    adler32 of the decoded bytes and their count (4 bytes each, little-endian), checked.
+    Encoding writes the bare stream, which every PyTables reads."""
 
     cd: tuple[int, ...] = (1, 10, 1)
 
@@ -52,25 +53,28 @@ class Lzo:
     def params_from_cd(cd: Sequence[int]) -> dict[str, Any]:
         return dict(zip(("level", "version", "objectType"), cd, strict=False))
 
-    @property
-    def trailer(self) -> bool | None:
-        """Whether chunks end with the trailer; None when the cd_values cannot tell."""
-        if len(self.cd) < 3:
-            return None
-        return not (self.cd[2] == _LZO_TABLE and self.cd[1] < 20)
-
     def encode(self, buf: Buffer) -> Buffer:
         packed: bytes = lzokay.compress(bytes(buf))
-        if not self.trailer:
-            return packed
-        return packed + struct.pack("<II", zlib.adler32(buf), memoryview(buf).nbytes)
+        return packed
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
         data = memoryview(buf)
-        if self.trailer is not False:
-            out = self._decode_with_trailer(data, nbytes)
-            if out is not None:
-                return out
+        try:
+            out = self._decode_bare(data, nbytes)
+        except imagecodecs.LzoError as exc:
+            legacy = self._decode_with_trailer(data, nbytes)
+            if legacy is None:
+                raise DataCorruption(f"lzo filter: the chunk cannot be decoded ({exc})") from None
+            return legacy
+        if nbytes is not None and len(out) != nbytes:
+            legacy = self._decode_with_trailer(data, nbytes)
+            if legacy is None:
+                raise DataCorruption(f"lzo filter: the chunk decodes to {len(out)} bytes, not {nbytes}")
+            return legacy
+        return out
+
+    @staticmethod
+    def _decode_bare(data: memoryview, nbytes: int | None) -> bytes:
         if nbytes is not None:
             result: bytes = codec_lib.lzo_decode(data, out=nbytes)
             return result
@@ -84,29 +88,21 @@ class Lzo:
                     raise
                 size *= 2
 
-    def _decode_with_trailer(self, data: memoryview, nbytes: int | None) -> bytes | None:
-        """The decoded chunk, checked against its trailer; None if the cd_values do not say
-        whether there is one and the chunk has no valid one."""
-        sure = self.trailer is True
+    @staticmethod
+    def _decode_with_trailer(data: memoryview, nbytes: int | None) -> bytes | None:
+        """The decoded chunk of a PyTables 0.5 to 0.7 file, checked against its trailer; None
+        when the chunk has no valid trailer."""
         if data.nbytes < 8:
-            if sure:
-                raise DataCorruption("lzo filter: the chunk is shorter than its trailer")
             return None
         checksum, size = struct.unpack("<II", data[-8:])
-        if sure:
-            check_size("lzo", size, nbytes)
-        elif nbytes not in (None, size):
+        if nbytes not in (None, size) or size > MAX_CHUNK_NBYTES:
             return None
         try:
             out: bytes = codec_lib.lzo_decode(data[:-8], out=size)
-        except Exception:
-            if sure:
-                raise
+        except Exception:  # noqa: BLE001 - not a stream with a trailer either: the caller says so
             return None
         if len(out) == size and zlib.adler32(out) == checksum:
             return out
-        if sure:
-            raise DataCorruption("lzo filter: the adler32 checksum of the decoded chunk does not match")
         return None
 
     def encoded_size(self, nbytes: int) -> int | None:
