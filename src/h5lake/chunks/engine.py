@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -243,13 +243,34 @@ async def read_selection(
     async def one(p: ChunkProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
+    projections = await _maybe_written(layout, project(selection, layout.shape, layout.chunk_shape, layout.origin), out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
     return out
+
+
+SPARSE_AFTER = 256  # a read touching more chunks first asks the locator which may exist
+
+
+async def _maybe_written(layout: DatasetLayout, projections: Iterable[P], out: np.ndarray) -> Iterable[P]:
+    """The projections whose chunks may exist, after filling ``out`` for all, when the read touches
+    more than SPARSE_AFTER chunks and the locator can tell (`ListsWritten`) at that price; else
+    ``projections`` as they are. So a read of many chunks never written costs a few store calls,
+    not one miss (and a task) per chunk."""
+    written = getattr(layout.locator, "written", None)
+    if written is None:
+        return projections
+    listed = list(projections)
+    if len(listed) <= SPARSE_AFTER:
+        return listed
+    known = await written(layout.domain, len(listed))
+    if known is None:
+        return listed
+    out[...] = layout.fill
+    return [p for p in listed if p.chunk_index in known]
 
 
 def _stores_raw(layout: DatasetLayout) -> bool:
@@ -298,7 +319,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     async def one(p: PointProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = project_points(points, layout.chunk_shape, layout.origin)
+    projections = await _maybe_written(layout, project_points(points, layout.chunk_shape, layout.origin), out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)
