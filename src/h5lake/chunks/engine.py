@@ -29,7 +29,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import Conflict, DataCorruption, ReadOnly
-from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
+from h5lake.model.projection import ChunkProjection, PointProjection, Projections, project, project_points
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage import lanes
@@ -255,11 +255,23 @@ async def read_selection(
 SPARSE_AFTER = 256  # a read touching more chunks first asks the locator which may exist
 
 
-async def _maybe_written(layout: DatasetLayout, projections: Iterable[P], out: np.ndarray) -> Iterable[P]:
+async def _maybe_written(layout: DatasetLayout, projections: Projections, out: np.ndarray) -> Iterable[ChunkProjection]:
     """The projections whose chunks may exist, after filling ``out`` for all, when the read touches
     more than SPARSE_AFTER chunks and the locator can tell (`ListsWritten`) at that price; else
-    ``projections`` as they are. So a read of many chunks never written costs a few store calls,
-    not one miss (and a task) per chunk."""
+    all. So a read of many chunks never written costs a few store calls, not one miss (and a
+    task and a projection) per chunk."""
+    written = getattr(layout.locator, "written", None)
+    if written is None or projections.count <= SPARSE_AFTER:
+        return projections
+    known = await written(layout.domain, projections.count)
+    if known is None:
+        return projections
+    out[...] = layout.fill
+    return projections.only(known)
+
+
+async def _points_written(layout: DatasetLayout, projections: Iterable[PointProjection], out: np.ndarray) -> Iterable[PointProjection]:
+    """`_maybe_written` for points (grouped per chunk already, so the projections are listed)."""
     written = getattr(layout.locator, "written", None)
     if written is None:
         return projections
@@ -319,7 +331,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     async def one(p: PointProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = await _maybe_written(layout, project_points(points, layout.chunk_shape, layout.origin), out)
+    projections = await _points_written(layout, project_points(points, layout.chunk_shape, layout.origin), out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)

@@ -35,7 +35,8 @@ Contract of `project` (and why):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -89,10 +90,29 @@ class PointProjection:
 _DimPlan: TypeAlias = tuple[int, DimIndex, DimIndex, bool]
 
 
+@dataclass(frozen=True, slots=True)
+class Projections:
+    """The chunks a selection touches, planned per dimension: ``count`` of them without building
+    a projection; iterating yields them all, `only` those a caller wants."""
+
+    plans: tuple[list[_DimPlan], ...]
+
+    @property
+    def count(self) -> int:
+        return math.prod(len(p) for p in self.plans)
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        return _combine(list(self.plans))
+
+    def only(self, keep: Container[tuple[int, ...]]) -> Iterator[ChunkProjection]:
+        """The projections of the chunks in ``keep``, in C order; the others cost a lookup each."""
+        return _combine(list(self.plans), keep)
+
+
 def project(
     selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
-) -> Iterator[ChunkProjection]:
-    """Yield one `ChunkProjection` per chunk touched by ``selection`` (see module docstring).
+) -> Projections:
+    """One `ChunkProjection` per chunk touched by ``selection`` (see module docstring).
 
     ``shape`` is the dataset's current extent; raises `InvalidInput` if the selection does not
     fit it or ``chunk_shape`` is invalid. A scalar dataset yields one projection with empty
@@ -103,13 +123,13 @@ def project(
     chunk_grid(shape, chunk_shape)  # validates rank and positivity
     selection.check_within(shape)
     if selection.count == 0:
-        return iter(())
+        return Projections(([],))
     shifts = [grid_shift(o, c) for o, c in zip(origin, chunk_shape)] or [(0, 0)] * len(shape)
     plans = [
         _plan_slice(p, n, c, *shift) if isinstance(p, Slice) else _plan_coords(p, n, c, *shift)
         for p, n, c, shift in zip(selection.parts, shape, chunk_shape, shifts)
     ]
-    return _combine(plans)
+    return Projections(tuple(plans))
 
 
 def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
@@ -120,9 +140,12 @@ def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
     return before * chunk - origin, -before
 
 
-def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
-    """The cartesian product of per-dimension plans, in C order of chunk index."""
+def _combine(plans: list[list[_DimPlan]], keep: Container[tuple[int, ...]] | None = None) -> Iterator[ChunkProjection]:
+    """The cartesian product of per-dimension plans, in C order of chunk index (only the chunks
+    in ``keep`` when given)."""
     for combo in itertools.product(*plans):
+        if keep is not None and tuple(d[0] for d in combo) not in keep:
+            continue
         chunk_sel = tuple(d[1] for d in combo)
         out_sel = tuple(d[2] for d in combo)
         if _array_dims(chunk_sel) > 1 or _array_dims(out_sel) > 1:
