@@ -210,7 +210,9 @@ class Written:
     def __contains__(self, index: object) -> bool:
         if index in self.listed:
             return True
-        return any(all(a <= i < b for i, a, b in zip(index, lo, hi)) for lo, hi in self.boxes)  # type: ignore[attr-defined]
+        if not isinstance(index, tuple):
+            return False
+        return any(all(a <= i < b for i, a, b in zip(index, lo, hi)) for lo, hi in self.boxes)
 
 
 async def written_chunks(store: Store, domain: str, dataset_id: str, *, max_intents: int,

@@ -7,8 +7,8 @@ decode, assemble) is shared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Container
+from dataclasses import dataclass
 from typing import Protocol
 
 from h5lake.chunks.catalog import written_chunks
