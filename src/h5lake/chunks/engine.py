@@ -29,7 +29,14 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import Conflict, DataCorruption, ReadOnly
-from h5lake.model.projection import ChunkProjection, PointProjection, Projections, project, project_points
+from h5lake.model.projection import (
+    ChunkProjection,
+    PointProjection,
+    Projections,
+    plan,
+    project,
+    project_points,
+)
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage import lanes
@@ -243,7 +250,7 @@ async def read_selection(
     async def one(p: ChunkProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = await _maybe_written(layout, project(selection, layout.shape, layout.chunk_shape, layout.origin), out)
+    projections = await _maybe_written(layout, plan(selection, layout.shape, layout.chunk_shape, layout.origin), out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)

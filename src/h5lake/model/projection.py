@@ -111,8 +111,15 @@ class Projections:
 
 def project(
     selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
+) -> Iterator[ChunkProjection]:
+    """Yield one `ChunkProjection` per chunk touched by ``selection`` (see module docstring)."""
+    return iter(plan(selection, shape, chunk_shape, origin))
+
+
+def plan(
+    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
 ) -> Projections:
-    """One `ChunkProjection` per chunk touched by ``selection`` (see module docstring).
+    """`project` as `Projections`: counted before any is built, and filtered (`Projections.only`).
 
     ``shape`` is the dataset's current extent; raises `InvalidInput` if the selection does not
     fit it or ``chunk_shape`` is invalid. A scalar dataset yields one projection with empty
