@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 from starlette.testclient import TestClient  # the service in this process, on a store we count
 
 from h5lake.api.app import create_app
 from h5lake.chunks import engine
+from h5lake.chunks.catalog import written_chunks
 from h5lake.config import Settings
 from h5lake.model import ids
 from h5lake.storage.memory import MemoryStore
@@ -150,3 +152,22 @@ def test_sparse_read_costs_few_store_calls(tmp_path: Path) -> None:
         np.testing.assert_array_equal(np.frombuffer(r.content, "<f4"), expected({5 * STEP: 6.0}))
         assert N // STEP > 100 * engine.SPARSE_AFTER  # the read touches 100_000 chunks ...
         assert store.calls < 50, store.calls  # ... and asks the store a few times, not once per chunk
+
+
+async def test_written_chunks_reads_intents_and_catalog_within_bounds() -> None:
+    """What `written_chunks` answers from a store holding a catalog and intents, and when it
+    declines (more intents, or a larger catalog, than its bounds)."""
+    store = MemoryStore()
+    did = "d-" + "0" * 8 + "-" + "1" * 4 + "-" + "2" * 4 + "-" + "3" * 4 + "-" + "4" * 12
+    await store.put(ids.chunk_catalog_key("/home/u/f.h5", did), b"5 etag 1 4000\n7 etag 1 4000\n")
+    await store.put(ids.intent_key("a" * 32), orjson.dumps({"domain": "/home/u/f.h5", "dataset": did, "lo": [100], "hi": [110]}))
+    await store.put(ids.intent_key("b" * 32), orjson.dumps({"domain": "/home/u/f.h5", "dataset": did, "chunks": [[900]]}))
+    await store.put(ids.intent_key("c" * 32), orjson.dumps({"domain": "/home/u/f.h5", "dataset": "d-other", "chunks": [[1]]}))
+    found = await written_chunks(store, "/home/u/f.h5", did, max_intents=3, max_catalog_bytes=1000)
+    assert found is not None
+    assert [i for i in range(1000) if (i,) in found] == [5, 7, *range(100, 110), 900]
+    assert await written_chunks(store, "/home/u/f.h5", did, max_intents=2, max_catalog_bytes=1000) is None
+    assert await written_chunks(store, "/home/u/f.h5", did, max_intents=3, max_catalog_bytes=10) is None
+    # No catalog yet, no intent for it: nothing may exist.
+    none = await written_chunks(store, "/home/u/g.h5", "d-other2", max_intents=3, max_catalog_bytes=10)
+    assert none is not None and (1,) not in none

@@ -47,7 +47,8 @@ class ListsWritten(Protocol):
 
 
 INTENTS_PER_CHUNK = 4  # at most one pending intent read per 4 chunks a read touches
-CATALOG_BYTES_PER_CHUNK = 4096  # ~100 catalog lines per chunk touched: parsing them costs less than a miss
+CATALOG_BYTES_PER_CHUNK = 1024  # ~20 catalog lines (~1 us each) per chunk touched: less than a miss costs
+CATALOG_BYTES_MAX = 2 << 20  # ~40,000 lines: parsed on the event loop, so ~0.1 s at most
 
 
 class NativeChunks:
@@ -71,9 +72,9 @@ class NativeChunks:
         chunk keys are spread by a hash prefix, so they cannot be listed per dataset."""
         if not self.cataloged:
             return None
+        most = min(touched * CATALOG_BYTES_PER_CHUNK, CATALOG_BYTES_MAX)
         return await written_chunks(
-            self.store, domain, self.dataset_id,
-            max_intents=max(16, touched // INTENTS_PER_CHUNK), max_catalog_bytes=touched * CATALOG_BYTES_PER_CHUNK,
+            self.store, domain, self.dataset_id, max_intents=max(16, touched // INTENTS_PER_CHUNK), max_catalog_bytes=most
         )
 
     async def original(self, index: tuple[int, ...]) -> bytes | None:
