@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -29,7 +29,14 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import Conflict, DataCorruption, ReadOnly
-from h5lake.model.projection import ChunkProjection, PointProjection, project, project_points
+from h5lake.model.projection import (
+    ChunkProjection,
+    PointProjection,
+    Projections,
+    plan,
+    project,
+    project_points,
+)
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage import lanes
@@ -96,7 +103,13 @@ def native_part(
     consistent as a whole one while a writer replaces the chunk.
     """
     codec = layout.codec
-    if ref.offset is not None or codec.variable or codec.reduced or codec.pipeline.filters or not layout.chunk_shape:
+    if (
+        ref.offset is not None
+        or codec.variable
+        or codec.reduced
+        or codec.pipeline.filters
+        or not layout.chunk_shape
+    ):
         return None
     if not all(isinstance(s, slice) for s in chunk_selection):
         return None  # points and lists: their planning costs more than a whole read saves
@@ -139,12 +152,20 @@ MAX_POINT_RANGES = 256  # more ranges than this in one chunk: read the chunk who
 POINT_FRACTION = 4  # read points in part only when their ranges save 3/4 of the chunk's bytes
 
 
-def point_ranges(layout: DatasetLayout, ref: ChunkRef, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def point_ranges(
+    layout: DatasetLayout, ref: ChunkRef, coords: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The ranged reads (``(n, 2)`` start, length) that hold the points ``coords`` (``(k, rank)``,
     chunk-relative) of a whole-object, unfiltered chunk, and each point's element index in the
     concatenated ranges; None when a whole read is the better (or the only) way."""
     codec = layout.codec
-    if ref.offset is not None or codec.variable or codec.reduced or codec.pipeline.filters or not layout.chunk_shape:
+    if (
+        ref.offset is not None
+        or codec.variable
+        or codec.reduced
+        or codec.pipeline.filters
+        or not layout.chunk_shape
+    ):
         return None
     if not gets_ranges(ref.source):
         return None
@@ -225,6 +246,7 @@ async def load_selected(
 
 # --- optional store capabilities ---------------------------------------------------------------
 
+
 # isinstance() against a runtime-checkable Protocol walks the protocol's members each time (~10 us
 # on Python 3.11, a few per cent of reading a cached chunk): the answer is kept per class.
 async def read_selection(
@@ -239,19 +261,62 @@ async def read_selection(
     async def placed(p: ChunkProjection, ref: ChunkRef | None) -> None:
         if direct and ref is not None and p.is_complete_chunk and await _read_in_place(layout, ref, p, out):
             return
-        part = None if ref is None else await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
+        part = (
+            None
+            if ref is None
+            else await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
+        )
         out[p.out_selection + (...,)] = layout.fill if part is None else part
 
     async def one(p: ChunkProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
+    projections = await _maybe_written(
+        layout, plan(selection, layout.shape, layout.chunk_shape, layout.origin), out
+    )
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
     return out
+
+
+SPARSE_AFTER = 256  # a read touching more chunks first asks the locator which may exist
+
+
+async def _maybe_written(
+    layout: DatasetLayout, projections: Projections, out: np.ndarray
+) -> Iterable[ChunkProjection]:
+    """The projections whose chunks may exist, after filling ``out`` for all, when the read touches
+    more than SPARSE_AFTER chunks and the locator can tell (`ListsWritten`) at that price; else
+    all. So a read of many chunks never written costs a few store calls, not one miss (and a
+    task and a projection) per chunk."""
+    written = getattr(layout.locator, "written", None)
+    if written is None or projections.count <= SPARSE_AFTER:
+        return projections
+    known = await written(layout.domain, projections.count)
+    if known is None:
+        return projections
+    out[...] = layout.fill
+    return projections.only(known)
+
+
+async def _points_written(
+    layout: DatasetLayout, projections: Iterable[PointProjection], out: np.ndarray
+) -> Iterable[PointProjection]:
+    """`_maybe_written` for points (grouped per chunk already, so the projections are listed)."""
+    written = getattr(layout.locator, "written", None)
+    if written is None:
+        return projections
+    listed = list(projections)
+    if len(listed) <= SPARSE_AFTER:
+        return listed
+    known = await written(layout.domain, len(listed))
+    if known is None:
+        return listed
+    out[...] = layout.fill
+    return [p for p in listed if p.chunk_index in known]
 
 
 def _stores_raw(layout: DatasetLayout) -> bool:
@@ -302,7 +367,8 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
 
     # grouping millions of points by chunk is seconds of sorting (numpy lets go of the
     # interpreter for it): on the CPU pool, so the event loop serves others meanwhile
-    projections = await workers.cpu(_grouped_points, points, layout, size=16 * points.npoints)
+    grouped = await workers.cpu(_grouped_points, points, layout, size=16 * points.npoints)
+    projections = await _points_written(layout, grouped, out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
             await each_read_ahead(layout, projections, workers, placed)
@@ -401,9 +467,11 @@ async def update_chunk(
         blob = await store.get(key)
         if blob is None:
             base = await chunks.original(index)
-            chunk = layout.empty_chunk() if base is None else (
-                await workers.cpu(layout.codec.decode, base, 0, size=len(base) * 4)
-            ).copy()
+            chunk = (
+                layout.empty_chunk()
+                if base is None
+                else (await workers.cpu(layout.codec.decode, base, 0, size=len(base) * 4)).copy()
+            )
         else:
             chunk = (await workers.cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
         if modify(chunk) is False:
@@ -443,7 +511,11 @@ async def write_selection(
             assert puts_hashed(store)
             await store.put_hashed(chunks.key(p.chunk_index), data, md5)
         else:
-            whole = values[p.out_selection] if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) else None
+            whole = (
+                values[p.out_selection]
+                if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape)
+                else None
+            )
 
             def modify(chunk: np.ndarray) -> None:
                 chunk[(*p.chunk_selection, ...)] = values[(*p.out_selection, ...)]
@@ -457,17 +529,23 @@ async def write_selection(
             await workers.each(((p, None, None) for p in projections), one)
         return written
 
-    def prepare(window: list[ChunkProjection]) -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
+    def prepare(
+        window: list[ChunkProjection],
+    ) -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
         direct = [i for i, p in enumerate(window) if _stored_as_is(layout, p, values)]
         buffers = [layout.codec.encode(values[window[i].out_selection]) for i in direct]
-        items: list[tuple[ChunkProjection, str | None, bytes | memoryview | None]] = [(p, None, None) for p in window]
+        items: list[tuple[ChunkProjection, str | None, bytes | memoryview | None]] = [
+            (p, None, None) for p in window
+        ]
         for i, data, md5 in zip(direct, buffers, md5_hex_many(buffers)):
             items[i] = (window[i], md5, data)
         return items
 
     async def next_window() -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
         window = list(itertools.islice(projections, HASH_WINDOW))
-        return await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
+        return (
+            await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
+        )
 
     with lanes.bulk():
         pending: asyncio.Task[list[Any]] | None = asyncio.ensure_future(next_window())
@@ -488,7 +566,9 @@ def _stored_as_is(layout: DatasetLayout, p: ChunkProjection, values: np.ndarray)
     """Whether chunk ``p`` is a whole chunk inside the extent, taken from a plain slice of
     ``values`` shaped like it: its bytes are that slice made contiguous, known before it is
     stored (so its MD5 can be taken with others')."""
-    if not (p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) and layout.is_interior(p.chunk_index)):
+    if not (
+        p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) and layout.is_interior(p.chunk_index)
+    ):
         return False
     return values[p.out_selection].shape == layout.chunk_shape
 

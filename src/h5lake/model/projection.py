@@ -35,7 +35,8 @@ Contract of `project` (and why):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -89,10 +90,36 @@ class PointProjection:
 _DimPlan: TypeAlias = tuple[int, DimIndex, DimIndex, bool]
 
 
+@dataclass(frozen=True, slots=True)
+class Projections:
+    """The chunks a selection touches, planned per dimension: ``count`` of them without building
+    a projection; iterating yields them all, `only` those a caller wants."""
+
+    plans: tuple[list[_DimPlan], ...]
+
+    @property
+    def count(self) -> int:
+        return math.prod(len(p) for p in self.plans)
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        return _combine(list(self.plans))
+
+    def only(self, keep: Container[tuple[int, ...]]) -> Iterator[ChunkProjection]:
+        """The projections of the chunks in ``keep``, in C order; the others cost a lookup each."""
+        return _combine(list(self.plans), keep)
+
+
 def project(
     selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
 ) -> Iterator[ChunkProjection]:
-    """Yield one `ChunkProjection` per chunk touched by ``selection`` (see module docstring).
+    """Yield one `ChunkProjection` per chunk touched by ``selection`` (see module docstring)."""
+    return iter(plan(selection, shape, chunk_shape, origin))
+
+
+def plan(
+    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequence[int] = ()
+) -> Projections:
+    """`project` as `Projections`: counted before any is built, and filtered (`Projections.only`).
 
     ``shape`` is the dataset's current extent; raises `InvalidInput` if the selection does not
     fit it or ``chunk_shape`` is invalid. A scalar dataset yields one projection with empty
@@ -103,13 +130,13 @@ def project(
     chunk_grid(shape, chunk_shape)  # validates rank and positivity
     selection.check_within(shape)
     if selection.count == 0:
-        return iter(())
+        return Projections(([],))
     shifts = [grid_shift(o, c) for o, c in zip(origin, chunk_shape)] or [(0, 0)] * len(shape)
     plans = [
         _plan_slice(p, n, c, *shift) if isinstance(p, Slice) else _plan_coords(p, n, c, *shift)
         for p, n, c, shift in zip(selection.parts, shape, chunk_shape, shifts)
     ]
-    return _combine(plans)
+    return Projections(tuple(plans))
 
 
 def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
@@ -120,14 +147,22 @@ def grid_shift(origin: int, chunk: int) -> tuple[int, int]:
     return before * chunk - origin, -before
 
 
-def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
-    """The cartesian product of per-dimension plans, in C order of chunk index."""
-    if plans and not any(_array_dims(tuple(d[1] for d in plan)) or _array_dims(tuple(d[2] for d in plan)) for plan in plans):
+def _combine(
+    plans: list[list[_DimPlan]], keep: Container[tuple[int, ...]] | None = None
+) -> Iterator[ChunkProjection]:
+    """The cartesian product of per-dimension plans, in C order of chunk index (only the chunks
+    in ``keep`` when given)."""
+    if plans and not any(
+        _array_dims(tuple(d[1] for d in plan)) or _array_dims(tuple(d[2] for d in plan)) for plan in plans
+    ):
         for combo in itertools.product(*plans):  # slices only (every hyperslab): nothing to broadcast
             index, chunk_sel, out_sel, complete = zip(*combo)
-            yield ChunkProjection(index, chunk_sel, out_sel, all(complete))
+            if keep is None or index in keep:
+                yield ChunkProjection(index, chunk_sel, out_sel, all(complete))
         return
     for combo in itertools.product(*plans):
+        if keep is not None and tuple(d[0] for d in combo) not in keep:
+            continue
         chunk_sel = tuple(d[1] for d in combo)
         out_sel = tuple(d[2] for d in combo)
         if _array_dims(chunk_sel) > 1 or _array_dims(out_sel) > 1:
@@ -136,9 +171,7 @@ def _combine(plans: list[list[_DimPlan]]) -> Iterator[ChunkProjection]:
                 chunk_sel = orthogonal_index(chunk_sel, lengths)
             if _array_dims(out_sel) > 1:
                 out_sel = orthogonal_index(out_sel, lengths)
-        yield ChunkProjection(
-            tuple(d[0] for d in combo), chunk_sel, out_sel, all(d[3] for d in combo)
-        )
+        yield ChunkProjection(tuple(d[0] for d in combo), chunk_sel, out_sel, all(d[3] for d in combo))
 
 
 def _array_dims(sel: tuple[DimIndex, ...]) -> int:
@@ -234,9 +267,7 @@ def project_points(
     coords = points.coords if isinstance(points, PointSelection) else np.asarray(points)
     chunk_arr = np.asarray([int(c) for c in chunk_shape], dtype=np.int64)
     if coords.ndim != 2 or coords.shape[1] != chunk_arr.size:
-        raise InvalidInput(
-            f"points of shape {coords.shape} do not match chunk rank {chunk_arr.size}"
-        )
+        raise InvalidInput(f"points of shape {coords.shape} do not match chunk rank {chunk_arr.size}")
     if chunk_arr.size == 0 or bool((chunk_arr < 1).any()):
         raise InvalidInput(f"chunk shape {tuple(chunk_shape)} must be positive with rank >= 1")
     if coords.dtype.kind not in "iu":

@@ -159,13 +159,21 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
                 raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")
             await svc.store.put(chunk_key(obj_id, _index(name)), blob.data)
 
-        await svc.workers.each(put, copy)
+        # An intent, as for a value write: a crash part-way leaves no chunk the catalog misses
+        # (reads of many chunks trust the catalog and intents, docs/storage.md).
+        intent = await svc.catalog.begin(domain.path, obj_id, [_index(n) for n in put])
+
         async def remove(name: str, obj_id: str = obj_id) -> None:
             await svc.store.delete(chunk_key(obj_id, _index(name)))
 
-        await svc.workers.each(drop, remove)
+        try:
+            await svc.workers.each(put, copy)
+            await svc.workers.each(drop, remove)
+        except BaseException:
+            svc.catalog.abort(intent)  # left to recovery, which probes its chunks
+            raise
         if put or drop:
-            svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop])
+            svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop], intent)
         if old.get("etag") != tree["etag"]:
             await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
             svc.catalog.note_object(domain.path, obj_id)
