@@ -171,3 +171,26 @@ async def test_concurrent_deletes_in_one_folder_all_succeed(tmp_path: Path) -> N
         await asyncio.gather(*(store.put(k, b"x") for k in keys))
         await asyncio.gather(*(store.delete(k) for k in keys))
         assert not (tmp_path / "root" / f"d{round_}").exists()
+
+
+async def test_a_put_whose_folder_is_removed_while_being_made_tries_again(tmp_path: Path) -> None:
+    """A delete that empties a folder removes it (and its emptied parents) while a put may be
+    making a subfolder in it: the put's ``mkdir`` then finds no parent. The put makes the whole
+    path again instead of failing (a 503 once, in a map update beside deletes)."""
+    root = tmp_path / "root"
+    store = LocalStore(root)
+    await store.put("p/z", b"old")
+    make_folder = store._make_folder
+    removed = []
+
+    def racing_delete_then_make(key: str, folder: str) -> None:
+        if not removed:  # the other request's delete of p/z and its tidying of p, just before our mkdir
+            os.unlink(root / "p" / "z")
+            os.rmdir(root / "p")
+            removed.append(folder)
+            os.mkdir(folder)  # what our mkdir of p/q meets: no p
+        make_folder(key, folder)
+
+    store._make_folder = racing_delete_then_make  # type: ignore[method-assign]
+    await store.put("p/q/r", b"new")
+    assert removed and (await store.get("p/q/r")).data == b"new"

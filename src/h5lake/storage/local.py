@@ -446,7 +446,9 @@ class LocalStore(HardLinkCopies):
                 break
             except FileNotFoundError:
                 # the folder is missing: new, or a delete removed it emptied under our feet
-                self._make_folder(key, folder)
+                # (which can happen again while it is being made: then try again)
+                with contextlib.suppress(FileNotFoundError):
+                    self._make_folder(key, folder)
             except NotADirectoryError:
                 raise _folder_conflict(key) from None
         else:
