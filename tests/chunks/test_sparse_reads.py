@@ -18,7 +18,7 @@ from starlette.testclient import TestClient  # the service in this process, on a
 
 from h5lake.api.app import create_app
 from h5lake.chunks import engine
-from h5lake.chunks.catalog import written_chunks
+from h5lake.chunks.written import written_chunks
 from h5lake.config import Settings
 from h5lake.model import ids
 from h5lake.storage.memory import MemoryStore

@@ -11,7 +11,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Protocol
 
-from h5lake.chunks.catalog import written_chunks
+from h5lake.chunks.written import written_chunks
 from h5lake.model.ids import chunk_key
 from h5lake.storage.base import ByteRangeSource, Store
 
@@ -68,7 +68,7 @@ class NativeChunks:
         return ChunkRef(self.store, self.key(index))
 
     async def written(self, domain: str, touched: int) -> Container[tuple[int, ...]] | None:
-        """The chunk catalog and the pending write intents (`h5lake.chunks.catalog.written_chunks`):
+        """The chunk catalog and the pending write intents (`h5lake.chunks.written.written_chunks`):
         chunk keys are spread by a hash prefix, so they cannot be listed per dataset."""
         if not self.cataloged:
             return None
