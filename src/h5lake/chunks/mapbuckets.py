@@ -30,15 +30,19 @@ from h5lake.chunks.engine import fetch
 from h5lake.chunks.fanout import Workers
 from h5lake.chunks.filters import FilterPipeline
 from h5lake.chunks.locate import ChunkLocator, NativeChunks
+from h5lake.chunks.mapindex import KeyIndex, KeyIndexes
 from h5lake.errors import Conflict
 from h5lake.model import mapdata as md
+from h5lake.model import mapleaf
 from h5lake.model.ids import chunk_key
-from h5lake.storage.base import PreconditionFailed, Store
+from h5lake.storage.base import GetRanges, PreconditionFailed, Store
 
 DEFAULT_MAX_BUCKET_BYTES = 2 * 1024 * 1024
 """A leaf is split when its pairs (before compression) would exceed this."""
 MAX_DEPTH = 56
 _MAX_ATTEMPTS = 60
+PROBE_BYTES = 64 * 1024
+"""A read of a few keys first reads this much of a bucket: the header and (mostly) the key section."""
 
 Tree = dict[int, tuple[int, int, int]]
 """Split markers seen: bucket number -> (depth, child 0, child 1)."""
@@ -61,6 +65,8 @@ class MapFormat:
             out = np.empty(count, dtype=object)
             out[:] = [zero] * count
             return out
+        if not zero.strip(b"\0"):
+            return np.zeros(count, dtype=f"V{self.values.size}")
         return np.frombuffer(zero * count, dtype=f"V{self.values.size}").copy()
 
     def decode(self, data: bytes) -> tuple[md.BucketHeader, md.Pairs | None]:
@@ -69,13 +75,22 @@ class MapFormat:
             return header, None
         if header.count == 0:
             return header, self.empty()
-        payload = self.pipeline.decode(memoryview(data)[md.HEADER_SIZE :])
+        if header.version == 2:
+            return header, mapleaf.decode(header, data, self.keys, self.values, self.pipeline.decode)
+        payload = self.pipeline.decode(memoryview(data)[md.HEADER_SIZE :])  # format 1, written before
         return header, md.parse_leaf(payload, header.count, self.keys, self.values)
 
     def encode_leaf(self, depth: int, pairs: md.Pairs) -> bytes:
-        payload = md.leaf_payload(pairs, self.keys.variable, self.values.variable) if len(pairs) else b""
-        encoded = self.pipeline.encode(payload) if payload else b""
-        return md.leaf_bytes(depth, len(pairs), self.keys.variable, self.values.variable, encoded)
+        return mapleaf.encode(depth, pairs, self.keys.variable, self.values.variable, self.pipeline.encode,
+                              secrets.randbits(63))
+
+    def index(self, header: md.BucketHeader, stored: bytes | memoryview) -> KeyIndex:
+        """A format 2 leaf's key section (from the bytes after its header), ready to search."""
+        section = mapleaf.decode_keys(header, stored, self.keys, self.pipeline.decode)
+        return KeyIndex(header, section, md.KeyFinder.of(section.keys))
+
+    def lookup(self, pairs: md.Pairs, want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return md.lookup(pairs, want, self.keys.variable)
 
     def build(self, node: int, depth: int, pairs: md.Pairs) -> tuple[list[tuple[int, bytes]], Tree]:
         """The buckets that hold ``pairs`` at ``node``: ``node`` itself first (a leaf, or a split
@@ -94,6 +109,15 @@ class MapFormat:
         return out, tree
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Keys looked up in a leaf: the index of each in the leaf (-1: absent), and the values of
+    those found, in order."""
+
+    at: np.ndarray[Any, Any]
+    values: np.ndarray[Any, Any]
+
+
 def _new_bucket_number() -> int:
     return secrets.randbits(62) + 1
 
@@ -102,9 +126,10 @@ class MapBuckets:
     """One map's buckets, for one request."""
 
     def __init__(self, store: Store, locator: ChunkLocator, map_id: str, fmt: MapFormat, tree: Tree,
-                 catalog: ChunkCatalog, domain: str, workers: Workers) -> None:
+                 catalog: ChunkCatalog, domain: str, workers: Workers, indexes: KeyIndexes | None = None) -> None:
         self.store, self.locator, self.map_id, self.fmt = store, locator, map_id, fmt
         self.tree, self.catalog, self.domain, self.workers = tree, catalog, domain, workers
+        self.indexes = indexes if indexes is not None else KeyIndexes(0)
 
     def key(self, node: int) -> str:
         return chunk_key(self.map_id, (node,))
@@ -219,19 +244,99 @@ class MapBuckets:
             async def one(item: tuple[tuple[int, int], np.ndarray[Any, Any]]) -> None:
                 (node, d), sub = item
                 where = idx[sub]
-                leaf = await self._leaf(node, d)
-                if isinstance(leaf, tuple):
+                got = await self._probe(node, d, keys[where])
+                if not isinstance(got, Found):  # a split marker
                     await resolve(node, d, where)
                     return
-                at = md.lookup(leaf, keys[where], self.fmt.keys.variable)
-                hit = at >= 0
+                hit = got.at >= 0
                 found[where[hit]] = True
-                values[where[hit]] = leaf.values[at[hit]]
+                values[where[hit]] = got.values
 
             await self.workers.each(list(groups.items()), one)
 
         await resolve(0, 0, np.arange(len(keys)))
         return found, values
+
+    async def _probe(self, node: int, depth: int, want: np.ndarray[Any, Any]) -> Found | tuple[int, int]:
+        """The children of a split marker (recorded in the tree), or the wanted keys found in a
+        leaf. A leaf of format 2 larger than one read is read in part: its header and key
+        section (unless this process holds them: ``self.indexes``), then, with the header
+        again, only the value blocks holding wanted keys."""
+        ref = await self.locator.locate((node,))
+        if ref is None:
+            return Found(np.full(len(want), -1), self.fmt.defaults(0))
+        if ref.offset is None and isinstance(ref.source, GetRanges):
+            known = self.indexes.get(ref.key)
+            if known is not None:
+                got = await self._probe_indexed(ref.source, ref.key, known, want)
+                if got is not None:
+                    return got
+                self.indexes.drop(ref.key)  # the bucket changed since
+            head = await ref.source.get_range(ref.key, 0, PROBE_BYTES)
+            if head is None:
+                return Found(np.full(len(want), -1), self.fmt.defaults(0))
+            header = md.parse_header(head)
+            if header.version == 2 and len(head) == PROBE_BYTES:
+                index = await self._read_index(ref.source, ref.key, header, head)
+                got = None if index is None else await self._probe_indexed(ref.source, ref.key, index, want)
+                if got is not None:
+                    assert index is not None
+                    self.indexes.put(ref.key, index)
+                    return got
+            elif len(head) < PROBE_BYTES:  # the whole bucket
+                return await self._probe_whole(node, depth, head, want)
+        data = await fetch(ref)
+        if data is None:
+            return Found(np.full(len(want), -1), self.fmt.defaults(0))
+        return await self._probe_whole(node, depth, data, want)
+
+    async def _probe_whole(self, node: int, depth: int, data: bytes,
+                           want: np.ndarray[Any, Any]) -> Found | tuple[int, int]:
+        header, pairs = await self._decode(data)
+        if header.split:
+            self.tree[node] = (depth, *header.children)
+            return header.children
+        assert pairs is not None
+        at = await self.workers.cpu(self.fmt.lookup, pairs, want, size=(len(pairs) + len(want)) * 16)
+        return Found(at, pairs.values[at[at >= 0]])
+
+    async def _read_index(self, source: GetRanges, key: str, header: md.BucketHeader, head: bytes) -> KeyIndex | None:
+        """The key section of a format 2 leaf whose first bytes are ``head``; None when the
+        bucket changed between the reads."""
+        end = md.HEADER_SIZE + header.key_bytes
+        stored = memoryview(head)[md.HEADER_SIZE : end]
+        if end > len(head):
+            rest = await source.get_ranges(key, [(0, md.HEADER_SIZE), (len(head), end - len(head))])
+            if rest is None or md.parse_header(rest[0]) != header or len(rest[1]) != end - len(head):
+                return None
+            stored = memoryview(head[md.HEADER_SIZE :] + rest[1])
+        return await self.workers.cpu(self.fmt.index, header, stored, size=header.key_bytes * 4)
+
+    async def _probe_indexed(self, source: GetRanges, key: str, index: KeyIndex,
+                             want: np.ndarray[Any, Any]) -> Found | None:
+        """The wanted keys found through the key section ``index``, reading the header and the
+        value blocks wanted at once; None when the bucket is no longer the one indexed."""
+        section = index.section
+        at = index.finder.find(want)
+        pairs = at[at >= 0]
+        holding = section.blocks_of(pairs)
+        blocks = np.unique(holding)
+        offsets, sizes = section.offsets[blocks].tolist(), section.sizes[blocks].tolist()
+        ranges = [(0, md.HEADER_SIZE), *zip(offsets, sizes)]
+        parts = await source.get_ranges(key, ranges)
+        if parts is None or len(parts[0]) < md.HEADER_SIZE or md.parse_header(parts[0]) != index.header:
+            return None
+        if any(len(p) != size for p, size in zip(parts[1:], sizes)):
+            return None
+        if not len(pairs):
+            return Found(at, self.fmt.defaults(0))
+        counts = section.counts[blocks]
+        block_values = await self.workers.cpu(mapleaf.decode_blocks, parts[1:], counts.tolist(),
+                                              section.raw[blocks].tolist(), self.fmt.values, self.fmt.pipeline.decode,
+                                              size=sum(sizes))
+        # the position of each found pair among the values of the blocks read
+        which = np.searchsorted(blocks, holding)
+        return Found(at, block_values[(np.cumsum(counts) - counts - section.first[blocks])[which] + pairs])
 
     async def walk(self, after: tuple[int, bytes] | None = None) -> Any:
         """Yield the leaves' pairs in iteration order, from after the marker ``(bit-reversed
@@ -252,8 +357,36 @@ class MapBuckets:
                 yield leaf
 
     async def buckets(self) -> list[tuple[int, int, int]]:
-        """Every bucket reachable from the root: (number, stored bytes, pairs)."""
-        return await reachable_buckets(self.store, self.map_id, self.workers, self.tree)
+        """Every bucket reachable from the root as this map's view has them (the head, a
+        version, a fork): (number, stored bytes, pairs), reading only headers."""
+        out: list[tuple[int, int, int]] = []
+        frontier = [(0, 0)]
+        while frontier:
+            found: list[tuple[int, int]] = []
+
+            async def one(item: tuple[int, int], found: list[tuple[int, int]] = found) -> None:
+                node, depth = item
+                ref = await self.locator.locate((node,))
+                if ref is None:
+                    return
+                if ref.offset is not None:
+                    size: int | None = ref.length
+                    head = await ref.source.get_range(ref.key, ref.offset, md.HEADER_SIZE)
+                else:
+                    info = await ref.source.head(ref.key) if isinstance(ref.source, Store) else None
+                    head = await ref.source.get_range(ref.key, 0, md.HEADER_SIZE)
+                    size = None if info is None else info.size
+                if head is None or size is None:
+                    return
+                header = md.parse_header(head)
+                out.append((node, size, header.count))
+                if header.split:
+                    self.tree[node] = (depth, *header.children)
+                    found.extend((c, depth + 1) for c in header.children)
+
+            await self.workers.each(frontier, one)
+            frontier = found
+        return out
 
 
 async def reachable_buckets(store: Store, map_id: str, workers: Workers,

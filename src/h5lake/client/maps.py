@@ -5,15 +5,23 @@ to the same server as that file, with its endpoint, credentials and auth headers
 h5pyd's public connection object (``obj.id.db.plugin.http_conn``: ``endpoint``, ``domain``,
 ``mode``, ``getHeaders()``); requests go through a ``requests.Session`` of its own. Keys and
 values are numpy dtypes, as in h5py; fixed-size pairs travel packed, others as JSON.
+
+The server shows a link to a map as a soft link to ``/.maps/<map id>`` (h5pyd 1.0 knows no map
+ids), which h5pyd cannot follow. Importing this module therefore teaches h5pyd's ``Group`` to
+open such a link as a `Map` (:func:`install`): ``group["name"]`` then gives the map, as
+``H5Oopen`` does in HDF5, and ``Map(group["name"])`` is the same map. Every other name is
+left to h5pyd.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import h5pyd
 import numpy as np
 import requests
 from h5json.hdf5dtype import createDataType, getTypeItem
@@ -58,8 +66,17 @@ class Map:
     ``delete_many(keys)`` (in batches).
     """
 
+    id: str
+    _conn: Any
+
     def __init__(self, where: Any, name: str | None = None, *, map_id: str | None = None) -> None:
-        self._connect(_connection(where))
+        if isinstance(where, Map):  # Map(group["name"]): the map h5pyd opened, in a session of its own
+            if name is not None or map_id is not None:
+                raise TypeError("a Map is opened from a map alone, or from a group and a name")
+            self._connect(where._conn)
+            map_id = where.id
+        else:
+            self._connect(_connection(where))
         if map_id is None:
             if name is None:
                 raise TypeError("give the map's name (or path) relative to the group, or map_id")
@@ -99,10 +116,16 @@ class Map:
         maker = cls.__new__(cls)
         maker._connect(conn)
         created = maker._json("POST", "/maps", json=body)
+        if name is not None:
+            # h5pyd holds the group's links it has read: add the new one, as the server shows it
+            link = maker._json("GET", f"/groups/{parent.id.uuid}/links/{quote(base, safe='')}")["link"]
+            known = parent.id.db.getObjectById(parent.id.uuid).setdefault("links", {})
+            known[base] = {k: link[k] for k in ("class", "created", "h5path", "collection", "map_id") if k in link}
         maker.close()
         return cls(where, map_id=created["id"])
 
     def _connect(self, conn: Any) -> None:
+        self._conn = conn
         self.endpoint = conn.endpoint.rstrip("/")
         self.domain = conn.domain
         self.writable = conn.mode != "r"
@@ -110,13 +133,26 @@ class Map:
         self._session = requests.Session()
 
     def _find(self, where: Any, name: str) -> str:
+        map_id = self._map_at(where, name)
+        if map_id is None:
+            raise TypeError(f"{name!r} is not a map")
+        return map_id
+
+    def _map_at(self, where: Any, name: str) -> str | None:
+        """The id of the map the link ``name`` (a name or path from ``where``) names, or None
+        when it names something else. ``KeyError`` when there is no such link."""
         head, _, base = name.rstrip("/").rpartition("/")
         parent = where[head] if head else (where.file["/"] if name.startswith("/") else where)
-        link = self._json("GET", f"/groups/{parent.id.uuid}/links/{quote(base, safe='')}")["link"]
+        if not base:
+            return None  # the root group
+        try:
+            link = self._json("GET", f"/groups/{parent.id.uuid}/links/{quote(base, safe='')}")["link"]
+        except MapError as e:
+            if e.status == 404:
+                raise KeyError(name) from None
+            raise
         map_id = link.get("map_id") or (link.get("id") if str(link.get("id", "")).startswith("m-") else None)
-        if not map_id:
-            raise TypeError(f"{name!r} is not a map")
-        return str(map_id)
+        return None if not map_id else str(map_id)
 
     # -- HTTP
     def _request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
@@ -322,6 +358,44 @@ class Map:
 
     def __repr__(self) -> str:
         return f"<h5lake Map {self.id} ({self.key_dtype} -> {self.value_dtype})>"
+
+
+def _opening_maps(getitem: Callable[..., Any]) -> Callable[..., Any]:
+    """h5pyd's ``Group.__getitem__``, and a link to a map opened as a `Map` where h5pyd fails
+    on it (a dangling soft link to it: ``KeyError``; a path through it: ``OSError``)."""
+
+    @functools.wraps(getitem)
+    def __getitem__(self: Any, name: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return getitem(self, name, *args, **kw)
+        except (KeyError, OSError):
+            if not isinstance(name, (str, bytes)):
+                raise
+            text = name.decode("utf-8") if isinstance(name, bytes) else name
+            finder = Map.__new__(Map)
+            finder._connect(_connection(self))
+            try:
+                map_id = finder._map_at(self, text)
+            except (KeyError, OSError):
+                map_id = None
+            finally:
+                finder.close()
+            if map_id is None:
+                raise
+            return Map(self, map_id=map_id)
+
+    __getitem__.opens_maps = True  # type: ignore[attr-defined]
+    return __getitem__
+
+
+def install() -> None:
+    """Let h5pyd's groups open links to maps (``group["name"]`` -> `Map`). Done on import;
+    calling it again changes nothing."""
+    if not getattr(h5pyd.Group.__getitem__, "opens_maps", False):
+        h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)  # type: ignore[method-assign]
+
+
+install()
 
 
 def _jsonable(item: Any) -> Any:

@@ -420,46 +420,80 @@ def after(pairs: Pairs, marker_hrev: int, marker_key: bytes, variable_keys: bool
     return pairs.take((hrev > mh) | ((hrev == mh) & (pairs.keys > np.bytes_(marker_key))))
 
 
+def _fingerprints(keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A cheap 64-bit mix of each key's bytes, eight at a time (equal keys of one width have
+    equal fingerprints; not the placement hash, which works byte by byte)."""
+    width = -(-keys.dtype.itemsize // 8) * 8
+    words = np.ascontiguousarray(keys.astype(f"S{width}")).view("<u8").reshape(len(keys), width // 8)
+    out = np.full(len(keys), _FNV_OFFSET, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for column in words.T:
+            out = (out ^ column) * _MIX
+            out ^= out >> np.uint64(31)
+    return out
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFinder:
+    """The keys of a leaf ready to be searched: their fingerprints sorted, and where each is."""
+
+    keys: np.ndarray[Any, Any]
+    fingerprints: np.ndarray[Any, Any]
+    order: np.ndarray[Any, Any]
+
+    @classmethod
+    def of(cls, keys: np.ndarray[Any, Any]) -> KeyFinder:
+        prints = _fingerprints(keys)
+        order = np.argsort(prints).astype(np.int32)
+        return cls(keys, prints[order], order)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.fingerprints.nbytes + self.order.nbytes)
+
+    def find(self, want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """For each wanted key, its index among the keys, or -1."""
+        if not len(self.keys) or not len(want):
+            return np.full(len(want), -1)
+        # a key wider than every key here is none of them: its cut form only finds candidates
+        prints = _fingerprints(want.astype(self.keys.dtype, copy=False))
+        pos = np.minimum(np.searchsorted(self.fingerprints, prints), len(self.keys) - 1)
+        candidate = self.order[pos].astype(np.int64)
+        same = self.fingerprints[pos] == prints
+        hit = same & (self.keys[candidate] == want)
+        out = np.where(hit, candidate, -1)
+        for i in np.flatnonzero(same & ~hit):  # fingerprints that collide: look at every key
+            match = np.flatnonzero(self.keys == want[i])
+            if len(match):
+                out[i] = match[0]
+        return out
+
+
 def lookup(pairs: Pairs, keys: np.ndarray[Any, Any], variable_keys: bool) -> np.ndarray[Any, Any]:
     """For each key, its index in ``pairs`` (in iteration order) or -1."""
-    if not len(pairs):
-        return np.full(len(keys), -1)
-    width = max(pairs.keys.dtype.itemsize, keys.dtype.itemsize)
-    have = pairs.keys.astype(f"S{width}", copy=False)
-    want = keys.astype(f"S{width}", copy=False)
-    if len(want) <= 16:  # a few keys: a scan each beats hashing the bucket
-        out = np.full(len(want), -1)
+    if len(keys) <= 4:  # a few keys: a scan each beats indexing the bucket
+        width = max(pairs.keys.dtype.itemsize, keys.dtype.itemsize)
+        have = pairs.keys.astype(f"S{width}", copy=False)
+        want = keys.astype(f"S{width}", copy=False)
         if width in (1, 2, 4, 8) and not variable_keys:  # compare as integers: much faster
             have, want = have.view(f"u{width}"), want.view(f"u{width}")
+        out = np.full(len(want), -1)
         for i, k in enumerate(want):
             hit = np.flatnonzero(have == k)
             if len(hit):
                 out[i] = hit[0]
         return out
-    # the pairs are sorted by bit-reversed hash: search by it, then check the keys
-    have_h = bit_reversed(key_hashes(have, variable_keys))
-    want_h = bit_reversed(key_hashes(want, variable_keys))
-    pos = np.searchsorted(have_h, want_h)
-    out = np.full(len(want), -1)
-    pending = np.arange(len(want))
-    while len(pending):
-        p = pos[pending]
-        inside = p < len(have)
-        pending, p = pending[inside], p[inside]
-        same_hash = have_h[p] == want_h[pending]
-        pending, p = pending[same_hash], p[same_hash]
-        hit = have[p] == want[pending]
-        out[pending[hit]] = p[hit]
-        pending = pending[~hit]  # a hash collision: try the next pair of that hash
-        pos[pending] += 1
-    return out
+    return KeyFinder.of(pairs.keys).find(keys)
 
 
 _HEADER = struct.Struct("<4sBBBBQqq")
 HEADER_SIZE = _HEADER.size  # 32
 _MAGIC = b"H5LM"
 _LEAF, _SPLIT = 0, 1
-_VLEN_KEYS, _VLEN_VALUES = 1, 2
+_VLEN_KEYS, _VLEN_VALUES, _RAW_KEYS = 1, 2, 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,14 +502,26 @@ class BucketHeader:
     depth: int
     count: int
     children: tuple[int, int]
+    version: int = 1
+    """1: a leaf's keys and values filtered as one payload; 2: an indexed leaf (model/mapleaf.py)."""
+    key_bytes: int = 0
+    """Format 2: the stored bytes of the key section, after the header."""
+    generation: int = 0
+    """Format 2: a random number drawn by each encoding of the leaf."""
+    raw_keys: bool = False
+    """Format 2: the key section is stored unfiltered (filtering did not make it smaller)."""
 
 
 def parse_header(data: bytes | memoryview) -> BucketHeader:
     if len(data) < HEADER_SIZE:
         raise DataCorruption("map bucket is shorter than its header")
     magic, version, kind, depth, _flags, count, c0, c1 = _HEADER.unpack_from(data)
-    if magic != _MAGIC or version != 1 or kind not in (_LEAF, _SPLIT):
+    if magic != _MAGIC or version not in (1, 2) or kind not in (_LEAF, _SPLIT) or version == 2 and kind != _LEAF:
         raise DataCorruption("not a map bucket")
+    if version == 2:
+        if c0 < 0:
+            raise DataCorruption("not a map bucket")
+        return BucketHeader(False, depth, count, (0, 0), 2, c0, c1, bool(_flags & _RAW_KEYS))
     return BucketHeader(kind == _SPLIT, depth, count, (c0, c1))
 
 
@@ -483,7 +529,15 @@ def split_marker(depth: int, children: tuple[int, int]) -> bytes:
     return _HEADER.pack(_MAGIC, 1, _SPLIT, depth, 0, 0, children[0], children[1])
 
 
-def _section(items: np.ndarray[Any, Any], variable: bool) -> bytes:
+def leaf_header(depth: int, count: int, variable_keys: bool, variable_values: bool, key_bytes: int,
+                generation: int, raw_keys: bool) -> bytes:
+    """The header of a leaf of format 2 (model/mapleaf.py)."""
+    flags = (_VLEN_KEYS if variable_keys else 0) | (_VLEN_VALUES if variable_values else 0) | (_RAW_KEYS if raw_keys else 0)
+    return _HEADER.pack(_MAGIC, 2, _LEAF, depth, flags, count, key_bytes, generation)
+
+
+def section(items: np.ndarray[Any, Any], variable: bool) -> bytes:
+    """Keys or values end to end: packed, or (variable-length) 4-byte lengths then the bytes."""
     if not variable:
         return items.tobytes()
     parts = items.tolist()
@@ -493,7 +547,7 @@ def _section(items: np.ndarray[Any, Any], variable: bool) -> bytes:
 
 def leaf_payload(pairs: Pairs, variable_keys: bool, variable_values: bool) -> bytes:
     """The uncompressed body of a leaf: its keys, then its values."""
-    return _section(pairs.keys, variable_keys) + _section(pairs.values, variable_values)
+    return section(pairs.keys, variable_keys) + section(pairs.values, variable_values)
 
 
 def leaf_bytes(depth: int, count: int, variable_keys: bool, variable_values: bool, encoded: bytes) -> bytes:
@@ -501,7 +555,7 @@ def leaf_bytes(depth: int, count: int, variable_keys: bool, variable_values: boo
     return _HEADER.pack(_MAGIC, 1, _LEAF, depth, flags, count, 0, 0) + encoded
 
 
-def _read_section(view: memoryview, at: int, count: int, variable: bool, width: int,
+def read_section(view: memoryview, at: int, count: int, variable: bool, width: int,
                   kind: str) -> tuple[np.ndarray[Any, Any], int]:
     if not variable:
         end = at + count * width
@@ -526,8 +580,8 @@ def _read_section(view: memoryview, at: int, count: int, variable: bool, width: 
 
 def parse_leaf(payload: bytes, count: int, keys: KeyCodec, values: ValueCodec) -> Pairs:
     view = memoryview(payload)
-    k, at = _read_section(view, 0, count, keys.variable, keys.width, "S")
-    v, at = _read_section(view, at, count, values.variable, values.size, "V")
+    k, at = read_section(view, 0, count, keys.variable, keys.width, "S")
+    v, at = read_section(view, at, count, values.variable, values.size, "V")
     if at != len(view):
         raise DataCorruption("map bucket has trailing bytes")
     return Pairs(k, v)

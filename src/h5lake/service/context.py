@@ -12,6 +12,7 @@ from typing import Any
 from h5lake.chunks.cas import ContentStore
 from h5lake.chunks.catalog import ChunkCatalog
 from h5lake.chunks.fanout import Workers, cpu_pool
+from h5lake.chunks.mapindex import KeyIndexes
 from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
@@ -75,6 +76,9 @@ class Service:
         # split markers of map bucket trees seen by this process (map id -> tree); a split is
         # never undone, so a stale entry only costs a read (h5lake.chunks.mapbuckets)
         self.map_trees: dict[str, dict[int, tuple[int, int, int]]] = {}
+        # key sections of map buckets read by this process, checked against each bucket's
+        # header at every use (h5lake.chunks.mapindex)
+        self.map_indexes = KeyIndexes()
         if self.sources is None:
             self.sources = default_registry(self.allowed_sources)
 

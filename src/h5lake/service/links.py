@@ -34,8 +34,14 @@ def validate_name(name: Any) -> str:
     return name
 
 
+MAP_LINK_PREFIX = "/.maps/"
+"""Where the soft-link form of a link to a map points (see :func:`link_json`)."""
+
+
 def parse_link(body: Any, domain: Domain) -> Doc:
-    """A link as stored: class, created and its target fields."""
+    """A link as stored: class, created and its target fields. A soft link to
+    ``/.maps/<map id>`` (the form a link to a map is shown in, :func:`link_json`) is the hard
+    link to that map, so a client that copies a link it was shown makes the same link."""
     if not isinstance(body, dict):
         raise InvalidInput("a link must be a JSON object")
     cls = body.get("class")
@@ -76,6 +82,13 @@ def parse_link(body: Any, domain: Domain) -> Doc:
         path = body.get("h5path")
         if not isinstance(path, str) or not path:
             raise InvalidInput("soft and external links need a non-empty h5path")
+        map_id = path.removeprefix(MAP_LINK_PREFIX) if kind is LinkClass.SOFT else ""
+        if path.startswith(MAP_LINK_PREFIX) and is_valid_id(map_id) and map_id.startswith("m-"):
+            if not same_domain(map_id, domain.require_root()):
+                raise InvalidInput(f"hard link target {map_id} is not in {domain.path}")
+            link["class"] = LinkClass.HARD.value
+            link["id"] = map_id
+            return link
         link["h5path"] = path
         if kind is LinkClass.EXTERNAL:
             ext = body.get("h5domain", body.get("file", body.get("domain")))
@@ -109,10 +122,6 @@ def _target(link: Doc) -> tuple[Any, ...]:
         link.get("linkClass"),
         link.get("value"),
     )
-
-
-MAP_LINK_PREFIX = "/.maps/"
-"""Where the soft-link form of a link to a map points (see :func:`link_json`)."""
 
 
 def link_json(link: Doc, title: str | None = None) -> Doc:

@@ -17,10 +17,18 @@ from h5lake.model import mapdata as md
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection
 from h5lake.model.types import client_type
-from h5lake.service.access import base_doc, bodies, new_id_for, open_object, parse_link_request, resolve_type
+from h5lake.service.access import (
+    base_doc,
+    bodies,
+    new_id_for,
+    open_object,
+    parse_link_request,
+    resolve_type,
+    update_object,
+)
 from h5lake.service.attributes import parse_attributes
-from h5lake.service.context import Caller, Service
-from h5lake.service.documents import Doc
+from h5lake.service.context import Caller, Service, now
+from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.objects import object_json, store_new_objects
 from h5lake.service.views import Domain
@@ -113,8 +121,8 @@ async def open_map(svc: Service, caller: Caller, domain_path: str, map_id: str, 
         svc.map_trees.clear()
     # the cache holds what the head has; another view (a version) may predate its splits
     tree = svc.map_trees.setdefault(map_id, {}) if domain.view is svc.head else {}
-    buckets = MapBuckets(svc.store, domain.view.chunks(map_id, found.doc.get(FORKED)), map_id, fmt, tree, svc.catalog, domain.path,
-                         svc.workers)
+    buckets = MapBuckets(svc.store, domain.view.chunks(map_id, found.doc.get(FORKED)), map_id, fmt, tree, svc.catalog,
+                         domain.path, svc.workers, svc.map_indexes)
     return OpenMap(domain, found.doc, fmt, buckets)
 
 
@@ -133,6 +141,34 @@ async def get_map(svc: Service, caller: Caller, domain_path: str, map_id: str, *
 
 
 # --- pairs ----------------------------------------------------------------------------------------
+
+
+async def _touch(svc: Service, opened: OpenMap, stamp: float) -> None:
+    """Pair writes move the map's ``lastModified`` to the time they were applied: one
+    conditional update of the document, skipped when another write already moved it that far
+    (so concurrent writers contend on it at most once each)."""
+    map_id = opened.doc["id"]
+
+    def later(doc: Doc) -> Any:
+        if doc.get("lastModified", 0.0) >= stamp:
+            return Unchanged()
+        doc["lastModified"] = stamp
+        return None
+
+    try:
+        # reuse: `later` sets only lastModified (Documents.update)
+        await update_object(svc, opened.domain, map_id, later, reuse=True)
+    except NotFound:
+        return  # the map was deleted meanwhile: its pairs go with it
+    svc.catalog.note_object(opened.domain.path, map_id)
+
+
+async def _applied(svc: Service, opened: OpenMap, pairs: md.Pairs, deleted: np.ndarray[Any, Any]) -> tuple[int, int]:
+    """Apply puts and deletes to the buckets, then stamp the map when something changed."""
+    added, removed = await opened.buckets.apply(pairs, deleted)
+    if removed or not bool(np.all(deleted)):
+        await _touch(svc, opened, now())
+    return added, removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +205,7 @@ async def put_value(svc: Service, caller: Caller, domain_path: str, map_id: str,
         if not isinstance(json, dict) or "value" not in json:
             raise InvalidInput('body must be {"value": ...}')
         values = opened.values.one_from_json(json["value"])
-    added, _ = await opened.buckets.apply(md.Pairs(keys, values), np.zeros(1, dtype=bool))
+    added, _ = await _applied(svc, opened, md.Pairs(keys, values), np.zeros(1, dtype=bool))
     return added > 0
 
 
@@ -187,7 +223,7 @@ async def put_values(svc: Service, caller: Caller, domain_path: str, map_id: str
         keys = opened.keys.from_json(json["keys"])
         values = opened.values.from_json(json.get("values"), len(keys))
     _check_batch(len(keys))
-    added, _ = await opened.buckets.apply(md.Pairs(keys, values), np.zeros(len(keys), dtype=bool))
+    added, _ = await _applied(svc, opened, md.Pairs(keys, values), np.zeros(len(keys), dtype=bool))
     return added
 
 
@@ -256,7 +292,7 @@ async def delete_values(svc: Service, caller: Caller, domain_path: str, map_id: 
     filler = np.empty(len(arr), dtype=object) if opened.values.variable else np.zeros(len(arr), dtype=f"V{opened.values.size}")
     if opened.values.variable:
         filler[:] = [b""] * len(arr)
-    _, removed = await opened.buckets.apply(md.Pairs(arr, filler), np.ones(len(arr), dtype=bool))
+    _, removed = await _applied(svc, opened, md.Pairs(arr, filler), np.ones(len(arr), dtype=bool))
     if must_exist and removed == 0:
         raise NotFound(f"key {keys.text!r} is not in map {map_id}")
     return removed
