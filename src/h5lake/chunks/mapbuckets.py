@@ -321,19 +321,26 @@ class MapBuckets:
         pairs = at[at >= 0]
         holding = section.blocks_of(pairs)
         blocks = np.unique(holding)
-        offsets, sizes = section.offsets[blocks].tolist(), section.sizes[blocks].tolist()
-        ranges = [(0, md.HEADER_SIZE), *zip(offsets, sizes)]
+        size = self.fmt.values.size
+        exact = not self.fmt.values.variable and bool(section.raw[blocks].all())
+        if exact:  # values stored as they are: read just their bytes
+            starts = (section.offsets[holding] + (pairs - section.first[holding]) * size).tolist()
+            ranges = [(0, md.HEADER_SIZE), *((start, size) for start in starts)]
+        else:
+            ranges = [(0, md.HEADER_SIZE), *zip(section.offsets[blocks].tolist(), section.sizes[blocks].tolist())]
         parts = await source.get_ranges(key, ranges)
         if parts is None or len(parts[0]) < md.HEADER_SIZE or md.parse_header(parts[0]) != index.header:
             return None
-        if any(len(p) != size for p, size in zip(parts[1:], sizes)):
+        if any(len(p) != n for p, (_, n) in zip(parts[1:], ranges[1:])):
             return None
         if not len(pairs):
             return Found(at, self.fmt.defaults(0))
+        if exact:
+            return Found(at, np.frombuffer(b"".join(parts[1:]), dtype=f"V{size}"))
         counts = section.counts[blocks]
         block_values = await self.workers.cpu(mapleaf.decode_blocks, parts[1:], counts.tolist(),
                                               section.raw[blocks].tolist(), self.fmt.values, self.fmt.pipeline.decode,
-                                              size=sum(sizes))
+                                              size=sum(n for _, n in ranges))
         # the position of each found pair among the values of the blocks read
         which = np.searchsorted(blocks, holding)
         return Found(at, block_values[(np.cumsum(counts) - counts - section.first[blocks])[which] + pairs])

@@ -36,6 +36,9 @@ VALUE_BLOCK = 4096
 """Values are cut into blocks of about this many bytes (one larger value is a block alone)."""
 _RAW = 1 << 31
 """In a block's pair count: the block is stored unfiltered."""
+INCOMPRESSIBLE = 0.97
+"""When the filters shrink a leaf's values together by less than this, every block is stored
+unfiltered without trying each (a filter call costs tens of microseconds)."""
 
 Encode = Callable[[bytes], bytes]
 Decode = Callable[[bytes | memoryview], bytes]
@@ -91,11 +94,16 @@ def encode(depth: int, pairs: md.Pairs, variable_keys: bool, variable_values: bo
     """A leaf of format 2 holding ``pairs`` (in iteration order)."""
     bounds = block_bounds(pairs.values, variable_values)
     if variable_values:
-        blocks = [_smaller(md.section(pairs.values[a:b], True), encode_bytes) for a, b in bounds]
+        parts = [md.section(pairs.values[a:b], True) for a, b in bounds]
     else:
         raw = memoryview(pairs.values.tobytes())
         size = pairs.values.dtype.itemsize
-        blocks = [_smaller(bytes(raw[a * size : b * size]), encode_bytes) for a, b in bounds]
+        parts = [bytes(raw[a * size : b * size]) for a, b in bounds]
+    whole = b"".join(parts)
+    if len(parts) > 1 and len(encode_bytes(whole)) >= len(whole) * INCOMPRESSIBLE:
+        blocks = [(part, True) for part in parts]  # the values do not compress: no block will
+    else:
+        blocks = [_smaller(part, encode_bytes) for part in parts]
     table = np.empty(1 + 2 * len(bounds), dtype="<u4")
     table[0] = len(bounds)
     table[1 : 1 + len(bounds)] = [(b - a) | (_RAW if unfiltered else 0) for (a, b), (_, unfiltered) in zip(bounds, blocks)]
