@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from h5lake.chunks.capability import gets_ranges
 from h5lake.chunks.catalog import ChunkCatalog
 from h5lake.chunks.engine import fetch
 from h5lake.chunks.fanout import Workers
@@ -130,6 +131,7 @@ class MapBuckets:
         self.store, self.locator, self.map_id, self.fmt = store, locator, map_id, fmt
         self.tree, self.catalog, self.domain, self.workers = tree, catalog, domain, workers
         self.indexes = indexes if indexes is not None else KeyIndexes(0)
+        self.value_size = fmt.values.size  # 0 for variable-length values
 
     def key(self, node: int) -> str:
         return chunk_key(self.map_id, (node,))
@@ -237,6 +239,7 @@ class MapBuckets:
         hashes = md.key_hashes(keys, self.fmt.keys.variable)
         found = np.zeros(len(keys), dtype=bool)
         values = self.fmt.defaults(len(keys))
+        prints = None if self.fmt.keys.variable else md.fingerprints(keys)  # a fixed width: once for all
 
         async def resolve(start: int, depth: int, idx: np.ndarray[Any, Any]) -> None:
             groups = self.route(hashes[idx], start, depth)
@@ -244,7 +247,7 @@ class MapBuckets:
             async def one(item: tuple[tuple[int, int], np.ndarray[Any, Any]]) -> None:
                 (node, d), sub = item
                 where = idx[sub]
-                got = await self._probe(node, d, keys[where])
+                got = await self._probe(node, d, keys[where], None if prints is None else prints[where])
                 if not isinstance(got, Found):  # a split marker
                     await resolve(node, d, where)
                     return
@@ -257,7 +260,8 @@ class MapBuckets:
         await resolve(0, 0, np.arange(len(keys)))
         return found, values
 
-    async def _probe(self, node: int, depth: int, want: np.ndarray[Any, Any]) -> Found | tuple[int, int]:
+    async def _probe(self, node: int, depth: int, want: np.ndarray[Any, Any],
+                     prints: np.ndarray[Any, Any] | None = None) -> Found | tuple[int, int]:
         """The children of a split marker (recorded in the tree), or the wanted keys found in a
         leaf. A leaf of format 2 larger than one read is read in part: its header and key
         section (unless this process holds them: ``self.indexes``), then, with the header
@@ -265,20 +269,21 @@ class MapBuckets:
         ref = await self.locator.locate((node,))
         if ref is None:
             return Found(np.full(len(want), -1), self.fmt.defaults(0))
-        if ref.offset is None and isinstance(ref.source, GetRanges):
+        if ref.offset is None and gets_ranges(ref.source):
             known = self.indexes.get(ref.key)
             if known is not None:
-                got = await self._probe_indexed(ref.source, ref.key, known, want)
+                got = await self._probe_indexed(ref.source, ref.key, known, want, prints)
                 if got is not None:
                     return got
                 self.indexes.drop(ref.key)  # the bucket changed since
-            head = await ref.source.get_range(ref.key, 0, PROBE_BYTES)
-            if head is None:
+            first = await ref.source.get_ranges(ref.key, [(0, PROBE_BYTES)])
+            if first is None:
                 return Found(np.full(len(want), -1), self.fmt.defaults(0))
+            head = first[0]
             header = md.parse_header(head)
             if header.version == 2 and len(head) == PROBE_BYTES:
                 index = await self._read_index(ref.source, ref.key, header, head)
-                got = None if index is None else await self._probe_indexed(ref.source, ref.key, index, want)
+                got = None if index is None else await self._probe_indexed(ref.source, ref.key, index, want, prints)
                 if got is not None:
                     assert index is not None
                     self.indexes.put(ref.key, index)
@@ -312,21 +317,21 @@ class MapBuckets:
             stored = memoryview(head[md.HEADER_SIZE :] + rest[1])
         return await self.workers.cpu(self.fmt.index, header, stored, size=header.key_bytes * 4)
 
-    async def _probe_indexed(self, source: GetRanges, key: str, index: KeyIndex,
-                             want: np.ndarray[Any, Any]) -> Found | None:
+    async def _probe_indexed(self, source: GetRanges, key: str, index: KeyIndex, want: np.ndarray[Any, Any],
+                             prints: np.ndarray[Any, Any] | None) -> Found | None:
         """The wanted keys found through the key section ``index``, reading the header and the
         value blocks wanted at once; None when the bucket is no longer the one indexed."""
         section = index.section
-        at = index.finder.find(want)
+        at = index.finder.find(want, prints)
         pairs = at[at >= 0]
         holding = section.blocks_of(pairs)
-        blocks = np.unique(holding)
-        size = self.fmt.values.size
-        exact = not self.fmt.values.variable and bool(section.raw[blocks].all())
+        size = self.value_size
+        exact = size > 0 and bool(section.raw[holding].all())
         if exact:  # values stored as they are: read just their bytes
             starts = (section.offsets[holding] + (pairs - section.first[holding]) * size).tolist()
             ranges = [(0, md.HEADER_SIZE), *((start, size) for start in starts)]
         else:
+            blocks = np.unique(holding)
             ranges = [(0, md.HEADER_SIZE), *zip(section.offsets[blocks].tolist(), section.sizes[blocks].tolist())]
         parts = await source.get_ranges(key, ranges)
         if parts is None or len(parts[0]) < md.HEADER_SIZE or md.parse_header(parts[0]) != index.header:

@@ -420,7 +420,7 @@ def after(pairs: Pairs, marker_hrev: int, marker_key: bytes, variable_keys: bool
     return pairs.take((hrev > mh) | ((hrev == mh) & (pairs.keys > np.bytes_(marker_key))))
 
 
-def _fingerprints(keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def fingerprints(keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """A cheap 64-bit mix of each key's bytes, eight at a time (equal keys of one width have
     equal fingerprints; not the placement hash, which works byte by byte)."""
     width = -(-keys.dtype.itemsize // 8) * 8
@@ -446,7 +446,7 @@ class KeyFinder:
 
     @classmethod
     def of(cls, keys: np.ndarray[Any, Any]) -> KeyFinder:
-        prints = _fingerprints(keys)
+        prints = fingerprints(keys)
         order = np.argsort(prints).astype(np.int32)
         return cls(keys, prints[order], order)
 
@@ -454,12 +454,14 @@ class KeyFinder:
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.fingerprints.nbytes + self.order.nbytes)
 
-    def find(self, want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """For each wanted key, its index among the keys, or -1."""
+    def find(self, want: np.ndarray[Any, Any], prints: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
+        """For each wanted key, its index among the keys, or -1. ``prints``: the wanted keys'
+        fingerprints when they have the keys' width."""
         if not len(self.keys) or not len(want):
             return np.full(len(want), -1)
-        # a key wider than every key here is none of them: its cut form only finds candidates
-        prints = _fingerprints(want.astype(self.keys.dtype, copy=False))
+        if prints is None or want.dtype != self.keys.dtype:
+            # a key wider than every key here is none of them: its cut form only finds candidates
+            prints = fingerprints(want.astype(self.keys.dtype, copy=False))
         pos = np.minimum(np.searchsorted(self.fingerprints, prints), len(self.keys) - 1)
         candidate = self.order[pos].astype(np.int64)
         same = self.fingerprints[pos] == prints
