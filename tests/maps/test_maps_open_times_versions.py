@@ -45,6 +45,9 @@ def test_a_map_opens_through_its_link_from_a_group(h5file: Any, endpoint: str, d
         assert Map(f["g"]["ids"]).id == made.id
         assert f["g/ids"].id == made.id and f["/g/ids"][7] == 0.5
         assert dict(f["g"].items())["ids"].id == made.id
+        assert f[made.id].id == made.id and f["g"][made.id][8] == 1.5  # by id, as the seed opens a map
+        with pytest.raises(KeyError):
+            f["m-00000000-00000000-0000-000000-000000"]
         ro = Map(f["g"]["ids"])
         with pytest.raises(OSError):
             ro[9] = 2.0  # opened from a read-only file

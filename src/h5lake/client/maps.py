@@ -9,8 +9,8 @@ values are numpy dtypes, as in h5py; fixed-size pairs travel packed, others as J
 The server shows a link to a map as a soft link to ``/.maps/<map id>`` (h5pyd 1.0 knows no map
 ids), which h5pyd cannot follow. Importing this module therefore teaches h5pyd's ``Group`` to
 open such a link as a `Map` (:func:`install`): ``group["name"]`` then gives the map, as
-``H5Oopen`` does in HDF5, and ``Map(group["name"])`` is the same map. Every other name is
-left to h5pyd.
+``H5Oopen`` does in HDF5, and ``Map(group["name"])`` is the same map; ``group[map_id]`` opens
+a map by its id, as h5pyd opens other objects. Every other name is left to h5pyd.
 """
 
 from __future__ import annotations
@@ -372,6 +372,11 @@ def _opening_maps(getitem: Callable[..., Any]) -> Callable[..., Any]:
             if not isinstance(name, (str, bytes)):
                 raise
             text = name.decode("utf-8") if isinstance(name, bytes) else name
+            if text.startswith("m-") and "/" not in text:  # a map's id, as h5pyd opens other objects by id
+                try:
+                    return Map(self, map_id=text)
+                except MapError:
+                    raise KeyError(text) from None
             finder = Map.__new__(Map)
             finder._connect(_connection(self))
             try:
