@@ -194,3 +194,28 @@ def test_batch_reads_of_large_buckets_read_in_part(client: Client) -> None:
     single = client.get(f"/maps/{m}/keys", params={"Limit": 100000, "IncludeValues": 1}, headers={"Accept": OCTET})
     records = np.frombuffer(single.content, dtype=[("k", "V16"), ("v", "V300")])
     assert {bytes(k): bytes(v) for k, v in zip(records["k"], records["v"])} == model
+
+
+def test_batch_reads_across_many_buckets(client: Client) -> None:
+    """A batch read of many keys of a map split many times (routed through a table of its
+    leaves) finds exactly the keys there, before and after more splits."""
+    root = client.get("/").json()["root"]
+    r = client.post("/maps", json={"key_type": "H5T_STD_I64LE", "value_type": "H5T_STD_I64LE",
+                                   "creationProperties": {"bucketBytes": 4096}, "link": {"id": root, "name": "m"}})
+    m = r.json()["id"]
+    rng = np.random.default_rng(11)
+    present: set[int] = set()
+    for _ in range(2):
+        keys = rng.integers(-(10**9), 10**9, 15_000).astype("<i8")
+        records = np.empty(len(keys), dtype=[("k", "<i8"), ("v", "<i8")])
+        records["k"], records["v"] = keys, keys * 7
+        assert client.put(f"/maps/{m}/keys", data=records.tobytes(), headers={"Content-Type": OCTET}).status_code == 200
+        present |= set(keys.tolist())
+        assert client.get(f"/maps/{m}", params={"verbose": 1}).json()["stats"]["bucketCount"] > 100
+        probe = np.concatenate([rng.choice(np.array(sorted(present), dtype="<i8"), 3000),
+                                rng.integers(-(10**9), 10**9, 2000).astype("<i8")])
+        reply = client.post(f"/maps/{m}/keys", data=probe.tobytes(), headers={"Content-Type": OCTET, "Accept": OCTET})
+        found = np.frombuffer(reply.content[: len(probe)], dtype=np.uint8).astype(bool)
+        values = np.frombuffer(reply.content[len(probe) :], dtype="<i8")
+        assert found.tolist() == [int(k) in present for k in probe]
+        assert (values[found] == probe[found] * 7).all() and not values[~found].any()

@@ -119,6 +119,51 @@ class Found:
     values: np.ndarray[Any, Any]
 
 
+TABLE_BITS = 16
+"""Route through a table of the leaves by the low hash bits when no leaf is deeper than this."""
+
+
+LeafTable = tuple[list[tuple[int, int]], np.ndarray[Any, Any], int]
+_TABLES: dict[int, tuple[Tree, int, LeafTable | None]] = {}
+"""Leaf tables by the id of their tree, with the tree (kept, so the id is not reused) and its
+size when made: a tree only grows (a split is never undone), so the same size is the same tree."""
+
+
+def _leaf_table(tree: Tree) -> LeafTable | None:
+    """The leaves of a tree (as far as known: (bucket, depth)) and, for each value of the low
+    ``bits`` bits of a key hash, the index of the leaf it falls in; None when a leaf is deeper
+    than ``TABLE_BITS`` (routing node by node is then cheaper)."""
+    known = _TABLES.get(id(tree))
+    if known is not None and known[0] is tree and known[1] == len(tree):
+        return known[2]
+    if len(_TABLES) >= 256:
+        _TABLES.clear()
+    size = len(tree)
+    table = _make_leaf_table(tree)
+    _TABLES[id(tree)] = (tree, size, table)
+    return table
+
+
+def _make_leaf_table(tree: Tree) -> LeafTable | None:
+    leaves: list[tuple[int, int, int]] = []  # bucket, depth, path bits
+    pending = [(0, 0, 0)]
+    while pending:
+        node, depth, path = pending.pop()
+        split = tree.get(node)
+        if split is None:
+            leaves.append((node, depth, path))
+        elif depth >= TABLE_BITS:
+            return None
+        else:
+            pending.append((split[1], depth + 1, path))
+            pending.append((split[2], depth + 1, path | 1 << depth))
+    bits = max(d for _, d, _ in leaves)
+    slots = np.empty(1 << bits, dtype=np.int64)
+    for i, (_, depth, path) in enumerate(leaves):
+        slots[path :: 1 << depth] = i  # every value whose low `depth` bits are the leaf's path
+    return [(n, d) for n, d, _ in leaves], slots, bits
+
+
 def _new_bucket_number() -> int:
     return secrets.randbits(62) + 1
 
@@ -139,6 +184,16 @@ class MapBuckets:
     # -- placing keys
     def route(self, hashes: np.ndarray[Any, Any], start: int = 0, depth: int = 0) -> dict[tuple[int, int], np.ndarray[Any, Any]]:
         """(leaf as far as known, its depth) -> indexes of the keys it holds."""
+        if start == 0 and len(hashes) > 64 and len(self.tree) > 8:
+            table = _leaf_table(self.tree)
+            if table is not None:
+                leaves, slots, low_bits = table
+                at = slots[(hashes & np.uint64((1 << low_bits) - 1)).astype(np.int64)]
+                order = np.argsort(at, kind="stable")
+                ordered = at[order]
+                starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+                ends = [*starts[1:].tolist(), len(order)]
+                return {leaves[leaf]: order[a:b] for leaf, a, b in zip(ordered[starts].tolist(), starts.tolist(), ends)}
         groups: dict[tuple[int, int], np.ndarray[Any, Any]] = {}
         pending = [(start, depth, np.arange(len(hashes)))]
         while pending:
