@@ -56,6 +56,8 @@ def test_a_map_opens_through_its_link_from_a_group(h5file: Any, endpoint: str, d
         assert isinstance(f["g"], h5pyd.Group)
     with pytest.raises(TypeError):
         Map(m, "ids")
+    named_like_an_id = Map.create(h5file, "m-ids", key_dtype="i2", value_dtype="i2")
+    assert h5file["m-ids"].id == named_like_an_id.id  # a link name, though it starts as a map id does
 
 
 def test_a_copied_link_to_a_map_is_a_link_to_the_map(client: Client) -> None:

@@ -39,7 +39,7 @@ def test_fixed_pairs_whole_and_in_part(filters: list[dict[str, object]]) -> None
     assert back.keys.tolist() == pairs.keys.tolist() and back.values.tobytes() == pairs.values.tobytes()
     index = fmt.index(header, memoryview(data)[md.HEADER_SIZE :])
     section = index.section
-    assert len(section.counts) > 20 and int(section.counts.sum()) == n  # blocks of about 4 KiB
+    assert len(section.counts) > 5 and int(section.counts.sum()) == n  # blocks of about 16 KiB
     if filters:
         assert section.raw.any() and not section.raw.all()  # incompressible blocks stored as they are
     want = md.KeyCodec(I64).from_json([5, 1000, 199, 0])

@@ -376,7 +376,7 @@ def _opening_maps(getitem: Callable[..., Any]) -> Callable[..., Any]:
                 try:
                     return Map(self, map_id=text)
                 except MapError:
-                    raise KeyError(text) from None
+                    pass  # no such map: perhaps a link of that name
             finder = Map.__new__(Map)
             finder._connect(_connection(self))
             try:

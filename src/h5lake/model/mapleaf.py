@@ -32,7 +32,7 @@ import numpy as np
 from h5lake.errors import DataCorruption
 from h5lake.model import mapdata as md
 
-VALUE_BLOCK = 4096
+VALUE_BLOCK = 16 * 1024
 """Values are cut into blocks of about this many bytes (one larger value is a block alone)."""
 _RAW = 1 << 31
 """In a block's pair count: the block is stored unfiltered."""
