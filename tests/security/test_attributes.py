@@ -96,6 +96,11 @@ def test_an_objects_attributes_together_are_bounded(target: Target) -> None:
         stored.append(f"a{i}")
     assert ATTRIBUTES_PER_OBJECT <= len(stored) < 2 * ATTRIBUTES_PER_OBJECT
     assert sorted(target.names(gid)) == sorted(stored)
+    # nor may an object be created with them inline
+    inline = {f"a{i}": {"type": "H5T_IEEE_F64LE", "shape": [each], "value": (values + i).tolist()}
+              for i in range(2 * ATTRIBUTES_PER_OBJECT)}
+    made = requests.post(target.ep + "/groups", params={"domain": DOMAIN}, json={"attributes": inline}, auth=A, timeout=60)
+    assert "for one object" in _refused(made)
     # what was stored is intact, and replacing an attribute by a smaller one still works
     first = requests.get(f"{target.ep}/groups/{gid}/attributes/a0", params={"domain": DOMAIN}, auth=A, timeout=10).json()
     assert np.array_equal(np.asarray(first["value"]), values)

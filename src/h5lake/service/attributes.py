@@ -177,6 +177,12 @@ def _add_attributes(doc: Doc, new: dict[str, Doc], limit: int) -> Any:
         changed = True
     if not changed:
         return Unchanged(PutOutcome.UNCHANGED)
+    _check_total(attrs, limit)
+    doc["lastModified"] = now()
+    return PutOutcome.CREATED
+
+
+def _check_total(attrs: dict[str, Doc], limit: int) -> None:
     total = len(orjson.dumps(attrs))
     if total > limit:
         raise TooLarge(
@@ -184,8 +190,6 @@ def _add_attributes(doc: Doc, new: dict[str, Doc], limit: int) -> Any:
             f"({ATTRIBUTES_PER_OBJECT} x --max-attribute-bytes; every read of the object parses them): "
             "store large values in a dataset"
         )
-    doc["lastModified"] = now()
-    return PutOutcome.CREATED
 
 
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
@@ -213,7 +217,9 @@ async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str,
         if not all(isinstance(a, dict) and "name" in a for a in body):
             raise InvalidInput("a list of attributes needs a name in each")
         body = {a["name"]: a for a in body}
-    return await _parse_many(svc, domain, body, False)
+    parsed = await _parse_many(svc, domain, body, False)
+    _check_total(parsed, ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size)
+    return parsed
 
 
 async def put_attribute(
