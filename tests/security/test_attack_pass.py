@@ -165,3 +165,26 @@ def test_large_map_batches_leave_others_served(target: Target, long_keys: tuple[
     assert gone.status_code == 200, gone.text[:200]
     left = requests.post(url, params={"domain": DOMAIN}, json={"keys": [keys[0], keys[-1]]}, auth=A, timeout=60).json()
     assert left["values"][1] == len(keys) - 1
+
+
+def test_long_name_globs_are_refused(target: Target) -> None:
+    """Python turns a glob with n ``[`` into a regular expression in ~n**2 time, holding the
+    interpreter (5,000 of them: 8.5 s); a pattern is at most 256 characters."""
+    ep, params = target.ep, {"domain": DOMAIN}
+    for name in ("alpha", "beta", "alps"):
+        assert requests.put(f"{ep}/groups/{target.root}/links/{name}", params=params, json={"h5path": "/x"},
+                            auth=A, timeout=10).status_code == 201
+        assert requests.put(f"{ep}/groups/{target.root}/attributes/{name}", params=params, auth=A, timeout=10,
+                            json={"type": "H5T_STD_I32LE", "shape": [], "value": 1}).status_code == 201
+    listings = [(f"{ep}/groups/{target.root}/links", params, "links"),
+                (f"{ep}/groups/{target.root}/attributes", params, "attributes"),
+                (ep + "/domains", {"domain": "/home/admin/"}, "domains")]
+    for url, base, _ in listings:
+        for pattern in ("[" * 5000, "*a" * 2000 + "b"):
+            reply = requests.get(url, params={**base, "pattern": pattern}, auth=A, timeout=60)
+            assert reply.status_code == 400 and "pattern is at most 256" in reply.json()["error"]["message"], reply.text[:200]
+    for url, base, key in listings[:2]:
+        found = requests.get(url, params={**base, "pattern": "al*"}, auth=A, timeout=10).json()[key]
+        assert sorted(item.get("title", item.get("name")) for item in found) == ["alpha", "alps"]
+    domains = requests.get(ep + "/domains", params={"domain": "/home/admin/", "pattern": "pass3*"}, auth=A, timeout=10)
+    assert [d["name"] for d in domains.json()["domains"]] == [DOMAIN]

@@ -15,7 +15,6 @@ the h5py API expect ``attrs[name] = value`` to overwrite. An identical PUT answe
 from __future__ import annotations
 
 import base64
-import fnmatch
 import math
 from typing import Any
 
@@ -24,6 +23,7 @@ import orjson
 from h5lake.errors import Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import int_scalar, json_to_array
+from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, item_size, type_class
@@ -361,7 +361,8 @@ def _listed(
 ) -> list[Doc]:
     """``max_data_size`` (HSDS): values of more bytes than that are left out (0: no limit)."""
     if pattern:
-        attrs = {n: a for n, a in attrs.items() if fnmatch.fnmatchcase(n, pattern)}
+        check_pattern(pattern)
+        attrs = {n: a for n, a in attrs.items() if matches(n, pattern)}
     if names is not None:
         missing = [n for n in names if n not in attrs]
         if missing:
