@@ -125,6 +125,10 @@ class Settings(BaseSettings):
     max_chunk_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
     )
+    max_attribute_bytes: int = Field(
+        1024 * 1024, ge=1024, le=64 * 1024 * 1024,
+        description="largest attribute as stored (JSON text); an object's attributes together: 4 times this",
+    )
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
     compact_max_bytes: int = Field(
         64 * 1024, ge=0, le=1024 * 1024, description="largest stored values a dataset keeps in its document (0: none)"

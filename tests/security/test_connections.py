@@ -93,7 +93,9 @@ def test_connection_cap_answers_503_then_recovers(tmp_path: Path) -> None:
     held = [_connect(srv.endpoint) for _ in range(25)]
     try:
         time.sleep(0.3)
-        assert requests.get(srv.endpoint + "/about", timeout=5).status_code == 503
+        busy = requests.get(srv.endpoint + "/about", timeout=5)
+        assert busy.status_code == 503 and busy.headers["content-type"] == "application/json; charset=utf-8", busy.text
+        assert "--max-connections" in busy.json()["error"]["message"] and busy.headers["retry-after"] == "1"
         assert not _wait_closed(held, 30)
         assert requests.get(srv.endpoint + "/about", timeout=5).status_code == 200
     finally:

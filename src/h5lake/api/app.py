@@ -67,6 +67,7 @@ def build_service(settings: Settings, store: Store) -> Service:
             settings.max_request_bytes,
             settings.max_json_bytes,
             settings.compact_max_bytes,
+            settings.max_attribute_bytes,
         ),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,

@@ -21,8 +21,8 @@ the end of such a body the connection's parser is replaced by a fresh one for th
 Nor does uvicorn bound a request's head: a client could send a gigabyte of headers within the
 deadline, or a hundred thousand of them, all buffered. A head over ``MAX_HEAD_BYTES`` or with
 more than ``MAX_HEADERS`` fields is answered 431 and the connection closed. Every answer the
-protocol gives itself (these, and uvicorn's 400 for a request it cannot parse) is JSON in the
-shape of the application's errors.
+protocol gives itself (these, uvicorn's 400 for a request it cannot parse and its 503 over
+``limit_concurrency``) is JSON in the shape of the application's errors.
 """
 
 from __future__ import annotations
@@ -51,20 +51,28 @@ def error_bytes(status: int, message: str) -> bytes:
     return orjson.dumps({"error": {"status": status, "message": message}})
 
 
-def _refusal(status: int, message: str) -> Any:
+def _refusal(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
     """An ASGI application answering ``status`` with ``message`` and closing the connection."""
     body = error_bytes(status, message)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
-            (b"content-type", b"application/json"),
+            (b"content-type", b"application/json; charset=utf-8"),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
+            *extra,
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     return app
+
+
+_BUSY = _refusal(
+    503,
+    "the server has as many connections as --max-connections allows; try again shortly",
+    ((b"retry-after", b"1"),),
+)
 
 
 class _Fill:
@@ -99,7 +107,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         head = [b"HTTP/1.1 %d %s\r\n" % (status, phrase)]
         head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
         head += [
-            b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+            b"content-type: application/json; charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body)
         ]
         self.transport.write(b"".join(head) + body)
         self.transport.close()
@@ -182,14 +190,20 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             refused = _refusal(431, f"request headers exceed {MAX_HEAD_BYTES} bytes")
         elif len(self.headers) > MAX_HEADERS:
             refused = _refusal(431, f"a request may have at most {MAX_HEADERS} header fields")
+        elif self._over_capacity():
+            refused = _BUSY
+            self.logger.warning("Exceeded concurrency limit.")
         if refused is None:
             super().on_headers_complete()
         else:
-            app, self.app = self.app, refused  # uvicorn starts the request's cycle with self.app
+            # uvicorn starts the request's cycle with self.app, or with its own plain-text 503
+            # when over ``limit_concurrency``: neither is consulted for a refused request
+            app, self.app = self.app, refused
+            limit, self.limit_concurrency = self.limit_concurrency, None
             try:
                 super().on_headers_complete()
             finally:
-                self.app = app
+                self.app, self.limit_concurrency = app, limit
         self._arm(self.body_timeout)
         if self.cycle is None or self.cycle.scope is not self.scope:
             return  # an upgrade: not ours to read
@@ -203,6 +217,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                 length = value
         if length is not None and length.isdigit():
             self._content_left = int(length)
+
+    def _over_capacity(self) -> bool:
+        """uvicorn's own test for ``limit_concurrency`` (``--max-connections``)."""
+        limit = self.limit_concurrency
+        return limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
 
     def on_body(self, body: bytes) -> None:
         self._content_left -= len(body)

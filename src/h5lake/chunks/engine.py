@@ -29,6 +29,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import Conflict, DataCorruption, ReadOnly
+from h5lake.model.distinct import distinct
 from h5lake.model.projection import (
     ChunkProjection,
     PointProjection,
@@ -87,7 +88,8 @@ async def read_part(
         await workers.cpu(ranges.assemble, box, request, data, size=request.length)
 
     await bounded(ranges.group_requests(plan), one, PART_CONCURRENCY)
-    return elements_from_buffer(box.data, layout.dtype, plan.box_shape)[plan.box_selection]
+    found = elements_from_buffer(box.data, layout.dtype, plan.box_shape)
+    return await workers.cpu(_pick, found, plan.box_selection, size=_picking_work(plan.box_selection))
 
 
 NATIVE_PART_FRACTION = 4  # read a native chunk in part only when that saves 3/4 of its bytes
@@ -173,7 +175,7 @@ def point_ranges(
     if coords.shape[0] * itemsize * POINT_FRACTION > codec.chunk_bytes:
         return None
     flat = np.ravel_multi_index(tuple(coords.T), layout.chunk_shape) * itemsize
-    starts = np.unique(flat)
+    starts = distinct(flat)
     breaks = np.flatnonzero(np.diff(starts) > POINT_GAP) + 1
     if breaks.size + 1 > MAX_POINT_RANGES:
         return None
@@ -188,7 +190,7 @@ def point_ranges(
 
 
 async def read_point_ranges(
-    layout: DatasetLayout, ref: ChunkRef, plan: tuple[np.ndarray, np.ndarray]
+    layout: DatasetLayout, ref: ChunkRef, plan: tuple[np.ndarray, np.ndarray], workers: Workers
 ) -> np.ndarray | None:
     requests, elements = plan
     pieces = await ref.source.get_ranges(ref.key, requests.tolist())  # type: ignore[attr-defined]
@@ -197,7 +199,8 @@ async def read_point_ranges(
     if any(len(piece) != n for piece, n in zip(pieces, requests[:, 1].tolist())):
         raise DataCorruption(f"chunk {ref.key} holds fewer bytes than its shape needs")
     joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    return elements_from_buffer(joined, layout.dtype, (len(joined) // layout.dtype.itemsize,))[elements]
+    found = elements_from_buffer(joined, layout.dtype, (len(joined) // layout.dtype.itemsize,))
+    return await workers.cpu(_pick, found, (elements,), size=POINT_WORK * elements.size)
 
 
 async def load_points(
@@ -210,9 +213,10 @@ async def load_points(
         ref = await layout.locator.locate(p.chunk_index)
     if ref is None:
         return None
-    plan = point_ranges(layout, ref, p.chunk_coords)
+    # sorting the points' offsets: on the CPU pool for many points, as their grouping is
+    plan = await workers.cpu(point_ranges, layout, ref, p.chunk_coords, size=POINT_WORK * p.chunk_coords.shape[0])
     if plan is not None:
-        return await read_point_ranges(layout, ref, plan)
+        return await read_point_ranges(layout, ref, plan, workers)
     return await load_selected(layout, p.chunk_index, p.chunk_selection, workers, ref)
 
 
@@ -239,9 +243,23 @@ async def load_selected(
     if stored is None:
         return None
     chunk = await workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+    return await workers.cpu(_pick, chunk, chunk_selection, size=_picking_work(chunk_selection))
+
+
+def _pick(array: np.ndarray, selection: tuple[Any, ...]) -> np.ndarray:
     # the Ellipsis keeps an array where every index is an integer: ``chunk[()]`` of a scalar
     # dataset of a variable-length type would be its element (a sequence), not a 0-d array
-    return chunk[(*chunk_selection, ...)]
+    return array[(*selection, ...)]
+
+
+def _picking_work(selection: tuple[Any, ...]) -> int:
+    """Bytes of work of ``_pick``: slices make a view, index arrays (points, coordinate lists)
+    a copy of as many elements."""
+    return sum(POINT_WORK * s.size for s in selection if isinstance(s, np.ndarray))
+
+
+def _place(out: np.ndarray, positions: np.ndarray, value: Any) -> None:
+    out[(positions, ...)] = value
 
 
 # --- optional store capabilities ---------------------------------------------------------------
@@ -360,14 +378,13 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
 
     async def placed(p: PointProjection, ref: ChunkRef | None) -> None:
         part = None if ref is None else await load_points(layout, p, workers, ref)
-        out[(p.out_positions, ...)] = layout.fill if part is None else part
+        value = layout.fill if part is None else part
+        await workers.cpu(_place, out, p.out_positions, value, size=POINT_WORK * p.out_positions.size)
 
     async def one(p: PointProjection) -> None:
         await placed(p, await layout.locator.locate(p.chunk_index))
 
-    # grouping millions of points by chunk is seconds of sorting (numpy lets go of the
-    # interpreter for it): on the CPU pool, so the event loop serves others meanwhile
-    grouped = await workers.cpu(_grouped_points, points, layout, size=16 * points.npoints)
+    grouped = await group_points(points, layout, workers)
     projections = await _points_written(layout, grouped, out)
     with lanes.bulk():
         if getattr(layout.locator, "ranged", False):
@@ -375,6 +392,15 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
         else:
             await workers.each(projections, one)
     return out
+
+
+POINT_WORK = 16  # bytes of work counted per point (their coordinates and position), for Workers.cpu
+
+
+async def group_points(points: PointSelection, layout: DatasetLayout, workers: Workers) -> list[PointProjection]:
+    """``points`` grouped by chunk. Grouping millions of points is seconds of sorting (numpy
+    lets go of the interpreter for it): on the CPU pool, so the event loop serves others."""
+    return await workers.cpu(_grouped_points, points, layout, size=POINT_WORK * points.npoints)
 
 
 def _grouped_points(points: PointSelection, layout: DatasetLayout) -> list[PointProjection]:
@@ -435,12 +461,16 @@ async def update_chunk(
     complete: bool,
     workers: Workers,
     whole: np.ndarray | None = None,
+    work: int = 0,
 ) -> None:
     """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates.
 
     ``modify`` changes the chunk in place; it returns False when it changed nothing, and then
     nothing is written. On a lost race it runs again on the chunk as it is now. ``whole``, when
     given, is what ``modify`` would make of a complete chunk (the new values, chunk-shaped).
+    ``modify`` runs on the CPU pool when the chunk, or ``work`` (bytes of work it does beyond
+    the chunk's size, e.g. millions of points), is large: it may evaluate a query over the
+    whole chunk or scatter millions of values, seconds the event loop would otherwise hold.
     """
     chunks = _native(layout)
     key = chunks.key(index)
@@ -460,7 +490,7 @@ async def update_chunk(
             modify(chunk)
             return layout.codec.encode(chunk)
 
-        data = await workers.cpu(build, size=layout.codec.chunk_bytes)
+        data = await workers.cpu(build, size=max(layout.codec.chunk_bytes, work))
         await store.put(key, data)
         return
     for attempt in range(_MAX_RETRIES):
@@ -474,7 +504,7 @@ async def update_chunk(
             )
         else:
             chunk = (await workers.cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
-        if modify(chunk) is False:
+        if await workers.cpu(modify, chunk, size=max(chunk.nbytes, work)) is False:
             return
         data = await workers.cpu(layout.codec.encode, chunk, size=chunk.nbytes)
         try:
@@ -574,8 +604,14 @@ def _stored_as_is(layout: DatasetLayout, p: ChunkProjection, values: np.ndarray)
 
 
 async def write_points(
-    layout: DatasetLayout, points: PointSelection, values: np.ndarray, workers: Workers
+    layout: DatasetLayout,
+    points: PointSelection,
+    values: np.ndarray,
+    workers: Workers,
+    grouped: list[PointProjection] | None = None,
 ) -> list[tuple[int, ...]]:
+    """Write ``values[i]`` at point ``i``; ``grouped`` is ``group_points(points, layout)``
+    when the caller has it already."""
     _native(layout)
     written: list[tuple[int, ...]] = []
 
@@ -583,9 +619,11 @@ async def write_points(
         def modify(chunk: np.ndarray) -> None:
             chunk[p.chunk_selection] = values[p.out_positions]
 
-        await update_chunk(layout, p.chunk_index, modify, False, workers)
+        await update_chunk(layout, p.chunk_index, modify, False, workers, work=POINT_WORK * p.out_positions.size)
         written.append(p.chunk_index)
 
+    if grouped is None:
+        grouped = await group_points(points, layout, workers)
     with lanes.bulk():
-        await workers.each(project_points(points, layout.chunk_shape, layout.origin), one)
+        await workers.each(grouped, one)
     return written

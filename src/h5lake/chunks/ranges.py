@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from h5lake.model.distinct import distinct
 from h5lake.model.projection import DimIndex
 
 MAX_GAP = 256 * 1024  # bytes of unwanted data worth reading to save a request
@@ -60,7 +61,7 @@ class Request:
 def _dim_indexes(sel: DimIndex) -> np.ndarray:
     if isinstance(sel, slice):
         return np.arange(sel.start, sel.stop, sel.step or 1, dtype=np.int64)
-    return np.unique(np.asarray(sel, dtype=np.int64).ravel())
+    return distinct(np.asarray(sel, dtype=np.int64))
 
 
 def _span(sel: DimIndex) -> tuple[int, int]:

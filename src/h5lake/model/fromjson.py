@@ -7,6 +7,7 @@ import base64
 import binascii
 import itertools
 import math
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +45,17 @@ _NON_FINITE_IN = {
 
 
 _INT_RANGES = {base: (int(np.iinfo(code).min), int(np.iinfo(code).max)) for base, code in INT_BASES.items()}
+
+
+_REPR = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 2, 6, 6, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
+
+
+def _brief(v: Any) -> str:
+    """At most ~40 characters of ``v`` for a message, without making its whole repr first (a
+    million-item list where a number belongs would be megabytes of text)."""
+    return _REPR.repr(v)[:40]
 
 
 def int_scalar(value: Any, t: TypeJson) -> int | None:
@@ -136,7 +148,7 @@ def _leaves(value: Any, shape: tuple[int, ...]) -> list[Any]:
         below: list[Any] = []
         for v in level:
             if not isinstance(v, list | tuple) or len(v) != n:
-                got = f"{len(v)} items" if isinstance(v, list | tuple) else repr(v)[:40]
+                got = f"{len(v)} items" if isinstance(v, list | tuple) else _brief(v)
                 raise InvalidInput(
                     f"value does not match shape {list(shape)}: expected a list of {n} at "
                     f"depth {depth}, got {got}"
@@ -247,7 +259,7 @@ def _int_reader(t: TypeJson, names: dict[str, int]) -> Reader:
         if whole_float or isinstance(v, np.integer):
             v = int(v)
         if not isinstance(v, int) or isinstance(v, bool):
-            raise InvalidInput(f"expected an integer, got {v!r:.40}")
+            raise InvalidInput(f"expected an integer, got {_brief(v)}")
         if not lo <= v <= hi:
             raise InvalidInput(f"{v} is out of range for {base}")
         return v
@@ -258,7 +270,7 @@ def _int_reader(t: TypeJson, names: dict[str, int]) -> Reader:
 def _read_bool(v: Any) -> bool:
     if isinstance(v, bool | np.bool_) or (isinstance(v, int | np.integer) and v in (0, 1)):
         return bool(v)
-    raise InvalidInput(f"expected true or false, got {v!r:.40}")
+    raise InvalidInput(f"expected true or false, got {_brief(v)}")
 
 
 def _float_reader(t: TypeJson) -> Reader:
@@ -268,10 +280,10 @@ def _float_reader(t: TypeJson) -> Reader:
         if isinstance(v, str):
             special = _NON_FINITE_IN.get(v.lower())
             if special is None:
-                raise InvalidInput(f"expected a number, got {v!r:.40}")
+                raise InvalidInput(f"expected a number, got {_brief(v)}")
             return special
         if not isinstance(v, int | float | np.integer | np.floating) or isinstance(v, bool):
-            raise InvalidInput(f"expected a number, got {v!r:.40}")
+            raise InvalidInput(f"expected a number, got {_brief(v)}")
         try:
             f = float(v)
             with np.errstate(over="ignore"):
@@ -288,7 +300,7 @@ def _float_reader(t: TypeJson) -> Reader:
 def _fixed_string_reader(length: int) -> Reader:
     def read(v: Any) -> bytes:
         if not isinstance(v, str):
-            raise InvalidInput(f"expected a string, got {v!r:.40}")
+            raise InvalidInput(f"expected a string, got {_brief(v)}")
         raw = _utf8(v)
         if len(raw) > length:
             raise InvalidInput(f"string of {len(raw)} bytes is longer than the type's {length}")
@@ -301,19 +313,19 @@ def _utf8(v: str) -> bytes:
     try:
         return v.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput(f"string {v!r:.40} is not valid Unicode") from None
+        raise InvalidInput(f"string {_brief(v)} is not valid Unicode") from None
 
 
 def _read_utf8(v: Any) -> str:
     if not isinstance(v, str):
-        raise InvalidInput(f"expected a string, got {v!r:.40}")
+        raise InvalidInput(f"expected a string, got {_brief(v)}")
     _utf8(v)
     return v
 
 
 def _read_ascii(v: Any) -> bytes:
     if not isinstance(v, str):
-        raise InvalidInput(f"expected a string, got {v!r:.40}")
+        raise InvalidInput(f"expected a string, got {_brief(v)}")
     return _utf8(v)  # HDF5 does not enforce the ASCII character set; neither does h5py
 
 
@@ -321,7 +333,7 @@ def _read_obj_ref(v: Any) -> bytes:
     if v is None or v == "":
         return b""  # the null reference
     if not isinstance(v, str):
-        raise InvalidInput(f"expected an object id, got {v!r:.40}")
+        raise InvalidInput(f"expected an object id, got {_brief(v)}")
     bare = strip_collection_prefix(v)
     expected = Collection.from_path(v.split("/", 1)[0]) if bare != v else None
     parse_id(bare, expected)
@@ -332,21 +344,21 @@ def _read_region_ref(v: Any) -> bytes:
     if v is None or v == "":
         return b""  # the null reference
     if not isinstance(v, str):
-        raise InvalidInput(f"expected a base64 string for a region reference, got {v!r:.40}")
+        raise InvalidInput(f"expected a base64 string for a region reference, got {_brief(v)}")
     try:
         return base64.b64decode(v, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput(f"region reference {v!r:.40} is not base64") from None
+        raise InvalidInput(f"region reference {_brief(v)} is not base64") from None
 
 
 def _opaque_reader(size: int) -> Reader:
     def read(v: Any) -> bytes:
         if not isinstance(v, str):
-            raise InvalidInput(f"expected a base64 string for an opaque value, got {v!r:.40}")
+            raise InvalidInput(f"expected a base64 string for an opaque value, got {_brief(v)}")
         try:
             raw = base64.b64decode(v, validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidInput(f"opaque value {v!r:.40} is not base64") from None
+            raise InvalidInput(f"opaque value {_brief(v)} is not base64") from None
         if len(raw) > size:
             raise InvalidInput(f"opaque value of {len(raw)} bytes is longer than {size}")
         return raw.ljust(size, b"\0")
@@ -381,7 +393,7 @@ def _compound_reader(t: TypeJson) -> Reader:
 def _vlen_reader(base: TypeJson) -> Reader:
     def read(v: Any) -> np.ndarray[Any, Any]:
         if not isinstance(v, list | tuple):
-            raise InvalidInput(f"expected a list for a vlen value, got {v!r:.40}")
+            raise InvalidInput(f"expected a list for a vlen value, got {_brief(v)}")
         return _from_json(v, base, (len(v),))
 
     return read

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from h5lake.errors import InvalidInput
+from h5lake.model.distinct import distinct
 from h5lake.model.layout import chunk_grid
 from h5lake.model.selection import (
     Coords,
@@ -237,7 +238,7 @@ def _plan_coords(part: Coords, extent: int, chunk: int, lead: int = 0, base: int
         positions = order[a:b]
         local = coords[positions] - c * chunk
         chunk_len = min(chunk * (c + 1), extent) - max(c * chunk, lead)
-        complete = local.size >= chunk_len and np.unique(local).size == chunk_len
+        complete = local.size >= chunk_len and distinct(local).size == chunk_len
         plans.append((base + c, _as_slice_if_regular(local), _as_slice_if_regular(positions), complete))
     return plans
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.errors import InvalidInput
+from h5lake.model.typemessage import MAX_MESSAGE_BYTES, MIN_FIELD_BYTES, MIN_MEMBER_BYTES, message_size
 from h5lake.model.types import (
     BASES_BY_CLASS,
     BIT_OFFSET,
@@ -52,7 +53,17 @@ def validate_type(t: Any) -> TypeJson:
     """
     result = _validate(t, "type", 0)
     _check_size(result, "type")
+    size = message_size(result)
+    if size > MAX_MESSAGE_BYTES:
+        raise _too_large_for_hdf5("type", size)
     return result
+
+
+def _too_large_for_hdf5(where: str, size: int) -> InvalidInput:
+    return InvalidInput(
+        f"{where}: the type takes {size} bytes as an HDF5 datatype message, over HDF5's limit of {MAX_MESSAGE_BYTES} "
+        "(about 3,000 compound fields or 6,000 enum members with short names)"
+    )
 
 
 def _check_size(t: TypeJson, where: str) -> int:
@@ -250,8 +261,8 @@ def _validate_compound(t: dict[str, Any], where: str, depth: int) -> TypeJson:
     fields = _required(t, "fields", where)
     if not isinstance(fields, list) or not fields:
         raise InvalidInput(f"{where}: compound fields must be a non-empty list")
-    if len(fields) > MAX_MEMBERS:
-        raise InvalidInput(f"{where}: a compound has at most {MAX_MEMBERS} fields (HDF5's limit), got {len(fields)}")
+    if len(fields) > MAX_MEMBERS or len(fields) * MIN_FIELD_BYTES > MAX_MESSAGE_BYTES:
+        raise _too_large_for_hdf5(where, len(fields) * MIN_FIELD_BYTES)  # before checking each
     out_fields: list[TypeJson] = []
     names: set[str] = set()
     for i, field in enumerate(fields):
@@ -316,8 +327,8 @@ def _validate_enum(t: dict[str, Any], where: str) -> TypeJson:
         members = [{"name": k, "value": v} for k, v in members.items()]
     if not isinstance(members, list) or not members:
         raise InvalidInput(f"{where}: enum needs a non-empty 'members' list")
-    if len(members) > MAX_MEMBERS:
-        raise InvalidInput(f"{where}: an enum has at most {MAX_MEMBERS} members (HDF5's limit), got {len(members)}")
+    if len(members) > MAX_MEMBERS or len(members) * MIN_MEMBER_BYTES > MAX_MESSAGE_BYTES:
+        raise _too_large_for_hdf5(where, len(members) * MIN_MEMBER_BYTES)
     info = np.iinfo(np.dtype(INT_BASES[base["base"]]))
     out: list[TypeJson] = []
     names: set[str] = set()

@@ -1,5 +1,11 @@
 """Attributes of groups, datasets and committed datatypes.
 
+Sizes (docs/security.md, "Attributes"): an object's attributes live in its document, which every
+read of the object parses, so one attribute takes at most ``limits.max_attribute_size`` bytes as
+stored (JSON) and an object's attributes together ``ATTRIBUTES_PER_OBJECT`` times that; larger
+values belong in a dataset. A value is refused from its declared size before it is converted
+when its type has a fixed size, else from its JSON text.
+
 A PUT of an attribute that already exists with a different value replaces it. HSDS answers 409
 unless ``replace=1`` is given, but h5pyd 1.0 never sends ``replace`` and re-sends an overwritten
 attribute as a plain PUT, so a 409 would leave the client's file impossible to close; users of
@@ -9,15 +15,18 @@ the h5py API expect ``attrs[name] = value`` to overwrite. An identical PUT answe
 from __future__ import annotations
 
 import base64
-import fnmatch
+import math
 from typing import Any
 
-from h5lake.errors import Gone, InvalidInput, NotFound
+import orjson
+
+from h5lake.errors import Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import int_scalar, json_to_array
+from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, type_class
+from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, item_size, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
@@ -25,7 +34,7 @@ from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
-MAX_ATTRIBUTE_BYTES = 64 * 1024 * 1024
+ATTRIBUTES_PER_OBJECT = 4  # an object's attributes together: this many times the limit of one
 
 
 def validate_name(name: Any) -> str:
@@ -56,9 +65,49 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
             raise InvalidInput("a null-space attribute has no value")
         attr["value"] = None
         return attr
+    _check_declared_size(svc, body, type_json, space.dims)
+    attr = _parse_value(attr, body, type_json, space.dims, base64_values)
+    _check_stored_size(svc, attr)
+    return attr
+
+
+def _too_large(svc: Service, what: str, size: int) -> TooLarge:
+    limit = svc.limits.max_attribute_size
+    return TooLarge(
+        f"{what} takes {size} bytes, over the limit of {limit} for one attribute (--max-attribute-bytes; "
+        "every read of its object parses its attributes): store large values in a dataset"
+    )
+
+
+def _check_declared_size(svc: Service, body: Doc, type_json: Doc, dims: tuple[int, ...]) -> None:
+    """Refuse a value larger than the limit before converting it: from its shape when its type
+    has a fixed size, from its base64 text, else from its JSON text."""
+    limit = svc.limits.max_attribute_size
+    size = item_size(type_json)
+    if size is not None:
+        declared = math.prod(dims) * size
+        if declared > limit:
+            raise _too_large(svc, "the attribute's value", declared)
+        return
+    for key in ("value_base64", "value"):
+        value = body.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            raise _too_large(svc, "the attribute's value", len(value))
+    if isinstance(body.get("value"), list) and len(orjson.dumps(body["value"])) > limit:
+        raise _too_large(svc, "the attribute's value", len(orjson.dumps(body["value"])))
+
+
+def _check_stored_size(svc: Service, attr: Doc) -> None:
+    stored = len(orjson.dumps(attr))
+    if stored > svc.limits.max_attribute_size:
+        raise _too_large(svc, "the attribute as stored", stored)
+
+
+def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
+    """``attr`` with the value of ``body`` (JSON, or base64 bytes), checked against its type."""
     if "value" not in body and "value_base64" not in body:
         # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
-        attr["value"] = array_to_json(empty_array(type_json, space.dims), type_json)
+        attr["value"] = array_to_json(empty_array(type_json, dims), type_json)
         return attr
     encoded = body.get("value_base64")
     if encoded is None and (base64_values or body.get("encoding") == "base64"):
@@ -70,14 +119,14 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
             raw = base64.b64decode(encoded, validate=True)
         except ValueError:  # binascii.Error, and non-ASCII text
             raise InvalidInput("value is not valid base64") from None
-        arr = bytes_to_array(raw, type_json, space.dims)
+        arr = bytes_to_array(raw, type_json, dims)
         attr["value"] = array_to_json(arr, type_json)
-        if not _json_is_exact(attr["value"], type_json, space.dims, raw):
+        if not _json_is_exact(attr["value"], type_json, dims, raw):
             attr["value_base64"] = base64.b64encode(raw).decode("ascii")
         return attr
-    value = int_scalar(body["value"], type_json) if not space.dims else None
+    value = int_scalar(body["value"], type_json) if not dims else None
     if value is None:
-        value = array_to_json(json_to_array(body["value"], type_json, space.dims), type_json)
+        value = array_to_json(json_to_array(body["value"], type_json, dims), type_json)
     attr["value"] = value
     return attr
 
@@ -114,7 +163,8 @@ def _same(a: Doc, b: Doc) -> bool:
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
+def _add_attributes(doc: Doc, new: dict[str, Doc], limit: int) -> Any:
+    """Set the ``new`` attributes in ``doc``; ``limit``: the bytes its attributes may take."""
     attrs = doc.setdefault("attributes", {})
     changed = False
     for name, attr in new.items():
@@ -127,13 +177,25 @@ def _add_attributes(doc: Doc, new: dict[str, Doc]) -> Any:
         changed = True
     if not changed:
         return Unchanged(PutOutcome.UNCHANGED)
+    _check_total(attrs, limit)
     doc["lastModified"] = now()
     return PutOutcome.CREATED
 
 
+def _check_total(attrs: dict[str, Doc], limit: int) -> None:
+    total = len(orjson.dumps(attrs))
+    if total > limit:
+        raise TooLarge(
+            f"the object's attributes would take {total} bytes, over the limit of {limit} for one object "
+            f"({ATTRIBUTES_PER_OBJECT} x --max-attribute-bytes; every read of the object parses them): "
+            "store large values in a dataset"
+        )
+
+
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
     # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
-    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new), reuse=True)
+    limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
+    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, limit), reuse=True)
     svc.catalog.note_object(domain.path, obj_id)
     return outcome  # type: ignore[no-any-return]
 
@@ -155,7 +217,9 @@ async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str,
         if not all(isinstance(a, dict) and "name" in a for a in body):
             raise InvalidInput("a list of attributes needs a name in each")
         body = {a["name"]: a for a in body}
-    return await _parse_many(svc, domain, body, False)
+    parsed = await _parse_many(svc, domain, body, False)
+    _check_total(parsed, ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size)
+    return parsed
 
 
 async def put_attribute(
@@ -297,7 +361,8 @@ def _listed(
 ) -> list[Doc]:
     """``max_data_size`` (HSDS): values of more bytes than that are left out (0: no limit)."""
     if pattern:
-        attrs = {n: a for n, a in attrs.items() if fnmatch.fnmatchcase(n, pattern)}
+        check_pattern(pattern)
+        attrs = {n: a for n, a in attrs.items() if matches(n, pattern)}
     if names is not None:
         missing = [n for n in names if n not in attrs]
         if missing:

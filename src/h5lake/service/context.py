@@ -38,6 +38,7 @@ class Limits:
     max_request_size: int
     max_json_size: int = 100 * 1024 * 1024  # JSON text, in and out: the encoder's own limits are far above
     compact_max_size: int = 64 * 1024  # stored bytes a dataset may keep in its document (service.compact)
+    max_attribute_size: int = 1024 * 1024  # one attribute as stored (JSON), service.attributes
 
     def to_json(self) -> dict[str, int]:
         return {

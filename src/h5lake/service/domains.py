@@ -13,6 +13,7 @@ from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
 from h5lake.errors import AlreadyExists, Conflict, Forbidden, Gone, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
+from h5lake.model.globs import check_pattern
 from h5lake.model.ids import (
     DOMAIN_FILE,
     domain_key,
@@ -283,6 +284,8 @@ async def list_domains(
     # Only what the caller may read is listed: a folder shows no names of domains the caller
     # cannot open, and an anonymous caller sees only public ones. Entries are read in batches
     # until the page is full, so a page is short only at the end of the folder.
+    if pattern:
+        check_pattern(pattern)
     names: list[str] = []
     docs: list[Any] = []
     out: list[Doc] = []

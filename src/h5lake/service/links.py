@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import fnmatch
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
 from h5lake.model.links import LinkClass
 from h5lake.model.types import CharSet
@@ -282,7 +282,8 @@ def _select(
     else:
         items.sort(key=lambda kv: kv[0])
     if pattern:
-        items = [kv for kv in items if fnmatch.fnmatchcase(kv[0], pattern)]
+        check_pattern(pattern)
+        items = [kv for kv in items if matches(kv[0], pattern)]
     if marker is not None:
         names = [k for k, _ in items]
         if marker not in names:  # as HSDS: a marker must name a link of the listing

@@ -215,16 +215,31 @@ async def put_values(svc: Service, caller: Caller, domain_path: str, map_id: str
     records; later pairs of one key win. Returns how many keys are new."""
     opened = await open_map(svc, caller, domain_path, map_id, Permission.UPDATE)
     if packed is not None:
-        keys, values = _split_records(opened, packed)
+        keys, values = await svc.workers.cpu(_split_records, opened, packed, size=len(packed))
     else:
         if not isinstance(json, dict) or not isinstance(json.get("keys"), list):
             raise InvalidInput('body must be {"keys": [...], "values": [...]}')
         _check_batch(len(json["keys"]))
-        keys = opened.keys.from_json(json["keys"])
-        values = opened.values.from_json(json.get("values"), len(keys))
+        # converting many keys and values is Python work in proportion: on the CPU pool
+        keys, values = await svc.workers.cpu(_from_json, opened, json, size=PER_KEY_WORK * len(json["keys"]))
     _check_batch(len(keys))
     added, _ = await _applied(svc, opened, md.Pairs(keys, values), np.zeros(len(keys), dtype=bool))
     return added
+
+
+PER_KEY_WORK = 64  # bytes of work counted per key sent as JSON, for Workers.cpu
+
+
+def _from_json(opened: OpenMap, json: dict[str, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    keys = opened.keys.from_json(json["keys"])
+    return keys, opened.values.from_json(json.get("values"), len(keys))
+
+
+def _keys_work(keys: Keys) -> int:
+    if keys.packed is not None:
+        return len(keys.packed)
+    listed = keys.json.get("keys") if isinstance(keys.json, dict) else keys.json
+    return PER_KEY_WORK * len(listed) if isinstance(listed, list) else 0
 
 
 def _split_records(opened: OpenMap, packed: bytes) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -270,7 +285,7 @@ async def get_values(svc: Service, caller: Caller, domain_path: str, map_id: str
                      keys: Keys) -> tuple[OpenMap, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """``POST /maps/{id}/keys``: (map, found mask, values with absent ones as the default)."""
     opened = await open_map(svc, caller, domain_path, map_id, Permission.READ)
-    arr = keys.array(opened.keys)
+    arr = await svc.workers.cpu(keys.array, opened.keys, size=_keys_work(keys))
     _check_batch(len(arr))
     found, values = await opened.buckets.get(arr)
     return opened, found, values
@@ -287,7 +302,7 @@ async def delete_values(svc: Service, caller: Caller, domain_path: str, map_id: 
     """``DELETE /maps/{id}/key/{key}`` (404 when absent) and ``DELETE /maps/{id}/keys``
     (absent keys ignored). Returns how many keys were removed."""
     opened = await open_map(svc, caller, domain_path, map_id, Permission.DELETE)
-    arr = keys.array(opened.keys)
+    arr = await svc.workers.cpu(keys.array, opened.keys, size=_keys_work(keys))
     _check_batch(len(arr))
     filler = np.empty(len(arr), dtype=object) if opened.values.variable else np.zeros(len(arr), dtype=f"V{opened.values.size}")
     if opened.values.variable:

@@ -19,7 +19,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import json_to_array
-from h5lake.model.projection import ChunkProjection, grid_shift, project, project_points
+from h5lake.model.projection import ChunkProjection, grid_shift, project
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import PairedSelection, PointSelection, Selection
 from h5lake.model.selectparse import Bounds, parse_select
@@ -366,8 +366,14 @@ async def _write_points(
     svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
 ) -> None:
     await register_linked_files(svc, ds, values)
-    indexes = [p.chunk_index for p in project_points(points, layout.chunk_shape, layout.origin)]
-    await recorded(svc, ds, layout, indexes, lambda at: engine.write_points(at, points, values, svc.workers))
+    grouped = await engine.group_points(points, layout, svc.workers)  # millions of points: off the event loop
+    indexes = [p.chunk_index for p in grouped]
+
+    def write(at: DatasetLayout) -> Awaitable[list[tuple[int, ...]]]:
+        same_grid = at.chunk_shape == layout.chunk_shape and at.origin == layout.origin
+        return engine.write_points(at, points, values, svc.workers, grouped if same_grid else None)
+
+    await recorded(svc, ds, layout, indexes, write)
 
 
 # --- update where a query matches ------------------------------------------------------------

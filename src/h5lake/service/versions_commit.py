@@ -18,7 +18,7 @@ from typing import Any
 
 from h5lake.chunks.cas import sha256
 from h5lake.chunks.catalog import parse_lines
-from h5lake.errors import Conflict, InvalidInput
+from h5lake.errors import Conflict, InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     CATALOG_FILES,
@@ -44,6 +44,9 @@ from h5lake.storage.base import PreconditionFailed
 
 Tree = dict[str, Any]
 CHUNKED = ("d", "m")  # collections whose objects have chunks of their own (datasets, maps)
+MAX_DESCRIPTION_BYTES = 64 * 1024
+"""A commit's message and metadata together (JSON): every listing and every read of the version
+parses its record, and each commit the previous one's."""
 
 
 def _etag(raw: str) -> str:
@@ -202,6 +205,12 @@ def _commit_body(body: Any) -> tuple[str, Doc, str | None, bool]:
     metadata = body.get("metadata") or {}
     if not isinstance(message, str) or not isinstance(metadata, dict):
         raise InvalidInput("message must be a string and metadata an object")
+    size = len(dumps({"message": message, "metadata": metadata}))
+    if size > MAX_DESCRIPTION_BYTES:
+        raise TooLarge(
+            f"a commit's message and metadata take {size} bytes as JSON, over the limit of {MAX_DESCRIPTION_BYTES}: "
+            "keep large descriptions in the domain (an attribute or a dataset)"
+        )
     parent = body.get("parent")
     if parent is not None:
         parse_version_id(parent)
