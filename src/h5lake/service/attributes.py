@@ -279,8 +279,13 @@ async def get_attributes(
     b64: bool = False,
     pattern: str | None = None,
     max_data_size: int = 0,
+    skip_missing: bool = False,
 ) -> list[Doc]:
+    """``skip_missing``: a name of ``names`` the object lacks is left out instead of 404 (the
+    ``attr_names`` filter of a GET listing, which HSDS ignores: a listing of nothing is empty)."""
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    if skip_missing and names is not None:
+        names = [n for n in names if n in attrs]
     return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size)
 
 

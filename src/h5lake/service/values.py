@@ -138,8 +138,6 @@ def check_json_reply(svc: Service, arr: np.ndarray, binary: bool) -> None:
 async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: ValueRead) -> ValuesRead:
     """``GET /datasets/{id}/value`` (and ``POST`` with a ``select``)."""
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
-    if ds.layout is None and request.null_reads_empty:
-        return ValuesRead(ds.type_json)
     layout = ds.require_layout()
     selection = _selection(layout, request.select)
     fields = parse_fields(request.fields, layout.dtype)
