@@ -126,6 +126,11 @@ def test_new_domains_inherit_the_folders_grants(client: Client, domain: str, end
     assert client.put("/", params={"domain": child}).status_code == 201
     acls = {a["userName"]: a for a in client.get("/acls", params={"domain": child}).json()["acls"]}
     assert sorted(acls) == ["test_user1", "test_user2"]  # no entry granting nothing, no default
+    # the folder lists a default entry, as HSDS's folders do, but it grants nothing here
+    on_folder = {a["userName"]: a for a in client.get("/acls", params={"domain": folder}).json()["acls"]}
+    assert sorted(on_folder) == ["default", "nobody", "test_user1", "test_user2"]
+    assert not any(v is True for v in on_folder["default"].values())
+    assert Client(endpoint, "test_user2", folder.rsplit("/", 1)[0]).get("/domains").status_code == 403
     assert {k for k, v in acls["test_user2"].items() if v is True} == {"read", "update"}
     other = Client(endpoint, "test_user2", child)
     assert other.get("/").status_code == 200

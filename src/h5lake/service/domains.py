@@ -173,12 +173,16 @@ async def create_domain(
         if not isinstance(owner, str):
             raise InvalidInput("owner must be a string")
         acl_model.validate_user_name(owner)
+    is_folder = bool(body.get("folder"))
     acls: dict[str, Any] = {**_inherited_acls(parent, {owner, *svc.admins}), owner: acl_model.full_acl()}
-    if svc.public_read:  # as HSDS: a ``default`` entry only where new domains are public
-        acls[acl_model.DEFAULT] = acl_model.acl_for(read=True)
+    if svc.public_read or is_folder:
+        # As HSDS lists them: a ``default`` entry where new domains are public, and on every
+        # folder. HSDS's folders are readable by everyone; here a folder's entry grants what a
+        # new domain's would (nothing unless --public-read): who may list a folder stays its
+        # owner's choice.
+        acls[acl_model.DEFAULT] = acl_model.acl_for(read=svc.public_read)
     ts = now()
     doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
-    is_folder = bool(body.get("folder"))
     root_doc: Doc | None = None
     if not is_folder:
         root_id = new_root_id()
