@@ -13,6 +13,7 @@ import uuid
 
 import numpy as np
 import requests
+from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, auth
 
 I32 = "H5T_STD_I32LE"
@@ -229,3 +230,41 @@ def test_non_finite_floats_are_answered_as_hsds_answers_them(client: Client) -> 
 def python_json(body: object) -> bytes:
     """A JSON body with bare NaN and Infinity tokens, as Python's json (h5pyd) writes it."""
     return json.dumps(body).encode()
+
+
+def test_deleted_links_and_attributes_answer_410(client: Client, endpoint: str, domain: str) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups").json()["id"]
+    links = {"a": {"id": root}, "soft": {"h5path": "x"}, "ext": {"h5path": "y", "h5domain": "/d"}}
+    assert client.put(f"/groups/{g}/links", json={"links": links}).status_code == 201
+    assert client.delete(f"/groups/{g}/links", params={"titles": "a:soft", "separator": ":"}).status_code == 200
+    assert client.delete(f"/groups/{g}/links/ext").status_code == 200
+    for title in links:
+        assert client.get(f"/groups/{g}/links/{title}").status_code == 410, title
+    assert client.get(f"/groups/{g}/links/never").status_code == 404
+    assert client.delete(f"/groups/{g}/links/ext").status_code == 410
+    # made again: found as usual
+    assert client.put(f"/groups/{g}/links/a", json={"id": root}).status_code == 201
+    assert client.get(f"/groups/{g}/links/a").status_code == 200
+    attrs = {"x": {"type": I32, "value": 1}, "y": {"type": I32, "value": 2}}
+    assert client.put(f"/groups/{g}/attributes", json={"attributes": attrs}).status_code == 201
+    assert client.delete(f"/groups/{g}/attributes", params={"attr_names": "x|y", "separator": "|"}).status_code == 200
+    for name in attrs:
+        assert client.get(f"/groups/{g}/attributes/{name}").status_code == 410
+        assert client.get(f"/groups/{g}/attributes/{name}/value").status_code == 410
+    assert client.get(f"/groups/{g}/attributes/never").status_code == 404
+    # a name deleted earlier is free to take, from JSON or packed bytes
+    assert client.put(f"/groups/{g}/attributes/x", json={"type": I32, "value": 3}).status_code == 201
+    assert client.get(f"/groups/{g}/attributes/x").json()["value"] == 3
+    packed = np.array([5], "<i4").tobytes()
+    r = client.put(f"/groups/{g}/attributes/y", data=packed, params={"type": json.dumps(I32), "shape": json.dumps([1])},
+                   headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    # h5pyd reads a deleted attribute or link as absent, as with HSDS
+    with open_file(endpoint, domain, "r+") as f:
+        f.create_group("h").attrs["gone"] = 1
+        del f["h"].attrs["gone"]
+        f["h"]["l"] = f["h"]
+        del f["h"]["l"]
+    with open_file(endpoint, domain, "r") as f:
+        assert "gone" not in f["h"].attrs and "l" not in f["h"]

@@ -25,7 +25,7 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.api.http import links as hrefs_of
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
@@ -402,11 +402,11 @@ async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
     try:
         await attributes.get_attribute(svc, who, path, obj_id, name)
         return False
-    except NotFound:
+    except (NotFound, Gone):  # Gone: deleted earlier (service.deleted_names), absent all the same
         pass
     try:
         await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
-    except NotFound:
+    except (NotFound, Gone):
         return False
     return True
 
@@ -437,7 +437,7 @@ async def attribute_item(request: Request) -> Response:
         return ok({})
     try:
         attr = await attributes.get_attribute(svc, who, path, obj_id, name)
-    except NotFound:
+    except (NotFound, Gone):
         if not name.endswith(_VALUE):
             raise
         # GET .../attributes/{name}/value (HSDS): the value alone

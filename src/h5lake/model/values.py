@@ -315,7 +315,7 @@ def map_non_finite(value: Any, t: TypeJson, rank: int, to: Callable[[str], Any])
     return value
 
 
-def has_float(t: TypeJson) -> bool:
+def has_float(t: TypeJson | str) -> bool:
     """Does a value of ``t`` hold floats that `map_non_finite` reaches (in arrays and compound
     fields too)?"""
     if isinstance(t, str):
