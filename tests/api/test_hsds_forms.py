@@ -268,3 +268,11 @@ def test_deleted_links_and_attributes_answer_410(client: Client, endpoint: str, 
         del f["h"]["l"]
     with open_file(endpoint, domain, "r") as f:
         assert "gone" not in f["h"].attrs and "l" not in f["h"]
+
+
+def test_a_new_domain_answers_dn_ids_when_asked(endpoint: str, domain: str) -> None:
+    c = Client(endpoint, "test_user1", domain)
+    created = c.put("/", params={"getdnids": 1})
+    assert created.status_code == 201 and created.json()["dn_ids"] == []  # no data nodes
+    assert c.get("/", params={"getdnids": 1}).json()["dn_ids"] == []
+    assert "dn_ids" not in c.get("/").json()

@@ -104,6 +104,8 @@ async def put_domain(request: Request) -> Response:
     else:
         domain = await domains.create_domain(svc, who, path, body)
     out = domains.domain_response_on_create(svc, domain)
+    if flag(request, "getdnids"):
+        out["dn_ids"] = []  # as GET / answers it: no data nodes, every process serves every request
     out["hrefs"] = links(request).domain(out)
     return ok(out, 201)
 
