@@ -217,6 +217,8 @@ def test_non_finite_floats_are_answered_as_hsds_answers_them(client: Client) -> 
     everything = raw("/", getobjs=1, include_attrs=1)
     assert b'"fillValue":NaN' in everything and b'"value":[NaN,1.0,-Infinity]' in everything
     assert raw(f"/datasets/{d}/value").startswith(b'{"value":[NaN,NaN]')
+    several = client.post(f"/groups/{root}/attributes", json={"obj_ids": [root]})
+    assert several.status_code == 200 and b'"value":[NaN,1.0,-Infinity]' in several.content
     # ignore_nan=1: null (a NaN fill value: "nan", as HSDS answers it)
     assert client.get(f"/groups/{root}/attributes/f", params={"ignore_nan": 1}).json()["value"] == [None, 1.0, None]
     assert client.get(f"/groups/{root}/attributes/c", params={"ignore_nan": 1}).json()["value"] == [None, "NaN"]

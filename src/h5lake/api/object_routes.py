@@ -314,6 +314,7 @@ async def attributes_collection(request: Request) -> Response:
             )
             h = hrefs_of(request)
             if isinstance(out, dict):
+                out = {oid: _ignore_nan(request, found) for oid, found in out.items()}
                 for oid, found in out.items():
                     h.attributes(f"/{_collection_path(oid)}/{oid}", found)
             return ok({"attributes": out, "hrefs": h.attributes(_owner(request), None)})
