@@ -1,16 +1,19 @@
 """Request and answer forms HSDS serves that its REST-level test suite exercises (found by running
 that suite against h5lake, tools/run_hsds_integ.sh): ``num_chunks``/``allocated_size``, flat and
 one-element JSON values, one-field compound writes, 404 for ids of HSDS's form, one-group
-``grp_ids``, ``GET /`` without a domain, domain queries, inherited folder ACLs, ``linked_domain``
-and float32 fill values. (``maxdims`` 0 at extent 0 and a flush in the body: test_h5pyd_legacy.py
+``grp_ids``, ``GET /`` without a domain, domain queries, inherited folder ACLs, ``linked_domain``,
+float32 fill values, ACL listings, ``attr_names`` on a listing, link paths holding ``/`` and
+NaN in JSON answers. (``maxdims`` 0 at extent 0 and a flush in the body: test_h5pyd_legacy.py
 of the h5pydt branch.)"""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import numpy as np
 import requests
+from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, auth
 
 I32 = "H5T_STD_I32LE"
@@ -123,9 +126,13 @@ def test_new_domains_inherit_the_folders_grants(client: Client, domain: str, end
     child = folder + "/shared.h5"
     assert client.put("/", params={"domain": child}).status_code == 201
     acls = {a["userName"]: a for a in client.get("/acls", params={"domain": child}).json()["acls"]}
-    assert sorted(acls) == ["default", "test_user1", "test_user2"]  # no entry granting nothing
+    assert sorted(acls) == ["test_user1", "test_user2"]  # no entry granting nothing, no default
+    # the folder lists a default entry, as HSDS's folders do, but it grants nothing here
+    on_folder = {a["userName"]: a for a in client.get("/acls", params={"domain": folder}).json()["acls"]}
+    assert sorted(on_folder) == ["default", "nobody", "test_user1", "test_user2"]
+    assert not any(v is True for v in on_folder["default"].values())
+    assert Client(endpoint, "test_user2", folder.rsplit("/", 1)[0]).get("/domains").status_code == 403
     assert {k for k, v in acls["test_user2"].items() if v is True} == {"read", "update"}
-    assert not any(v is True for v in acls["default"].values())
     other = Client(endpoint, "test_user2", child)
     assert other.get("/").status_code == 200
     assert other.delete("/").status_code == 403
@@ -143,3 +150,131 @@ def test_float32_fill_value_reads_back_as_given(client: Client) -> None:
     assert client.get(f"/datasets/{did}").json()["creationProperties"]["fillValue"] == 3.12
     got = client.get(f"/datasets/{did}/value").json()["value"]
     assert np.array(got, dtype="f4").tolist() == np.full(2, 3.12, dtype="f4").tolist()
+
+
+def test_acls_as_hsds_lists_them(client: Client, endpoint: str) -> None:
+    # a new domain (the server does not make domains public) has only its owner's entry
+    acls = client.get("/acls").json()["acls"]
+    assert [a["userName"] for a in acls] == ["test_user1"]
+    assert set(acls[0]) == {"userName", "create", "read", "update", "delete", "readACL", "updateACL"}
+    assert client.get("/acls/default").status_code == 404
+    # an entry set by PUT carries the domain it is of (HSDS keeps the request's domain in it)
+    assert client.put("/acls/test_user2", json={"read": True, "update": True}).status_code == 201
+    acl = client.get("/acls/test_user2").json()["acl"]
+    assert acl["domain"] == client.domain and acl["userName"] == "test_user2"
+    assert {k for k, v in acl.items() if v is True} == {"read", "update"}
+    listed = {a["userName"]: a for a in client.get("/acls").json()["acls"]}
+    assert listed["test_user2"] == acl and "domain" not in listed["test_user1"]
+    assert Client(endpoint, "test_user2", client.domain).get("/acls/test_user2").json()["acl"] == acl
+    # what was stored as "domain" is no flag: it is neither a permission nor taken in a body
+    assert client.put("/acls/test_user2", json={"domain": client.domain}).status_code == 400
+
+
+def test_attr_names_on_a_listing_leaves_out_missing_names(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    assert client.put(f"/groups/{root}/attributes/a", json={"type": I32, "value": 1}).status_code == 201
+    url = f"/groups/{root}/attributes"
+    got = client.get(url, params={"attr_names": "a|gone", "separator": "|"}).json()["attributes"]
+    assert [a["name"] for a in got] == ["a"]
+    assert client.get(url, params={"attr_names": "gone"}).json()["attributes"] == []
+    # a POST asks for those attributes: a missing one is 404, as in HSDS
+    assert client.post(url, json={"attr_names": ["a", "gone"]}).status_code == 404
+
+
+def test_a_link_path_with_a_slash_is_not_found(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups").json()["id"]
+    for method in ("PUT", "GET", "DELETE"):
+        r = client.request(method, f"/groups/{root}/links/one/two", json={"id": g})
+        assert r.status_code == 404 and "'/'" in r.json()["error"]["message"], (method, r.text)
+    # a name in a body with '/' stays a bad request
+    assert client.put(f"/groups/{root}/links", json={"links": {"one/two": {"id": g}}}).status_code == 400
+
+
+def test_non_finite_floats_are_answered_as_hsds_answers_them(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    nan, inf = float("nan"), float("inf")
+    r = client.put(f"/groups/{root}/attributes/f", data=python_json({"type": "H5T_IEEE_F32LE", "shape": 3, "value": [nan, 1.0, -inf]}))
+    assert r.status_code == 201, r.text
+    text = {"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE", "strPad": "H5T_STR_NULLTERM"}}
+    pair = {"class": "H5T_COMPOUND", "fields": [{"name": "x", "type": "H5T_IEEE_F64LE"}, {"name": "s", **text}]}
+    assert client.put(f"/groups/{root}/attributes/c", json={"type": pair, "value": ["NaN", "NaN"]}).status_code == 201
+    cp = {"fillValue": "NaN"}
+    d = client.post("/datasets", json={"type": "H5T_IEEE_F32LE", "shape": 2, "creationProperties": cp, "link": {"id": root, "name": "d"}}).json()["id"]
+
+    def raw(path: str, **params: object) -> bytes:
+        r = client.get(path, params=params)
+        assert r.status_code == 200, r.text
+        return r.content
+
+    # bare tokens (Python's json reads them as floats); a string field keeps its "NaN" text
+    assert b'"value":[NaN,1.0,-Infinity]' in raw(f"/groups/{root}/attributes/f")
+    assert raw(f"/groups/{root}/attributes/f/value").startswith(b'{"value":[NaN,1.0,-Infinity]')
+    assert b'"value":[NaN,1.0,-Infinity]' in raw(f"/groups/{root}/attributes", IncludeData=1)
+    assert b'"value":[NaN,"NaN"]' in raw(f"/groups/{root}/attributes/c")
+    assert b'"value":[NaN,1.0,-Infinity]' in raw(f"/groups/{root}", include_attrs=1)
+    assert b'"fillValue":NaN' in raw(f"/datasets/{d}")
+    everything = raw("/", getobjs=1, include_attrs=1)
+    assert b'"fillValue":NaN' in everything and b'"value":[NaN,1.0,-Infinity]' in everything
+    assert raw(f"/datasets/{d}/value").startswith(b'{"value":[NaN,NaN]')
+    several = client.post(f"/groups/{root}/attributes", json={"obj_ids": [root]})
+    assert several.status_code == 200 and b'"value":[NaN,1.0,-Infinity]' in several.content
+    # ignore_nan=1: null (a NaN fill value: "nan", as HSDS answers it)
+    assert client.get(f"/groups/{root}/attributes/f", params={"ignore_nan": 1}).json()["value"] == [None, 1.0, None]
+    assert client.get(f"/groups/{root}/attributes/c", params={"ignore_nan": 1}).json()["value"] == [None, "NaN"]
+    assert client.get(f"/datasets/{d}", params={"ignore_nan": 1}).json()["creationProperties"]["fillValue"] == "nan"
+    assert client.get(f"/datasets/{d}/value", params={"ignore_nan": 1}).json()["value"] == [None, None]
+    # what is stored stays the strict-JSON string: a strict reader of the binary form is unaffected
+    got = np.frombuffer(client.get(f"/datasets/{d}/value", headers={"Accept": "application/octet-stream"}).content, "<f4")
+    assert np.isnan(got).all()
+
+
+def python_json(body: object) -> bytes:
+    """A JSON body with bare NaN and Infinity tokens, as Python's json (h5pyd) writes it."""
+    return json.dumps(body).encode()
+
+
+def test_deleted_links_and_attributes_answer_410(client: Client, endpoint: str, domain: str) -> None:
+    root = client.get("/").json()["root"]
+    g = client.post("/groups").json()["id"]
+    links = {"a": {"id": root}, "soft": {"h5path": "x"}, "ext": {"h5path": "y", "h5domain": "/d"}}
+    assert client.put(f"/groups/{g}/links", json={"links": links}).status_code == 201
+    assert client.delete(f"/groups/{g}/links", params={"titles": "a:soft", "separator": ":"}).status_code == 200
+    assert client.delete(f"/groups/{g}/links/ext").status_code == 200
+    for title in links:
+        assert client.get(f"/groups/{g}/links/{title}").status_code == 410, title
+    assert client.get(f"/groups/{g}/links/never").status_code == 404
+    assert client.delete(f"/groups/{g}/links/ext").status_code == 410
+    # made again: found as usual
+    assert client.put(f"/groups/{g}/links/a", json={"id": root}).status_code == 201
+    assert client.get(f"/groups/{g}/links/a").status_code == 200
+    attrs = {"x": {"type": I32, "value": 1}, "y": {"type": I32, "value": 2}}
+    assert client.put(f"/groups/{g}/attributes", json={"attributes": attrs}).status_code == 201
+    assert client.delete(f"/groups/{g}/attributes", params={"attr_names": "x|y", "separator": "|"}).status_code == 200
+    for name in attrs:
+        assert client.get(f"/groups/{g}/attributes/{name}").status_code == 410
+        assert client.get(f"/groups/{g}/attributes/{name}/value").status_code == 410
+    assert client.get(f"/groups/{g}/attributes/never").status_code == 404
+    # a name deleted earlier is free to take, from JSON or packed bytes
+    assert client.put(f"/groups/{g}/attributes/x", json={"type": I32, "value": 3}).status_code == 201
+    assert client.get(f"/groups/{g}/attributes/x").json()["value"] == 3
+    packed = np.array([5], "<i4").tobytes()
+    r = client.put(f"/groups/{g}/attributes/y", data=packed, params={"type": json.dumps(I32), "shape": json.dumps([1])},
+                   headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    # h5pyd reads a deleted attribute or link as absent, as with HSDS
+    with open_file(endpoint, domain, "r+") as f:
+        f.create_group("h").attrs["gone"] = 1
+        del f["h"].attrs["gone"]
+        f["h"]["l"] = f["h"]
+        del f["h"]["l"]
+    with open_file(endpoint, domain, "r") as f:
+        assert "gone" not in f["h"].attrs and "l" not in f["h"]
+
+
+def test_a_new_domain_answers_dn_ids_when_asked(endpoint: str, domain: str) -> None:
+    c = Client(endpoint, "test_user1", domain)
+    created = c.put("/", params={"getdnids": 1})
+    assert created.status_code == 201 and created.json()["dn_ids"] == []  # no data nodes
+    assert c.get("/", params={"getdnids": 1}).json()["dn_ids"] == []
+    assert "dn_ids" not in c.get("/").json()

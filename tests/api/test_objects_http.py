@@ -110,7 +110,7 @@ def test_attributes_json_and_binary(client: Client) -> None:
     assert [a["name"] for a in r.json()["attributes"]] == ["f", "a1"]
     assert r.json()["attributes"][0]["value"] == [1.5, 2.5]
     assert client.delete(f"/groups/{root}/attributes", params={"attr_names": "f|n", "separator": "|"}).status_code == 200
-    assert client.get(f"/groups/{root}/attributes/f").status_code == 404
+    assert client.get(f"/groups/{root}/attributes/f").status_code == 410  # deleted (HSDS: 410)
 
 
 def test_attribute_bad_input(client: Client) -> None:

@@ -131,6 +131,22 @@ def test_append_and_extend(client: Client) -> None:
     assert client.get(f"/datasets/{did}/value").json()["value"] == [1, 2, 3, 4, 5, 0, 0, 0]
 
 
+def test_a_json_append_must_hold_the_appended_rows(client: Client) -> None:
+    # as HSDS: no broadcast into an append without element_count, and the refused append
+    # leaves the dataset as it was (the value is read before the dataset grows)
+    r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [1, 3], "maxdims": ["H5S_UNLIMITED", 3]})
+    did = r.json()["id"]
+    assert client.put(f"/datasets/{did}/value", json={"value": [[1, 2, 3]]}).status_code == 200
+    for bad in ({"value": [4, 5, 6], "append": 2}, {"value": [[4, 5, 6]], "append": 2}, {"value": [4, 5], "append": 1}):
+        r = client.put(f"/datasets/{did}/value", json=bad)
+        assert r.status_code == 400, (bad, r.text)
+        assert client.get(f"/datasets/{did}").json()["shape"]["dims"] == [1, 3]
+    assert client.put(f"/datasets/{did}/value", json={"value": [4, 5, 6], "append": 1}).status_code == 200
+    r = client.put(f"/datasets/{did}/value", json={"value": [7, 8, 9], "append": 2, "element_count": 3})
+    assert r.status_code == 200, r.text  # broadcast asked for
+    assert client.get(f"/datasets/{did}/value").json()["value"] == [[1, 2, 3], [4, 5, 6], [7, 8, 9], [7, 8, 9]]
+
+
 def test_element_count_broadcast(client: Client) -> None:
     did = make_dataset(client, [6, 6], [3, 3], "H5T_STD_U8LE")
     r = client.put(f"/datasets/{did}/value", params={"select": "[1:5,1:5]"}, data=b"\x09", headers=PUT_OCTET)

@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake import HSDS_COMPAT_VERSION, __version__
+from h5lake.api import nonfinite
 from h5lake.api.http import caller, domain_param, flag, int_param, json_body, links, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
@@ -74,6 +75,7 @@ async def get_domain(request: Request) -> Response:
         parent_id=request.query_params.get("parent_id"),
         objects=flag(request, "getobjs"),
     )
+    nonfinite.description(out, flag(request, "ignore_nan"))
     h = links(request)
     out["hrefs"] = h.obj(out) if "id" in out else h.domain(out)
     return ok(out)
@@ -102,6 +104,8 @@ async def put_domain(request: Request) -> Response:
     else:
         domain = await domains.create_domain(svc, who, path, body)
     out = domains.domain_response_on_create(svc, domain)
+    if flag(request, "getdnids"):
+        out["dn_ids"] = []  # as GET / answers it: no data nodes, every process serves every request
     out["hrefs"] = links(request).domain(out)
     return ok(out, 201)
 

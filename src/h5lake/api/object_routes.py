@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from h5lake.api import nonfinite
 from h5lake.api.hrefs import root_of, segment
 from h5lake.api.http import (
     binary,
@@ -24,9 +25,8 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.api.http import links as hrefs_of
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.model.values import nan_to_null
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
 from h5lake.service.documents import PutOutcome
 
@@ -36,9 +36,9 @@ def _collection(request: Request) -> Collection:
 
 
 def _created(request: Request, items: list[dict], many: bool) -> Response:
-    h = hrefs_of(request)
+    h, ignore_nan = hrefs_of(request), flag(request, "ignore_nan")
     for item in items:
-        item["hrefs"] = h.obj(item)
+        item["hrefs"] = h.obj(nonfinite.description(item, ignore_nan))
     return ok({"objects": items} if many else items[0], 201)
 
 
@@ -111,7 +111,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
             follow_external_links=flag(request, "follow_external_links"),
             follow_soft_links=flag(request, "follow_soft_links"),
         )
-        out["hrefs"] = hrefs_of(request).obj(out)
+        out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
         return ok(out)
 
     return handler
@@ -138,7 +138,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
                 follow_external_links=flag(request, "follow_external_links"),
                 follow_soft_links=flag(request, "follow_soft_links"),
             )
-            out["hrefs"] = hrefs_of(request).obj(out)
+            out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
             return ok(out)
         out = await objects.get_object(
             svc,
@@ -151,7 +151,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             verbose=flag(request, "verbose"),
             alias=flag(request, "getalias"),
         )
-        out["hrefs"] = hrefs_of(request).obj(out)
+        out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
         return ok(out)
 
     return handler
@@ -244,6 +244,8 @@ async def link_item(request: Request) -> Response:
     gid, title = request.path_params["id"], request.path_params["title"]
     if not title:
         raise NotFound("no link name in the path (names with '#' or '?' must be percent-encoded)")
+    if "/" in title:  # HSDS's router has no such path: 404 (a link name holds no '/')
+        raise NotFound(f"no link path {title!r}: a link name may not contain '/'")
     if request.method == "PUT":
         outcome = await links.put_link(svc, who, path, gid, title, await json_body(request), flag(request, "replace"))
         return _put_reply(outcome)
@@ -282,13 +284,9 @@ def _collection_path(obj_id: str) -> str:
 
 
 def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
-    """HSDS's ``ignore_nan=1``: NaN and infinities of float values as null."""
-    if flag(request, "ignore_nan"):
-        for item in items:
-            if item.get("value") is not None and item.get("encoding") is None:
-                rank = len(item["shape"].get("dims", []))
-                item["value"] = nan_to_null(item["value"], item["type"], rank)
-    return items
+    """NaN and infinities of float values as HSDS answers them: bare tokens, or null with
+    ``ignore_nan=1`` (`api.nonfinite`)."""
+    return nonfinite.attribute_items(items, flag(request, "ignore_nan"))  # type: ignore[no-any-return]
 
 
 def _b64(request: Request) -> bool:
@@ -316,6 +314,7 @@ async def attributes_collection(request: Request) -> Response:
             )
             h = hrefs_of(request)
             if isinstance(out, dict):
+                out = {oid: _ignore_nan(request, found) for oid, found in out.items()}
                 for oid, found in out.items():
                     h.attributes(f"/{_collection_path(oid)}/{oid}", found)
             return ok({"attributes": out, "hrefs": h.attributes(_owner(request), None)})
@@ -348,8 +347,7 @@ async def attributes_collection(request: Request) -> Response:
             pattern=request.query_params.get("pattern"),
             max_data_size=int_param(request, "max_data_size") or 0,
         )
-        for listed in followed.values():
-            _ignore_nan(request, listed)
+        followed = {oid: _ignore_nan(request, listed) for oid, listed in followed.items()}
         return ok({"attributes": followed, "hrefs": hrefs_of(request).attributes(_owner(request), [])})
     items = await attributes.get_attributes(
         svc,
@@ -357,6 +355,7 @@ async def attributes_collection(request: Request) -> Response:
         path,
         obj_id,
         names=_attr_names(request),
+        skip_missing=True,
         include_data=flag(request, "IncludeData", default=False),
         create_order=flag(request, "CreateOrder"),
         marker=request.query_params.get("Marker"),
@@ -404,11 +403,11 @@ async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
     try:
         await attributes.get_attribute(svc, who, path, obj_id, name)
         return False
-    except NotFound:
+    except (NotFound, Gone):  # Gone: deleted earlier (service.deleted_names), absent all the same
         pass
     try:
         await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
-    except NotFound:
+    except (NotFound, Gone):
         return False
     return True
 
@@ -439,7 +438,7 @@ async def attribute_item(request: Request) -> Response:
         return ok({})
     try:
         attr = await attributes.get_attribute(svc, who, path, obj_id, name)
-    except NotFound:
+    except (NotFound, Gone):
         if not name.endswith(_VALUE):
             raise
         # GET .../attributes/{name}/value (HSDS): the value alone

@@ -324,7 +324,9 @@ def document() -> dict[str, Any]:
             "version": __version__,
             "description": "The HDF5 data model over HTTP (HSDS 1.0 compatible). Every response of "
             "a resource carries hrefs; errors are JSON. Packed (binary) values travel as "
-            "application/octet-stream.",
+            "application/octet-stream. Floats that are not finite are answered as HSDS answers "
+            "them, as the bare tokens NaN, Infinity and -Infinity (which Python's json reads), or "
+            "as null with ignore_nan=1.",
         },
         "paths": paths,
         "components": {

@@ -143,6 +143,7 @@ class AclFlags(Open):
 
 class Acl(AclFlags):
     userName: str
+    domain: str | None = None  # an entry set by PUT /acls/{user} (HSDS's form)
 
 
 class AclList(Open):

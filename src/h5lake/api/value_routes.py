@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from h5lake.api import nonfinite
 from h5lake.api.connections import READINTO
 from h5lake.api.http import (
     OCTET,
@@ -33,7 +34,7 @@ from h5lake.api.http import (
 from h5lake.errors import InvalidInput
 from h5lake.model.selectparse import Bounds
 from h5lake.model.types import array_dims
-from h5lake.model.values import array_to_bytes, array_to_json, nan_to_null
+from h5lake.model.values import array_to_bytes, array_to_json
 from h5lake.service import values
 from h5lake.service.value_requests import (
     Append,
@@ -64,15 +65,12 @@ def _fields(request: Request, body_fields: Any = None) -> str | None:
     return fields
 
 
-def _value_read(
-    request: Request, select: str | list[Any] | Bounds | None, *, null_reads_empty: bool, body_fields: Any = None
-) -> ValueRead:
+def _value_read(request: Request, select: str | list[Any] | Bounds | None, *, body_fields: Any = None) -> ValueRead:
     return ValueRead(
         select=select,
         fields=_fields(request, body_fields),
         query=_query(request),
         binary=wants_binary(request),
-        null_reads_empty=null_reads_empty,
     )
 
 
@@ -102,8 +100,8 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
             return StreamingResponse(_slices(found.blocks), media_type=OCTET, headers={"Content-Length": str(found.size)})
         parts = [c async for c in found.blocks]
         return binary(parts[0] if len(parts) == 1 else b"".join(parts))  # one block: no copy
-    if found.values is None:
-        return binary(b"") if as_binary else ok({"value": None, "hrefs": _value_hrefs(request)})
+    if found.values is None:  # a read finds values or blocks
+        raise RuntimeError("a value read found neither values nor blocks")
     if as_binary:
         return binary(array_to_bytes(found.values, found.type_json))
     arr = found.values
@@ -114,8 +112,8 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
         arr = arr.squeeze(axis=axes) if axes else arr
         rank -= len(axes)
     value = array_to_json(arr, found.type_json)
-    if flag(request, "ignore_nan"):  # HSDS: NaN and infinities as null
-        value = nan_to_null(value, found.type_json, rank)
+    if nonfinite.array_has_non_finite(arr):  # HSDS: bare NaN and Infinity, or null with ignore_nan
+        value = nonfinite.value(value, found.type_json, rank, flag(request, "ignore_nan"))
     out = {"value": value, "hrefs": _value_hrefs(request)}
     if found.index is not None:
         out = {"index": found.index.tolist(), **out}
@@ -123,7 +121,7 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
 
 
 async def get_value(request: Request) -> Response:
-    read = _value_read(request, request.query_params.get("select"), null_reads_empty=True)
+    read = _value_read(request, request.query_params.get("select"))
     found = await values.read_values(service(request), caller(request), domain_param(request), request.path_params["id"], read)
     return await _reply(request, found)
 
@@ -143,7 +141,7 @@ async def post_value(request: Request) -> Response:
             if "select" in body and bounds is not None:
                 raise InvalidInput("select cannot be combined with start/stop/step")
             select = body["select"] if bounds is None else bounds
-            read = _value_read(request, select, null_reads_empty=False, body_fields=body.get("fields"))
+            read = _value_read(request, select, body_fields=body.get("fields"))
             return await _reply(request, await values.read_values(svc, who, path, dset_id, read))
         if "points" not in body:
             raise InvalidInput("body must have points, select, or start/stop/step")

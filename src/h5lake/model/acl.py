@@ -19,6 +19,9 @@ class Permission(enum.Enum):
 
 FLAGS = tuple(p.value for p in Permission)
 DEFAULT = "default"
+SET_BY_PUT = "domain"
+"""The key an entry set by ``PUT /acls/{user}`` has besides its flags: HSDS stores the request's
+domain there and answers it with the entry (h5pyd's ``hsacl`` drops it before printing)."""
 
 
 def full_acl() -> dict[str, bool]:

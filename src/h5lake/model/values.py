@@ -8,8 +8,9 @@ an H5T_ARRAY element is a nested list and a vlen a list; an object reference is 
 reference; a region reference is its opaque blob (the binary element, see :mod:`vlen`) in base64,
 null for a null reference; an opaque element is base64 (``""`` when all zero, as h5json writes it); integers are
 exact, uint64 included. A float that is not finite is written as ``"NaN"``, ``"Infinity"`` or
-``"-Infinity"``: strict JSON has no such numbers, and h5pyd turns these strings back into
-floats. Both the strings and Python's non-finite floats are read.
+``"-Infinity"`` (the form documents keep: strict JSON has no such numbers); REST answers carry
+them as HSDS does, bare or null (:mod:`h5lake.api.nonfinite`, :func:`map_non_finite`). Both
+the strings and Python's non-finite floats are read.
 
 The binary form is API-NOTES §5: fixed-size types travel packed in C order in the type's own
 byte order and go through ``numpy.frombuffer``/``tobytes`` only; variable-length types use the
@@ -295,13 +296,35 @@ def nan_to_null(value: Any, t: TypeJson, rank: int) -> Any:
     """A JSON value (as `array_to_json` gives it, ``rank`` dimensions deep) with every NaN and
     infinity of a float (also inside arrays and compound fields) as ``null``: HSDS's
     ``ignore_nan=1``, for readers whose JSON has no NaN."""
+    return map_non_finite(value, t, rank, lambda _: None)
+
+
+def map_non_finite(value: Any, t: TypeJson, rank: int, to: Callable[[str], Any]) -> Any:
+    """A JSON value (as `array_to_json` gives it, ``rank`` dimensions deep) with every NaN and
+    infinity of a float (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, also inside arrays and
+    compound fields) replaced by ``to(that string)``; strings of string types are left alone."""
     if rank > 0:
-        return [nan_to_null(v, t, rank - 1) for v in value] if isinstance(value, list) else value
+        return [map_non_finite(v, t, rank - 1, to) for v in value] if isinstance(value, list) else value
     cls = t.get("class") if isinstance(t, dict) else None
     if cls == "H5T_FLOAT" or (cls is None and isinstance(t, str) and t.startswith("H5T_IEEE_F")):
-        return None if isinstance(value, str) and value in NON_FINITE else value
+        return to(value) if isinstance(value, str) and value in NON_FINITE else value
     if cls == "H5T_ARRAY":
-        return nan_to_null(value, t["base"], len(t.get("dims", [])))
+        return map_non_finite(value, t["base"], len(t.get("dims", [])), to)
     if cls == "H5T_COMPOUND" and isinstance(value, list):
-        return [nan_to_null(v, f["type"], 0) for v, f in zip(value, t.get("fields", []))]
+        return [map_non_finite(v, f["type"], 0, to) for v, f in zip(value, t.get("fields", []))]
     return value
+
+
+def has_float(t: TypeJson | str) -> bool:
+    """Does a value of ``t`` hold floats that `map_non_finite` reaches (in arrays and compound
+    fields too)?"""
+    if isinstance(t, str):
+        return t.startswith("H5T_IEEE_F")
+    cls = t.get("class") if isinstance(t, dict) else None
+    if cls == "H5T_FLOAT":
+        return True
+    if cls == "H5T_ARRAY":
+        return has_float(t["base"])
+    if cls == "H5T_COMPOUND":
+        return any(has_float(f["type"]) for f in t.get("fields", []))
+    return False

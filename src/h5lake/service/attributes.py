@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -292,17 +292,31 @@ def attribute_bytes(attr: Doc) -> bytes:
 
 
 async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
+    return (await _domain_and_attributes(svc, caller, domain_path, obj_id))[1]
+
+
+async def _domain_and_attributes(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str
+) -> tuple[Domain, dict[str, Doc]]:
     parse_id(obj_id)
-    _, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
+    domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ)
     attrs: dict[str, Doc] = found.doc.get("attributes", {})
-    return attrs
+    return domain, attrs
 
 
 async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str) -> Doc:
-    attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    domain, attrs = await _domain_and_attributes(svc, caller, domain_path, obj_id)
     if name not in attrs:
-        raise NotFound(f"attribute {name!r} not found")
+        _missing_attribute(svc, domain, obj_id, name)
     return attrs[name]
+
+
+def _missing_attribute(svc: Service, domain: Domain, obj_id: str, name: str) -> NoReturn:
+    """404 for an attribute the object lacks; 410 when this process deleted it (HSDS's answer,
+    see service.deleted_names; a version's contents are not the head's)."""
+    if domain.view is svc.head and svc.deleted_names.was_deleted(domain.path, obj_id, "attribute", name):
+        raise Gone(f"attribute {name!r} has been deleted")
+    raise NotFound(f"attribute {name!r} not found")
 
 
 async def put_attribute_value(
@@ -343,8 +357,13 @@ async def get_attributes(
     b64: bool = False,
     pattern: str | None = None,
     max_data_size: int = 0,
+    skip_missing: bool = False,
 ) -> list[Doc]:
+    """``skip_missing``: a name of ``names`` the object lacks is left out instead of 404 (the
+    ``attr_names`` filter of a GET listing, which HSDS ignores: a listing of nothing is empty)."""
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    if skip_missing and names is not None:
+        names = [n for n in names if n in attrs]
     return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size)
 
 
@@ -470,12 +489,13 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
         attrs = doc.get("attributes", {})
         missing = [n for n in names if n not in attrs]
         if missing:
-            raise NotFound(f"attribute {missing[0]!r} not found")
+            _missing_attribute(svc, domain, obj_id, missing[0])
         for n in names:
             del attrs[n]
         doc["lastModified"] = now()
 
     await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
+    svc.deleted_names.note(domain.path, obj_id, "attribute", names)
     svc.catalog.note_object(domain.path, obj_id)
 
 

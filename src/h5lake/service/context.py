@@ -16,6 +16,7 @@ from h5lake.chunks.mapindex import KeyIndexes
 from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
+from h5lake.service.deleted_names import DeletedNames
 from h5lake.service.documents import Documents
 from h5lake.service.fences import DomainFences
 from h5lake.service.views import HeadView
@@ -67,6 +68,7 @@ class Service:
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
         self.head = HeadView(self.docs, self.store, self.cas)
         self.fences = DomainFences()  # versions: a commit against this process's own changes
+        self.deleted_names = DeletedNames()  # 410 for a link or attribute deleted here (as HSDS)
         # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
         # chunk engine runs on it (see h5lake.chunks.fanout).
         self.workers = Workers(self.chunk_concurrency, cpu_pool())

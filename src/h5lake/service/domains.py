@@ -174,11 +174,16 @@ async def create_domain(
         if not isinstance(owner, str):
             raise InvalidInput("owner must be a string")
         acl_model.validate_user_name(owner)
-    acls: dict[str, Any] = {**_inherited_acls(parent, {owner, *svc.admins}), owner: acl_model.full_acl(),
-                            "default": acl_model.acl_for(svc.public_read)}
+    is_folder = bool(body.get("folder"))
+    acls: dict[str, Any] = {**_inherited_acls(parent, {owner, *svc.admins}), owner: acl_model.full_acl()}
+    if svc.public_read or is_folder:
+        # As HSDS lists them: a ``default`` entry where new domains are public, and on every
+        # folder. HSDS's folders are readable by everyone; here a folder's entry grants what a
+        # new domain's would (nothing unless --public-read): who may list a folder stays its
+        # owner's choice.
+        acls[acl_model.DEFAULT] = acl_model.acl_for(read=svc.public_read)
     ts = now()
     doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
-    is_folder = bool(body.get("folder"))
     root_doc: Doc | None = None
     if not is_folder:
         root_id = new_root_id()
@@ -382,15 +387,19 @@ async def _add_stats(svc: Service, caller: Caller, items: list[Doc], found: list
 # --- ACLs -------------------------------------------------------------------------------------
 
 
-def acl_entry(user: str, flags: dict[str, Any]) -> Doc:
+def acl_entry(user: str, flags: dict[str, Any], domain_path: str | None = None) -> Doc:
+    """An ACL as answered: the six flags and ``userName``, and, for an entry set by
+    ``PUT /acls/{user}`` (``domain_path`` given), the ``domain`` it is of, as HSDS answers."""
     entry: Doc = {f: bool(flags.get(f, False)) for f in acl_model.FLAGS}
     entry["userName"] = user
+    if domain_path is not None and acl_model.SET_BY_PUT in flags:
+        entry["domain"] = domain_path
     return entry
 
 
 async def get_acls(svc: Service, caller: Caller, path: str) -> list[Doc]:
     domain = await open_domain(svc, caller, path, Permission.READ_ACL)
-    return [acl_entry(u, f) for u, f in sorted(domain.doc.get("acls", {}).items())]
+    return [acl_entry(u, f, domain.path) for u, f in sorted(domain.doc.get("acls", {}).items())]
 
 
 async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
@@ -404,7 +413,7 @@ async def get_acl(svc: Service, caller: Caller, path: str, user: str) -> Doc:
     acls = domain.doc.get("acls", {})
     if user not in acls:
         raise NotFound(f"no ACL for user {user} on {domain.path}")
-    return acl_entry(user, acls[user])
+    return acl_entry(user, acls[user], domain.path)
 
 
 async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any) -> Doc:
@@ -416,10 +425,11 @@ async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any)
         acls = doc.setdefault("acls", {})
         entry = acls.get(user) or {f: False for f in acl_model.FLAGS}
         entry.update(flags)
+        entry[acl_model.SET_BY_PUT] = domain.path  # HSDS keeps the request's domain in the entry
         acls[user] = entry
         doc["lastModified"] = now()
         return entry
 
     _, entry = await svc.docs.update(domain_key(domain.path), mutate, f"domain {domain.path}")
-    return acl_entry(user, entry)
+    return acl_entry(user, entry, domain.path)
 

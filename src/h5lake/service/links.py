@@ -6,9 +6,9 @@ import asyncio
 import base64
 import binascii
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
-from h5lake.errors import Conflict, InvalidInput, NotFound
+from h5lake.errors import Conflict, Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
@@ -300,7 +300,7 @@ async def get_link(svc: Service, caller: Caller, domain_path: str, group_id: str
     group = (await load_object(svc, domain, group_id)).doc
     link = group.get("links", {}).get(title)
     if link is None:
-        raise NotFound(f"link {title!r} not found")
+        _missing_link(svc, domain, group_id, title)
     return {
         "link": link_json(link, title),
         "created": link.get("created"),
@@ -368,13 +368,22 @@ async def delete_links(
         links = doc.get("links", {})
         missing = [t for t in titles if t not in links]
         if missing:
-            raise NotFound(f"link {missing[0]!r} not found")
+            _missing_link(svc, domain, group_id, missing[0])
         for t in titles:
             del links[t]
         doc["lastModified"] = now()
 
     await update_object(svc, domain, group_id, remove, reuse=True)  # deletes entries only
+    svc.deleted_names.note(domain.path, group_id, "link", titles)
     svc.catalog.note_object(domain.path, group_id)
+
+
+def _missing_link(svc: Service, domain: Domain, group_id: str, title: str) -> NoReturn:
+    """404 for a link name the group lacks; 410 when this process deleted it (HSDS's answer,
+    see service.deleted_names; a version's contents are not the head's)."""
+    if domain.view is svc.head and svc.deleted_names.was_deleted(domain.path, group_id, "link", title):
+        raise Gone(f"link {title!r} has been deleted")
+    raise NotFound(f"link {title!r} not found")
 
 
 MAX_PATH_STEPS = 1024

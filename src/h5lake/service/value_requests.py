@@ -49,16 +49,13 @@ class Points:
 @dataclass(frozen=True, slots=True)
 class ValueRead:
     """A read of a hyperslab (``select``, all when None), optionally of some compound
-    ``fields``, filtered by ``query``, answered as packed bytes (``binary``) or JSON.
-
-    ``null_reads_empty``: a dataset with a null dataspace answers an empty value (GET) instead
-    of an error (POST)."""
+    ``fields``, filtered by ``query``, answered as packed bytes (``binary``) or JSON. A dataset
+    with a null dataspace has no values to read: 400, as HSDS answers."""
 
     select: str | list[Any] | Bounds | None = None
     fields: str | None = None
     query: Query | None = None
     binary: bool = False
-    null_reads_empty: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +68,7 @@ class PointRead:
 @dataclass(frozen=True, slots=True)
 class ValuesRead:
     """What a read found: ``values`` of type ``type_json`` (the requested fields only), or a
-    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions.
-    ``values`` and ``blocks`` both None: a null dataspace, which has no values."""
+    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions."""
 
     type_json: Doc
     values: np.ndarray | None = None

@@ -138,8 +138,6 @@ def check_json_reply(svc: Service, arr: np.ndarray, binary: bool) -> None:
 async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: ValueRead) -> ValuesRead:
     """``GET /datasets/{id}/value`` (and ``POST`` with a ``select``)."""
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
-    if ds.layout is None and request.null_reads_empty:
-        return ValuesRead(ds.type_json)
     layout = ds.require_layout()
     selection = _selection(layout, request.select)
     fields = parse_fields(request.fields, layout.dtype)
@@ -224,10 +222,12 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     layout = ds.require_layout()
     fields = parse_fields(request.fields, layout.dtype)
     selection: Selection | PairedSelection | None
+    appended: np.ndarray | None = None
     if request.append is not None:
         axis = request.append.axis
         if not 0 <= axis < len(layout.shape):
             raise InvalidInput(f"append_dim must be in 0..{len(layout.shape) - 1}")
+        appended = await _append_json(svc, ds, layout, request, axis)
         resized = await grow(svc, ds.domain, ds.id, {"extend": request.append.count, "extend_dim": axis})
         ds = OpenDataset(ds.domain, resized.doc, native_layout(ds.domain, resized.doc))
         layout = ds.require_layout()
@@ -267,11 +267,34 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
             raise InvalidInput("fields cannot be combined with point writes")
         await _write_points(svc, ds, layout, points, arr)
         return
+    if appended is not None:
+        await _write_any(svc, ds, layout, selection, appended, fields)
+        return
     _check_broadcast(svc, layout, shape)
     # JSON values become an array on the CPU pool when there are many (a second per few million)
     work = math.prod(broadcast or shape) * layout.dtype.itemsize
     arr = await svc.workers.cpu(_json_values, ds, body, broadcast or shape, fields, size=work)
     await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
+
+
+async def _append_json(
+    svc: Service, ds: OpenDataset, layout: DatasetLayout, request: ValueWrite, axis: int
+) -> np.ndarray | None:
+    """The JSON ``value`` of an append, read before the dataset grows (None for other bodies):
+    it must hold the appended region exactly, as HSDS requires (no broadcast unless
+    ``element_count`` asks for it), and a value that does not fit leaves the dataset as it was."""
+    body = request.body
+    if not isinstance(body, JsonValues) or body.packed is not None or body.points is not None:
+        return None
+    if request.element_count is not None or body.element_count is not None or request.append is None:
+        return None
+    shape = tuple(request.append.count if d == axis else n for d, n in enumerate(layout.shape))
+    names = request.fields if request.fields is not None else body.fields
+    t = field_type(ds.type_json, parse_fields(names, layout.dtype))
+    _check_broadcast(svc, layout, shape)
+    work = math.prod(shape) * layout.dtype.itemsize
+    arr: np.ndarray = await svc.workers.cpu(json_to_array, body.value, t, shape, size=work)
+    return arr
 
 
 def _check_broadcast(svc: Service, layout: DatasetLayout, shape: tuple[int, ...]) -> None:
