@@ -93,8 +93,9 @@ class FastRequest(Request):
 
 
 class FastReads:
-    """Answers the hot reads of ``app`` (`HOT`) itself; returns False for any request it leaves
-    to the application (nothing has been sent then)."""
+    """Answers the hot reads of ``app`` (`HOT`) and the PUTs of one link or one attribute
+    itself; returns False for any request it leaves to the application (nothing has been sent
+    then)."""
 
     def __init__(self, app: Any, routes: list[BaseRoute]) -> None:
         self.app = app
