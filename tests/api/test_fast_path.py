@@ -11,6 +11,7 @@ have answered most of them itself (else the comparison proves nothing).
 from __future__ import annotations
 
 import base64
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,143 @@ def test_with_cors_the_application_answers_everything(tmp_path: Path) -> None:
                 r = fast.get(url, headers=USERS_SENT["owner"] | origin)
                 assert "Origin" in r.headers["vary"]
                 same(fast, full, "GET", url, USERS_SENT["owner"] | origin)
+
+
+# --- PUTs of one attribute or one link ---------------------------------------------------------
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient, Counted, dict[str, str]]]:
+    """Two stores in the same state (one built, then copied: same ids), the app with the fast
+    path on one and the app without it on the other, so each PUT can be sent to both."""
+    passwd = write_passwd(tmp_path / "passwd")
+    with TestClient(create_app(Settings(data=tmp_path / "a", passwd=passwd))) as builder:
+        ids = build(builder)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    fast_app = create_app(Settings(data=tmp_path / "a", passwd=passwd))
+    full_app = create_app(Settings(data=tmp_path / "b", passwd=passwd), fast=False)
+    assert isinstance(fast_app, App) and fast_app.fast is not None
+    counted = Counted(fast_app.fast)
+    fast_app.fast = counted  # type: ignore[assignment]
+    with TestClient(fast_app) as fast, TestClient(full_app) as full:
+        yield fast, full, counted, ids
+
+
+def same_put(fast: TestClient, full: TestClient, url: str, headers: dict[str, str], body: bytes) -> int:
+    a = fast.put(url, headers=headers, content=body)
+    b = full.put(url, headers=headers, content=body)
+    where = (url, headers, body[:200])
+    assert a.status_code == b.status_code, (where, a.status_code, b.status_code, a.text[:300], b.text[:300])
+    assert a.content == b.content, (where, a.text[:300], b.text[:300])
+    assert a.headers.multi_items() == b.headers.multi_items(), where
+    assert a.status_code < 500, (where, a.text[:300])
+    return a.status_code
+
+
+def _timeless(value: Any) -> Any:
+    """``value`` without the clock readings the server adds (``created``, ``lastModified``)."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("created", "lastModified")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_puts_of_one_attribute_or_link_answer_as_the_application(
+    twins: tuple[TestClient, TestClient, Counted, dict[str, str]],
+) -> None:
+    fast, full, counted, ids = twins
+    root, sub, dset, dtype = ids["root"], ids["sub"], ids["dset"], ids["type"]
+    d = "domain=" + quote(DOMAIN, safe="/")
+    owner, js = USERS_SENT["owner"], {"Content-Type": "application/json"}
+    now = 1.7e9  # replaced by the server's clock: the replies carry none, the state is compared without
+
+    def attr(value: Any, type_: Any = "H5T_STD_I32LE", shape: Any = "H5S_SCALAR", **more: Any) -> bytes:
+        import json as _json  # noqa: PLC0415 -- local: the module has no other use for it
+
+        return _json.dumps({"type": type_, "shape": shape, "value": value, **more}).encode()
+
+    cases: list[tuple[str, dict[str, str], bytes]] = []
+    for kind, oid in (("groups", root), ("groups", sub), ("datasets", dset), ("datatypes", dtype)):
+        me = f"/{kind}/{oid}/attributes"
+        cases += [
+            (f"{me}/new?{d}", js, attr(1)),  # created
+            (f"{me}/new?{d}", js, attr(1)),  # all there: 200
+            (f"{me}/new?{d}", js, attr(2)),  # replaced
+            (f"{me}/int?{d}", js, attr(7)),  # as built
+            (f"{me}/vec?{d}", js, attr([1.5, "NaN", 3.0], "H5T_IEEE_F64LE", [3])),
+            (f"{me}/s?{d}", js, attr("héllo", {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE"})),
+            (f"{me}/b64?{d}&encoding=base64", js, attr("AQAAAA==")),
+            (f"{me}/when?{d}", js, attr(3, created=now)),
+            (f"{me}/a%20b%25c%2Fd?{d}", js, attr(4)),
+            (f"{me}/int/value?{d}", js, b'{"value": 9}'),  # HSDS: the value of "int"
+            (f"{me}/new/value?{d}", js, b"[5]"),
+            (f"{me}/packed?{d}&type=H5T_STD_U8LE&shape=[2]", {"Content-Type": "application/octet-stream"}, b"\x01\x02"),
+            (f"{me}/int?{d}", {"Content-Type": "application/octet-stream"}, b"\x05\x00\x00\x00"),
+            (f"{me}/bad?{d}", js, b"{not json"),
+            (f"{me}/bad?{d}", js, b"[1, 2]"),
+            (f"{me}/bad?{d}", js, b'{"shape": "H5S_SCALAR"}'),
+            (f"{me}/bad?{d}", js, attr(1, "H5T_NOPE")),
+            (f"{me}/bad?{d}", js, attr(1, shape=[-1])),
+            (f"{me}/bad?{d}", js, attr(300, "H5T_STD_U8LE")),
+            (f"{me}/bad?{d}", js, b""),
+            (f"{me}/?{d}", js, attr(1)),
+            (f"{me}/x?domain=/home/{OWNER}/missing.h5", js, attr(1)),
+            (f"{me}/x?domain=relative.h5", js, attr(1)),
+            (f"{me}/x", js, attr(1)),
+            (f"{me}/x?domain=hdf5:/{DOMAIN}", js, attr(1)),
+            (f"{me}/x?domain=/home/{OWNER}/private.h5", js, attr(1)),
+            (f"{me}/x?domain=a@b", js, attr(1)),
+            (f"{me}/x?{d}&encoding=base64", js, attr("%%%")),
+        ]  # fmt: skip
+    cases += [
+        (f"/groups/g-nothing/attributes/x?{d}", js, attr(1)),
+        (f"/groups/g-00000000-00000000-0000-000000-000000/attributes/x?{d}", js, attr(1)),
+        (f"/groups/{dset}/attributes/x?{d}", js, attr(1)),
+        (f"/groups/{root}/attributes/hdr", js | {"X-Hdf-domain": DOMAIN}, attr(1)),
+        (f"/groups/{root}/attributes/gz?{d}", js | {"Content-Encoding": "gzip"}, attr(1)),
+        (f"/groups/{root}/attributes/nl%0A?{d}", js, attr(1)),
+    ]
+    g = f"/groups/{root}/links"
+    cases += [
+        (f"{g}/h1?{d}", js, f'{{"id": "{sub}"}}'.encode()),  # created
+        (f"{g}/h1?{d}", js, f'{{"id": "{sub}"}}'.encode()),  # all there: 200
+        (f"{g}/h1?{d}", js, f'{{"id": "{dset}"}}'.encode()),  # another target: 409
+        (f"{g}/h1?{d}&replace=1", js, f'{{"id": "{dset}"}}'.encode()),
+        (f"{g}/s1?{d}", js, b'{"h5path": "/sub/deep"}'),
+        (f"{g}/e1?{d}", js, b'{"h5path": "/x", "h5domain": "/home/other.h5"}'),
+        (f"{g}/a%2Fb?{d}", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"{g}/a%20b?{d}", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"{g}/bad?{d}", js, b'{"id": "g-nothing"}'),
+        (f"{g}/bad?{d}", js, b"{}"),
+        (f"{g}/bad?{d}", js, b"nope"),
+        (f"{g}/bad?{d}&replace=maybe", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"{g}/?{d}", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"{g}/x?domain=/home/{OWNER}/private.h5", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"/groups/{dset}/links/x?{d}", js, f'{{"id": "{sub}"}}'.encode()),
+        (f"/groups/{sub}/links/back?{d}", js, f'{{"id": "{root}"}}'.encode()),
+        (f"/datasets/{dset}/links/x?{d}", js, f'{{"id": "{sub}"}}'.encode()),  # not a link route
+    ]
+    sent = 0
+    for url, extra, body in cases:
+        same_put(fast, full, url, owner | extra, body)
+        sent += 1
+    for who, headers in USERS_SENT.items():  # refused or not, as the stack refuses
+        if who in ("owner", "wrong", "unknown"):
+            continue
+        for url, extra, body in cases[:: 11]:
+            same_put(fast, full, url, headers | extra, body)
+            sent += 1
+    for url, extra, body in cases[:3]:  # a refused password costs a full hash: two of those
+        same_put(fast, full, url, USERS_SENT["wrong"] | extra, body)
+        sent += 1
+    assert counted.answered > 0.8 * sent, (counted.answered, sent)
+    # and the two stores now hold the same attributes and links
+    for kind, oid in (("groups", root), ("groups", sub), ("datasets", dset), ("datatypes", dtype)):
+        for url in (f"/{kind}/{oid}/attributes?{d}&IncludeData=1", f"/{kind}/{oid}?{d}"):
+            a, b = fast.get(url, headers=owner), full.get(url, headers=owner)
+            assert a.status_code == b.status_code == 200
+            assert _timeless(a.json()) == _timeless(b.json()), url
+    for gid in (root, sub):
+        a, b = fast.get(f"/groups/{gid}/links?{d}", headers=owner), full.get(f"/groups/{gid}/links?{d}", headers=owner)
+        assert _timeless(a.json()) == _timeless(b.json())

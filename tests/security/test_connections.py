@@ -102,3 +102,39 @@ def test_connection_cap_answers_503_then_recovers(tmp_path: Path) -> None:
         for s in held:
             s.close()
         srv.stop()
+
+
+def _whole_reply(sock: socket.socket) -> bytes:
+    """One reply with a Content-Length, read whole from a blocking socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return data
+
+
+def test_a_stalled_request_after_answered_ones_is_closed(strict_server: Server) -> None:
+    """The deadlines of a kept-alive connection start again with each request: after requests
+    answered on it (whose deadlines were armed and disarmed), a request that stops in its
+    headers, or in its body, is cut after its own timeout, not left open."""
+    ep = strict_server.endpoint
+    host, port = ep.removeprefix("http://").split(":")
+    for stall in (b"GET /about HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+                  b"PUT /?domain=/home/x.h5 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n01234"):  # fmt: skip
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        try:
+            for _ in range(3):
+                sock.sendall(b"GET /about HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                reply = _whole_reply(sock)
+                assert reply.startswith(b"HTTP/1.1 200"), reply[:100]
+                time.sleep(0.4)  # the deadlines of the next request start later than the first's
+            sock.sendall(stall)
+            started = time.monotonic()
+            sock.setblocking(False)
+            assert not _wait_closed([sock], 15), "a stalled request on a kept-alive connection stayed open"
+            assert time.monotonic() - started > 0.8  # not before its own deadline (1 s for headers, 2 s between body pieces)
+        finally:
+            sock.close()

