@@ -11,10 +11,18 @@
 * ``conformance`` (session, automatic): every response from an h5lake on loopback, through
   ``requests`` (plain HTTP tests and h5pyd alike), is checked against ``/openapi.json``; a test
   that received a response breaking it fails (``tests/support/conformance.py``).
+
+Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker per usable
+core (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
+fixtures are made once. Every worker has its own session fixtures (servers, SeaweedFS, temporary
+directories, ``HS_*`` variables), and every server its own free port. A test marked
+``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
+same time: it takes a lock that every other test holds shared. ``-n 0`` runs serially.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
 from collections.abc import Iterable, Iterator
@@ -43,6 +51,39 @@ def backend_params(names: Iterable[str]) -> list[object]:
     """Fixture params for storage backends: the S3 ones are marked ``slow`` (a SeaweedFS per
     session, every request over the network), so ``-m "not slow"`` leaves them to CI."""
     return [pytest.param(n, marks=pytest.mark.slow) if n == "s3" else n for n in names]
+
+
+# --- running in parallel (pytest-xdist) ---------------------------------------------------------
+
+MAX_WORKERS = 4  # more workers than this add servers and SeaweedFS instances faster than they save time
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use, at most MAX_WORKERS."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Under xdist, an ``exclusive`` test (setup, call and teardown) runs alone: it holds the run's
+    lock exclusively, every other test holds it shared. A turnstile lock, taken by an exclusive
+    test while it waits, keeps the other workers from starting new tests meanwhile."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    root = Path(item.config.option.basetemp).parent  # xdist gives each worker <the run's basetemp>/<worker>
+    exclusive = item.get_closest_marker("exclusive") is not None
+    with open(root / "exclusive.turnstile", "a") as turnstile, open(root / "exclusive.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if exclusive:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # waits for the tests running on other workers
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
 # --- where a server keeps its objects --------------------------------------------------------
