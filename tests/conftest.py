@@ -14,8 +14,9 @@
 
 Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker per usable
 core (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
-fixtures are made once (and whole folders for those in ``ONE_WORKER``). Every worker has its own session fixtures (servers, SeaweedFS, temporary
-directories, ``HS_*`` variables), and every server its own free port. A test marked
+fixtures are made once (whole folders for those in ``ONE_WORKER``). Every worker has its own
+session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables), and every
+server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
 same time: it takes a lock that every other test holds shared. ``-n 0`` runs serially.
 """
@@ -106,16 +107,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 # --- the quick subset (--quick) ----------------------------------------------------------------
 
-# `python -m pytest -q --quick`: the developers' loop, under two minutes. The unit tests, the
+# `python -m pytest -q --quick`: the developers' loop (about 2 CPU-minutes). The unit tests, the
 # chunk engine, the store contract and the HTTP API (objects, values, domains, request forms,
 # h5pyd reading and writing through a real server), plus the README's own check; on local storage
 # only (every `slow` test, so every S3 run, is left out). Folders and modules listed here are
 # collected, nothing else is even imported; a new module in one of these folders is quick too.
 QUICK = ("tests/unit", "tests/chunks", "tests/storage", "tests/api", "tests/cli/test_readme.py")
-NOT_QUICK = (  # in those folders, but minutes of fuzzing or of comparing, or raw-socket timing
+NOT_QUICK = (  # in those folders, but long: fuzzing, comparing two apps, raw-socket timing, a
+    # second server process, a state machine over every store
     "tests/api/test_fuzz.py",
     "tests/api/test_fast_path.py",
     "tests/api/test_body_direct.py",
+    "tests/chunks/test_sparse_reads.py",
+    "tests/storage/test_stateful.py",
 )
 
 
