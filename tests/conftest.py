@@ -11,10 +11,19 @@
 * ``conformance`` (session, automatic): every response from an h5lake on loopback, through
   ``requests`` (plain HTTP tests and h5pyd alike), is checked against ``/openapi.json``; a test
   that received a response breaking it fails (``tests/support/conformance.py``).
+
+Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker per usable
+core (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
+fixtures are made once (whole folders for those in ``ONE_WORKER``). Every worker has its own
+session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables), and every
+server its own free port. A test marked
+``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
+same time: it takes a lock that every other test holds shared. ``-n 0`` runs serially.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
 from collections.abc import Iterable, Iterator
@@ -25,6 +34,7 @@ from typing import Protocol
 import pytest
 import requests
 from hypothesis import settings
+from xdist.scheduler import LoadScopeScheduling
 
 from tests.support import conformance
 from tests.support.s3server import S3Server, start_s3_server
@@ -43,6 +53,101 @@ def backend_params(names: Iterable[str]) -> list[object]:
     """Fixture params for storage backends: the S3 ones are marked ``slow`` (a SeaweedFS per
     session, every request over the network), so ``-m "not slow"`` leaves them to CI."""
     return [pytest.param(n, marks=pytest.mark.slow) if n == "s3" else n for n in names]
+
+
+# --- running in parallel (pytest-xdist) ---------------------------------------------------------
+
+MAX_WORKERS = 4  # more workers than this add servers and SeaweedFS instances faster than they save time
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use, at most MAX_WORKERS."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+# Folders whose modules share expensive session fixtures go to one worker whole: the round-trip
+# corpus is made, loaded and exported once per backend for all of tests/roundtrip.
+ONE_WORKER = ("tests/roundtrip/",)
+
+
+class ScopeScheduling(LoadScopeScheduling):
+    """``--dist loadscope``, with each folder of ONE_WORKER as one scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        folder = next((f for f in ONE_WORKER if nodeid.startswith(f)), None)
+        return folder if folder is not None else super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+    return ScopeScheduling(config, log) if config.getoption("dist") == "loadscope" else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Under xdist, an ``exclusive`` test (setup, call and teardown) runs alone: it holds the run's
+    lock exclusively, every other test holds it shared. A turnstile lock, taken by an exclusive
+    test while it waits, keeps the other workers from starting new tests meanwhile."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    root = Path(item.config.option.basetemp).parent  # xdist gives each worker <the run's basetemp>/<worker>
+    exclusive = item.get_closest_marker("exclusive") is not None
+    with open(root / "exclusive.turnstile", "a") as turnstile, open(root / "exclusive.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if exclusive:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # waits for the tests running on other workers
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+# --- the quick subset (--quick) ----------------------------------------------------------------
+
+# `python -m pytest -q --quick`: the developers' loop (about 2 CPU-minutes). The unit tests, the
+# chunk engine, the store contract and the HTTP API (objects, values, domains, request forms,
+# h5pyd reading and writing through a real server), plus the README's own check; on local storage
+# only (every `slow` test, so every S3 run, is left out). Folders and modules listed here are
+# collected, nothing else is even imported; a new module in one of these folders is quick too.
+QUICK = ("tests/unit", "tests/chunks", "tests/storage", "tests/api", "tests/cli/test_readme.py")
+NOT_QUICK = (  # in those folders, but long: fuzzing, comparing two apps, raw-socket timing, a
+    # second server process, a state machine over every store
+    "tests/api/test_fuzz.py",
+    "tests/api/test_fast_path.py",
+    "tests/api/test_body_direct.py",
+    "tests/chunks/test_sparse_reads.py",
+    "tests/storage/test_stateful.py",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--quick", action="store_true", help="run only the quick subset (tests/conftest.py: QUICK)")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if not config.getoption("--quick"):
+        return None
+    try:
+        rel = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    if rel in NOT_QUICK:
+        return True
+    within = any(rel == q or rel.startswith(q + "/") for q in QUICK)
+    above = collection_path.is_dir() and any(q.startswith(rel + "/") for q in QUICK)
+    return None if within or above else True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
 
 
 # --- where a server keeps its objects --------------------------------------------------------

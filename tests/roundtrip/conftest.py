@@ -14,18 +14,32 @@ import pytest
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
-
-from tests.conftest import Backing, backend_params, make_backing
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import CORPUS, build_all
 from tests.support.server import USERS, Server
 
+# The corpus runs on every storage backend through the session's ``backing`` and ``server``
+# (tests/conftest.py), like the rest of the suite. This folder must not define a ``backing`` of
+# its own: the session ``server`` would then follow whichever ``backing`` made it first, and
+# tests elsewhere that start more servers on their ``backing`` would get a server on another
+# store (as happened once tests ran in parallel, in another order).
+ROUNDTRIP_BACKENDS = [b for b in os.environ.get("ROUNDTRIP_BACKENDS", "").split(",") if b]
+HERE = Path(__file__).parent
 
-@pytest.fixture(scope="session", params=backend_params(os.environ.get("ROUNDTRIP_BACKENDS", "local,s3").split(",")))
-def backing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Backing:
-    """The corpus runs on every storage backend, like the rest of the suite;
-    ``ROUNDTRIP_BACKENDS=local`` narrows a local run."""
-    return make_backing(request.param, request, tmp_path_factory.mktemp(f"store-{request.param}"))
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``ROUNDTRIP_BACKENDS=local`` narrows this folder further than ``H5LAKE_TEST_BACKENDS``."""
+    if not ROUNDTRIP_BACKENDS:
+        return
+    kept, dropped = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        kind = spec.params.get("backing") if spec is not None else None
+        narrowed = item.path.is_relative_to(HERE) and kind is not None and kind not in ROUNDTRIP_BACKENDS
+        (dropped if narrowed else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

