@@ -154,6 +154,8 @@ def watch() -> Iterator[Watcher]:
         response = original(self, request, **kw)
         try:
             watcher.observe(response)
+        except requests.RequestException:
+            raise  # the transport broke reading the body (a server killed mid-reply): the caller's, as without the watcher
         except Exception as exc:  # noqa: BLE001 -- a checker bug must not look like a server bug
             watcher.problems.append(f"conformance check failed on {request.method} {request.url}: {exc!r}")
         return response
