@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 import pytest
 
-from h5lake.chunks import engine
+from h5lake.chunks import engine, writes
 from h5lake.chunks.cas import ContentStore, ForkedChunks, VersionChunks, index_name
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
@@ -89,8 +89,8 @@ async def native_case(tmp_path: Path) -> Case:
     dataset_id = new_object_id(Collection.DATASETS, new_root_id())
     layout = layout_of(NativeChunks(store, dataset_id), CHUNKS, [{"class": "H5Z_FILTER_DEFLATE", "level": 4}])
     data = values()
-    await engine.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
-    await engine.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
     return Case(layout, expected_with_hole(), True)
 
 
@@ -99,8 +99,8 @@ async def document_case(tmp_path: Path) -> Case:
     dataset_id = new_object_id(Collection.DATASETS, new_root_id())
     layout = layout_of(NativeChunks(DocumentChunks({}, dataset_id), dataset_id), CHUNKS)  # type: ignore[arg-type]
     data = values()
-    await engine.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
-    await engine.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(0, 48), Slice(0, 30))), data[:48], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(48, 50), Slice(0, 16))), data[48:, :16], WORKERS)
     # as the document keeps them, and read back from that listing
     listing = layout.locator.store.contents(dataset_id)  # type: ignore[attr-defined]
     assert len(listing) == GRID[0] * GRID[1] - 1
@@ -165,7 +165,7 @@ async def linked_case(tmp_path: Path, kind: str) -> Case:
     entries = np.zeros(GRID, dtype=table_codec.dtype)
     for index, (offset, size, mask) in listed.items():
         entries[index] = (offset, size, mask)
-    await engine.write_selection(table_layout, Selection.all(GRID), entries, WORKERS)
+    await writes.write_selection(table_layout, Selection.all(GRID), entries, WORKERS)
     table_doc = {"id": table_id, "type": TABLE_TYPE}
     layout_json = {"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": uri, "dims": list(CHUNKS), "chunk_table": table_id}
     doc = linked_doc(layout_json, uri, fingerprint)
@@ -284,12 +284,12 @@ async def test_writable_says_whether_writes_land(case: Case) -> None:
     patch = np.full((2, 3), 42.0, dtype="<f4")
     sel = Selection((Slice(1, 3), Slice(2, 5)))
     if case.locator.writable:
-        await engine.write_selection(layout, sel, patch, WORKERS)
+        await writes.write_selection(layout, sel, patch, WORKERS)
         assert np.array_equal(await engine.read_selection(layout, sel, WORKERS), patch)
         want = case.expected.copy()
         want[1:3, 2:5] = patch  # the rest of the chunk written in part is kept
         assert np.array_equal(await engine.read_selection(layout, Selection.all(SHAPE), WORKERS), want)
         return
     with pytest.raises(ReadOnly):
-        await engine.write_selection(layout, sel, patch, WORKERS)
+        await writes.write_selection(layout, sel, patch, WORKERS)
     assert np.array_equal(await engine.read_selection(layout, Selection.all(SHAPE), WORKERS), case.expected)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from h5lake.chunks import engine
+from h5lake.chunks import engine, writes
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
@@ -77,9 +77,9 @@ async def filled(layout: DatasetLayout) -> np.ndarray:
     rng = np.random.default_rng(3)
     data = (rng.random(SHAPE) * 1000).astype(layout.dtype)
     for rows in (Slice(0, 16), Slice(32, 37)):
-        await engine.write_selection(layout, Selection((rows, Slice(0, 50))), data[rows.start : rows.stop], WORKERS)
-    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(0, 20))), data[16:32, 0:20], WORKERS)
-    await engine.write_selection(layout, Selection((Slice(16, 32), Slice(40, 50))), data[16:32, 40:50], WORKERS)
+        await writes.write_selection(layout, Selection((rows, Slice(0, 50))), data[rows.start : rows.stop], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(16, 32), Slice(0, 20))), data[16:32, 0:20], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(16, 32), Slice(40, 50))), data[16:32, 40:50], WORKERS)
     expected = data.copy()
     expected[16:32, 20:40] = layout.fill
     return expected
@@ -102,7 +102,7 @@ async def test_points_in_big_chunks_match_numpy(store: Any) -> None:
     shape, chunks = (300, 700), (128, 256)
     layout = make_layout(store, shape=shape, chunks=chunks, fill=-1)
     data = np.random.default_rng(8).random(shape, dtype=np.float32)
-    await engine.write_selection(layout, Selection((Slice(0, 256), Slice(0, 700))), data[:256], WORKERS)
+    await writes.write_selection(layout, Selection((Slice(0, 256), Slice(0, 700))), data[:256], WORKERS)
     expected = data.copy()
     expected[256:] = -1  # the last row of chunks was never written
     rng = np.random.default_rng(9)

@@ -12,9 +12,7 @@ covered in part is read, modified and written back only if it did not change mea
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -23,32 +21,28 @@ import numpy as np
 from h5lake.chunks import ranges
 from h5lake.chunks.blocks import row_split
 from h5lake.chunks.buffers import BufferPool
-from h5lake.chunks.capability import gets_ranges, puts_hashed, reads_into
+from h5lake.chunks.capability import gets_ranges, reads_into
 from h5lake.chunks.fanout import Workers, bounded
 from h5lake.chunks.layout import DatasetLayout
-from h5lake.chunks.locate import ChunkRef, NativeChunks
+from h5lake.chunks.locate import ChunkRef
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
-from h5lake.errors import Conflict, DataCorruption, ReadOnly
+from h5lake.errors import DataCorruption
 from h5lake.model.distinct import distinct
 from h5lake.model.projection import (
     ChunkProjection,
     PointProjection,
     Projections,
     plan,
-    project,
     project_points,
 )
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.model.types import elements_from_buffer
 from h5lake.storage import lanes
-from h5lake.storage.base import PreconditionFailed
-from h5lake.storage.md5 import md5_hex_many
 
 log = logging.getLogger(__name__)
 
 P = TypeVar("P", ChunkProjection, PointProjection)
 
-_MAX_RETRIES = 100
 BLOCKS = BufferPool()  # the blocks of streamed reads and writes, used again (chunks/buffers.py)
 
 
@@ -274,7 +268,7 @@ async def read_selection(
     layout's dtype: every element is written) or in a new array."""
     if out is None:
         out = np.empty(selection.shape, dtype=layout.dtype)
-    direct = _stores_raw(layout)
+    direct = stores_raw(layout)
 
     async def placed(p: ChunkProjection, ref: ChunkRef | None) -> None:
         if direct and ref is not None and p.is_complete_chunk and await _read_in_place(layout, ref, p, out):
@@ -337,13 +331,13 @@ async def _points_written(
     return [p for p in listed if p.chunk_index in known]
 
 
-def _stores_raw(layout: DatasetLayout) -> bool:
+def stores_raw(layout: DatasetLayout) -> bool:
     """Whether a stored chunk is the C-order array itself (no filter, fixed size, full bits)."""
     codec = layout.codec
     return not (codec.pipeline.filters or codec.variable or codec.reduced or layout.dtype.shape)
 
 
-def _whole_chunk(p: ChunkProjection, chunk_shape: tuple[int, ...]) -> bool:
+def whole_chunk(p: ChunkProjection, chunk_shape: tuple[int, ...]) -> bool:
     """Whether ``p`` takes the whole chunk in order, to or from a plain slice of the request's
     array (so ``array[p.out_selection]`` is a view shaped like the chunk, or an edge's part)."""
     if not chunk_shape or not all(isinstance(s, slice) for s in p.out_selection):
@@ -360,7 +354,7 @@ async def _read_in_place(layout: DatasetLayout, ref: ChunkRef, p: ChunkProjectio
     False when that does not apply (the caller reads the usual way)."""
     if ref.offset is not None or not reads_into(ref.source):
         return False
-    if not _whole_chunk(p, layout.chunk_shape):
+    if not whole_chunk(p, layout.chunk_shape):
         return False
     place = out[p.out_selection]
     if place.shape != layout.chunk_shape or not place.flags.c_contiguous:
@@ -441,189 +435,3 @@ async def stream_selection(
         if pending is not None:
             pending.cancel()
             await asyncio.gather(pending, return_exceptions=True)
-
-
-# --- writes -----------------------------------------------------------------------------------
-
-
-def _native(layout: DatasetLayout) -> NativeChunks:
-    """The chunks a write replaces. Whether a dataset may be written is the service's decision
-    (made before any write starts); this only guards against a locator that cannot be written."""
-    if not isinstance(layout.locator, NativeChunks) or not layout.locator.writable:
-        raise ReadOnly(f"the chunks of {layout.dataset_id} cannot be written")
-    return layout.locator
-
-
-async def update_chunk(
-    layout: DatasetLayout,
-    index: tuple[int, ...],
-    modify: Callable[[np.ndarray], bool | None],
-    complete: bool,
-    workers: Workers,
-    whole: np.ndarray | None = None,
-    work: int = 0,
-) -> None:
-    """Apply ``modify`` to one chunk and store it durably, without losing concurrent updates.
-
-    ``modify`` changes the chunk in place; it returns False when it changed nothing, and then
-    nothing is written. On a lost race it runs again on the chunk as it is now. ``whole``, when
-    given, is what ``modify`` would make of a complete chunk (the new values, chunk-shaped).
-    ``modify`` runs on the CPU pool when the chunk, or ``work`` (bytes of work it does beyond
-    the chunk's size, e.g. millions of points), is large: it may evaluate a query over the
-    whole chunk or scatter millions of values, seconds the event loop would otherwise hold.
-    """
-    chunks = _native(layout)
-    key = chunks.key(index)
-    store = chunks.store
-    if complete:
-        interior = layout.is_interior(index)
-
-        if interior and whole is not None and whole.shape == layout.chunk_shape + layout.dtype.shape:
-            # the new values are the chunk: encoded from the caller's array (a view when raw)
-            await store.put(key, await workers.cpu(layout.codec.encode, whole, size=layout.codec.chunk_bytes))
-            return
-
-        def build() -> bytes | memoryview:
-            # A chunk inside the dataset is overwritten whole: no fill pass. An edge chunk
-            # keeps fill beyond the dataset's extent.
-            chunk = np.empty(layout.chunk_shape, dtype=layout.dtype) if interior else layout.empty_chunk()
-            modify(chunk)
-            return layout.codec.encode(chunk)
-
-        data = await workers.cpu(build, size=max(layout.codec.chunk_bytes, work))
-        await store.put(key, data)
-        return
-    for attempt in range(_MAX_RETRIES):
-        blob = await store.get(key)
-        if blob is None:
-            base = await chunks.original(index)
-            chunk = (
-                layout.empty_chunk()
-                if base is None
-                else (await workers.cpu(layout.codec.decode, base, 0, size=len(base) * 4)).copy()
-            )
-        else:
-            chunk = (await workers.cpu(layout.codec.decode, blob.data, 0, size=len(blob.data) * 4)).copy()
-        if await workers.cpu(modify, chunk, size=max(chunk.nbytes, work)) is False:
-            return
-        data = await workers.cpu(layout.codec.encode, chunk, size=chunk.nbytes)
-        try:
-            if blob is None:
-                await store.put(key, data, if_none_match=True)
-            else:
-                await store.put(key, data, if_match=blob.etag)
-            return
-        except PreconditionFailed:
-            await asyncio.sleep(random.uniform(0, 0.001 * (attempt + 1)))
-    raise Conflict(f"chunk {index} is being written too often; try again")
-
-
-HASH_WINDOW = 16  # whole chunks of a write encoded and hashed in one call on the CPU pool, then stored
-
-
-async def write_selection(
-    layout: DatasetLayout, selection: Selection, values: np.ndarray, workers: Workers
-) -> list[tuple[int, ...]]:
-    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written.
-
-    Whole chunks stored as they are (no filter) go to a store that takes a known MD5
-    (``PutHashed``) in windows of ``HASH_WINDOW``: each window's chunks are made contiguous
-    (a view when they already are) and hashed together in one call on the CPU pool
-    (``md5_hex_many``), the next window while this one is stored."""
-    chunks = _native(layout)
-    written: list[tuple[int, ...]] = []
-    raw = not layout.dtype.shape and values.shape == selection.shape
-    store = chunks.store
-
-    async def one(item: tuple[ChunkProjection, str | None, bytes | memoryview | None]) -> None:
-        p, md5, data = item
-        if md5 is not None and data is not None:
-            assert puts_hashed(store)
-            await store.put_hashed(chunks.key(p.chunk_index), data, md5)
-        else:
-            whole = (
-                values[p.out_selection]
-                if raw and p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape)
-                else None
-            )
-
-            def modify(chunk: np.ndarray) -> None:
-                chunk[(*p.chunk_selection, ...)] = values[(*p.out_selection, ...)]
-
-            await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
-        written.append(p.chunk_index)
-
-    projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
-    if not (raw and _stores_raw(layout) and puts_hashed(store)):
-        with lanes.bulk():
-            await workers.each(((p, None, None) for p in projections), one)
-        return written
-
-    def prepare(
-        window: list[ChunkProjection],
-    ) -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
-        direct = [i for i, p in enumerate(window) if _stored_as_is(layout, p, values)]
-        buffers = [layout.codec.encode(values[window[i].out_selection]) for i in direct]
-        items: list[tuple[ChunkProjection, str | None, bytes | memoryview | None]] = [
-            (p, None, None) for p in window
-        ]
-        for i, data, md5 in zip(direct, buffers, md5_hex_many(buffers)):
-            items[i] = (window[i], md5, data)
-        return items
-
-    async def next_window() -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
-        window = list(itertools.islice(projections, HASH_WINDOW))
-        return (
-            await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
-        )
-
-    with lanes.bulk():
-        pending: asyncio.Task[list[Any]] | None = asyncio.ensure_future(next_window())
-        try:
-            while pending is not None:
-                items = await pending
-                pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
-                await workers.each(items, one)
-                del items
-        finally:
-            if pending is not None:
-                pending.cancel()
-                await asyncio.gather(pending, return_exceptions=True)
-    return written
-
-
-def _stored_as_is(layout: DatasetLayout, p: ChunkProjection, values: np.ndarray) -> bool:
-    """Whether chunk ``p`` is a whole chunk inside the extent, taken from a plain slice of
-    ``values`` shaped like it: its bytes are that slice made contiguous, known before it is
-    stored (so its MD5 can be taken with others')."""
-    if not (
-        p.is_complete_chunk and _whole_chunk(p, layout.chunk_shape) and layout.is_interior(p.chunk_index)
-    ):
-        return False
-    return values[p.out_selection].shape == layout.chunk_shape
-
-
-async def write_points(
-    layout: DatasetLayout,
-    points: PointSelection,
-    values: np.ndarray,
-    workers: Workers,
-    grouped: list[PointProjection] | None = None,
-) -> list[tuple[int, ...]]:
-    """Write ``values[i]`` at point ``i``; ``grouped`` is ``group_points(points, layout)``
-    when the caller has it already."""
-    _native(layout)
-    written: list[tuple[int, ...]] = []
-
-    async def one(p: PointProjection) -> None:
-        def modify(chunk: np.ndarray) -> None:
-            chunk[p.chunk_selection] = values[p.out_positions]
-
-        await update_chunk(layout, p.chunk_index, modify, False, workers, work=POINT_WORK * p.out_positions.size)
-        written.append(p.chunk_index)
-
-    if grouped is None:
-        grouped = await group_points(points, layout, workers)
-    with lanes.bulk():
-        await workers.each(grouped, one)
-    return written

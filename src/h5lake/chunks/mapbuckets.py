@@ -34,7 +34,7 @@ from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.chunks.mapindex import KeyIndex, KeyIndexes
 from h5lake.errors import Conflict
 from h5lake.model import mapdata as md
-from h5lake.model import mapleaf
+from h5lake.model import mapkeys, mapleaf
 from h5lake.model.ids import chunk_key
 from h5lake.storage.base import GetRanges, PreconditionFailed, Store
 
@@ -218,7 +218,7 @@ class MapBuckets:
     async def _hashes(self, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """The keys' hashes: a numpy pass per key byte (100,000 keys of 500 bytes held the event
         loop seconds), so on the CPU pool for more than a few keys."""
-        return await self.workers.cpu(md.key_hashes, keys, self.fmt.keys.variable, size=keys.nbytes)
+        return await self.workers.cpu(mapkeys.key_hashes, keys, self.fmt.keys.variable, size=keys.nbytes)
 
     # -- changing pairs
     async def apply(self, pairs: md.Pairs, deleted: np.ndarray[Any, Any]) -> tuple[int, int]:
@@ -299,7 +299,7 @@ class MapBuckets:
         hashes = await self._hashes(keys)
         found = np.zeros(len(keys), dtype=bool)
         values = self.fmt.defaults(len(keys))
-        prints = None if self.fmt.keys.variable else md.fingerprints(keys)  # a fixed width: once for all
+        prints = None if self.fmt.keys.variable else mapkeys.fingerprints(keys)  # a fixed width: once for all
 
         async def resolve(start: int, depth: int, idx: np.ndarray[Any, Any]) -> None:
             groups = self.route(hashes[idx], start, depth)
@@ -513,6 +513,6 @@ def _covers(path: int, depth: int, hrev: int) -> bool:
 
 def marker_of(keys: md.KeyCodec, key: np.ndarray[Any, Any]) -> tuple[int, bytes]:
     """The iteration position of one key: (bit-reversed hash, key bytes)."""
-    h = md.bit_reversed(md.key_hashes(key, keys.variable))
+    h = mapkeys.bit_reversed(mapkeys.key_hashes(key, keys.variable))
     raw = key.tobytes() if not keys.variable else bytes(key[0])
     return int(h[0]), raw if keys.variable else raw[: keys.width]

@@ -23,6 +23,7 @@ import numpy as np
 from h5lake.errors import DataCorruption, InvalidInput
 from h5lake.model import vlen
 from h5lake.model.fromjson import json_to_array
+from h5lake.model.mapkeys import bit_reversed, fingerprints, key_hashes
 from h5lake.model.types import (
     CharSet,
     TypeClass,
@@ -265,44 +266,6 @@ def _element_ends(data: bytes | memoryview, t: TypeJson) -> list[int]:
     return ends
 
 
-# --- placing keys ---------------------------------------------------------------------------------
-
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-
-
-def key_hashes(keys: np.ndarray[Any, Any], variable: bool) -> np.ndarray[Any, Any]:
-    """A 64-bit hash of each key's bytes: FNV-1a over the bytes, the length mixed in, then the
-    splitmix64 finalizer. Bit ``d`` of the hash picks the child at depth ``d`` of the bucket tree."""
-    n = len(keys)
-    width = keys.dtype.itemsize
-    matrix = np.frombuffer(keys.tobytes(), dtype=np.uint8).reshape(n, width)
-    lengths = np.char.str_len(keys).astype(np.uint64) if variable else np.full(n, width, dtype=np.uint64)
-    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(width):
-            step = (h ^ matrix[:, j].astype(np.uint64)) * _FNV_PRIME
-            h = np.where(lengths > j, step, h) if variable else step
-        h ^= lengths
-        h ^= h >> np.uint64(30)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(27)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
-    return h
-
-
-def bit_reversed(h: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The hashes with their 64 bits in reverse order: sorting by these is the order of a
-    depth-first walk of the bucket tree (child 0 first), whatever its shape."""
-    x = h.astype(np.uint64).copy()
-    for shift, mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F0F0F0F0F0F),
-                        (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
-        m, s = np.uint64(mask), np.uint64(shift)
-        x = ((x >> s) & m) | ((x & m) << s)
-    return x
-
-
 # --- pairs and buckets ----------------------------------------------------------------------------
 
 
@@ -418,22 +381,6 @@ def after(pairs: Pairs, marker_hrev: int, marker_key: bytes, variable_keys: bool
     hrev = bit_reversed(key_hashes(pairs.keys, variable_keys))
     mh = np.uint64(marker_hrev)
     return pairs.take((hrev > mh) | ((hrev == mh) & (pairs.keys > np.bytes_(marker_key))))
-
-
-def fingerprints(keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """A cheap 64-bit mix of each key's bytes, eight at a time (equal keys of one width have
-    equal fingerprints; not the placement hash, which works byte by byte)."""
-    width = -(-keys.dtype.itemsize // 8) * 8
-    words = np.ascontiguousarray(keys.astype(f"S{width}")).view("<u8").reshape(len(keys), width // 8)
-    out = np.full(len(keys), _FNV_OFFSET, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for column in words.T:
-            out = (out ^ column) * _MIX
-            out ^= out >> np.uint64(31)
-    return out
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True, slots=True)

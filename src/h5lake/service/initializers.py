@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from h5lake.chunks import engine
+from h5lake.chunks import writes
 from h5lake.errors import InvalidInput
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection
@@ -71,7 +71,7 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
     sel = Selection.all(layout.shape)
     if compact.is_compact(doc):
         moved = await compact.write(
-            svc, domain, None, None, doc["id"], lambda at: engine.write_selection(at, sel, values, svc.workers)
+            svc, domain, None, None, doc["id"], lambda at: writes.write_selection(at, sel, values, svc.workers)
         )
         if moved is None:
             return
@@ -80,7 +80,7 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
     indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
     intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
     try:
-        await engine.write_selection(layout, sel, values, svc.workers)
+        await writes.write_selection(layout, sel, values, svc.workers)
     except BaseException:
         svc.catalog.abort(intent)
         raise

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from h5lake.chunks import engine
+from h5lake.chunks import writes
 from h5lake.chunks.cas import ForkedChunks
 from h5lake.chunks.catalog import GRID_PROBE_LIMIT, listed_chunk_indexes
 from h5lake.chunks.layout import DatasetLayout
@@ -178,7 +178,7 @@ async def clean(svc: Service, domain: Domain, doc: Doc) -> None:
             reset_outside(chunk, region, layout.fill)
             return layout.dtype.hasobject or before.tobytes() != chunk.tobytes()
 
-        await engine.update_chunk(layout, index, modify, False, svc.workers)
+        await writes.update_chunk(layout, index, modify, False, svc.workers)
 
     try:
         await svc.workers.each(indexes, one)

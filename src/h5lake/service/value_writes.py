@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from h5lake.chunks import engine
+from h5lake.chunks import engine, writes
 from h5lake.chunks.blocks import row_split
 from h5lake.chunks.catalog import Intent
 from h5lake.chunks.layout import DatasetLayout
@@ -104,10 +104,10 @@ async def write_stream(
     async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
         await register_linked_files(svc, ds, values)
         if intent is None:
-            work = lambda at: engine.write_selection(at, piece, values, svc.workers)
+            work = lambda at: writes.write_selection(at, piece, values, svc.workers)
             await recorded(svc, ds, layout, chunks_of(layout, piece), work)
             return []
-        written = await engine.write_selection(layout, piece, values, svc.workers)
+        written = await writes.write_selection(layout, piece, values, svc.workers)
         if not last:  # the last block's chunks are noted with the intent, once all went well
             svc.catalog.note(layout.domain, layout.dataset_id, written)
         return written

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from h5lake.chunks import engine
+from h5lake.chunks import engine, writes
 from h5lake.chunks.blocks import row_split
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
@@ -366,7 +366,7 @@ async def _write(
     if fields:
         work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
-        work = lambda at: engine.write_selection(at, sel, values, svc.workers)
+        work = lambda at: writes.write_selection(at, sel, values, svc.workers)
     await recorded(svc, ds, layout, chunks_of(layout, sel), work)
 
 
@@ -380,7 +380,7 @@ async def _write_fields(
                 part[f] = values[f][p.out_selection]
             chunk[p.chunk_selection] = part
 
-        await engine.update_chunk(layout, p.chunk_index, modify, False, svc.workers)
+        await writes.update_chunk(layout, p.chunk_index, modify, False, svc.workers)
 
     await svc.workers.each(project(sel, layout.shape, layout.chunk_shape, layout.origin), one)
 
@@ -394,7 +394,7 @@ async def _write_points(
 
     def write(at: DatasetLayout) -> Awaitable[list[tuple[int, ...]]]:
         same_grid = at.chunk_shape == layout.chunk_shape and at.origin == layout.origin
-        return engine.write_points(at, points, values, svc.workers, grouped if same_grid else None)
+        return writes.write_points(at, points, values, svc.workers, grouped if same_grid else None)
 
     await recorded(svc, ds, layout, indexes, write)
 
@@ -469,7 +469,7 @@ async def update_where(
             changed_rows[index[0]] = part[idx].copy()
             return True
 
-        await engine.update_chunk(target, index, modify, False, svc.workers)
+        await writes.update_chunk(target, index, modify, False, svc.workers)
         if found[index[0]].size:
             written.append(index)
 
