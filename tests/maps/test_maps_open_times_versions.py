@@ -54,6 +54,10 @@ def test_a_map_opens_through_its_link_from_a_group(h5file: Any, endpoint: str, d
         with pytest.raises(KeyError):
             f["g"]["nothing"]  # other names are still h5pyd's
         assert isinstance(f["g"], h5pyd.Group)
+        # what a map is, asked as h5pyd asks it of any link; other names answer as before
+        assert f["g"].get("ids", getclass=True) is Map
+        assert f.get("g", getclass=True) is h5pyd.Group and f["g"].get("none", getclass=True) is None
+        assert isinstance(f["g"].get("ids", getlink=True), h5pyd.SoftLink) and f["g"].get("ids").id == made.id
     with pytest.raises(TypeError):
         Map(m, "ids")
     named_like_an_id = Map.create(h5file, "m-ids", key_dtype="i2", value_dtype="i2")

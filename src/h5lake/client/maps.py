@@ -393,11 +393,31 @@ def _opening_maps(getitem: Callable[..., Any]) -> Callable[..., Any]:
     return __getitem__
 
 
+def _classing_maps(get: Callable[..., Any]) -> Callable[..., Any]:
+    """h5pyd's ``Group.get``, answering `Map` for ``getclass=True`` on a link to a map, where
+    h5pyd raises ``TypeError`` for an object class it does not know."""
+
+    @functools.wraps(get)
+    def get_(self: Any, name: Any, default: Any = None, getclass: bool = False, getlink: bool = False,
+             **kw: Any) -> Any:
+        try:
+            return get(self, name, default, getclass, getlink, **kw)
+        except TypeError:
+            if not getclass or getlink or not isinstance(self[name], Map):
+                raise
+            return Map
+
+    get_.opens_maps = True  # type: ignore[attr-defined]
+    return get_
+
+
 def install() -> None:
-    """Let h5pyd's groups open links to maps (``group["name"]`` -> `Map`). Done on import;
-    calling it again changes nothing."""
+    """Let h5pyd's groups open links to maps (``group["name"]`` -> `Map`, ``group.get(name,
+    getclass=True)`` -> the class `Map`). Done on import; calling it again changes nothing."""
     if not getattr(h5pyd.Group.__getitem__, "opens_maps", False):
         h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)  # type: ignore[method-assign]
+    if not getattr(h5pyd.Group.get, "opens_maps", False):
+        h5pyd.Group.get = _classing_maps(h5pyd.Group.get)  # type: ignore[method-assign]
 
 
 install()
