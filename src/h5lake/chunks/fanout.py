@@ -100,6 +100,3 @@ class Workers:
         if size <= INLINE_BYTES:
             return fn(*args)
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
-
-    def with_limit(self, limit: int) -> Workers:
-        return Workers(limit, self.executor)

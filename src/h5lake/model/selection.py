@@ -188,11 +188,6 @@ class Selection:
             n *= p.count
         return n
 
-    @property
-    def is_regular(self) -> bool:
-        """True when every part is a `Slice` (no coordinate lists)."""
-        return all(isinstance(p, Slice) for p in self.parts)
-
     def is_all(self, shape: Sequence[int]) -> bool:
         """Does this select every element of a dataset of ``shape``, in order?"""
         return len(shape) == self.rank and all(

@@ -54,14 +54,6 @@ def parse_select(text: str | list[Any] | None, shape: Sequence[int]) -> Selectio
     return Selection(tuple(parts))
 
 
-def parse_select_strict(text: str | None, shape: Sequence[int]) -> Selection:
-    """`parse_select` where only a hyperslab (at most one coordinate list) will do."""
-    sel = parse_select(text, shape)
-    if isinstance(sel, PairedSelection):
-        raise InvalidInput("several coordinate lists cannot be used here")
-    return sel
-
-
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """The ``start``, ``stop`` and ``step`` keys of a JSON value request (each None when absent;

@@ -111,12 +111,6 @@ def stored_chunks(doc: Doc) -> dict[tuple[int, ...], bytes]:
     return listed_chunks(doc.get(KEY, {}).get("chunks", {}))
 
 
-def stored_size(doc: Doc) -> tuple[int, int]:
-    """(chunk count, stored bytes) of a compact dataset."""
-    chunks = stored_chunks(doc)
-    return len(chunks), sum(map(len, chunks.values()))
-
-
 async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None, dataset_id: str, work: Work) -> Doc | None:
     """Run ``work`` (a chunk write) on a compact dataset as one conditional update of its
     document. Returns None when done, or the document (no longer compact) whose chunk objects

@@ -52,10 +52,6 @@ async def open_at(svc: Service, caller: Caller, domain_path: str, h5path: str | 
     return await open_dataset(svc, caller, domain.path, entity.doc["id"], Permission.READ)
 
 
-async def open_by_id(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> OpenDataset:
-    return await open_dataset(svc, caller, domain_path, dset_id, Permission.READ)
-
-
 @dataclass(frozen=True, slots=True)
 class RegionValues:
     dataset: OpenDataset

@@ -372,15 +372,6 @@ def external_segments(dset: Any, folder: Path) -> list[Doc]:
     return out
 
 
-def link_properties(dset: Any, file_uri: str, *, table_id: str | None = None, **kw: Any) -> Doc | None:
-    """The creationProperties of a linked ``dset``, or None when it must be copied (the
-    brief's one-call form; an INDIRECT plan needs ``table_id``, see `plan_link`)."""
-    plan = plan_link(dset, file_uri, **kw)
-    if plan is None:
-        return None
-    return plan.with_table(table_id) if plan.table is not None else plan.creation_properties
-
-
 class Linker:
     """The loader's link step for ``--link`` (and ``--append --extend AXIS``) on one file.
 
