@@ -598,6 +598,35 @@ def test_hscp_copies_everything(hs: Run, endpoint: str, loaded: str, source: Pat
         assert_same_tree(src, tgt)
 
 
+def test_hscopy_copies_compresses_or_leaves_out_the_data(
+    hs: Run, endpoint: str, loaded: str, source: Path, workspace: str
+) -> None:
+    plain, squeezed, bare = workspace + "plain.h5", workspace + "gzip.h5", workspace + "bare.h5"
+    ok(hs("hscopy", loaded, plain))
+    ok(hs("hscopy", "-z", "5", loaded, squeezed))
+    ok(hs("hscopy", "--nodata", loaded, bare))
+    with h5py.File(source, "r") as src:
+        for copy in (plain, squeezed):
+            with open_file(endpoint, copy) as tgt:
+                assert_same_tree(src, tgt)
+        with open_file(endpoint, squeezed) as tgt:
+            assert tgt["ints"].compression == "gzip" and tgt["ints"].compression_opts == 5
+        with open_file(endpoint, bare) as tgt:  # the tree and attributes, the values left at their fill
+            assert sorted(tgt) == sorted(src)
+            assert_same_attrs(src["g1/data"], tgt["g1/data"], "/g1/data")
+            assert tgt["g1/data"].shape == DATA.shape and not tgt["g1/data"][...].any()
+    proc = hs("hscopy", "--no-clobber", loaded, plain)
+    assert proc.returncode != 0
+
+
+def test_hsdel_deletes_several_domains(hs: Run, endpoint: str, workspace: str) -> None:
+    for name in ("one.h5", "two.h5", "kept.h5"):
+        ok(hs("hstouch", workspace + name))
+    ok(hs("hsdel", workspace + "one.h5", workspace + "two.h5"))
+    entries, _ = folder_listing(ok(hs("hsls", workspace)))
+    assert [e.path for e in entries] == [workspace, workspace + "kept.h5"]
+
+
 def test_hsdiff_finds_no_difference(hs: Run, loaded: str, source: Path) -> None:
     proc = hs("hsdiff", str(source), loaded)
     assert ok(proc).strip() == ""
