@@ -198,7 +198,7 @@ def _view_document() -> dict[str, Any]:
         elif name == "selection":
             schema = {"anyOf": [{"enum": _SELECTIONS}, {"type": "string"}]}
         elif name == "format":
-            schema = {"anyOf": [{"enum": ["json", "bin", "npy", "csv"]}, {"type": "string"}]}
+            schema = {"anyOf": [{"enum": ["json", "bin", "npy", "csv", "tiff"]}, {"type": "string"}]}
         elif name in ("width", "height"):
             schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
         return {"name": name, "in": "query", "required": name in ("file", "domain"), "schema": schema}

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import requests
 from tests.conftest import auth
+from tests.support.h5web_file import make_file as make_h5web_file
 from tests.support.server import USERS
 
 
@@ -53,6 +54,21 @@ def view_domain(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> View
     assert r.status_code in (201, 409), r.text
     source = make_file(tmp_path_factory.mktemp("view") / "view.h5")
     domain = f"/home/test_user1/view-{uuid.uuid4().hex[:8]}.h5"
+    subprocess.run(
+        [sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
+         "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],
+        check=True, capture_output=True, timeout=300,
+    )
+    return ViewDomain(endpoint, domain, source)
+
+
+@pytest.fixture(scope="session")
+def h5web_domain(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> ViewDomain:
+    """tests/support/h5web_file.py's file (one of everything H5Web shows), loaded as a domain."""
+    r = requests.put(endpoint + "/", params={"domain": "/home/test_user1"}, json={"folder": True}, auth=auth("test_user1"))
+    assert r.status_code in (201, 409), r.text
+    source = make_h5web_file(tmp_path_factory.mktemp("h5web") / "h5web.h5")
+    domain = f"/home/test_user1/h5web-{uuid.uuid4().hex[:8]}.h5"
     subprocess.run(
         [sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
          "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],

@@ -2,11 +2,18 @@
 naming a domain.
 
 Shapes follow h5grove's own servers: ``meta`` describes an entity (a group with its children),
-``attr`` gives attribute values by name, ``data`` a dataset's values (``format=json|bin|npy|csv``,
+``attr`` gives attribute values by name, ``data`` a dataset's values (``format=json|bin|npy|csv|tiff``,
 ``dtype=origin|safe``, ``flatten``, a numpy-style ``selection``), ``stats`` h5grove's statistics
 and ``paths`` every path below a group. Errors are ``{"message": ...}`` with h5grove's statuses
 (404 for a missing file or path, 403 for no permission, 422 for a bad argument), and the
 messages H5Web recognises.
+
+Types are described as h5py sees them, since h5grove reads with h5py: a compound of two floats
+named ``r`` and ``i`` is numpy's complex (``dtype`` ``<c16``; numeric for ``dtype=safe``, ``npy``),
+and a long double (kept here as an opaque type with its ``hdf5Type``) is a float of 16 bytes
+whose values come as numbers. ``chunks`` and ``filters`` are the dataset's creation properties
+(what the file had), not the chunks h5lake stores a contiguous dataset in. What was checked
+against the stock H5Web app, and how: docs/api.md and tools/h5web_check.py.
 
 Responses allow any origin (no credentials), so the stock H5Web app served elsewhere can read
 a ``--public-read`` server; wider CORS belongs to the whole API.
@@ -23,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from h5lake.api.arrays import csv_text, npy_bytes
+from h5lake.api.arrays import csv_text, npy_bytes, tiff_bytes
 from h5lake.api.errors import CHALLENGE, status_of
 from h5lake.api.http import caller, service
 from h5lake.errors import Forbidden, H5LakeError, InvalidInput, NotFound, Unauthorized
@@ -85,7 +92,43 @@ _CLASS_CODES = {
 _STRPAD = {StrPad.NULLTERM: 0, StrPad.NULLPAD: 1, StrPad.SPACEPAD: 2}
 
 
+def complex_dtype(t: dict[str, Any]) -> np.dtype[Any] | None:
+    """numpy's complex type for h5py's convention (a compound of exactly two floats of one type
+    named ``r`` and ``i``, packed in that order), else None."""
+    if TypeClass(t["class"]) is not TypeClass.COMPOUND or [f["name"] for f in t["fields"]] != ["r", "i"]:
+        return None
+    dtype = to_dtype(t)
+    real, imag = dtype.fields["r"], dtype.fields["i"]  # type: ignore[index]
+    if real[0] != imag[0] or real[0].kind != "f" or real[0].itemsize not in (4, 8):
+        return None
+    if (real[1], imag[1], dtype.itemsize) != (0, real[0].itemsize, 2 * real[0].itemsize):
+        return None
+    return np.dtype(f"{real[0].byteorder if real[0].byteorder in '<>' else '<'}c{dtype.itemsize}")
+
+
+_LONG_DOUBLE = np.dtype(np.longdouble)
+#: HDF5's description of the x86 80-bit extended float in 16 bytes (H5T_NATIVE_LDOUBLE there)
+_X86_EXTENDED = {"class": "H5T_FLOAT", "size": 16, "order": "LE", "precision": 80, "offset": 0,
+                 "signPosition": 79, "exponent": {"position": 64, "size": 15, "bias": 16383},
+                 "mantissa": {"position": 0, "size": 64, "norm": "H5T_NORM_NONE"}}
+
+
+def is_long_double(t: dict[str, Any]) -> bool:
+    """An opaque type carrying a float numpy reads as its ``longdouble`` on this machine (as
+    h5py does): the x86 extended float, where numpy's longdouble is that float."""
+    carried = t.get("hdf5Type")
+    if TypeClass(t["class"]) is not TypeClass.OPAQUE or not isinstance(carried, dict):
+        return False
+    finfo = np.finfo(_LONG_DOUBLE)
+    return (_LONG_DOUBLE.itemsize, finfo.nmant, finfo.nexp) == (16, 63, 15) and all(
+        carried.get(k) == v for k, v in _X86_EXTENDED.items()
+    )
+
+
 def _dtype_str(t: dict[str, Any]) -> Any:
+    cplx = complex_dtype(t)
+    if cplx is not None:
+        return cplx.str
     dtype = to_dtype(t)
     if dtype.names is not None:
         return {n: _dtype_str(f["type"]) for n, f in zip(dtype.names, t["fields"])}
@@ -95,6 +138,8 @@ def _dtype_str(t: dict[str, Any]) -> Any:
 def type_metadata(t: dict[str, Any]) -> dict[str, Any]:
     """An h5lake type as h5grove describes an HDF5 type (HDF5 class codes, numpy dtype)."""
     cls = TypeClass(t["class"])
+    if is_long_double(t):
+        return {"class": _CLASS_CODES[TypeClass.FLOAT], "dtype": _LONG_DOUBLE.str, "size": 16, "order": 0}
     out: dict[str, Any] = {"class": _CLASS_CODES[cls], "dtype": _dtype_str(t), "size": hdf5_size(t)}
     base = t.get("base")
     order = 1 if isinstance(base, str) and base.endswith("BE") else 0
@@ -130,9 +175,27 @@ def _shape(shape_json: dict[str, Any]) -> list[int] | None:
     return list(shape_json.get("dims", []))
 
 
+#: HDF5's own names of its built-in filters (what h5py reports); others keep the stored name
+_HDF5_FILTER_NAMES = {1: "deflate", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset"}
+
+
 def _filters(doc: dict[str, Any]) -> list[dict[str, Any]] | None:
     found = doc.get("creationProperties", {}).get("filters") or []
-    return [{"id": f.get("id"), "name": f.get("name", f.get("class", ""))} for f in found] or None
+    return [
+        {"id": f.get("id"), "name": _HDF5_FILTER_NAMES.get(f.get("id"), f.get("name", f.get("class", "")))}
+        for f in found
+    ] or None
+
+
+def _chunks(doc: dict[str, Any]) -> list[int] | None:
+    """The chunk shape the dataset was created with; a contiguous or compact one has none (h5lake
+    stores those chunked too). Without a requested layout, the chunks h5lake chose, as h5pyd
+    reports them."""
+    asked = doc.get("creationProperties", {}).get("layout")
+    layout = asked if isinstance(asked, dict) and asked.get("class") else doc.get("layout", {})
+    if str(layout.get("class", "")).startswith("H5D_CHUNKED") and layout.get("dims"):
+        return list(layout["dims"])
+    return None
 
 
 def _attributes(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,9 +218,8 @@ def entity_metadata(entity: Entity, children: list[Entity] | None = None) -> dic
         return {"kind": "other", "name": name}
     out: dict[str, Any] = {"attributes": _attributes(doc), "kind": entity.kind, "name": name}
     if entity.kind == "dataset":
-        layout = doc.get("layout", {})
         out.update(
-            chunks=layout.get("dims") if layout.get("class") == "H5D_CHUNKED" and layout.get("dims") else None,
+            chunks=_chunks(doc),
             filters=_filters(doc),
             shape=_shape(doc["shape"]),
             type=type_metadata(doc["type"]),
@@ -196,9 +258,27 @@ async def attr(request: Request) -> Response:
     return _json({k: attrs[k].get("value") for k in keys})
 
 
+def _is_number(dtype: np.dtype[Any]) -> bool:
+    """Numeric as h5grove has it (numpy's numbers and booleans, complex included)."""
+    return is_numeric(dtype) or (dtype.names is None and dtype.kind == "c")
+
+
+def _as_numbers(arr: np.ndarray, type_json: dict[str, Any]) -> np.ndarray:
+    """The values as the numpy numbers h5py reads: complex for an ``r``/``i`` compound, the
+    long double for its opaque carrier; other values as they are."""
+    cplx = complex_dtype(type_json)
+    if cplx is not None:
+        out = np.empty(arr.shape, cplx)
+        out.real, out.imag = arr["r"], arr["i"]
+        return out
+    if is_long_double(type_json):
+        return np.ascontiguousarray(arr).view(_LONG_DOUBLE).reshape(arr.shape)
+    return arr
+
+
 def _safe(arr: np.ndarray) -> np.ndarray:
     """h5grove's ``dtype=safe``: a type JavaScript has a typed array for, little-endian."""
-    if not is_numeric(arr.dtype):
+    if not _is_number(arr.dtype):
         raise InvalidInput("Unsupported dtype safe for non-numeric data")
     dtype = arr.dtype
     if dtype.kind == "f" and dtype.itemsize < 4:
@@ -219,7 +299,7 @@ TEXT_VALUES_LIMIT = 16 * 1024 * 1024
 async def data(request: Request) -> Response:
     fmt = request.query_params.get("format", "json")
     dtype = request.query_params.get("dtype", "origin")
-    if fmt not in ("json", "bin", "npy", "csv"):
+    if fmt not in ("json", "bin", "npy", "csv", "tiff"):
         raise InvalidInput(f"Unsupported encoding {fmt}")
     if dtype not in ("origin", "safe"):
         raise InvalidInput(f"Unsupported dtype {dtype}")
@@ -229,31 +309,45 @@ async def data(request: Request) -> Response:
         svc, caller(request), _file(request), _path(request), request.query_params.get("selection"),
         max_bytes=TEXT_VALUES_LIMIT if fmt in ("json", "csv") else None,
     )
-    if found.dataset.layout is None:
-        return _json(None)
+    if found.dataset.layout is None:  # an empty (null) dataspace: h5py's Empty, not numbers
+        if dtype == "safe":
+            raise InvalidInput("Unsupported dtype safe for non-numeric data")
+        if fmt == "json":
+            return _json(None)
+        if fmt == "bin":
+            return Response(b"", media_type="application/octet-stream", headers=CORS)
+        raise InvalidInput(f"Unsupported encoding {fmt} for non-numeric content")
     # encoding is CPU work as large as the answer: on the pool, so the event loop serves others
     return await svc.workers.cpu(_encoded, found.values, found.dataset.type_json, fmt, dtype, flatten,
                                  size=found.values.nbytes)
 
 
 def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, flatten: bool) -> Response:
+    numbers = _as_numbers(arr, type_json)
     if dtype == "safe":
-        arr = _safe(arr)
+        numbers = _safe(numbers)
     if flatten and arr.ndim:
-        arr = arr.reshape(-1)
+        arr, numbers = arr.reshape(-1), numbers.reshape(-1)
     if fmt == "json":
-        return _json(array_to_json(arr, type_json) if dtype == "origin" else arr.tolist())
+        if numbers.dtype.kind == "c":  # [real, imaginary] pairs, as h5grove writes complex numbers
+            return _json(array_to_json(arr, type_json))
+        if is_long_double(type_json):  # as numbers (h5grove's JSON has no more precision either)
+            return _json(numbers.astype("<f8").tolist())
+        return _json(array_to_json(arr, type_json) if dtype == "origin" else numbers.tolist())
     if fmt == "bin":
-        body = array_to_bytes(arr, type_json) if dtype == "origin" else np.ascontiguousarray(arr).tobytes()
+        body = array_to_bytes(arr, type_json) if dtype == "origin" else np.ascontiguousarray(numbers).tobytes()
         return Response(body, media_type="application/octet-stream", headers=CORS)
-    if not is_numeric(arr.dtype):
+    if not _is_number(numbers.dtype):
         raise InvalidInput(f"Unsupported encoding {fmt} for non-numeric content")
     if fmt == "npy":
-        return Response(npy_bytes(arr), media_type="application/octet-stream",
+        return Response(npy_bytes(numbers), media_type="application/octet-stream",
                         headers={**CORS, "Content-Disposition": 'attachment; filename="data.npy"'})
-    if arr.ndim == 0:
+    if numbers.ndim == 0:
         raise InvalidInput(f"Unsupported encoding {fmt} for empty and scalar datasets")
-    return Response(csv_text(arr), media_type="text/csv",
+    if fmt == "tiff":
+        return Response(tiff_bytes(numbers), media_type="image/tiff",
+                        headers={**CORS, "Content-Disposition": 'attachment; filename="data.tiff"'})
+    return Response(csv_text(numbers), media_type="text/csv",
                     headers={**CORS, "Content-Disposition": 'attachment; filename="data.csv"'})
 
 
