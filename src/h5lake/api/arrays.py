@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-import struct
 from typing import Any
 
 import numpy as np
+import tifffile
 
 from h5lake.errors import InvalidInput
 
@@ -82,40 +82,16 @@ def _cell(value: Any) -> Any:
     return value
 
 
-# TIFF 6.0 baseline, one grey-scale strip: tag numbers and field types of the specification
-_TIFF_SAMPLE_FORMAT = {"u": 1, "i": 2, "f": 3}
-_SHORT, _LONG = 3, 4
-
-
 def tiff_bytes(values: np.ndarray) -> bytes:
-    """A 2-D numeric array as a little-endian grey-scale TIFF image (one sample per pixel,
-    uncompressed, one strip), its values kept: integers and floats of their own size (booleans
-    as 8-bit integers), with the TIFF ``SampleFormat`` saying which."""
+    """A 2-D numeric array as a grey-scale TIFF image (uncompressed, written by tifffile), its
+    values kept: integers and floats of their own size (booleans as 8-bit integers)."""
     arr = np.asarray(values)
     if arr.ndim != 2:
         raise InvalidInput(f"Unsupported encoding tiff for {arr.ndim}-D data (a 2-D selection is needed)")
     if arr.dtype.kind == "b":
         arr = arr.astype("u1")
-    if arr.dtype.kind not in _TIFF_SAMPLE_FORMAT or arr.dtype.names is not None:
+    if arr.dtype.kind not in "uif" or arr.dtype.names is not None:
         raise InvalidInput(f"Unsupported encoding tiff for {arr.dtype} data")
-    height, width = arr.shape
-    pixels = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-    tags = [  # (tag, type, value), ascending as TIFF requires
-        (256, _LONG, width),  # ImageWidth
-        (257, _LONG, height),  # ImageLength
-        (258, _SHORT, arr.dtype.itemsize * 8),  # BitsPerSample
-        (259, _SHORT, 1),  # Compression: none
-        (262, _SHORT, 1),  # PhotometricInterpretation: BlackIsZero
-        (273, _LONG, 0),  # StripOffsets, set below
-        (277, _SHORT, 1),  # SamplesPerPixel
-        (278, _LONG, height),  # RowsPerStrip
-        (279, _LONG, len(pixels)),  # StripByteCounts
-        (339, _SHORT, _TIFF_SAMPLE_FORMAT[arr.dtype.kind]),  # SampleFormat
-    ]
-    data_at = 8 + 2 + 12 * len(tags) + 4
-    ifd = struct.pack("<H", len(tags))
-    for tag, kind, value in tags:
-        value = data_at if tag == 273 else value
-        packed = struct.pack("<HH", value, 0) if kind == _SHORT else struct.pack("<I", value)
-        ifd += struct.pack("<HHI", tag, kind, 1) + packed
-    return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + pixels
+    out = io.BytesIO()
+    tifffile.imwrite(out, np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")), photometric="minisblack")
+    return out.getvalue()
