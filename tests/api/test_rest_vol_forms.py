@@ -445,8 +445,10 @@ def test_dataset_creation_properties_round_trip(vol: VolRest) -> None:
     # unlimited maxdims (sent as 0) reads back as something RV_parse_dataspace takes as unlimited
     maxdims = vol.get(f"/datasets/{did}").json()["shape"]["maxdims"]
     assert maxdims in ([0], ["H5S_UNLIMITED"])
-    # H5Dset_extent: PUT /datasets/{id}/shape
-    r = vol.put(f"/datasets/{did}/shape", json.dumps({"shape": [27]}))
+    # H5Dset_extent: PUT /datasets/{id}/shape, a JSON body sent with no Content-Type at all
+    r = vol.session.put(vol.endpoint + f"/datasets/{did}/shape", data=json.dumps({"shape": [27]}).encode(),
+                        headers={"X-Hdf-domain": vol.domain}, timeout=60)
+    assert "Content-Type" not in r.request.headers
     assert r.status_code == 201 or r.status_code == 200, r.text
     assert vol.get(f"/datasets/{did}").json()["shape"]["dims"] == [27]
     # H5Dget_storage_size: allocated_size of the verbose answer
@@ -519,15 +521,46 @@ def test_scalar_null_and_variable_length_datasets(vol: VolRest) -> None:
 def test_object_references(vol: VolRest) -> None:
     root = root_of(vol)
     g = vol.post("/groups", json.dumps({"link": {"id": root, "name": "tgt"}, "creationProperties": GCPL})).json()["id"]
-    ref = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
-    did = create_dataset(vol, root, "refs", ref, shape=[1])
+    ref = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}  # no length: vol-rest sends none
+    did = create_dataset(vol, root, "refs", ref, shape=[2])
     assert reads_as(first_type_section(vol.find("/refs").text), ref)
-    # RV_convert_obj_refs_to_buffer: "groups/<id>" in a buffer of OBJECT_REF_STRING_LEN bytes
-    text = f"groups/{g}".encode()
-    r = vol.put(f"/datasets/{did}/value", json.dumps({"value": [f"groups/{g}"]}))
+    # RV_convert_obj_refs_to_buffer: "groups/<id>" in slots of OBJECT_REF_STRING_LEN (48) bytes,
+    # sent as a binary write; read back binary, the id after the first '/'
+    slot = 48
+    packed = f"groups/{g}".encode().ljust(slot, b"\0") + f"groups/{root}".encode().ljust(slot, b"\0")
+    r = vol.put(f"/datasets/{did}/value", packed, binary=True)
     assert r.status_code == 200, r.text
-    assert vol.get(f"/datasets/{did}/value").json()["value"][0].endswith(g)
-    assert text  # the packed form is the same text, padded
+    got = vol.get(f"/datasets/{did}/value", binary=True).content
+    assert len(got) == 2 * slot
+    assert [got[i * slot : (i + 1) * slot].rstrip(b"\0").split(b"/", 1)[1].decode() for i in range(2)] == [g, root]
+
+
+def test_compound_member_write_and_one_dimensional_points(vol: VolRest) -> None:
+    root = root_of(vol)
+    t = TYPES["compound"]
+    did = create_dataset(vol, root, "table", t, shape=[4])
+    full = np.zeros(4, dtype=DTYPES["compound"])
+    full["a"], full["b"], full["s"] = [1, 2, 3, 4], [0.5, 1.5, 2.5, 3.5], [b"p", b"q", b"r", b"s"]
+    assert vol.put(f"/datasets/{did}/value", full.tobytes(), binary=True).status_code == 200
+    # H5Dwrite with a memory type holding some members: the members packed densely, named in
+    # fields=a:b (COMPOUND_MEMBER_SEPARATOR ':') after the selection
+    part = np.array([(10, 20.0), (11, 21.0)], dtype=[("a", "<i4"), ("b", "<f8")])
+    r = vol.put(f"/datasets/{did}/value?select=[1:3:1]&fields=a:b", part.tobytes(), binary=True)
+    assert r.status_code == 200, r.text
+    got = np.frombuffer(vol.get(f"/datasets/{did}/value", binary=True).content, dtype=DTYPES["compound"])
+    assert got["a"].tolist() == [1, 10, 11, 4] and got["b"].tolist() == [0.5, 20.0, 21.0, 3.5]
+    assert got["s"].tolist() == [b"p", b"q", b"r", b"s"]
+    # a point write to a one-dimensional dataset: the points a flat list, the values base64
+    pts = np.array([(-1, -0.5)], dtype=[("a", "<i4"), ("b", "<f8")])
+    whole = np.zeros(1, dtype=DTYPES["compound"])
+    whole["a"], whole["b"], whole["s"] = pts["a"], pts["b"], b"w"
+    body = '{"points": [3],"value_base64": "%s"}' % base64.b64encode(whole.tobytes()).decode()
+    r = vol.put(f"/datasets/{did}/value", body)
+    assert r.status_code == 200, r.text
+    r = vol.post(f"/datasets/{did}/value", np.array([3, 0], "<u8").tobytes(), binary=True,
+                 content_type="application/octet-stream")
+    back = np.frombuffer(r.content, dtype=DTYPES["compound"])
+    assert back["a"].tolist() == [-1, 1] and back["s"].tolist() == [b"w", b"p"]
 
 
 # --- committed datatypes ---------------------------------------------------------------------------
