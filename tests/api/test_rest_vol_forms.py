@@ -480,7 +480,9 @@ def test_filters_vol_rest_sends(vol: VolRest) -> None:
     filters: list[dict[str, Any]] = [
         {"class": "H5Z_FILTER_LZF", "id": 32000},
         {"class": "H5Z_FILTER_NBIT", "id": 5},
-        {"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "scaleType": "H5Z_SO_INT", "scaleOffset": 0},
+        # vol-rest names the integer scale type H5Z_FLOAT_SO_INT when it writes (and reads back
+        # only H5Z_SO_INT): the form it sends is taken
+        {"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "scaleType": "H5Z_FLOAT_SO_INT", "scaleOffset": 0},
         {"class": "H5Z_FILTER_USER", "id": 32001, "parameters": [0, 0, 0, 0, 5, 1, 0]},  # blosc
     ]
     for i, f in enumerate(filters):
@@ -488,6 +490,9 @@ def test_filters_vol_rest_sends(vol: VolRest) -> None:
         did = create_dataset(vol, root, f"f{i}", I32, shape=[16], props=props)
         cp = vol.found(f"/f{i}")["creationProperties"]
         assert [x["id"] for x in cp["filters"]] == [f["id"]], cp
+        assert all(isinstance(x["id"], int) for x in cp["filters"])
+        if f["id"] == 6:  # read back by RV_parse_dataset_creation_properties_callback's names
+            assert cp["filters"][0]["scaleType"] == "H5Z_SO_INT"
         raw = np.arange(16, dtype="<i4").tobytes()
         assert vol.put(f"/datasets/{did}/value", raw, binary=True).status_code == 200
         assert vol.get(f"/datasets/{did}/value", binary=True).content == raw
