@@ -457,6 +457,18 @@ def test_dataset_creation_properties_round_trip(vol: VolRest) -> None:
     assert isinstance(size, int) and size > 0
 
 
+def test_undefined_fill_value(vol: VolRest) -> None:
+    # H5Pset_fill_value(dcpl, type, NULL): sent as null; RV_parse_dataset_creation_properties_callback
+    # fails on a fillValue that is not a base64 text, so the answer holds none
+    root = root_of(vol)
+    props = {"allocTime": "H5D_ALLOC_TIME_DEFAULT", "fillValue": None, "layout": {"class": "H5D_CHUNKED", "dims": [4]}}
+    did = create_dataset(vol, root, "nofill", I32, shape=[4], props=props)
+    cp = vol.found("/nofill")["creationProperties"]
+    assert "fillValue" not in cp and cp["fillValueUndefined"] is True
+    assert vol.put(f"/datasets/{did}/value", np.arange(4, dtype="<i4").tobytes(), binary=True).status_code == 200
+    assert np.frombuffer(vol.get(f"/datasets/{did}/value", binary=True).content, "<i4").tolist() == [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize("layout", [
     {"class": "H5D_COMPACT"},
     {"class": "H5D_CONTIGUOUS"},

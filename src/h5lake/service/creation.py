@@ -187,6 +187,11 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
                 merged.append(next(normalized) if fid is None else _declared_filter_json(spec, fid))
             applied = merged
         out["filters"] = applied
+    if "fillValue" in out and out["fillValue"] is None:
+        # no fill value (H5Pset_fill_value(NULL)), the HDF5 REST VOL connector's null: kept as
+        # h5lake's mark for it, so the answer holds no null it would take for a base64 text
+        del out["fillValue"]
+        out["fillValueUndefined"] = True
     encoding = out.pop("fillValue_encoding", None)
     if encoding not in (None, "None", "base64"):
         raise InvalidInput(f"fillValue_encoding must be base64, got {encoding!r}")
