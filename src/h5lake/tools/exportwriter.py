@@ -76,8 +76,9 @@ class Fetcher:
         if not isinstance(props, dict):
             # an encoded property list (the HDF5 REST VOL connector's): opaque here, defaults used
             doc["creationProperties"] = {}
-        elif props.get("fillValue_encoding") == "base64" and isinstance(props.get("fillValue"), str):
-            t = doc.get("type")  # a fill value answered as its packed bytes in base64
+        elif props.get("fillValue_encoding") == "base64" and isinstance(props.get("fillValue"), str) \
+                and isinstance(doc.get("type"), dict):
+            t = doc["type"]  # a fill value answered as its packed bytes in base64
             raw = base64.b64decode(props["fillValue"])
             doc["creationProperties"] = {**props, "fillValue": array_to_json(bytes_to_array(raw, t, ()), t)}
         return doc

@@ -88,7 +88,9 @@ class Nbit:
 _SCALE_TYPES = {"H5Z_SO_FLOAT_DSCALE": scaleoffset.SO_FLOAT_DSCALE, "H5Z_SO_INT": scaleoffset.SO_INT}
 # the HDF5 REST VOL connector writes the integer scale type under this name (and reads back
 # H5Z_SO_INT, the name answered)
-_SCALE_TYPE_NAMES = {**{k.lower(): v for k, v in _SCALE_TYPES.items()}, "h5z_float_so_int": scaleoffset.SO_INT}
+_SCALE_TYPE_NAMES: dict[str | int, Any] = {
+    **{k.lower(): v for k, v in _SCALE_TYPES.items()}, "h5z_float_so_int": scaleoffset.SO_INT
+}
 
 
 @dataclass(frozen=True, slots=True)
