@@ -20,10 +20,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import h5py
 import numpy as np
 import pytest
 import requests
+from click.testing import CliRunner
 from tests.conftest import auth
+from tests.support.server import USERS
+
+from h5lake.cli import main
 
 # A property list as vol-rest sends it: H5Pencode2's bytes in base64, opaque to the server.
 GCPL = base64.b64encode(b"\x00\x01\x0bgcpl-bytes\x00\x02").decode()
@@ -245,7 +250,7 @@ def test_links_hard_soft_external_and_iteration(vol: VolRest, home_folder: str) 
     # by index in creation order: ?&CreateOrder=1 (vol-rest's form), else by name
     order = vol.get(f"/groups/{root}/links?&CreateOrder=1").json()["links"]
     assert [link["title"] for link in order] == ["grp", "b_hard", "c_soft", "a_ext"]
-    assert [link["title"] for link in vol.get(f"/groups/{root}/links?").json()["links"]][0] == "a_ext"
+    assert vol.get(f"/groups/{root}/links?").json()["links"][0]["title"] == "a_ext"
     assert vol.delete(f"/groups/{root}/links/c_soft").status_code == 200
     assert vol.post(f"/groups/{root}/links", json.dumps({"titles": ["c_soft"]})).status_code in (404, 410)
     assert other.delete("/").status_code == 200
@@ -402,7 +407,7 @@ def test_dataset_hyperslab_and_point_selections(vol: VolRest) -> None:
     assert np.frombuffer(r.content, "<i4").tolist() == [100, 111, 0]
     # a point write: PUT of {"points": [...], "value_base64": ...} as JSON
     vals = np.array([-1, -2], dtype="<i4")
-    body = '{"points": [[0,0],[5,7]],"value_base64": "%s"}' % base64.b64encode(vals.tobytes()).decode()
+    body = '{"points": [[0,0],[5,7]],"value_base64": "' + base64.b64encode(vals.tobytes()).decode() + '"}'
     r = vol.put(f"/datasets/{did}/value", body)
     assert r.status_code == 200, r.text
     r = vol.post(f"/datasets/{did}/value", np.array([[0, 0], [5, 7]], "<u8").tobytes(), binary=True,
@@ -571,7 +576,7 @@ def test_compound_member_write_and_one_dimensional_points(vol: VolRest) -> None:
     pts = np.array([(-1, -0.5)], dtype=[("a", "<i4"), ("b", "<f8")])
     whole = np.zeros(1, dtype=DTYPES["compound"])
     whole["a"], whole["b"], whole["s"] = pts["a"], pts["b"], b"w"
-    body = '{"points": [3],"value_base64": "%s"}' % base64.b64encode(whole.tobytes()).decode()
+    body = '{"points": [3],"value_base64": "' + base64.b64encode(whole.tobytes()).decode() + '"}'
     r = vol.put(f"/datasets/{did}/value", body)
     assert r.status_code == 200, r.text
     r = vol.post(f"/datasets/{did}/value", np.array([3, 0], "<u8").tobytes(), binary=True,
@@ -604,3 +609,23 @@ def test_committed_datatype_and_a_dataset_of_it(vol: VolRest) -> None:
     # H5Tclose then delete through the link; the object goes with its last link
     assert vol.delete(f"/groups/{root}/links/ctype").status_code == 200
     assert vol.find("/ctype").status_code == 404
+
+
+# --- what h5lake's own tools make of it ----------------------------------------------------------
+
+
+def test_a_domain_made_by_the_connector_exports(vol: VolRest, tmp_path: Any) -> None:
+    root = root_of(vol)
+    g = vol.post("/groups", json.dumps({"link": {"id": root, "name": "g"}, "creationProperties": GCPL})).json()["id"]
+    fill = base64.b64encode(np.float64(-7.5).tobytes()).decode()
+    props = {"allocTime": "H5D_ALLOC_TIME_DEFAULT", "fillValue": fill, "fillValue_encoding": "base64",
+             "layout": {"class": "H5D_CHUNKED", "dims": [4]}}
+    did = create_dataset(vol, g, "d", F64, shape=[8], props=props)
+    assert vol.put(f"/datasets/{did}/value?select=[0:2:1]", np.array([1.0, 2.0]).tobytes(), binary=True).status_code == 200
+    target = tmp_path / "out.h5"
+    creds = ["-e", vol.endpoint, "-u", "test_user1", "-p", USERS["test_user1"]]
+    done = CliRunner().invoke(main, ["export", vol.domain, str(target), *creds])
+    assert done.exit_code == 0, done.output
+    with h5py.File(target, "r") as f:
+        assert f["g/d"][...].tolist() == [1.0, 2.0] + [-7.5] * 6
+        assert f["g/d"].fillvalue == -7.5
