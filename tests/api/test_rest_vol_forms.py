@@ -116,9 +116,9 @@ def reads_as(section: dict[str, Any], t: Any) -> bool:
     if not isinstance(t, dict):
         return section == t
     for key, want in t.items():
-        got = section.get(key)
+        got: Any = section.get(key)
         if key == "fields":
-            if [f["name"] for f in got] != [f["name"] for f in want]:
+            if not isinstance(got, list) or [f["name"] for f in got] != [f["name"] for f in want]:
                 return False
             if not all(reads_as(g["type"], w["type"]) for g, w in zip(got, want)):
                 return False
@@ -341,7 +341,7 @@ TYPES: dict[str, Any] = {
     "array": {"class": "H5T_ARRAY", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_U8LE"}, "dims": [2, 3]},
 }
 
-DTYPES = {
+DTYPES: dict[str, Any] = {
     "i8be": ">i1", "u16": "<u2", "i64": "<i8", "f32": "<f4", "f64be": ">f8", "fixed_ascii": "S4",
     "fixed_utf8": "S6", "compound": [("a", "<i4"), ("b", "<f8"), ("s", "S3")], "enum": "<i2",
     "array": ("u1", (2, 3)),
