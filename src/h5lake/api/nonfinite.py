@@ -66,6 +66,8 @@ def fill_value(props: Any, t: Any, ignore_nan: bool) -> Any:
     where it changes)."""
     if not isinstance(props, dict) or not isinstance(props.get("fillValue"), (str, list)):
         return props
+    if props.get("fillValue_encoding") == "base64":  # packed bytes in base64: no JSON floats
+        return props
     if not isinstance(t, (dict, str)) or not has_float(t):
         return props
     fill = props["fillValue"]

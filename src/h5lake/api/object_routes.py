@@ -150,6 +150,7 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             include_attrs=flag(request, "include_attrs", default=False),
             verbose=flag(request, "verbose"),
             alias=flag(request, "getalias"),
+            create_order=flag(request, "CreateOrder"),
         )
         out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
         return ok(out)

@@ -181,7 +181,7 @@ class ObjectBase(Open):
 class Group(ObjectBase):
     linkCount: int | None = None
     links: dict[str, Any] | None = None
-    creationProperties: dict[str, Any] | None = None
+    creationProperties: dict[str, Any] | str | None = None  # str: an encoded property list (HDF5 REST VOL)
 
 
 class Dataset(ObjectBase):
@@ -204,7 +204,7 @@ class GroupCreate(Open):
 
     id: str | None = None
     link: LinkRequest | None = None
-    creationProperties: dict[str, Any] | None = None
+    creationProperties: dict[str, Any] | str | None = None
 
 
 class DatasetCreate(Open):

@@ -337,7 +337,8 @@ async def put_attribute_value(
     return await put_attribute(svc, caller, domain_path, obj_id, name, attr)
 
 
-def _ordered(attrs: dict[str, Doc], create_order: bool) -> list[tuple[str, Doc]]:
+def ordered_attributes(attrs: dict[str, Doc], create_order: bool) -> list[tuple[str, Doc]]:
+    """By name, or (``CreateOrder``) by creation time."""
     if create_order:
         return sorted(attrs.items(), key=lambda kv: (kv[1].get("created", 0), kv[0]))
     return sorted(attrs.items())
@@ -388,7 +389,7 @@ def _listed(
             raise NotFound(f"attribute {missing[0]!r} not found")
         items = [(n, attrs[n]) for n in names]
     else:
-        items = _ordered(attrs, create_order)
+        items = ordered_attributes(attrs, create_order)
         if marker is not None:
             keys = [k for k, _ in items]
             if marker not in keys:  # as HSDS: a marker must name an attribute of the listing

@@ -15,7 +15,7 @@ from h5lake.model.fromjson import json_to_array
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass
 from h5lake.model.types import is_variable, to_dtype
-from h5lake.model.values import array_to_json, bytes_to_array
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.context import Limits
 from h5lake.service.documents import Doc
 
@@ -139,6 +139,35 @@ def codec_filters(filters: Any) -> Any:
     return [f for f in filters if _declared_filter_id(f) is None]
 
 
+def group_creation_properties(props: Any) -> Doc | str:
+    """A group's creation properties as stored and answered: an object, or (the HDF5 REST VOL
+    connector's form, kept as HSDS keeps it) an encoded property list, a base64 string the
+    server does not read."""
+    if props is None:
+        return {}
+    if isinstance(props, str):
+        try:
+            base64.b64decode(props, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput("creationProperties must be an object or a base64 property list") from None
+        return props
+    if not isinstance(props, dict):
+        raise InvalidInput("creationProperties must be an object or a base64 property list")
+    return props
+
+
+def answered_creation_properties(props: Any, type_json: Any) -> Any:
+    """A dataset's stored creation properties as answered: a fill value given in base64
+    (``fillValue_encoding``) in that form again, the packed bytes of its stored JSON value."""
+    if not isinstance(props, dict) or props.get("fillValue_encoding") != "base64":
+        return props
+    fill = props.get("fillValue")
+    if fill is None or not isinstance(type_json, dict):
+        return props
+    raw = array_to_bytes(json_to_array(fill, type_json, ()), type_json)
+    return {**props, "fillValue": base64.b64encode(raw).decode("ascii")}
+
+
 def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[int] | None = None) -> Doc:
     """The creation properties as stored; ``chunk_shape`` (the planned chunk dims) completes
     filters that depend on it (szip's pixels per scan line)."""
@@ -158,6 +187,11 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
                 merged.append(next(normalized) if fid is None else _declared_filter_json(spec, fid))
             applied = merged
         out["filters"] = applied
+    if "fillValue" in out and out["fillValue"] is None:
+        # no fill value (H5Pset_fill_value(NULL)), the HDF5 REST VOL connector's null: kept as
+        # h5lake's mark for it, so the answer holds no null it would take for a base64 text
+        del out["fillValue"]
+        out["fillValueUndefined"] = True
     encoding = out.pop("fillValue_encoding", None)
     if encoding not in (None, "None", "base64"):
         raise InvalidInput(f"fillValue_encoding must be base64, got {encoding!r}")
@@ -170,6 +204,9 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
         if is_variable(type_json):
             raise InvalidInput("a base64 fillValue needs a fixed-size type")
         out["fillValue"] = array_to_json(bytes_to_array(raw, type_json, ()), type_json)
+        # kept as a mark: the fill value is answered in the form it was given (HSDS keeps the
+        # base64 text; the HDF5 REST VOL connector decodes nothing else), stored as JSON
+        out["fillValue_encoding"] = "base64"
     if out.get("fillValue") is not None:
         # kept in its canonical JSON form: a NaN from a Python client is stored as "NaN", which
         # strict JSON (our documents) can hold, instead of becoming null

@@ -27,6 +27,7 @@ from h5lake.model.ids import (
 from h5lake.model.versionref import split_domain
 from h5lake.service import domain_query, reclaim, versions
 from h5lake.service.context import Caller, Service, now
+from h5lake.service.creation import group_creation_properties
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
@@ -188,9 +189,8 @@ async def create_domain(
     if not is_folder:
         root_id = new_root_id()
         doc["root"] = root_id
-        group_props = body.get("group", {}).get("creationProperties", {}) if isinstance(body.get("group"), dict) else {}
-        if not isinstance(group_props, dict):
-            raise InvalidInput("group creationProperties must be an object")
+        group = body.get("group")
+        group_props = group_creation_properties(group.get("creationProperties") if isinstance(group, dict) else None)
         root_doc = {
             "id": root_id,
             "root": root_id,

@@ -331,6 +331,15 @@ async def get_links(
         group = (await load_object(svc, domain, gid)).doc
         return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
 
+    if titles is not None and grp_ids is None and not follow_links:
+        # as HSDS answers: a name the group lacks is a 404 (410 if deleted), not a shorter
+        # list; the HDF5 REST VOL connector's H5Lexists is this request for one name
+        group = (await load_object(svc, domain, group_id)).doc
+        have = group.get("links", {})
+        for title in titles:
+            if title not in have:
+                _missing_link(svc, domain, group_id, title)
+        return {"links": [link_json(l, t) for t, l in _select(have, **opts)]}  # type: ignore[arg-type]
     if grp_ids is not None and len(grp_ids) == 1 and not follow_links:
         return {"links": await links_of(grp_ids[0])}  # one group: its list, as HSDS answers
     if grp_ids is not None or follow_links:

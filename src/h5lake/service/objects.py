@@ -19,8 +19,9 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
-from h5lake.service.attributes import parse_attributes
+from h5lake.service.attributes import ordered_attributes, parse_attributes
 from h5lake.service.context import Caller, Service
+from h5lake.service.creation import answered_creation_properties, group_creation_properties
 from h5lake.service.documents import Doc
 from h5lake.service.domains import open_domain
 from h5lake.service.links import link_json, link_new_object, path_of, place_new_object
@@ -32,9 +33,11 @@ _NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KE
 
 
 def object_json(
-    domain: Domain, doc: Doc, *, include_links: bool = True, include_attrs: bool = False
+    domain: Domain, doc: Doc, *, include_links: bool = True, include_attrs: bool = False, create_order: bool = False
 ) -> Doc:
-    """An object as ``GET /{collection}/{id}`` shows it."""
+    """An object as ``GET /{collection}/{id}`` shows it; its attributes (``include_attrs``) by
+    name, or by creation with ``create_order`` (the HDF5 REST VOL connector's H5Aopen_by_idx
+    takes the n-th key of this object)."""
     out = {k: v for k, v in doc.items() if k not in _NOT_SHOWN}
     collection = parse_id(doc["id"])
     out["attributeCount"] = len(doc.get("attributes", {}))
@@ -42,11 +45,13 @@ def object_json(
         out["linkCount"] = len(doc.get("links", {}))
         if include_links:
             out["links"] = {name: link_json(link) for name, link in doc.get("links", {}).items()}
+    if collection is Collection.DATASETS and "creationProperties" in out:
+        out["creationProperties"] = answered_creation_properties(out["creationProperties"], out.get("type"))
     if "type" in out:
         out["type"] = client_type(out["type"])
     if include_attrs:
-        attrs = doc.get("attributes", {})
-        out["attributes"] = {name: {**a, "type": client_type(a.get("type"))} for name, a in attrs.items()}
+        attrs = ordered_attributes(doc.get("attributes", {}), create_order)
+        out["attributes"] = {name: {**a, "type": client_type(a.get("type"))} for name, a in attrs}
     out["domain"] = domain.path
     return out
 
@@ -99,11 +104,8 @@ async def create_groups(
     docs, links = [], []
     for item in items:
         doc = base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item)
-        props = item.get("creationProperties", {})
-        if not isinstance(props, dict):
-            raise InvalidInput("creationProperties must be an object")
         doc["links"] = {}
-        doc["creationProperties"] = props
+        doc["creationProperties"] = group_creation_properties(item.get("creationProperties"))
         doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
         docs.append(doc)
         link = parse_link_request(item)
@@ -152,9 +154,11 @@ async def get_object(
     include_attrs: bool,
     verbose: bool = False,
     alias: bool = False,
+    create_order: bool = False,
 ) -> Doc:
     domain, found = await open_object(svc, caller, domain_path, obj_id, Permission.READ, collection)
-    out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs)
+    out = object_json(domain, found.doc, include_links=include_links, include_attrs=include_attrs,
+                      create_order=create_order)
     if alias:  # HSDS's getalias=1: the paths that lead to the object (the first one found)
         path = await path_of(svc, domain, obj_id)
         out["alias"] = [] if path is None else [path]

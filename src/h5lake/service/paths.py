@@ -127,7 +127,9 @@ async def resolve_paths(
     follow_external_links: bool = False,
 ) -> Doc:
     """The objects several paths lead to; a path that does not resolve is left out (HSDS
-    answers 404 for the whole request instead)."""
+    answers 404 for the whole request instead), and when none does the answer is 404 as HSDS
+    gives it: the HDF5 REST VOL connector resolves every path by a request of one path and
+    takes any 2xx answer for a found object."""
     if not isinstance(h5paths, list):
         raise InvalidInput("body must be an object with an h5paths list")
     if parent_id is not None:
@@ -145,4 +147,6 @@ async def resolve_paths(
         except (NotFound, Gone):
             continue
         found[h5path] = _with_class(object_json(where, target, include_links=False, include_attrs=False))
+    if h5paths and not found:
+        raise NotFound("no object found at " + (repr(h5paths[0]) if len(h5paths) == 1 else "any of the paths"))
     return found

@@ -21,6 +21,19 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         if doc["id"].startswith("d-"):
             datasets.append(doc)
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)
+    # HSDS answers the summary of its last scan as ``scan_info`` too; the HDF5 REST VOL
+    # connector's H5Fget_filesize reads ``scan_info.allocated_bytes``
+    scan = {
+        "allocated_bytes": allocated,
+        "metadata_bytes": metadata_bytes,
+        "linked_bytes": linked_bytes,
+        "num_chunks": num_chunks,
+        "num_linked_chunks": linked_chunks,
+        "num_groups": counts["g"],
+        "num_datatypes": counts["t"],
+        "lastModified": last,
+        "md5_sum": "",
+    }
     return {
         "num_objects": counts["g"] + counts["d"] + counts["t"],
         "num_groups": counts["g"],
@@ -35,5 +48,5 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         "total_size": allocated + metadata_bytes,
         "lastModified": last,
         "md5_sum": "",
-        "scan_info": {},
+        "scan_info": scan,
     }

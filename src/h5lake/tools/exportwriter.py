@@ -22,7 +22,7 @@ from h5lake.model.ids import is_valid_id
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
-from h5lake.model.values import array_to_bytes
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
     MIB,
@@ -72,6 +72,15 @@ class Fetcher:
             doc["links"] = {link["title"]: link for link in doc["links"]}
         if "attributes" not in doc or isinstance(doc["attributes"], list):
             doc["attributes"] = self._attributes(col, obj_id, doc.get("attributes"))
+        props = doc.get("creationProperties", {})
+        if not isinstance(props, dict):
+            # an encoded property list (the HDF5 REST VOL connector's): opaque here, defaults used
+            doc["creationProperties"] = {}
+        elif props.get("fillValue_encoding") == "base64" and isinstance(props.get("fillValue"), str) \
+                and isinstance(doc.get("type"), dict):
+            t = doc["type"]  # a fill value answered as its packed bytes in base64
+            raw = base64.b64decode(props["fillValue"])
+            doc["creationProperties"] = {**props, "fillValue": array_to_json(bytes_to_array(raw, t, ()), t)}
         return doc
 
     def _attributes(self, col: str, obj_id: str, listed: Any) -> Doc:

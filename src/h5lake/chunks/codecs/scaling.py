@@ -86,6 +86,11 @@ class Nbit:
 
 
 _SCALE_TYPES = {"H5Z_SO_FLOAT_DSCALE": scaleoffset.SO_FLOAT_DSCALE, "H5Z_SO_INT": scaleoffset.SO_INT}
+# the HDF5 REST VOL connector writes the integer scale type under this name (and reads back
+# H5Z_SO_INT, the name answered)
+_SCALE_TYPE_NAMES: dict[str | int, Any] = {
+    **{k.lower(): v for k, v in _SCALE_TYPES.items()}, "h5z_float_so_int": scaleoffset.SO_INT
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +128,7 @@ class ScaleOffset:
                     f"scaleoffset filter: parameters describe chunks of {layout.elements} values, not {math.prod(ctx.chunk_shape)}"
                 )
             return cls(layout.cd, True, flags, layout.scale_type, layout.factor)
-        scale_type = p.choice("scaleType", "H5Z_SO_INT", {k.lower(): v for k, v in _SCALE_TYPES.items()})
+        scale_type = p.choice("scaleType", "H5Z_SO_INT", _SCALE_TYPE_NAMES)
         factor = p.integer("scaleOffset", 0, -(1 << 31), (1 << 31) - 1)
         if ctx.type_json is None or ctx.chunk_shape is None:
             return cls((), False, None, scale_type, factor)
