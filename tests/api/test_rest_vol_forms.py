@@ -239,6 +239,9 @@ def test_links_hard_soft_external_and_iteration(vol: VolRest, home_folder: str) 
     # H5Lexists: POST of titles; a missing name is a 404
     assert vol.post(f"/groups/{root}/links", json.dumps({"titles": ["c_soft"]})).status_code == 200
     assert vol.post(f"/groups/{root}/links", json.dumps({"titles": ["missing"]})).status_code == 404
+    # a GET naming titles in its query lists those that exist (HSDS's link suite checks it)
+    listed = vol.get(f"/groups/{root}/links?titles=c_soft%7Cmissing&separator=%7C")
+    assert listed.status_code == 200 and [l["title"] for l in listed.json()["links"]] == ["c_soft"]
     # H5Literate: "links" is the first "links" of the text, each with a title and a "created"
     # that is a JSON double
     text = vol.get(f"/groups/{root}/links").text

@@ -235,6 +235,7 @@ async def links_collection(request: Request) -> Response:
         marker=request.query_params.get("Marker"),
         limit=int_param(request, "Limit", minimum=1),
         follow_links=flag(request, "follow_links"),
+        titles_must_exist=body is not None,
     )
     out["hrefs"] = hrefs_of(request).links(gid, out.get("links"))
     return ok(out)

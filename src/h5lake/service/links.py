@@ -321,7 +321,12 @@ async def get_links(
     marker: str | None = None,
     limit: int | None = None,
     follow_links: bool = False,
+    titles_must_exist: bool = False,
 ) -> Doc:
+    """The links of ``group_id`` (or of ``grp_ids``), selected as HSDS selects them. With
+    ``titles_must_exist`` (a POST naming its titles) a name the group lacks is a 404 (410 if
+    deleted), not a shorter list, as HSDS answers: the HDF5 REST VOL connector's ``H5Lexists``
+    is that request for one name. A GET with ``titles`` in its query lists those that exist."""
     parse_id(group_id, Collection.GROUPS)  # also where only its descendants' ids are used
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
@@ -331,9 +336,7 @@ async def get_links(
         group = (await load_object(svc, domain, gid)).doc
         return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
 
-    if titles is not None and grp_ids is None and not follow_links:
-        # as HSDS answers: a name the group lacks is a 404 (410 if deleted), not a shorter
-        # list; the HDF5 REST VOL connector's H5Lexists is this request for one name
+    if titles_must_exist and titles is not None and grp_ids is None and not follow_links:
         group = (await load_object(svc, domain, group_id)).doc
         have = group.get("links", {})
         for title in titles:
