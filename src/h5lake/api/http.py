@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import orjson
@@ -182,9 +183,38 @@ def parse_json(data: bytes) -> Any:
                 "send such values as application/octet-stream, or write \"NaN\" and \"Infinity\" as strings"
             ) from None
         try:
-            return json.loads(data)
+            parsed = json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+        # the standard library reads a lone surrogate escape into a str that no later step
+        # can encode (orjson refuses it, so only bodies that came this way are searched)
+        if b"\\u" in data and lone_surrogate(data):
+            raise InvalidInput(
+                "request body is not valid JSON: a string holds a lone surrogate escape (\\ud800-\\udfff "
+                "not in a high-low pair), which is no Unicode character"
+            )
+        return parsed
+
+
+#: An escaped backslash (skipped, so that ``\\\\ud800`` is no escape) or a surrogate escape
+_SURROGATE_ESCAPE = re.compile(rb"\\\\|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(data: bytes) -> bool:
+    """Does JSON text ``data`` escape a surrogate that is not half of a high-low pair?"""
+    high_ends = -1  # where the last high surrogate escape ended, while it waits for its low half
+    for found in _SURROGATE_ESCAPE.finditer(data):
+        escape = found.group()
+        low = len(escape) == 6 and escape[3:4].lower() in b"cdef"
+        if high_ends >= 0:
+            if not (low and found.start() == high_ends):
+                return True
+            high_ends = -1
+        elif len(escape) == 6:
+            if low:
+                return True
+            high_ends = found.end()
+    return high_ends >= 0
 
 
 class JSONResponse(Response):

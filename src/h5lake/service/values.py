@@ -61,9 +61,13 @@ def parse_fields(text: str | None, dtype: np.dtype[Any]) -> list[str] | None:
     if dtype.names is None:
         raise InvalidInput("fields can only be given for compound types")
     names = [n for n in text.split(":") if n]
+    known, seen = set(dtype.names), set()
     for n in names:
-        if n not in dtype.names:
+        if n not in known:
             raise InvalidInput(f"no field {n!r} in the compound type")
+        if n in seen:  # numpy refuses a view naming a field twice
+            raise InvalidInput(f"fields names {n!r} more than once")
+        seen.add(n)
     return names
 
 
