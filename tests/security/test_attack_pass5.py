@@ -78,8 +78,8 @@ def test_domain_names_among_h5lakes_own_keys_are_refused(target: Target) -> None
         ("/groups/ROOT/links/soft", b'{"h5path": "/\\ud800"}'),
         ("/groups/ROOT/links/ext", b'{"h5path": "/", "h5domain": "/home/\\ud800"}'),
         # a NaN token sends the body to the standard library's parser even when the escape comes later
-        ("/groups/ROOT/attributes/s", b'{"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", '
-                                      b'"length": "H5T_VARIABLE"}, "shape": [2], "value": ["\\ud800", "NaN"], "x": NaN}'),
+        ("/groups/ROOT/attributes/s", (b'{"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", '
+                                       b'"length": "H5T_VARIABLE"}, "shape": [2], "value": ["\\ud800", "NaN"], "x": NaN}')),
     ],
 )
 def test_json_strings_that_are_no_unicode_are_refused(target: Target, path: str, body: bytes) -> None:
