@@ -184,3 +184,25 @@ def test_old_and_pipelined_requests_are_answered(target: Target) -> None:
     last = about.replace(b"Host: x", b"Host: x\r\nConnection: close")
     answers = _raw(target, about + missing + last)
     assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answers) == [b"200", b"400", b"200"], answers[:1000]
+
+
+def test_urls_that_do_not_decode_into_utf8_are_refused(target: Target) -> None:
+    """``domain=/home/admin/a%ff.h5`` made a domain named ``a\\ufffd.h5`` (the server decodes with
+    replacement characters), and a link ``%C3%28`` was kept as ``\\ufffd(``: names the caller never
+    sent, and several different requests named the same one."""
+    for url in (f"{target.ep}/?domain=/home/admin/a%ff.h5", f"{target.ep}/?domain=/home/admin/%ED%A0%80.h5"):
+        _refused(requests.put(url, auth=A, timeout=10), "does not percent-decode into UTF-8")
+    link = f"{target.ep}/groups/{target.root}/links/a%C3%28?domain={DOMAIN}"
+    _refused(requests.put(link, json={"h5path": "/x"}, auth=A, timeout=10), "path does not percent-decode")
+    _refused(requests.get(link, auth=A, timeout=10), "path does not percent-decode")
+    listed = requests.get(f"{target.ep}/domains", params={"domain": "/home/admin/"}, auth=A, timeout=10).json()["domains"]
+    assert not [d["name"] for d in listed if "\ufffd" in d["name"]]
+    fine = requests.put(f"{target.ep}/?domain=/home/admin/%C3%A9t%C3%A9.h5", auth=A, timeout=10)  # été.h5
+    assert fine.status_code == 201 and fine.json()["domain"] == "/home/admin/\u00e9t\u00e9.h5"
+
+
+def test_error_messages_quote_long_parameters_briefly(target: Target) -> None:
+    reply = requests.get(f"{target.ep}/groups/{target.root}/links", params={"domain": DOMAIN, "Limit": "9x" * 20_000},
+                         auth=A, timeout=10)
+    _refused(reply, "must be an integer")
+    assert len(reply.content) < 300

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import urllib.parse
 from typing import Any
 
 import orjson
@@ -65,6 +66,24 @@ class Authenticate:
         await self.app(scope, receive, send)
 
 
+#: a percent-escape of a byte outside ASCII: only then may a URL decode into something not UTF-8
+_HIGH_ESCAPE = re.compile(rb"%[89a-fA-F][0-9a-fA-F]")
+
+
+def undecodable_url(scope: Scope) -> InvalidInput | None:
+    """Why the request's path or query string does not percent-decode into UTF-8, if it does
+    not. The server decodes them with replacement characters, so ``domain=/a%ff.h5`` or a
+    link named ``%ff`` would otherwise be kept under a name the caller never sent."""
+    for part, raw in (("path", scope.get("raw_path") or b""), ("query string", scope.get("query_string") or b"")):
+        if _HIGH_ESCAPE.search(raw):
+            try:
+                urllib.parse.unquote_to_bytes(raw).decode()
+            except UnicodeDecodeError as exc:
+                return InvalidInput(f"the URL's {part} does not percent-decode into UTF-8 "
+                                    f"(bytes {exc.object[exc.start:exc.end]!r}); encode names as UTF-8")
+    return None
+
+
 def domain_param(request: Request, *, required: bool = True) -> str:
     """The domain a request names: ``domain=`` or ``X-Hdf-domain``, an absolute path (HSDS
     answers 400 for a name without a ``/``; h5lake, which has no buckets in domain names,
@@ -106,7 +125,7 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     try:
         number = int(value)
     except ValueError:
-        raise InvalidInput(f"parameter {name} must be an integer, got {value!r}") from None
+        raise InvalidInput(f"parameter {name} must be an integer, got {value[:40]!r}") from None
     if number < minimum:
         raise InvalidInput(f"parameter {name} must be at least {minimum}")
     return number

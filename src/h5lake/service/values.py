@@ -8,6 +8,7 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -100,7 +101,7 @@ def _element_count(text: Any, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     try:
         count = int(text) if not isinstance(text, bool) else -1
     except (TypeError, ValueError):
-        raise InvalidInput(f"element_count must be an integer, got {text!r}") from None
+        raise InvalidInput(f"element_count must be an integer, got {reprlib.repr(text)}") from None
     total = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if count == total:
         return None
