@@ -190,13 +190,21 @@ NAN_JSON_MAX_BYTES = 8 * 1024 * 1024
 
 
 def parse_json(data: bytes) -> Any:
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, which RFC 8259 lets a reader skip
+        data = data[3:]
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
         if "depth" in str(exc):
             raise InvalidInput("request body is nested more than 1024 levels deep") from None
-        if len(data) > NAN_JSON_MAX_BYTES and (b"NaN" in data or b"Infinity" in data):
+        if "surrogate in string" in str(exc):  # not "str is not valid UTF-8: surrogates not allowed"
+            raise InvalidInput(LONE_SURROGATE) from None
+        if b"NaN" not in data and b"Infinity" not in data:
+            # nothing the standard library would read differently: parsing a large body again
+            # with it (one call holding the interpreter) only delayed everyone else
+            raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+        if len(data) > NAN_JSON_MAX_BYTES:
             raise TooLarge(
                 f"a JSON body with NaN or Infinity tokens may have at most {NAN_JSON_MAX_BYTES} bytes; "
                 "send such values as application/octet-stream, or write \"NaN\" and \"Infinity\" as strings"
@@ -208,11 +216,14 @@ def parse_json(data: bytes) -> Any:
         # the standard library reads a lone surrogate escape into a str that no later step
         # can encode (orjson refuses it, so only bodies that came this way are searched)
         if b"\\u" in data and lone_surrogate(data):
-            raise InvalidInput(
-                "request body is not valid JSON: a string holds a lone surrogate escape (\\ud800-\\udfff "
-                "not in a high-low pair), which is no Unicode character"
-            )
+            raise InvalidInput(LONE_SURROGATE)
         return parsed
+
+
+LONE_SURROGATE = (
+    "request body is not valid JSON: a string holds a lone surrogate escape (\\ud800-\\udfff not in a "
+    "high-low pair), which is no Unicode character"
+)
 
 
 #: An escaped backslash (skipped, so that ``\\\\ud800`` is no escape) or a surrogate escape
