@@ -223,3 +223,14 @@ def test_a_large_body_orjson_refuses_is_not_parsed_again(target: Target, long_ba
     for body in long_bad_bodies:
         reply = target.send("PUT", f"/groups/{target.root}/attributes/big", body)
         _refused(reply, "not valid JSON")
+
+
+def test_several_authorization_headers_are_refused(target: Target) -> None:
+    """The first of two ``Authorization`` headers was taken; a proxy in front that adds its own
+    might read the other. Both ways in (the fast reads and the whole application) refuse them."""
+    bob, admin = b"Basic dGVzdF91c2VyMTp0ZXN0MS1wdw==", b"Basic YWRtaW46YWRtaW4tcHc="  # test_user1, admin
+    for path in (b"/about", b"/groups/" + target.root.encode() + b"?domain=" + DOMAIN.encode(), b"/?domain=" + DOMAIN.encode()):
+        answer = _raw(target, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nAuthorization: " + bob + b"\r\nAuthorization: " + admin
+                      + b"\r\nConnection: close\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 401 "), (path, answer[:300])
+        assert b"2 Authorization headers" in answer, answer[-200:]

@@ -56,10 +56,10 @@ class Authenticate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and "identity" not in scope.get("state", ()):  # not by `FastReads` already
             authenticator: Authenticator = scope["app"].state.authenticator
-            header = Headers(scope=scope).get("authorization")
+            headers = Headers(scope=scope).getlist("authorization")
             identity: Identity | Unauthorized
             try:
-                identity = await authenticator.identify(header)
+                identity = await authenticator.identify(one_authorization(headers))
             except Unauthorized as exc:
                 identity = exc
             scope.setdefault("state", {})["identity"] = identity
@@ -82,6 +82,14 @@ def undecodable_url(scope: Scope) -> InvalidInput | None:
                 return InvalidInput(f"the URL's {part} does not percent-decode into UTF-8 "
                                     f"(bytes {exc.object[exc.start:exc.end]!r}); encode names as UTF-8")
     return None
+
+
+def one_authorization(headers: list[str]) -> str | None:
+    """The request's one ``Authorization`` header. Several are refused rather than one picked: a
+    proxy in front that adds its own might read another one than h5lake does."""
+    if len(headers) > 1:
+        raise Unauthorized(f"the request has {len(headers)} Authorization headers: send one")
+    return headers[0] if headers else None
 
 
 def domain_param(request: Request, *, required: bool = True) -> str:
