@@ -13,7 +13,7 @@ import requests
 
 from h5lake.config import auto_workers
 from tests.support.procgroup import group_pids, worker_pids
-from tests.support.server import free_port, start_server
+from tests.support.server import launch, start_server
 
 
 def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,21 +41,13 @@ def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
     """``h5lake serve`` with the default number of workers (one per usable core): it serves,
     runs that many worker processes, and a SIGTERM to the process it started (as a terminal, a
     container runtime or systemd sends it) stops every one of them, exiting with 0."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    env.update({"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
-    proc = subprocess.Popen([sys.executable, "-m", "h5lake.cli", "serve"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    started = launch(tmp_path, lambda port: [sys.executable, "-m", "h5lake.cli", "serve"], timeout=60,
+                     env=lambda port: {**env, "H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
+    proc = started.process
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert f"http://127.0.0.1:{port}" in first
-        for _ in range(300):
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/about", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.1)
+        first = started.log.read_text().splitlines()[0]
+        assert f"http://127.0.0.1:{started.port}" in first
         assert (tmp_path / "data" / "home" / ".domain.json").exists()
         expected = auto_workers()
         if expected > 1:  # a supervisor and its workers; on one core the one process serves

@@ -3,11 +3,7 @@ that says what to do, a non-zero exit status and no traceback (issue 17, items 8
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +15,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 from tests.support.cli import clean_env, h5lake_command, one_error_line, run_h5lake
-from tests.support.server import USERS, free_port, write_passwd
+from tests.support.server import USERS, free_port, launch, refusing_port, write_passwd
 
 from h5lake import cli
 from h5lake.api import commands
@@ -41,26 +37,14 @@ def small_file(tmp_path: Path) -> Path:
 @contextmanager
 def serving(workdir: Path, env: dict[str, str], args: tuple[str, ...] = ()) -> Iterator[str]:
     """``h5lake serve`` configured by ``env`` alone (no options but ``args``); yields its endpoint."""
-    port = free_port()
-    settings = {"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(workdir / "data"), "H5LAKE_WORKERS": "1", **env}
-    full = clean_env(workdir, settings)
-    log = workdir / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([*h5lake_command(), "serve", *args], cwd=workdir, env=full, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    endpoint = f"http://127.0.0.1:{port}"
+    def settings(port: int) -> dict[str, str]:
+        return clean_env(workdir, {"H5LAKE_PORT": str(port), "H5LAKE_DATA": str(workdir / "data"), "H5LAKE_WORKERS": "1", **env})
+
+    started = launch(workdir, lambda port: [*h5lake_command(), "serve", *args], env=settings, cwd=workdir)
     try:
-        for _ in range(300):
-            assert proc.poll() is None, log.read_text()
-            try:
-                if requests.get(endpoint + "/about", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        yield endpoint
+        yield started.endpoint
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+        started.stop()
 
 
 def may_make_folder(endpoint: str, user: str, folder: str) -> bool:
@@ -116,10 +100,12 @@ def test_a_malformed_password_file_stops_start_up(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_s3_store_stops_start_up(tmp_path: Path) -> None:
-    store_endpoint = f"http://127.0.0.1:{free_port()}"
     env = {"AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret"}
-    args = ["--storage", "s3://bucket/prefix", "--s3-endpoint", store_endpoint, "--s3-region", "us-east-1"]
-    result = run_h5lake("serve", *args, "--port", str(free_port()), cwd=tmp_path, env=env, timeout=120)
+    with refusing_port() as store_port:
+        store_endpoint = f"http://127.0.0.1:{store_port}"
+        args = ["--storage", "s3://bucket/prefix", "--s3-endpoint", store_endpoint, "--s3-region", "us-east-1"]
+        # its own port is checked free and never bound: it stops at the store
+        result = run_h5lake("serve", *args, "--port", str(free_port()), cwd=tmp_path, env=env, timeout=120)
     line = one_error_line(result)
     assert f"cannot use the store s3://bucket/prefix at {store_endpoint}" in line and "--s3-endpoint" in line, line
 
@@ -177,9 +163,10 @@ def test_passwd_with_an_empty_pipe_says_what_to_do(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("tool", ["load", "export"])
 def test_nothing_listening_at_the_endpoint(tool: str, tmp_path: Path, small_file: Path) -> None:
-    endpoint = f"http://127.0.0.1:{free_port()}"
     args = [str(small_file), "/home/test_user1/x.h5"] if tool == "load" else ["/home/test_user1/x.h5", str(tmp_path / "out.h5")]
-    result = run_h5lake(tool, *args, "-e", endpoint, *CREDS, cwd=tmp_path, timeout=20)
+    with refusing_port() as port:
+        endpoint = f"http://127.0.0.1:{port}"
+        result = run_h5lake(tool, *args, "-e", endpoint, *CREDS, cwd=tmp_path, timeout=20)
     line = one_error_line(result)
     assert f"cannot reach a server at {endpoint}" in line and "connection refused" in line and "-e/--endpoint" in line, line
 

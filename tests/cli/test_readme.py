@@ -5,18 +5,14 @@ items 7 and 9)."""
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import requests
 from tests.support.cli import clean_env
-from tests.support.server import free_port
+from tests.support.server import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -70,31 +66,20 @@ def test_the_test_extra_still_has_the_client_and_the_xarray_stack() -> None:
 
 def test_the_server_runs_without_h5pyd(tmp_path: Path) -> None:
     """``pip install -e .`` (no extra) is a working server: h5lake never imports h5pyd."""
-    port = free_port()
-    blocked = (
-        "import sys; sys.modules['h5pyd'] = None\n"  # any `import h5pyd` now raises ImportError
-        "import h5lake.tools.load, h5lake.tools.export\n"
-        "from h5lake.cli import main\n"
-        # one worker: this interpreter serves, so the guard above holds where the app runs
-        f"main(['serve', '--port', '{port}', '--data', {str(tmp_path / 'data')!r}, '--workers', '1'])\n"
-    )
-    log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-c", blocked], cwd=tmp_path, env=clean_env(tmp_path), stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    def blocked(port: int) -> list[str]:
+        return [sys.executable, "-c", (
+            "import sys; sys.modules['h5pyd'] = None\n"  # any `import h5pyd` now raises ImportError
+            "import h5lake.tools.load, h5lake.tools.export\n"
+            "from h5lake.cli import main\n"
+            # one worker: this interpreter serves, so the guard above holds where the app runs
+            f"main(['serve', '--port', '{port}', '--data', {str(tmp_path / 'data')!r}, '--workers', '1'])\n"
+        )]
+
+    started = launch(tmp_path, blocked, env=clean_env(tmp_path), cwd=tmp_path)  # fails unless it answers /about
     try:
-        answered = False
-        for _ in range(300):
-            assert proc.poll() is None, log.read_text()
-            try:
-                answered = requests.get(f"http://127.0.0.1:{port}/about", timeout=1).ok
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        assert answered, log.read_text()
+        assert requests.get(started.endpoint + "/about", timeout=10).ok
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+        started.stop()
 
 
 def test_the_readme_links_files_with_h5lake_load() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import pytest
 import requests
 
 from h5lake.auth import passwords
-from tests.support.server import free_port, start_server
+from tests.support.server import free_port, launch, start_server
 
 
 def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -146,23 +145,13 @@ def test_no_auth_is_refused_where_it_would_be_dangerous(tmp_path: Path, args: li
 
 
 def test_insecure_mode_is_explicit_and_loud(tmp_path: Path) -> None:
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path / "d"), "--port", str(port),
-         "--admin", "root", "--insecure-no-auth", "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-    )
+    started = launch(tmp_path, lambda port: [
+        sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path / "d"), "--port", str(port),
+        "--admin", "root", "--insecure-no-auth", "--workers", "1"], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                about = requests.get(f"http://127.0.0.1:{port}/about", auth=("root", "anything"), timeout=1)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        assert about.status_code == 200
+        about = requests.get(started.endpoint + "/about", auth=("root", "anything"), timeout=10)
+        assert about.status_code == 200 and about.json()["isadmin"]
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    assert "NO AUTHENTICATION" in err
+        started.stop()
+    assert "NO AUTHENTICATION" in started.log.read_text()

@@ -22,7 +22,7 @@ import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from tests.support.server import Server, free_port, start_server
+from tests.support.server import Server, launch, start_server
 
 AUDIENCE = "h5lake-test"
 
@@ -103,14 +103,7 @@ class Issuer:
     def __init__(self) -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
-        jwk.update(kid="k1", use="sig", alg="RS256")
-        documents = {
-            "/.well-known/openid-configuration": {"issuer": self.url, "jwks_uri": self.url + "/jwks"},
-            "/jwks": {"keys": [jwk]},
-        }
+        documents: dict[str, Any] = {}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -123,7 +116,13 @@ class Issuer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # a port of its own, bound at once
+        self.port = self.http.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
+        jwk.update(kid="k1", use="sig", alg="RS256")
+        documents["/.well-known/openid-configuration"] = {"issuer": self.url, "jwks_uri": self.url + "/jwks"}
+        documents["/jwks"] = {"keys": [jwk]}
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
     def token(self, user: str, *, key: Any = None, kid: str = "k1", **claims: Any) -> str:
@@ -144,25 +143,13 @@ def issuer() -> Iterator[Issuer]:
 def oidc_server(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server that takes tokens of ``issuer`` and no passwords (no --passwd: Basic is refused)."""
     work = tmp_path_factory.mktemp("oidc")
-    port = free_port()
-    args = [
+    env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
+    started = launch(work, lambda port: [
         sys.executable, "-m", "h5lake.cli", "serve", "--data", str(work / "data"), "--port", str(port),
         "--oidc-issuer", issuer.url, "--oidc-audience", AUDIENCE,
         "--oidc-admin-claim", "groups", "--oidc-admin-value", "h5lake-admins", "--workers", "1",
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    log = work / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            requests.get(endpoint + "/about", timeout=1)
-            break
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    srv = Server(endpoint, work / "data", proc, log, args)
+    ], env=env)
+    srv = Server(started.endpoint, work / "data", started.process, started.log)
     yield srv
     srv.stop()
 

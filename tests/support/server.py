@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,13 +49,18 @@ class Server:
     args: list[str] = field(default_factory=list)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_group(self.process, sig)
+
+
+def stop_group(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Signal the process group ``process`` leads; SIGKILL it if it has not ended in 15 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def start_server(
@@ -96,11 +102,60 @@ def _start(
     ]
     if workers is not None and "--workers" not in args:
         args += ["--workers", str(workers)]
-    log = workdir / f"server-{port}.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     full_env.update(env or {})
+    started = _launch(workdir, args, full_env, None, port, timeout)
+    return Server(started.endpoint, data, started.process, started.log, args)
+
+
+@dataclass
+class Launched:
+    """A server process started by :func:`launch`, serving at ``endpoint``."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        stop_group(self.process, sig)
+
+
+def launch(
+    workdir: Path,
+    command: Callable[[int], list[str]],
+    *,
+    env: Callable[[int], dict[str, str]] | dict[str, str] | None = None,
+    cwd: Path | None = None,
+    port: int | None = None,
+    timeout: float = 30.0,
+) -> Launched:
+    """Start a server that a test sets up its own way (``command(port)``, with ``env``, or
+    ``env(port)`` where the port is a setting), on a free port, as :func:`start_server` does:
+    taken as started only once its own process listens there and answers ``/about``, and started
+    again on another port if another process took this one first (unless ``port`` is given).
+    Its output (stdout and stderr) goes to ``workdir/server-<port>.log``; the process leads a
+    process group of its own (``Launched.stop`` signals it whole)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    attempts = 1 if port is not None else 3
+    for attempt in range(attempts):
+        chosen = port or free_port()
+        full_env = env(chosen) if callable(env) else env
+        try:
+            return _launch(workdir, command(chosen), full_env, cwd, chosen, timeout)
+        except PortTaken:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _launch(workdir: Path, args: list[str], env: dict[str, str] | None, cwd: Path | None, port: int, timeout: float) -> Launched:
+    log = workdir / f"server-{port}.log"
     with open(log, "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -114,11 +169,20 @@ def _start(
         except requests.ConnectionError:
             answered = False
         if answered and listens(proc.pid, port):  # not another worker's server on this port
-            return Server(endpoint, data, proc, log, args)
+            return Launched(proc, port, log)
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     raise RuntimeError(f"h5lake did not start in {timeout}s:\n{log.read_text()}")
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port where nothing listens, held (bound, not listening) for the ``with`` block,
+    so that no other test's server can take it meanwhile: a connection to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
 
 
 def listens(pid: int, port: int) -> bool:

@@ -30,10 +30,10 @@ from h5lake.api import (
     view_routes,
 )
 from h5lake.api.dispatch import IndexedRouter
-from h5lake.api.errors import HANDLERS
+from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
 from h5lake.api.fence import CommitFence
-from h5lake.api.http import Authenticate
+from h5lake.api.http import Authenticate, undecodable_url
 from h5lake.api.stores import open_store, s3_store
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
@@ -133,6 +133,9 @@ class App(Starlette):
     authenticator: Authenticator | None = None  # likewise
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (bad := undecodable_url(scope)) is not None:
+            await error_response(status_of(bad), bad.message)(scope, receive, send)
+            return
         if scope["type"] == "http" and self.fast is not None and await self.fast(scope, receive, send):
             return
         await super().__call__(scope, receive, send)

@@ -41,6 +41,7 @@ from starlette.types import Receive, Scope, Send
 
 from h5lake.api.errors import client_disconnected, h5lake_error, http_error, unexpected_error
 from h5lake.api.fence import fenced_domain
+from h5lake.api.http import one_authorization
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import H5LakeError, Unauthorized
 
@@ -156,16 +157,16 @@ class FastReads:
         authenticator: Authenticator | None = self.app.authenticator
         if authenticator is None:
             return False  # start-up has not run: the application answers as it would
-        header: str | None = None
+        headers: list[str] = []
         domain_header: bytes | None = None
-        for key, value in scope["headers"]:  # the first of each, as Starlette's Headers.get
-            if key == b"authorization" and header is None:
-                header = value.decode("latin-1")
+        for key, value in scope["headers"]:  # as `Authenticate` and Starlette's Headers.get read them
+            if key == b"authorization":
+                headers.append(value.decode("latin-1"))
             elif key == b"x-hdf-domain" and domain_header is None:
                 domain_header = value
         identity: Identity | Unauthorized
         try:
-            identity = await authenticator.identify(header)
+            identity = await authenticator.identify(one_authorization(headers))
         except Unauthorized as exc:
             identity = exc
         # kept where `Authenticate` keeps it: a request that falls through is not identified twice

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import urllib.parse
 from typing import Any
 
 import orjson
@@ -54,14 +56,40 @@ class Authenticate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and "identity" not in scope.get("state", ()):  # not by `FastReads` already
             authenticator: Authenticator = scope["app"].state.authenticator
-            header = Headers(scope=scope).get("authorization")
+            headers = Headers(scope=scope).getlist("authorization")
             identity: Identity | Unauthorized
             try:
-                identity = await authenticator.identify(header)
+                identity = await authenticator.identify(one_authorization(headers))
             except Unauthorized as exc:
                 identity = exc
             scope.setdefault("state", {})["identity"] = identity
         await self.app(scope, receive, send)
+
+
+#: a percent-escape of a byte outside ASCII: only then may a URL decode into something not UTF-8
+_HIGH_ESCAPE = re.compile(rb"%[89a-fA-F][0-9a-fA-F]")
+
+
+def undecodable_url(scope: Scope) -> InvalidInput | None:
+    """Why the request's path or query string does not percent-decode into UTF-8, if it does
+    not. The server decodes them with replacement characters, so ``domain=/a%ff.h5`` or a
+    link named ``%ff`` would otherwise be kept under a name the caller never sent."""
+    for part, raw in (("path", scope.get("raw_path") or b""), ("query string", scope.get("query_string") or b"")):
+        if _HIGH_ESCAPE.search(raw):
+            try:
+                urllib.parse.unquote_to_bytes(raw).decode()
+            except UnicodeDecodeError as exc:
+                return InvalidInput(f"the URL's {part} does not percent-decode into UTF-8 "
+                                    f"(bytes {exc.object[exc.start:exc.end]!r}); encode names as UTF-8")
+    return None
+
+
+def one_authorization(headers: list[str]) -> str | None:
+    """The request's one ``Authorization`` header. Several are refused rather than one picked: a
+    proxy in front that adds its own might read another one than h5lake does."""
+    if len(headers) > 1:
+        raise Unauthorized(f"the request has {len(headers)} Authorization headers: send one")
+    return headers[0] if headers else None
 
 
 def domain_param(request: Request, *, required: bool = True) -> str:
@@ -105,7 +133,7 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     try:
         number = int(value)
     except ValueError:
-        raise InvalidInput(f"parameter {name} must be an integer, got {value!r}") from None
+        raise InvalidInput(f"parameter {name} must be an integer, got {value[:40]!r}") from None
     if number < minimum:
         raise InvalidInput(f"parameter {name} must be at least {minimum}")
     return number
@@ -170,21 +198,61 @@ NAN_JSON_MAX_BYTES = 8 * 1024 * 1024
 
 
 def parse_json(data: bytes) -> Any:
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, which RFC 8259 lets a reader skip
+        data = data[3:]
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Python clients (h5pyd) write NaN and Infinity as bare tokens, which strict JSON lacks.
         if "depth" in str(exc):
             raise InvalidInput("request body is nested more than 1024 levels deep") from None
-        if len(data) > NAN_JSON_MAX_BYTES and (b"NaN" in data or b"Infinity" in data):
+        if "surrogate in string" in str(exc):  # not "str is not valid UTF-8: surrogates not allowed"
+            raise InvalidInput(LONE_SURROGATE) from None
+        if b"NaN" not in data and b"Infinity" not in data:
+            # nothing the standard library would read differently: parsing a large body again
+            # with it (one call holding the interpreter) only delayed everyone else
+            raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+        if len(data) > NAN_JSON_MAX_BYTES:
             raise TooLarge(
                 f"a JSON body with NaN or Infinity tokens may have at most {NAN_JSON_MAX_BYTES} bytes; "
                 "send such values as application/octet-stream, or write \"NaN\" and \"Infinity\" as strings"
             ) from None
         try:
-            return json.loads(data)
+            parsed = json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+        # the standard library reads a lone surrogate escape into a str that no later step
+        # can encode (orjson refuses it, so only bodies that came this way are searched)
+        if b"\\u" in data and lone_surrogate(data):
+            raise InvalidInput(LONE_SURROGATE)
+        return parsed
+
+
+LONE_SURROGATE = (
+    "request body is not valid JSON: a string holds a lone surrogate escape (\\ud800-\\udfff not in a "
+    "high-low pair), which is no Unicode character"
+)
+
+
+#: An escaped backslash (skipped, so that ``\\\\ud800`` is no escape) or a surrogate escape
+_SURROGATE_ESCAPE = re.compile(rb"\\\\|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(data: bytes) -> bool:
+    """Does JSON text ``data`` escape a surrogate that is not half of a high-low pair?"""
+    high_ends = -1  # where the last high surrogate escape ended, while it waits for its low half
+    for found in _SURROGATE_ESCAPE.finditer(data):
+        escape = found.group()
+        low = len(escape) == 6 and escape[3:4].lower() in b"cdef"
+        if high_ends >= 0:
+            if not (low and found.start() == high_ends):
+                return True
+            high_ends = -1
+        elif len(escape) == 6:
+            if low:
+                return True
+            high_ends = found.end()
+    return high_ends >= 0
 
 
 class JSONResponse(Response):

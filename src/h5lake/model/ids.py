@@ -196,7 +196,7 @@ def _normalize_domain(path: str) -> str:
     for part in path[1:].split("/"):
         if part in ("", ".", "..") or part.startswith(".") and part.endswith((".json", ".txt")):
             raise InvalidInput(f"invalid domain path {path!r}")
-        if part.startswith((".h5lake", "-")) or part == VERSIONS or len(part.encode()) > 255:
+        if part.startswith((".h5lake", "-", ".domain.")) or part in _RESERVED_PARTS or len(part.encode()) > 255:
             raise InvalidInput(f"domain path component {part[:40]!r} is reserved or too long")
         if _BAD_DOMAIN_CHAR.search(part):
             raise InvalidInput(f"invalid character in domain path {path!r}")
@@ -273,6 +273,11 @@ VERSIONS = ".history"
 """The folder of a domain's history under its prefix; refused as a domain path component.
 (Not ``.versions``: SeaweedFS keeps its own S3 object versions in ``<key>.versions`` folders
 and leaves them out of listings.)"""
+
+#: Names h5lake keeps beside a domain's document under its prefix (``ids.tombstone_key``,
+#: ``domain_tombstone_key``, ``versions_prefix``): a sub-domain so named would lie among them
+#: (a folder ``.domain.gone`` made its parent undeletable; ``.gone/<id>`` met an object's tombstone)
+_RESERVED_PARTS = frozenset({VERSIONS, TOMBSTONES.rstrip("/")})
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

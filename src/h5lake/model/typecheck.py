@@ -272,6 +272,8 @@ def _validate_compound(t: dict[str, Any], where: str, depth: int) -> TypeJson:
         name = field.get("name")
         if not isinstance(name, str) or not name:
             raise InvalidInput(f"{fwhere}: field name must be a non-empty string")
+        if "\x00" in name:  # HDF5 keeps names as C strings
+            raise InvalidInput(f"{fwhere}: field name {name[:40]!r} may not contain a NUL character")
         if name in names:
             raise InvalidInput(f"{where}: duplicate field name {name!r}")
         names.add(name)
@@ -339,6 +341,8 @@ def _validate_enum(t: dict[str, Any], where: str) -> TypeJson:
         name, value = m.get("name"), m.get("value")
         if not isinstance(name, str) or not name:
             raise InvalidInput(f"{where}: enum member name must be a non-empty string")
+        if "\x00" in name:  # HDF5 keeps names as C strings
+            raise InvalidInput(f"{where}: enum member name {name[:40]!r} may not contain a NUL character")
         if not isinstance(value, int) or isinstance(value, bool):
             raise InvalidInput(f"{where}: enum member {name!r} needs an integer value")
         if not info.min <= value <= info.max:

@@ -40,6 +40,8 @@ ATTRIBUTES_PER_OBJECT = 4  # an object's attributes together: this many times th
 def validate_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidInput("attribute name must be a non-empty string")
+    if "\x00" in name:  # HDF5 keeps names as C strings: the file could not hold it
+        raise InvalidInput(f"attribute name {name[:40]!r} may not contain a NUL character")
     if len(name.encode()) > 4096:
         raise InvalidInput("attribute name is too long")
     return name

@@ -29,6 +29,8 @@ def validate_name(name: Any) -> str:
         raise InvalidInput("link name must be a non-empty string")
     if "/" in name:
         raise InvalidInput(f"link name {name!r} may not contain '/'")
+    if "\x00" in name:  # HDF5 keeps names as C strings: the file could not hold it
+        raise InvalidInput(f"link name {name[:40]!r} may not contain a NUL character")
     if len(name.encode()) > 4096:
         raise InvalidInput("link name is too long")
     return name

@@ -8,6 +8,7 @@ and hands the chunk engine a layout whose chunks are found through the domain's 
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -61,9 +62,13 @@ def parse_fields(text: str | None, dtype: np.dtype[Any]) -> list[str] | None:
     if dtype.names is None:
         raise InvalidInput("fields can only be given for compound types")
     names = [n for n in text.split(":") if n]
+    known, seen = set(dtype.names), set()
     for n in names:
-        if n not in dtype.names:
+        if n not in known:
             raise InvalidInput(f"no field {n!r} in the compound type")
+        if n in seen:  # numpy refuses a view naming a field twice
+            raise InvalidInput(f"fields names {n!r} more than once")
+        seen.add(n)
     return names
 
 
@@ -96,7 +101,7 @@ def _element_count(text: Any, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     try:
         count = int(text) if not isinstance(text, bool) else -1
     except (TypeError, ValueError):
-        raise InvalidInput(f"element_count must be an integer, got {text!r}") from None
+        raise InvalidInput(f"element_count must be an integer, got {reprlib.repr(text)}") from None
     total = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if count == total:
         return None
