@@ -19,6 +19,7 @@ from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
+from h5lake.model.layout import native_layout
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
@@ -68,6 +69,10 @@ class Fetcher:
         col = _COLLECTIONS[obj_id[0]]
         params = {"include_attrs": 1, "include_links": 1} if col == "groups" else {"include_attrs": 1}
         doc: Doc = self.client.get_json(f"/{col}/{obj_id}", **params)
+        props = doc.get("creationProperties")
+        if col == "datasets" and isinstance(props, dict) and "layout" in props:
+            # a linked dataset (load --link) is written as the file had it: chunked, filtered
+            doc["creationProperties"] = dict(props, layout=native_layout(props["layout"]))
         if col == "groups" and isinstance(doc.get("links"), list):  # an older server's list form
             doc["links"] = {link["title"]: link for link in doc["links"]}
         if "attributes" not in doc or isinstance(doc["attributes"], list):
