@@ -739,6 +739,15 @@ def unknown_filter(path: Path) -> None:
         dset = h5d.create(f.id, b"data", h5t.STD_I32LE, _space((8,)), dcpl=dcpl)
         dset.write_direct_chunk((0,), b"opaque bytes of filter 40000")
 
+@refused("mandatory_plugin_filter", "dataset /sperr", "filter 32028", "not optional")
+def mandatory_plugin_filter(path: Path) -> None:
+    """hdf5plugin's SPERR filter, which makes itself mandatory (flags 0): h5lake has no codec for
+    it and keeps a filter it cannot apply only when HDF5 may skip it. Was refused by the server
+    halfway through the upload, naming a batch of datasets rather than this one."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("before", data=np.arange(4))
+        f.create_dataset("sperr", data=np.linspace(0, 1, 64, dtype="<f4").reshape(8, 8), chunks=(8, 8), **hdf5plugin.Sperr())
+
 # -- files as other projects write them (issue 17) ------------------------------------------------
 # Made with the libraries that write such files in the wild (PyTables, netCDF4, h5netcdf) or, for
 # what those write through HDF5's C API, with h5py's low-level API byte for byte.
