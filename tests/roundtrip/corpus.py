@@ -486,6 +486,21 @@ def plugin_filters(path: Path) -> None:
         f.create_dataset("bzip2", data=data, chunks=(20, 50), **hdf5plugin.BZip2(blocksize=5))
 
 
+@feature("plugin_filters_not_rerun")
+def plugin_filters_not_rerun(path: Path) -> None:
+    """Plugin filters h5lake has no codec for that export must not run again: SZ and SZ3, whose
+    set_local refuses the cd_values it recorded (export failed), FCIDECOMP, whose set_local
+    prepends the chunk shape again (the parameters grew), and ZFP at a fixed rate, which is lossy
+    (export compressed the values a second time: they changed). Kept with their parameters;
+    export writes their chunks with the filter skipped."""
+    values = np.linspace(-1, 1, 400, dtype="<f4").reshape(20, 20)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("sz", data=values, chunks=(10, 10), **hdf5plugin.SZ(absolute=1e-3))
+        f.create_dataset("sz3", data=values, chunks=(10, 10), **hdf5plugin.SZ3(absolute=1e-3))
+        f.create_dataset("zfp_rate", data=values, chunks=(10, 10), **hdf5plugin.Zfp(rate=8))
+        f.create_dataset("fcidecomp", data=(values * 1000 + 1000).astype("<u2"), chunks=(10, 10), **hdf5plugin.FciDecomp())
+
+
 @feature("external_storage")
 def external_storage(path: Path) -> None:
     folder = path.parent
