@@ -12,8 +12,8 @@ contiguous non-external dataset not allowed").
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,15 @@ EXPORT_EQUIVALENT = {
     # so export writes zero there (the members' values are the same)
     "netcdf4_usertypes": ("/records: values differs",),
 }
+# netCDF-C's blosc filter records 0, 0 as the filter's and blosc's format versions; the plugin
+# HDF5 runs on export (hdf5plugin's) writes its own, 2 and 2, in those first two cd_values
+BLOSC_VERSIONS = re.compile(r"/blosc_\w+: filters differs \(\[\(32001, 1, \(0, 0, (.*)\)\)\] vs \[\(32001, 1, \(2, 2, \1\)\)\]\)")
+
+
+def _equivalent(name: str, diff: str) -> bool:
+    if name == "netcdf4_plugins" and BLOSC_VERSIONS.fullmatch(diff):
+        return True
+    return any(diff.startswith(known) for known in EXPORT_EQUIVALENT.get(name, ()))
 
 
 def _settings(lc: Client) -> Settings:
@@ -62,6 +71,5 @@ def test_wild_file_reads_back_and_exports(name: str, mode: str, lc: Client, sour
 
     target = tmp_path / f"{name}-export.h5"
     export_domain(client, target, workers=4)
-    allowed: Callable[[str], bool] = lambda diff: any(diff.startswith(known) for known in EXPORT_EQUIVALENT.get(name, ()))  # noqa: E731
-    diffs = [d for d in compare_files(str(path), str(target)) if not allowed(d)]
+    diffs = [d for d in compare_files(str(path), str(target)) if not _equivalent(name, d)]
     assert diffs == [], "\n".join(diffs)

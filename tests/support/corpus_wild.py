@@ -75,6 +75,23 @@ def netcdf4_storage(path: Path) -> None:
         g.setncattr_string("note", "deep")
 
 
+@wild("netcdf4_plugins")
+def netcdf4_plugins(path: Path) -> None:
+    """netCDF-C's own compression plugins (netCDF4 points HDF5_PLUGIN_PATH at them): zstd, bzip2,
+    blosc with four compressors, szip, and quantize before zstd."""
+    import netCDF4
+
+    with netCDF4.Dataset(str(path), "w", format="NETCDF4") as nc:
+        nc.createDimension("x", 40)
+        nc.createDimension("y", 30)
+        data = np.arange(1200, dtype="f4").reshape(40, 30) / 7
+        for comp in ("zstd", "bzip2", "blosc_lz", "blosc_lz4", "blosc_zlib", "blosc_zstd"):
+            extra = {"blosc_shuffle": 1} if comp.startswith("blosc") else {}
+            nc.createVariable(comp, "f4", ("x", "y"), chunksizes=(10, 30), compression=comp, complevel=4, **extra)[:] = data
+        nc.createVariable("szip", "i4", ("x", "y"), chunksizes=(10, 30), compression="szip", szip_coding="nn", szip_pixels_per_block=8)[:] = data.astype("i4")
+        nc.createVariable("quant_zstd", "f8", ("x", "y"), compression="zstd", significant_digits=4)[:] = data
+
+
 @wild("netcdf4_usertypes")
 def netcdf4_usertypes(path: Path) -> None:
     """netCDF4 user types: a compound holding a nested compound and a char array, a vlen of a
