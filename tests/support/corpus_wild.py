@@ -387,6 +387,32 @@ def h5py_types(path: Path) -> None:
         raw_attr(f, "nullterm", string_type(4, h5t.STR_NULLTERM), (), b"abc\0")
 
 
+@wild("native_complex")
+def native_complex(path: Path) -> None:
+    """HDF5 2.0's native complex numbers (H5T_COMPLEX, as h5py built on HDF5 2.0 writes them when
+    asked, and as C and Fortran programs do with H5T_NATIVE_DOUBLE_COMPLEX): every IEEE part
+    size, both byte orders, chunked with deflate, in an attribute, a compound and an array. The
+    load refused them ("datatype class 11")."""
+    values = np.array([1 + 2j, -3.5 + 0.25j, np.nan + 1j, -0.0 - np.inf * 1j], dtype="<c16")
+    with h5py.File(path, "w") as f:
+        for name in ("COMPLEX_IEEE_F16LE", "COMPLEX_IEEE_F32BE", "COMPLEX_IEEE_F64LE", "COMPLEX_IEEE_F64BE"):
+            tid = getattr(h5t, name)
+            half = tid.get_super().get_size()
+            dt = np.dtype(f"{'>' if name.endswith('BE') else '<'}c{2 * half}") if half > 2 else None
+            raw = values.astype(dt).tobytes() if dt is not None else np.stack([values.real, values.imag], -1).astype("<f2").tobytes()
+            raw_dataset(f, name.lower(), tid, (4,), raw)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((2,))
+        dcpl.set_deflate(4)
+        d = raw_dataset(f, "chunked", h5t.COMPLEX_IEEE_F64LE, (4,), values.tobytes(), dcpl)
+        raw_attr(h5py.Dataset(d), "attr", h5t.COMPLEX_IEEE_F32LE, (2,), values[:2].astype("<c8").tobytes())
+        member = h5t.create(h5t.COMPOUND, 12)
+        member.insert(b"z", 0, h5t.COMPLEX_IEEE_F32LE)
+        member.insert(b"n", 8, h5t.STD_I32LE)
+        raw_dataset(f, "in_compound", member, (2,), values[:2].astype("<c8").tobytes()[:8] + b"\x01\0\0\0" + values[1:2].astype("<c8").tobytes() + b"\x02\0\0\0")
+        raw_dataset(f, "in_array", h5t.array_create(h5t.COMPLEX_IEEE_F64LE, (2,)), (2,), values.tobytes())
+
+
 def build_wild(directory: Path, optional: bool = False) -> dict[str, Path]:
     """Every builder's file in ``directory``; with ``optional`` also those of OPTIONAL whose
     library imports (the others are left out, and named on stderr)."""
