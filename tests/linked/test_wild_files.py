@@ -16,6 +16,10 @@ import re
 import uuid
 from pathlib import Path
 
+import h5py
+import h5pyd
+import hdf5plugin
+import numpy as np
 import pytest
 
 from h5lake.tools import link as linking
@@ -24,6 +28,7 @@ from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
 from tests.conftest import Client
 from tests.roundtrip.compare import compare_files
+from tests.roundtrip.corpus import build
 from tests.support.corpus_wild import WILD
 from tests.support.remote_compare import compare
 
@@ -73,3 +78,27 @@ def test_wild_file_reads_back_and_exports(name: str, mode: str, lc: Client, sour
     export_domain(client, target, workers=4)
     diffs = [d for d in compare_files(str(path), str(target)) if not _equivalent(name, d)]
     assert diffs == [], "\n".join(diffs)
+
+
+@pytest.mark.parametrize("mode", ["load", "link"])
+def test_filters_outside_h5json_open_in_h5pyd(mode: str, lc: Client, sources: Path) -> None:
+    """PyTables' LZO (305) and blosc2 (32026) were answered as ``H5Z_FILTER_LZO`` and
+    ``H5Z_FILTER_BLOSC2``, class names h5json does not know: h5pyd 1.0 raised KeyError for
+    ``dset.compression`` and hsget could not copy such a file. They are plugin filters to HSDS
+    and h5pyd: ``H5Z_FILTER_USER`` with their id."""
+    folder = sources / uuid.uuid4().hex[:10]
+    folder.mkdir()
+    path = build("lzo_pytables", folder)
+    with h5py.File(path, "a") as f:
+        f.create_dataset("blosc2", data=np.arange(400, dtype="<i4"), chunks=(100,), **hdf5plugin.Blosc2())
+    settings = _settings(lc)
+    domain = f"/home/test_user1/{uuid.uuid4().hex[:10]}-filters.h5"
+    load_file(path, RestClient(settings, domain), link_step=linking.Linker(str(path.resolve())) if mode == "link" else None, workers=4)
+    with h5pyd.File(domain, "r", endpoint=settings.endpoint, username=settings.username, password=settings.password) as f:
+        for name, fid in (("table", 305), ("carray", 305), ("blosc2", 32026)):
+            d = f[name]
+            found = [flt for flt in d.id.filters if flt["id"] == fid]
+            assert [flt["class"] for flt in found] == ["H5Z_FILTER_USER"], d.id.filters
+            assert d.compression is None  # a plugin filter to h5pyd: not one of its compressors
+            assert d.shuffle in (True, False)
+        np.testing.assert_array_equal(f["blosc2"][:], np.arange(400, dtype="<i4"))
