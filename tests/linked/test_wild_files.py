@@ -102,3 +102,20 @@ def test_filters_outside_h5json_open_in_h5pyd(mode: str, lc: Client, sources: Pa
             assert d.compression is None  # a plugin filter to h5pyd: not one of its compressors
             assert d.shuffle in (True, False)
         np.testing.assert_array_equal(f["blosc2"][:], np.arange(400, dtype="<i4"))
+
+
+@pytest.mark.parametrize("mode", ["load", "link"])
+def test_scaleoffset_of_a_file_reads_in_h5pyd(mode: str, lc: Client, sources: Path) -> None:
+    """A file's scale-offset filter was answered with its ``parameters`` only, so h5pyd's
+    ``dset.scaleoffset`` read 0 for every dataset (h5py: the file's factor, e.g. 3 decimal
+    digits); its JSON now also says ``scaleType`` and ``scaleOffset``."""
+    folder = sources / uuid.uuid4().hex[:10]
+    folder.mkdir()
+    path = build("scaleoffset_kinds", folder)
+    settings = _settings(lc)
+    domain = f"/home/test_user1/{uuid.uuid4().hex[:10]}-so.h5"
+    load_file(path, RestClient(settings, domain), link_step=linking.Linker(str(path.resolve())) if mode == "link" else None, workers=4)
+    with h5py.File(path, "r") as src, h5pyd.File(domain, "r", endpoint=settings.endpoint, username=settings.username, password=settings.password) as f:
+        factors = {name: src[name].scaleoffset for name in src if src[name].scaleoffset is not None}
+        assert len(set(factors.values())) > 1, factors  # the file has several factors to tell apart
+        assert {name: f[name].scaleoffset for name in factors} == factors
