@@ -9,8 +9,9 @@ other projects' files). It starts ``h5lake serve`` from this tree on a loopback 
 h5pyd 1.0, against the file read with h5py (``tests/support/remote_compare.py``). One line per
 file and mode: ``OK``, ``REFUSED`` (the load named what it cannot take), ``FAIL`` (the first
 differences) or ``ERROR`` (the load failed otherwise: a server 500, a client exception).
-``--round-trip-corpus DIR`` first writes the round-trip corpus (tests/roundtrip/corpus.py) and
-the extra features of tests/support/corpus_extra.py into DIR and checks those too.
+``--round-trip-corpus DIR`` first writes the round-trip corpus (tests/roundtrip/corpus.py), the
+extra features of tests/support/corpus_extra.py and the other libraries' files of
+tests/support/corpus_wild.py (anndata's too where it imports) into DIR and checks those too.
 """
 
 from __future__ import annotations
@@ -85,9 +86,11 @@ def main() -> int:
         # imported only when asked: they need hdf5plugin, PyTables, netCDF4...
         from tests.roundtrip.corpus import build_all
         from tests.support.corpus_extra import build_extra
+        from tests.support.corpus_wild import build_wild
 
         args.round_trip_corpus.mkdir(parents=True, exist_ok=True)
         files += sorted(build_all(args.round_trip_corpus).values()) + sorted(build_extra(args.round_trip_corpus).values())
+        files += sorted(build_wild(args.round_trip_corpus, optional=True).values())
     folders = sorted({str(p.resolve().parent) for p in files})
     work = Path(tempfile.mkdtemp(prefix="corpus-check-"))
     server = start_server(work, extra=[a for f in folders for a in ("--allow-source", f)])

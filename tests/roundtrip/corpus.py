@@ -486,6 +486,21 @@ def plugin_filters(path: Path) -> None:
         f.create_dataset("bzip2", data=data, chunks=(20, 50), **hdf5plugin.BZip2(blocksize=5))
 
 
+@feature("plugin_filters_not_rerun")
+def plugin_filters_not_rerun(path: Path) -> None:
+    """Plugin filters h5lake has no codec for that export must not run again: SZ and SZ3, whose
+    set_local refuses the cd_values it recorded (export failed), FCIDECOMP, whose set_local
+    prepends the chunk shape again (the parameters grew), and ZFP at a fixed rate, which is lossy
+    (export compressed the values a second time: they changed). Kept with their parameters;
+    export writes their chunks with the filter skipped."""
+    values = np.linspace(-1, 1, 400, dtype="<f4").reshape(20, 20)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("sz", data=values, chunks=(10, 10), **hdf5plugin.SZ(absolute=1e-3))
+        f.create_dataset("sz3", data=values, chunks=(10, 10), **hdf5plugin.SZ3(absolute=1e-3))
+        f.create_dataset("zfp_rate", data=values, chunks=(10, 10), **hdf5plugin.Zfp(rate=8))
+        f.create_dataset("fcidecomp", data=(values * 1000 + 1000).astype("<u2"), chunks=(10, 10), **hdf5plugin.FciDecomp())
+
+
 @feature("external_storage")
 def external_storage(path: Path) -> None:
     folder = path.parent
@@ -738,6 +753,15 @@ def unknown_filter(path: Path) -> None:
         dcpl.set_filter(40000, h5py.h5z.FLAG_OPTIONAL, (1, 2))
         dset = h5d.create(f.id, b"data", h5t.STD_I32LE, _space((8,)), dcpl=dcpl)
         dset.write_direct_chunk((0,), b"opaque bytes of filter 40000")
+
+@refused("mandatory_plugin_filter", "dataset /sperr", "filter 32028", "not optional")
+def mandatory_plugin_filter(path: Path) -> None:
+    """hdf5plugin's SPERR filter, which makes itself mandatory (flags 0): h5lake has no codec for
+    it and keeps a filter it cannot apply only when HDF5 may skip it. Was refused by the server
+    halfway through the upload, naming a batch of datasets rather than this one."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("before", data=np.arange(4))
+        f.create_dataset("sperr", data=np.linspace(0, 1, 64, dtype="<f4").reshape(8, 8), chunks=(8, 8), **hdf5plugin.Sperr())
 
 # -- files as other projects write them (issue 17) ------------------------------------------------
 # Made with the libraries that write such files in the wild (PyTables, netCDF4, h5netcdf) or, for

@@ -172,7 +172,7 @@ def _filter_json(f: ChunkFilter) -> dict[str, Any]:
         # named after its compressor, as HSDS names it: h5pyd reports the name as the dataset's
         # compression, so compression="lz4hc" reads back as "lz4hc"
         name = params["compressor"]
-    return {"class": fid.class_name, "id": int(fid), "name": name, **params}
+    return {"class": fid.reply_class, "id": int(fid), "name": name, **params}
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,19 @@ def linked_class(layout: Any) -> LayoutClass | None:
     return cls if cls in LINKED_LAYOUTS else None
 
 
+def native_layout(layout: Any) -> Any:
+    """The layout an HDF5 file would give a dataset whose ``creationProperties.layout`` is
+    ``layout``: a linked chunked layout is ``H5D_CHUNKED`` with the file's chunk shape, a linked
+    contiguous one ``H5D_CONTIGUOUS`` (its ``dims`` are h5lake's virtual chunks, not the file's).
+    Other layouts are returned as they are."""
+    cls = linked_class(layout)
+    if cls is None:
+        return layout
+    if cls is LayoutClass.CONTIGUOUS_REF:
+        return {"class": LayoutClass.CONTIGUOUS.value, **({"externalStorage": layout["externalStorage"]} if "externalStorage" in layout else {})}
+    return {"class": LayoutClass.CHUNKED.value, "dims": list(layout["dims"])}
+
+
 def is_linked(doc: dict[str, Any]) -> bool:
     """Do a dataset's values live in HDF5 files (read-only) rather than in chunk objects?"""
     return linked_class(doc.get("layout")) is not None

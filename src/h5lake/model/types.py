@@ -150,11 +150,12 @@ def reduced_precision(t: TypeJson) -> bool:
             return False
 
 
-HDF5_TYPE_CLASSES = ("H5T_INTEGER", "H5T_FLOAT", "H5T_TIME")
+HDF5_TYPE_CLASSES = ("H5T_INTEGER", "H5T_FLOAT", "H5T_TIME", "H5T_COMPLEX")
 
 HDF5_TYPE_KEYS: dict[str, type] = {
     "class": str, "size": int, "order": str, "precision": int, "offset": int, "pad": list,
     "signed": bool, "signPosition": int, "exponent": dict, "mantissa": dict, "internalPad": str,
+    "base": str,  # H5T_COMPLEX (HDF5 2.0): its float parts' type, e.g. "H5T_IEEE_F32BE"
 }
 
 _HDF5_POINTER_SIZES = {"vlen": 16, "vstring": 8, RefKind.OBJECT: 8, RefKind.REGION: 12}

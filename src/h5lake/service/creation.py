@@ -125,7 +125,7 @@ def _declared_filter_json(spec: Doc, fid: int) -> Doc:
         known = None
     name = spec.get("name") if isinstance(spec.get("name"), str) else None
     out: Doc = dict(spec)
-    out["class"] = known.class_name if known is not None else "H5Z_FILTER_USER"
+    out["class"] = known.reply_class if known is not None else "H5Z_FILTER_USER"
     out["id"] = fid
     out["name"] = name or (known.canonical_name if known is not None else f"filter {fid}")
     return out

@@ -33,7 +33,7 @@ from h5lake.tools.common import (
     explain,
     report_notes,
 )
-from h5lake.tools.exportwriter import Doc, ExportRefs, ExportStats, Fetcher, Writer
+from h5lake.tools.exportwriter import Doc, ExportRefs, ExportStats, Fetcher, Writer, not_rerun_filters
 from h5lake.tools.h5props import CRT_ORDER, register_codec_filters
 from h5lake.tools.h5source import working_directory
 from h5lake.tools.h5types import Unrepresentable
@@ -80,8 +80,28 @@ def _create_file(path: Path, root: Doc) -> Any:
     return h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
 
 
+def _note_skipped(writer: Writer, skipped: dict[int, str]) -> None:
+    for oid, path in writer.paths.items():
+        filters = (writer.fetcher.get(oid).get("creationProperties") or {}).get("filters") or () if oid.startswith("d-") else ()
+        named = [f"{f['id']} ({skipped[f['id']]})" for f in filters if isinstance(f, dict) and f.get("id") in skipped]
+        if named:
+            writer.notes.append(f"dataset {path}: filter {', '.join(named)} kept with its parameters, chunks written with it skipped (h5lake holds the decoded values)")
+
+
+def _restore_filters(skipped: dict[int, str], hdf5plugin: Any) -> None:
+    """Give HDF5 back the plugins `not_rerun_filters` stood in for: HDF5 loads a plugin of its
+    plugin path again when next needed; hdf5plugin's own are registered again."""
+    if not skipped:
+        return
+    for filter_id in skipped:
+        h5native.unregister_filter(filter_id)
+    ours = [i for i in skipped if i in hdf5plugin.FILTERS.values()]
+    if ours:
+        hdf5plugin.register(ours, force=True)
+
+
 def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, workers: int = 8, quiet: bool = True, external_files: bool = False) -> tuple[ExportStats, list[str]]:
-    import hdf5plugin  # noqa: F401  (registers the plugin filters h5py writes with)
+    import hdf5plugin  # (registers the plugin filters h5py writes with)
 
     register_codec_filters()
     started = time.monotonic()
@@ -106,8 +126,12 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         if comment:
             h5o.set_comment(fid, comment.encode("utf-8", "surrogateescape"))
         writer = Writer(client, fetcher, fid, target.resolve().parent, workers=workers, quiet=quiet, external_files=external_files)
+        skipped = not_rerun_filters(fetcher.docs.values()) if h5native.available() else {}
         try:
+            for fid_skipped, name in skipped.items():
+                h5native.register_skipped_filter(fid_skipped, name.encode())
             writer.build_tree(root)
+            _note_skipped(writer, skipped)
             refs = ExportRefs(writer)
             writer.write_attributes(refs)
             # HDF5 writes external files in the working directory
@@ -131,6 +155,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             if fid.valid:
                 fid.close()
             partial.unlink(missing_ok=True)
+            _restore_filters(skipped, hdf5plugin)
     writer.stats.groups += 1  # the root
     writer.stats.seconds = time.monotonic() - started
     return writer.stats, writer.notes

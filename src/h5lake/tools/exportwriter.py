@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +17,10 @@ import h5py
 import numpy as np
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
+from h5lake.chunks.filters import FilterId
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
+from h5lake.model.layout import native_layout
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
@@ -30,7 +32,7 @@ from h5lake.tools.common import (
     progress,
     rate,
 )
-from h5lake.tools.h5props import make_dcpl, make_gcpl, make_tcpl
+from h5lake.tools.h5props import OPTIONAL, make_dcpl, make_gcpl, make_tcpl
 from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.tools.rest import RestClient, RestError
 
@@ -46,6 +48,34 @@ def bare_id(value: str) -> str:
 
 def _default_cset(name: str) -> str:
     return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
+
+
+# -- filters h5lake does not run -----------------------------------------------------------------
+
+# Plugin filters export runs again on the values: lossless, and their set_local keeps the cd_values
+# they record (bzip2's is its block size).
+RERUN_PLUGINS = frozenset({307})
+
+
+def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
+    """The plugin filters (id: name) of the datasets in ``docs`` that export keeps but does not
+    run: filters h5lake has no codec for (recorded with their ``parameters``), optional, and not
+    in `RERUN_PLUGINS`. h5lake holds their datasets' decoded values; running such a filter again
+    would compress lossy values a second time (zfp in fixed-rate mode, sz) and its set_local
+    would rewrite or refuse the cd_values it recorded in the file (sz, fcidecomp). Export writes
+    their chunks with the filter skipped (docs/fidelity.md)."""
+    out: dict[int, str] = {}
+    for doc in docs:
+        for spec in (doc.get("creationProperties") or {}).get("filters") or ():
+            fid = spec.get("id") if isinstance(spec, dict) else None
+            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in _KNOWN_FILTERS:
+                continue
+            if int(spec.get("flags", OPTIONAL)) & OPTIONAL:
+                out[fid] = str(spec.get("name") or f"filter {fid}")
+    return out
+
+
+_KNOWN_FILTERS = frozenset(int(f) for f in FilterId)
 
 
 # -- fetching ----------------------------------------------------------------------------------
@@ -68,6 +98,10 @@ class Fetcher:
         col = _COLLECTIONS[obj_id[0]]
         params = {"include_attrs": 1, "include_links": 1} if col == "groups" else {"include_attrs": 1}
         doc: Doc = self.client.get_json(f"/{col}/{obj_id}", **params)
+        props = doc.get("creationProperties")
+        if col == "datasets" and isinstance(props, dict) and "layout" in props:
+            # a linked dataset (load --link) is written as the file had it: chunked, filtered
+            doc["creationProperties"] = dict(props, layout=native_layout(props["layout"]))
         if col == "groups" and isinstance(doc.get("links"), list):  # an older server's list form
             doc["links"] = {link["title"]: link for link in doc["links"]}
         if "attributes" not in doc or isinstance(doc["attributes"], list):

@@ -104,6 +104,10 @@ def _lib() -> Any:
     lib.H5Zfilter_avail.restype = ctypes.c_int
     lib.H5Zregister.argtypes = [ctypes.c_void_p]
     lib.H5Zregister.restype = herr_t
+    lib.H5Zunregister.argtypes = [ctypes.c_int]
+    lib.H5Zunregister.restype = herr_t
+    lib.H5Eclear2.argtypes = [hid_t]
+    lib.H5Eclear2.restype = herr_t
     lib.H5allocate_memory.argtypes = [ctypes.c_size_t, ctypes.c_bool]
     lib.H5allocate_memory.restype = ctypes.c_void_p
     lib.H5free_memory.argtypes = [ctypes.c_void_p]
@@ -389,3 +393,34 @@ def register_filter(filter_id: int, name: bytes, codec: Codec) -> bool:
     _check(lib.H5Zregister(ctypes.byref(cls)), "H5Zregister")
     _filters[filter_id] = (cls, callback)
     return True
+
+
+def _always_fails(flags: int, nelmts: int, cd: Any, nbytes: int, buf_size: Any, buf: Any) -> int:
+    return 0  # HDF5 then skips an optional filter for this chunk (sets its bit in the chunk's mask)
+
+
+_ALWAYS_FAILS = _FILTER_FUNC(_always_fails)
+
+
+@_locked
+def register_skipped_filter(filter_id: int, name: bytes) -> None:
+    """Register, in place of whatever HDF5 runs for ``filter_id`` (a plugin), a filter with no
+    ``set_local`` that fails every chunk: a dataset created now keeps the filter's cd_values
+    exactly as given (a plugin's ``set_local`` may rewrite or refuse the cd_values it wrote
+    itself), and an optional filter is then skipped for each chunk written, which is stored as
+    given, its bit set in the chunk's filter mask. ``unregister_filter`` ends it."""
+    cls = _FilterClass(H5Z_CLASS_VERSION, filter_id, 1, 1, name, None, None, _ALWAYS_FAILS)
+    _check(_lib().H5Zregister(ctypes.byref(cls)), "H5Zregister")
+    _filters[filter_id] = (cls, _ALWAYS_FAILS)
+
+
+@_locked
+def unregister_filter(filter_id: int) -> bool:
+    """Unregister ``filter_id`` (HDF5 loads its plugin again when one is next needed); False
+    when HDF5 refuses, as it does while an open object uses the filter."""
+    lib = _lib()
+    _filters.pop(filter_id, None)
+    ok = lib.H5Zunregister(filter_id) >= 0
+    if not ok:
+        lib.H5Eclear2(0)  # H5E_DEFAULT
+    return ok

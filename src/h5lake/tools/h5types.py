@@ -5,8 +5,8 @@ padding around references or variable-length members, so the tools read and buil
 directly. :func:`type_json` refuses, with :class:`Unrepresentable`, anything the type JSON cannot
 say (HDF5 1.12 references, enum bases and bitfields of reduced precision);
 :func:`type_id` builds the HDF5 type of any normalized type JSON. Atomic types with no name in
-the type JSON (long double, 16-byte integers, time types) are carried as opaque types with an
-``hdf5Type`` description (:func:`carried_type_id`).
+the type JSON (long double, 16-byte integers, time types, HDF5 2.0's native complex numbers) are
+carried as opaque types with an ``hdf5Type`` description (:func:`carried_type_id`).
 
 Compound ``offset``/``size`` are HDF5 member offsets and size. They are left out when the
 compound is packed, i.e. every member starts where the previous one ends in HDF5 sizes
@@ -150,6 +150,11 @@ def carried_type_id(d: dict[str, Any]) -> TypeID:
         if size not in (4, 8) or not hasattr(h5t, name):
             raise Unrepresentable(f"a time type of {size} bytes")
         return getattr(h5t, name).copy()
+    if d["class"] == "H5T_COMPLEX":
+        name = "COMPLEX_" + str(d.get("base", "")).removeprefix("H5T_")
+        if not hasattr(h5t, name):
+            raise Unrepresentable(f"a complex number type of {d.get('base')} parts (HDF5 2.0's H5T_COMPLEX; this HDF5 is {'too old' if _COMPLEX is None else 'missing it'})")
+        return getattr(h5t, name).copy()
     if d["class"] == "H5T_FLOAT":
         tid = h5t.IEEE_F64LE.copy()
     else:
@@ -213,6 +218,8 @@ def _raw_json(tid: TypeID) -> TypeJson:
             return _carried(tid, "float")
     if cls == h5t.TIME:
         return _carried(tid, "time")
+    if cls == _COMPLEX:
+        return _complex_json(tid)
     if cls == h5t.BITFIELD:
         return {"class": "H5T_BITFIELD", "base": _integer_base(tid, "bitfield", "B")}
     if cls == h5t.STRING:
@@ -238,6 +245,23 @@ def _raw_json(tid: TypeID) -> TypeJson:
             return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
         raise Unrepresentable("an HDF5 1.12 reference type (H5T_STD_REF); only object and dataset region references can be represented")
     raise Unrepresentable(f"datatype class {cls}")
+
+
+_COMPLEX = getattr(h5t, "COMPLEX", None)  # HDF5 2.0's native complex class (h5py built on 2.0)
+
+
+def _complex_json(tid: TypeID) -> TypeJson:
+    """HDF5 2.0's native complex number type, carried (docs/fidelity.md): an opaque type of its
+    size with ``hdf5Type`` ``{"class": "H5T_COMPLEX", "size", "base"}``, ``base`` naming the IEEE
+    float of its real and imaginary parts."""
+    part = tid.get_super()
+    try:
+        base = _float_base(part) if part.get_class() == h5t.FLOAT else None
+    except Unrepresentable:
+        base = None
+    if base is None:
+        raise Unrepresentable(f"a complex number type of {tid.get_size()} bytes whose parts are not IEEE half, single or double floats")
+    return {"class": "H5T_OPAQUE", "size": tid.get_size(), "hdf5Type": {"class": "H5T_COMPLEX", "size": tid.get_size(), "base": base}}
 
 
 def _string_json(tid: TypeID) -> TypeJson:

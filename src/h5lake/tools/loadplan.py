@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
+from h5lake.chunks.filters import FilterId
 from h5lake.model.ids import Collection
 from h5lake.model.links import LinkClass
 from h5lake.model.shapes import UNLIMITED
@@ -321,6 +322,7 @@ class Planner:
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
+        _check_filters_kept(dsid)
         _check_filters_readable(dsid)
         axis = self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
@@ -354,6 +356,26 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _check_filters_kept(dsid: Any) -> None:
+    """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
+    may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
+    Found here, before anything is sent, so the refusal names the dataset (hdf5plugin's SPERR
+    filter is one: its set_local makes it mandatory)."""
+    dcpl = dsid.get_create_plist()
+    for i in range(dcpl.get_nfilters()):
+        fid, flags, _, raw_name = dcpl.get_filter(i)
+        if fid in _KNOWN_FILTERS or flags & h5z.FLAG_OPTIONAL:
+            continue
+        name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+        raise Unrepresentable(
+            f"filter {fid} ({name or 'unnamed'}) is not optional and h5lake has no codec for it "
+            "(h5lake keeps such a filter only when HDF5 may skip it, H5Z_FLAG_OPTIONAL)"
+        )
+
+
+_KNOWN_FILTERS = frozenset(int(f) for f in FilterId)
 
 
 def _check_filters_readable(dsid: Any) -> None:

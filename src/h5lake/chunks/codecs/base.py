@@ -49,6 +49,14 @@ class FilterId(enum.IntEnum):
         return f"H5Z_FILTER_{self.name}"
 
     @property
+    def reply_class(self) -> str:
+        """The ``class`` stored and answered: the ``H5Z_FILTER_*`` name for the filters h5json's
+        FILTER_DEFS list (HSDS's), else ``H5Z_FILTER_USER`` with the id, as HSDS names a plugin
+        filter. h5pyd 1.0 fails on any other class name (``dset.compression``: KeyError "filter
+        class H5Z_FILTER_LZO is not supported"), and so did hsget."""
+        return self.class_name if self not in (FilterId.LZO, FilterId.BLOSC2) else "H5Z_FILTER_USER"
+
+    @property
     def canonical_name(self) -> str:
         """The ``name`` h5pyd (h5json ``FILTER_DEFS``) uses for this filter."""
         return _CANONICAL_NAMES[self]

@@ -93,6 +93,23 @@ _SCALE_TYPE_NAMES: dict[str | int, Any] = {
 }
 
 
+def _scale_json(cd: Sequence[int]) -> dict[str, Any]:
+    """``scaleType`` and ``scaleOffset`` of a file's cd_values (the factor as HDF5's C int)."""
+    names = {v: k for k, v in _SCALE_TYPES.items()}
+    if cd[0] not in names:
+        return {}
+    return {"scaleType": names[cd[0]], "scaleOffset": cd[1] - (1 << 32) if cd[1] >= 1 << 31 else cd[1]}
+
+
+def _check_given_scale(p: Params, cd: Sequence[int]) -> None:
+    """``scaleType``/``scaleOffset`` beside a file's ``parameters`` must say what they say."""
+    expected = _scale_json(cd)
+    for key in ("scaleType", "scaleOffset"):
+        value = p.take(key)
+        if value is not None and value != expected.get(key):
+            raise InvalidInput(f"scaleoffset filter: {key} {value!r} differs from the parameters' {expected.get(key)!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class ScaleOffset:
     """HDF5's scale-offset filter (``chunks.scaleoffset``): integers, and floats with D-scaling.
@@ -119,6 +136,7 @@ class ScaleOffset:
             raise InvalidInput("scaleoffset filter: flags must be an unsigned integer")
         if given:
             layout = scaleoffset.ScaleOffsetLayout(given)
+            _check_given_scale(p, layout.cd)
             if layout.size != ctx.itemsize:
                 raise InvalidInput(
                     f"scaleoffset filter: parameters describe {layout.size}-byte values, the type has {ctx.itemsize}"
@@ -162,7 +180,8 @@ class ScaleOffset:
             out: dict[str, Any] = {"parameters": list(self.cd)}
             if self.file_flags is not None:
                 out["flags"] = self.file_flags
-            return out
+            # also as a client creating it says it (h5pyd's dset.scaleoffset reads scaleOffset)
+            return {**_scale_json(self.cd), **out}
         name = {v: k for k, v in _SCALE_TYPES.items()}[self.scale_type]
         return {"scaleType": name, "scaleOffset": self.factor}
 
