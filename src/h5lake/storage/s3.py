@@ -35,7 +35,7 @@ The contract on S3:
   default does not apply, boto3 is not used). SigV4 signs the SHA-256 of every body unless the
   payload is unsigned: over HTTPS (AWS itself: no ``endpoint_url``) the body is sent as
   ``UNSIGNED-PAYLOAD``, as botocore does for S3 over HTTPS, since TLS already guards it in
-  transit (~0.4-1.2 ms of CPU per MiB put, docs/performance.md); over plain HTTP it stays
+  transit (~0.8 ms of CPU per MiB put here, docs/performance.md); over plain HTTP it stays
   signed, the only check that the bytes S3 stored are the ones sent. ``unsigned_payload``
   overrides that choice.
 * Credentials: arguments, else the standard AWS environment (``AWS_ACCESS_KEY_ID``,
