@@ -41,7 +41,6 @@ from h5lake.model.types import (
     to_dtype,
 )
 
-
 #: Normalized forms of the flat types sent lately (a predefined name, or a dictionary of strings
 #: and numbers: every integer, float and string type), by what was sent: h5pyd sends the same
 #: few types with every attribute, and checking one builds a numpy dtype (~10 us a PUT).
