@@ -575,3 +575,17 @@ def test_a_refused_flat_type_is_refused_every_time() -> None:
     assert validate_type({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM", "length": 1})["length"] == 1
     with pytest.raises(InvalidInput):
         validate_type({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM", "length": True})
+
+
+def test_item_size_of_a_type_asked_again_is_the_same() -> None:
+    """`item_size` remembers flat types by their items: every answer is the dtype's."""
+    cases = [
+        ({"class": "H5T_INTEGER", "base": "H5T_STD_I16BE"}, 2),
+        ({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}, 8),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 5}, 5),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 9}, 9),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}, None),
+    ]
+    for _ in range(2):
+        for t, size in cases:
+            assert item_size(t) == size
