@@ -127,6 +127,36 @@ async def test_a_refusal_is_decided_on_the_stored_document(pair: tuple[Documents
         await a.update(KEY, deleting("y"), "group", reuse=True)
 
 
+async def test_a_size_check_sees_the_serialized_size_and_is_decided_on_the_stored_document(
+    pair: tuple[Documents, Documents],
+) -> None:
+    """``check`` gets the length of what would be written; a refusal on a remembered document
+    is decided again on a fresh read: b shrank the document behind a's back."""
+    a, b = pair
+    sizes: list[int] = []
+
+    def bounded(limit: int) -> Any:
+        def check(doc: Doc, size: int) -> None:
+            sizes.append(size)
+            assert size == len(orjson.dumps(doc))
+            if size > limit:
+                raise ValueError(f"{size} bytes")
+
+        return check
+
+    await b.update(KEY, setting("big", "y" * 2000), "group", check=bounded(10_000))
+    await a.update(KEY, setting("x", 1), "group", reuse=True, check=bounded(10_000))  # a remembers big
+    await b.update(KEY, deleting("big"), "group")
+    # with the remembered document the change is refused, with the stored one it fits
+    await a.update(KEY, setting("z", 1), "group", reuse=True, check=bounded(1000))
+    assert (await stored(b))["attributes"]["z"] == {"value": 1}
+    # refused on the stored document: nothing written
+    with pytest.raises(ValueError):
+        await a.update(KEY, setting("w", "v" * 2000), "group", reuse=True, check=bounded(1000))
+    assert "w" not in (await stored(b))["attributes"]
+    assert any(size > 2000 for size in sizes)
+
+
 async def test_concurrent_updates_in_one_process_lose_nothing(pair: tuple[Documents, Documents]) -> None:
     a, b = pair
     await a.update(KEY, setting("first", 0), "group", reuse=True)

@@ -79,3 +79,11 @@ def test_domain_keys() -> None:
 def test_domain_paths_that_could_escape_are_refused(bad: str) -> None:
     with pytest.raises(InvalidInput):
         ids.normalize_domain(bad)
+
+
+def test_a_collection_is_found_by_its_path_segment_only() -> None:
+    for c in Collection:
+        assert Collection.from_path(c.path) is c
+    for wrong in ("group", "Groups", "g", "", "groups/", "links"):
+        with pytest.raises(InvalidInput):
+            Collection.from_path(wrong)

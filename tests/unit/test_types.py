@@ -544,3 +544,48 @@ def test_member_lists_stop_at_hdf5s_limit(kind: str) -> None:
             validate_type(made(n))
     assert len(validate_type(made(fits))["fields" if kind == "compound" else "members"]) == fits
     assert len(validate_type(made(300))["fields" if kind == "compound" else "members"]) == 300
+
+
+@pytest.mark.parametrize(
+    "sent",
+    ["H5T_STD_I32LE", {"class": "H5T_INTEGER", "base": "H5T_STD_U16BE"},
+     {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"},
+     {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLPAD", "length": 7}],
+)
+def test_a_type_sent_again_is_normalized_alike_into_a_new_dictionary(sent: Any) -> None:
+    """Flat types are remembered by what was sent (model/typecheck.py): the answer must not
+    depend on it, nor may a caller's change to one answer reach the next."""
+    first = validate_type(copy.deepcopy(sent))
+    expected = copy.deepcopy(first)
+    first["class"] = "changed"
+    first["extra"] = 1
+    second = validate_type(copy.deepcopy(sent))
+    assert second == expected and second is not first
+    second.clear()
+    assert validate_type(copy.deepcopy(sent)) == expected
+
+
+def test_a_refused_flat_type_is_refused_every_time() -> None:
+    for _ in range(3):
+        with pytest.raises(InvalidInput):
+            validate_type({"class": "H5T_INTEGER", "base": "H5T_STD_I33LE"})
+        with pytest.raises(InvalidInput):
+            validate_type("H5T_NOT_A_TYPE")
+    # an integer and a boolean in the same place are different types, not one remembered
+    assert validate_type({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM", "length": 1})["length"] == 1
+    with pytest.raises(InvalidInput):
+        validate_type({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM", "length": True})
+
+
+def test_item_size_of_a_type_asked_again_is_the_same() -> None:
+    """`item_size` remembers flat types by their items: every answer is the dtype's."""
+    cases = [
+        ({"class": "H5T_INTEGER", "base": "H5T_STD_I16BE"}, 2),
+        ({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}, 8),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 5}, 5),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 9}, 9),
+        ({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}, None),
+    ]
+    for _ in range(2):
+        for t, size in cases:
+            assert item_size(t) == size

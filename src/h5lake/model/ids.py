@@ -28,11 +28,13 @@ class Collection(enum.Enum):
 
     @classmethod
     def from_path(cls, name: str) -> Collection:
-        for c in cls:
-            if c.path == name:
-                return c
-        raise InvalidInput(f"unknown collection {name!r}")
+        found = _BY_PATH.get(name)  # a dict: every route with {collection} asks, once a request
+        if found is None:
+            raise InvalidInput(f"unknown collection {name!r}")
+        return found
 
+
+_BY_PATH: dict[str, Collection] = {c.path: c for c in Collection}
 
 # \Z, not $: $ matches before a trailing newline, and "g-...\n" then reached the storage key check (a 500)
 _ID_RE = re.compile(r"^([gdtm])-([0-9a-f]{8})-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{6})-([0-9a-f]{6})\Z")

@@ -41,6 +41,24 @@ from h5lake.model.types import (
     to_dtype,
 )
 
+#: Normalized forms of the flat types sent lately (a predefined name, or a dictionary of strings
+#: and numbers: every integer, float and string type), by what was sent: h5pyd sends the same
+#: few types with every attribute, and checking one builds a numpy dtype (~10 us a PUT).
+_FLAT_TYPES: dict[Any, TypeJson] = {}
+_FLAT_TYPES_MAX = 1024
+
+
+def _flat_key(t: Any) -> Any:
+    """A hashable key for ``t`` when it is flat (see `_FLAT_TYPES`), else None."""
+    if type(t) is str:
+        return t
+    if type(t) is dict and len(t) <= 8 and all(type(v) in _FLAT_VALUES for v in t.values()):
+        return tuple((k, type(v), v) for k, v in t.items())  # the type too: 1 == 1.0 == True
+    return None
+
+
+_FLAT_VALUES = (str, int)
+
 
 def validate_type(t: Any) -> TypeJson:
     """Check type JSON as a client sent it and return its normalized form.
@@ -49,13 +67,23 @@ def validate_type(t: Any) -> TypeJson:
     ``"H5T_STD_I32LE"``, and the ``mapping`` alias for enum members. Unknown keys are dropped,
     so that two equal types compare equal. Committed type ids (``t-...``) are not types: the
     caller resolves them first. Raises :class:`InvalidInput` naming the offending place for
-    anything unknown or malformed, and never any other exception.
+    anything unknown or malformed, and never any other exception. Each call returns a new
+    dictionary (flat types: a copy of the form remembered for what was sent).
     """
+    key = _flat_key(t)
+    if key is not None:
+        known = _FLAT_TYPES.get(key)
+        if known is not None:
+            return dict(known)
     result = _validate(t, "type", 0)
     _check_size(result, "type")
     size = message_size(result)
     if size > MAX_MESSAGE_BYTES:
         raise _too_large_for_hdf5("type", size)
+    if key is not None and all(type(v) in _FLAT_VALUES for v in result.values()):
+        if len(_FLAT_TYPES) >= _FLAT_TYPES_MAX:
+            _FLAT_TYPES.clear()
+        _FLAT_TYPES[key] = dict(result)
     return result
 
 

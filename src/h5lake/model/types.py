@@ -269,9 +269,24 @@ def is_bool(t: TypeJson) -> bool:
 def item_size(t: TypeJson) -> int | None:
     """Bytes per element in binary transfer and in a stored chunk (packed, no padding), or
     None for a variable-length type, whose elements differ in size."""
-    if is_variable(t):
-        return None
-    return wire_dtype(t).itemsize
+    key = tuple(t.items()) if type(t) is dict and all(type(v) in _FLAT for v in t.values()) else None
+    if key is not None:
+        known = _FLAT_SIZES.get(key, _UNKNOWN)  # one lookup: another thread may clear meanwhile
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+    size = None if is_variable(t) else wire_dtype(t).itemsize
+    if key is not None:
+        if len(_FLAT_SIZES) >= 1024:
+            _FLAT_SIZES.clear()
+        _FLAT_SIZES[key] = size
+    return size
+
+
+#: `item_size` of flat types (strings and integers only: every integer, float and string type),
+#: by their items: each attribute PUT asks, and building the dtype is most of the answer's cost.
+_FLAT_SIZES: dict[tuple[tuple[str, Any], ...], int | None] = {}
+_FLAT = (str, int)
+_UNKNOWN = object()
 
 
 def array_dims(t: TypeJson) -> tuple[tuple[int, ...], TypeJson]:

@@ -55,9 +55,15 @@ async def _not_here(svc: Service, domain: Domain, obj_id: str) -> None:
 
 
 async def update_object(
-    svc: Service, domain: Domain, obj_id: str, mutate: Callable[[Doc], Any], *, reuse: bool = False
+    svc: Service,
+    domain: Domain,
+    obj_id: str,
+    mutate: Callable[[Doc], Any],
+    *,
+    reuse: bool = False,
+    check: Callable[[Doc, int], None] | None = None,
 ) -> tuple[Doc, Any]:
-    """Change an object of ``domain`` atomically (see ``Documents.update``, and its ``reuse``);
+    """Change an object of ``domain`` atomically (see ``Documents.update``, its ``reuse`` and ``check``);
     404 when it is not one of the domain's objects. The ownership check runs on the document
     being updated, so the object is read once."""
     root = domain.require_root()
@@ -69,7 +75,7 @@ async def update_object(
             raise NotFound(f"object {obj_id} not found in {domain.path}")
         return mutate(doc)
 
-    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}", reuse=reuse)
+    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}", reuse=reuse, check=check)
 
 
 def client_timestamp(body: Doc, key: str, default: float) -> float:

@@ -92,7 +92,13 @@ class Documents:
         return await self.store.put(key, dumps(doc))
 
     async def update(
-        self, key: str, mutate: Callable[[Doc], Any], what: str, *, reuse: bool = False
+        self,
+        key: str,
+        mutate: Callable[[Doc], Any],
+        what: str,
+        *,
+        reuse: bool = False,
+        check: Callable[[Doc, int], None] | None = None,
     ) -> tuple[Doc, Any]:
         """Apply ``mutate(doc)`` (which changes ``doc`` in place and returns a result) atomically.
 
@@ -101,6 +107,9 @@ class Documents:
         ``reuse``: start from the document this process wrote last, if any (module docstring:
         ``mutate`` then changes only the top two levels of the document, and the caller does not
         change the document returned).
+        ``check(doc, size)``: called with the changed document and the length of its serialization
+        before it is written; it may raise to abort, as ``mutate`` may (a bound on what the
+        document holds, checked without serializing it a second time).
         """
         attempt = 0
         while attempt < _MAX_ATTEMPTS:
@@ -125,6 +134,13 @@ class Documents:
                     continue
                 return doc, result.value
             data = dumps(doc)
+            if check is not None:
+                try:
+                    check(doc, len(data))
+                except Exception:
+                    if remembered is not None:
+                        continue  # as for mutate: decide again on a fresh read
+                    raise
             try:
                 new_etag = await self.store.put(key, data, if_match=etag)
             except PreconditionFailed:
