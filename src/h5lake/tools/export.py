@@ -33,7 +33,8 @@ from h5lake.tools.common import (
     explain,
     report_notes,
 )
-from h5lake.tools.exportwriter import Doc, ExportRefs, ExportStats, Fetcher, Writer, not_rerun_filters
+from h5lake.tools.exportfetch import Fetcher
+from h5lake.tools.exportwriter import Doc, ExportRefs, ExportStats, Writer, not_rerun_filters
 from h5lake.tools.h5props import CRT_ORDER, register_codec_filters
 from h5lake.tools.h5source import working_directory
 from h5lake.tools.h5types import Unrepresentable

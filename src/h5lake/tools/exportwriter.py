@@ -1,5 +1,5 @@
-"""The parts of ``h5lake export``: :class:`Fetcher` reads every object reachable from the root;
-:class:`Writer` builds the file with h5py's low-level API; :class:`ExportRefs` turns references
+"""The parts of ``h5lake export``: `exportfetch.Fetcher` reads every object reachable from the
+root; :class:`Writer` builds the file with h5py's low-level API; :class:`ExportRefs` turns references
 back into HDF5 references."""
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 from h5lake.chunks.filters import FilterId
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
-from h5lake.model.layout import native_layout
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.model.values import array_to_bytes
 from h5lake.tools import h5native, h5values
 from h5lake.tools.common import (
     MIB,
@@ -32,18 +31,14 @@ from h5lake.tools.common import (
     progress,
     rate,
 )
+from h5lake.tools.exportfetch import COLLECTIONS, Fetcher, bare_id
 from h5lake.tools.h5props import OPTIONAL, make_dcpl, make_gcpl, make_tcpl
 from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.tools.rest import RestClient, RestError
 
 Doc = dict[str, Any]
 BLOCK_BYTES = 8 * MIB
-_COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
-
-
-def bare_id(value: str) -> str:
-    return value.split("/", 1)[1] if "/" in value else value
 
 
 def _default_cset(name: str) -> str:
@@ -76,66 +71,6 @@ def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
 
 
 _KNOWN_FILTERS = frozenset(int(f) for f in FilterId)
-
-
-# -- fetching ----------------------------------------------------------------------------------
-
-
-class Fetcher:
-    """Every object reachable from the root, by id, with its links and attributes."""
-
-    def __init__(self, client: RestClient, pool: ThreadPoolExecutor) -> None:
-        self.client = client
-        self.pool = pool
-        self.docs: dict[str, Doc] = {}
-
-    def get(self, obj_id: str) -> Doc:
-        if obj_id not in self.docs:
-            self.docs[obj_id] = self._get(obj_id)
-        return self.docs[obj_id]
-
-    def _get(self, obj_id: str) -> Doc:
-        col = _COLLECTIONS[obj_id[0]]
-        params = {"include_attrs": 1, "include_links": 1} if col == "groups" else {"include_attrs": 1}
-        doc: Doc = self.client.get_json(f"/{col}/{obj_id}", **params)
-        props = doc.get("creationProperties")
-        if col == "datasets" and isinstance(props, dict) and "layout" in props:
-            # a linked dataset (load --link) is written as the file had it: chunked, filtered
-            doc["creationProperties"] = dict(props, layout=native_layout(props["layout"]))
-        if col == "groups" and isinstance(doc.get("links"), list):  # an older server's list form
-            doc["links"] = {link["title"]: link for link in doc["links"]}
-        if "attributes" not in doc or isinstance(doc["attributes"], list):
-            doc["attributes"] = self._attributes(col, obj_id, doc.get("attributes"))
-        props = doc.get("creationProperties", {})
-        if not isinstance(props, dict):
-            # an encoded property list (the HDF5 REST VOL connector's): opaque here, defaults used
-            doc["creationProperties"] = {}
-        elif props.get("fillValue_encoding") == "base64" and isinstance(props.get("fillValue"), str) \
-                and isinstance(doc.get("type"), dict):
-            t = doc["type"]  # a fill value answered as its packed bytes in base64
-            raw = base64.b64decode(props["fillValue"])
-            doc["creationProperties"] = {**props, "fillValue": array_to_json(bytes_to_array(raw, t, ()), t)}
-        return doc
-
-    def _attributes(self, col: str, obj_id: str, listed: Any) -> Doc:
-        if isinstance(listed, list) and all("value" in a or a.get("shape", {}).get("class") == "H5S_NULL" for a in listed):
-            return {a["name"]: a for a in listed}
-        reply = self.client.get_json(f"/{col}/{obj_id}/attributes", IncludeData=1)
-        return {a["name"]: a for a in reply.get("attributes", [])}
-
-    def fetch_all(self, root: str) -> None:
-        frontier = [root]
-        while frontier:
-            futures = {oid: self.pool.submit(self._get, oid) for oid in frontier if oid not in self.docs}
-            frontier = []
-            for oid, fut in futures.items():
-                self.docs[oid] = doc = fut.result()
-                for link in doc.get("links", {}).values():
-                    target = link.get("id")
-                    if link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value and target:
-                        target = bare_id(target)
-                        if target not in self.docs and target not in frontier and target not in futures:
-                            frontier.append(target)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -560,7 +495,7 @@ class ExportRefs:
             return w.open(obj_id)
         if obj_id not in self.present:
             try:
-                w.client.get_json(f"/{_COLLECTIONS[obj_id[0]]}/{obj_id}")
+                w.client.get_json(f"/{COLLECTIONS[obj_id[0]]}/{obj_id}")
                 self.present[obj_id] = True
             except RestError as exc:
                 if exc.status != 404:
