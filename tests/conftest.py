@@ -142,12 +142,26 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # ``one_backend``: what the test checks is the HTTP edge's or a client's (request forms, tool
+    # behaviour), the same whatever the store; it runs on the first backend only
+    repeated = [item for item in items if item.get_closest_marker("one_backend") is not None
+                and _backing_of(item) not in (None, BACKENDS[0])]
+    if repeated:
+        config.hook.pytest_deselected(items=repeated)
+        dropped = set(repeated)
+        items[:] = [item for item in items if item not in dropped]
     if not config.getoption("--quick"):
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+def _backing_of(item: pytest.Item) -> str | None:
+    spec = getattr(item, "callspec", None)
+    kind = spec.params.get("backing") if spec is not None else None
+    return None if kind is None else str(getattr(kind, "kind", kind))
 
 
 # --- where a server keeps its objects --------------------------------------------------------

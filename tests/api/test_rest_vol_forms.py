@@ -30,6 +30,8 @@ from tests.support.server import USERS
 
 from h5lake.cli import main
 
+pytestmark = pytest.mark.one_backend  # the request forms of a client, the same on every store
+
 # A property list as vol-rest sends it: H5Pencode2's bytes in base64, opaque to the server.
 GCPL = base64.b64encode(b"\x00\x01\x0bgcpl-bytes\x00\x02").decode()
 FCPL = base64.b64encode(b"\x00\x01\x08fcpl\x00").decode()

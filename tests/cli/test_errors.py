@@ -20,6 +20,8 @@ from tests.support.server import USERS, free_port, launch, refusing_port, write_
 from h5lake import cli
 from h5lake.api import commands
 
+pytestmark = pytest.mark.one_backend  # what the command line says, the same on every store
+
 CREDS = ["-u", "test_user1", "-p", USERS["test_user1"]]
 
 

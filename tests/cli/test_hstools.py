@@ -27,6 +27,8 @@ import pytest
 import requests
 from tests.support.server import USERS
 
+pytestmark = pytest.mark.one_backend  # h5pyd's command-line tools' behaviour; stored values on every store are tests/roundtrip's
+
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 # --- running the tools ------------------------------------------------------------------------

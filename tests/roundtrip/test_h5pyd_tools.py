@@ -34,6 +34,8 @@ from tests.roundtrip.conftest import CORPUS_NAMES, RoundTrip
 from tests.roundtrip.test_roundtrip import KNOWN_FAILURES
 from tests.support.server import Server
 
+pytestmark = pytest.mark.one_backend  # h5pyd's tools over the corpus; the corpus on every store is test_roundtrip.py's
+
 
 @dataclass(frozen=True)
 class Loss:

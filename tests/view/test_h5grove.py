@@ -12,6 +12,8 @@ import requests
 from tests.conftest import auth
 from tests.view.conftest import ViewDomain
 
+pytestmark = pytest.mark.one_backend  # the h5grove routes' forms, the same on every store
+
 
 def get(v: ViewDomain, route: str, user: str | None = "test_user1", **params: str) -> requests.Response:
     return requests.get(

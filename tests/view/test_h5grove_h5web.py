@@ -22,6 +22,8 @@ from h5py import h5t
 from tests.conftest import auth
 from tests.view.conftest import ViewDomain
 
+pytestmark = pytest.mark.one_backend  # the h5grove answers H5Web reads, the same on every store
+
 
 def get(v: ViewDomain, route: str, **params: str) -> requests.Response:
     return requests.get(f"{v.endpoint}/h5grove/{route}", params={"file": v.domain, **params},

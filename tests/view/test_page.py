@@ -19,6 +19,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from tests.support.server import USERS
 from tests.view.conftest import ViewDomain
 
+pytestmark = pytest.mark.one_backend  # the page in a browser; its reads are the service's, the same on every store
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
