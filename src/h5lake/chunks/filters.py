@@ -47,6 +47,7 @@ import numpy as np
 
 from h5lake.chunks.codecs.base import (
     CLASS_TO_ID,
+    KNOWN_FILTER_IDS,
     NAME_TO_ID,
     SUPPORTED_COMPRESSORS,
     UNSUPPORTED,
@@ -67,7 +68,7 @@ from h5lake.errors import DataCorruption, H5LakeError, InvalidInput
 if TYPE_CHECKING:
     import h5py
 
-__all__ = ["SUPPORTED_COMPRESSORS", "FilterId", "FilterPipeline", "from_h5py_dcpl"]
+__all__ = ["KNOWN_FILTER_IDS", "SUPPORTED_COMPRESSORS", "FilterId", "FilterPipeline", "from_h5py_dcpl"]
 
 
 class _FilterKind(Protocol):

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.chunks.filters import FilterId
+from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
 from h5lake.model.links import LinkClass
@@ -63,14 +63,11 @@ def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
     for doc in docs:
         for spec in (doc.get("creationProperties") or {}).get("filters") or ():
             fid = spec.get("id") if isinstance(spec, dict) else None
-            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in _KNOWN_FILTERS:
+            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in KNOWN_FILTER_IDS:
                 continue
             if int(spec.get("flags", OPTIONAL)) & OPTIONAL:
                 out[fid] = str(spec.get("name") or f"filter {fid}")
     return out
-
-
-_KNOWN_FILTERS = frozenset(int(f) for f in FilterId)
 
 
 # -- writing -----------------------------------------------------------------------------------

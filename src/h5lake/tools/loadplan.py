@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
-from h5lake.chunks.filters import FilterId
+from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.model.ids import Collection
 from h5lake.model.links import LinkClass
 from h5lake.model.shapes import UNLIMITED
@@ -366,16 +366,13 @@ def _check_filters_kept(dsid: Any) -> None:
     dcpl = dsid.get_create_plist()
     for i in range(dcpl.get_nfilters()):
         fid, flags, _, raw_name = dcpl.get_filter(i)
-        if fid in _KNOWN_FILTERS or flags & h5z.FLAG_OPTIONAL:
+        if fid in KNOWN_FILTER_IDS or flags & h5z.FLAG_OPTIONAL:
             continue
         name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
         raise Unrepresentable(
             f"filter {fid} ({name or 'unnamed'}) is not optional and h5lake has no codec for it "
             "(h5lake keeps such a filter only when HDF5 may skip it, H5Z_FLAG_OPTIONAL)"
         )
-
-
-_KNOWN_FILTERS = frozenset(int(f) for f in FilterId)
 
 
 def _check_filters_readable(dsid: Any) -> None:
