@@ -215,7 +215,8 @@ def test_attribute_values(h5web_domain: ViewDomain) -> None:
 
 
 def test_export_tiff_as_the_heatmap_offers_it(h5web_domain: ViewDomain) -> None:
-    """H5Web's heatmap offers ``format=tiff`` (and npy) of the shown 2-D slice."""
+    """H5Web's heatmap offers ``format=tiff`` (and npy) of the shown 2-D slice; more dimensions
+    are a page per image, as h5grove writes them (tests/view/test_h5grove_reference.py)."""
     with h5py.File(h5web_domain.file) as f:
         image, cube, bools = f["/data/image"][()], f["/data/cube"][()], f["/data/bools2d"][()]
     r = get(h5web_domain, "data", path="/data/image", format="tiff")
@@ -227,8 +228,11 @@ def test_export_tiff_as_the_heatmap_offers_it(h5web_domain: ViewDomain) -> None:
     assert got.dtype == np.int16 and got.tolist() == cube[2].tolist()
     got = tifffile.imread(io.BytesIO(get(h5web_domain, "data", path="/data/bools2d", format="tiff").content))
     assert got.tolist() == bools.astype("u1").tolist()
-    whole = get(h5web_domain, "data", path="/data/cube", format="tiff")
-    assert whole.status_code == 422 and "2-D" in whole.json()["message"]
+    whole = get(h5web_domain, "data", path="/data/cube", format="tiff")  # a page per 2-D slice
+    with tifffile.TiffFile(io.BytesIO(whole.content)) as tiff:
+        assert len(tiff.pages) == cube.shape[0] and tiff.asarray().tolist() == cube.tolist()
+    line = get(h5web_domain, "data", path="/data/line", format="tiff")
+    assert line.status_code == 422 and "2 or more dimensions" in line.json()["message"]
     strings = get(h5web_domain, "data", path="/data/strings", format="tiff")
     assert strings.status_code == 422 and "non-numeric" in strings.json()["message"]
 

@@ -83,14 +83,19 @@ def _cell(value: Any) -> Any:
 
 
 def tiff_bytes(values: np.ndarray) -> bytes:
-    """A 2-D numeric array as a grey-scale TIFF image (uncompressed, written by tifffile), its
-    values kept: integers and floats of their own size (booleans as 8-bit integers)."""
+    """A numeric array of two or more dimensions as a grey-scale TIFF (uncompressed, written by
+    tifffile, as h5grove writes it): a 2-D array is one image, an N-D one a page per image of its
+    last two axes, with tifffile's shape description so that ``tifffile.imread`` gives the array
+    back. Values are kept: integers, floats and complex numbers of their own size (booleans as
+    8-bit integers; a long double, which TIFF has no sample format for, as float64)."""
     arr = np.asarray(values)
-    if arr.ndim != 2:
-        raise InvalidInput(f"Unsupported encoding tiff for {arr.ndim}-D data (a 2-D selection is needed)")
+    if arr.ndim < 2:
+        raise InvalidInput(f"Unsupported encoding tiff for {arr.ndim}-D data (2 or more dimensions are needed)")
     if arr.dtype.kind == "b":
         arr = arr.astype("u1")
-    if arr.dtype.kind not in "uif" or arr.dtype.names is not None:
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        arr = arr.astype("<f8")
+    if arr.dtype.kind not in "uifc" or arr.dtype.names is not None:
         raise InvalidInput(f"Unsupported encoding tiff for {arr.dtype} data")
     out = io.BytesIO()
     tifffile.imwrite(out, np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")), photometric="minisblack")

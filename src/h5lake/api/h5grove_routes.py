@@ -11,7 +11,8 @@ messages H5Web recognises.
 Types are described as h5py sees them, since h5grove reads with h5py: a compound of two floats
 named ``r`` and ``i`` is numpy's complex (``dtype`` ``<c16``; numeric for ``dtype=safe``, ``npy``),
 and a long double (kept here as an opaque type with its ``hdf5Type``) is a float of 16 bytes
-whose values come as numbers. ``chunks`` and ``filters`` are the dataset's creation properties
+whose values come as numbers (``model.h5pynumbers``); the other types h5lake carries as opaque
+(16-byte integers, time types), which h5py cannot read, stay opaque. ``chunks`` and ``filters`` are the dataset's creation properties
 (what the file had), not the chunks h5lake stores a contiguous dataset in. What was checked
 against the stock H5Web app, and how: docs/api.md and tools/h5web_check.py.
 
@@ -34,6 +35,7 @@ from h5lake.api.arrays import csv_text, npy_bytes, tiff_bytes
 from h5lake.api.errors import CHALLENGE, status_of
 from h5lake.api.http import caller, service
 from h5lake.errors import Forbidden, H5LakeError, InvalidInput, NotFound, Unauthorized
+from h5lake.model.h5pynumbers import LONG_DOUBLE, as_numbers, complex_dtype, is_long_double
 from h5lake.model.reduce import is_numeric
 from h5lake.model.types import VARIABLE, CharSet, StrPad, TypeClass, hdf5_size, is_bool, to_dtype
 from h5lake.model.values import array_to_bytes, array_to_json
@@ -92,39 +94,6 @@ _CLASS_CODES = {
 _STRPAD = {StrPad.NULLTERM: 0, StrPad.NULLPAD: 1, StrPad.SPACEPAD: 2}
 
 
-def complex_dtype(t: dict[str, Any]) -> np.dtype[Any] | None:
-    """numpy's complex type for h5py's convention (a compound of exactly two floats of one type
-    named ``r`` and ``i``, packed in that order), else None."""
-    if TypeClass(t["class"]) is not TypeClass.COMPOUND or [f["name"] for f in t["fields"]] != ["r", "i"]:
-        return None
-    dtype = to_dtype(t)
-    real, imag = dtype.fields["r"], dtype.fields["i"]  # type: ignore[index]
-    if real[0] != imag[0] or real[0].kind != "f" or real[0].itemsize not in (4, 8):
-        return None
-    if (real[1], imag[1], dtype.itemsize) != (0, real[0].itemsize, 2 * real[0].itemsize):
-        return None
-    return np.dtype(f"{real[0].byteorder if real[0].byteorder in '<>' else '<'}c{dtype.itemsize}")
-
-
-_LONG_DOUBLE = np.dtype(np.longdouble)
-#: HDF5's description of the x86 80-bit extended float in 16 bytes (H5T_NATIVE_LDOUBLE there)
-_X86_EXTENDED = {"class": "H5T_FLOAT", "size": 16, "order": "LE", "precision": 80, "offset": 0,
-                 "signPosition": 79, "exponent": {"position": 64, "size": 15, "bias": 16383},
-                 "mantissa": {"position": 0, "size": 64, "norm": "H5T_NORM_NONE"}}
-
-
-def is_long_double(t: dict[str, Any]) -> bool:
-    """An opaque type carrying a float numpy reads as its ``longdouble`` on this machine (as
-    h5py does): the x86 extended float, where numpy's longdouble is that float."""
-    carried = t.get("hdf5Type")
-    if TypeClass(t["class"]) is not TypeClass.OPAQUE or not isinstance(carried, dict):
-        return False
-    finfo = np.finfo(_LONG_DOUBLE)
-    return (_LONG_DOUBLE.itemsize, finfo.nmant, finfo.nexp) == (16, 63, 15) and all(
-        carried.get(k) == v for k, v in _X86_EXTENDED.items()
-    )
-
-
 def _dtype_str(t: dict[str, Any]) -> Any:
     cplx = complex_dtype(t)
     if cplx is not None:
@@ -139,7 +108,7 @@ def type_metadata(t: dict[str, Any]) -> dict[str, Any]:
     """An h5lake type as h5grove describes an HDF5 type (HDF5 class codes, numpy dtype)."""
     cls = TypeClass(t["class"])
     if is_long_double(t):
-        return {"class": _CLASS_CODES[TypeClass.FLOAT], "dtype": _LONG_DOUBLE.str, "size": 16, "order": 0}
+        return {"class": _CLASS_CODES[TypeClass.FLOAT], "dtype": LONG_DOUBLE.str, "size": 16, "order": 0}
     out: dict[str, Any] = {"class": _CLASS_CODES[cls], "dtype": _dtype_str(t), "size": hdf5_size(t)}
     base = t.get("base")
     order = 1 if isinstance(base, str) and base.endswith("BE") else 0
@@ -263,19 +232,6 @@ def _is_number(dtype: np.dtype[Any]) -> bool:
     return is_numeric(dtype) or (dtype.names is None and dtype.kind == "c")
 
 
-def _as_numbers(arr: np.ndarray, type_json: dict[str, Any]) -> np.ndarray:
-    """The values as the numpy numbers h5py reads: complex for an ``r``/``i`` compound, the
-    long double for its opaque carrier; other values as they are."""
-    cplx = complex_dtype(type_json)
-    if cplx is not None:
-        out = np.empty(arr.shape, cplx)
-        out.real, out.imag = arr["r"], arr["i"]
-        return out
-    if is_long_double(type_json):
-        return np.ascontiguousarray(arr).view(_LONG_DOUBLE).reshape(arr.shape)
-    return arr
-
-
 def _safe(arr: np.ndarray) -> np.ndarray:
     """h5grove's ``dtype=safe``: a type JavaScript has a typed array for, little-endian."""
     if not _is_number(arr.dtype):
@@ -323,7 +279,7 @@ async def data(request: Request) -> Response:
 
 
 def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, flatten: bool) -> Response:
-    numbers = _as_numbers(arr, type_json)
+    numbers = as_numbers(arr, type_json)
     if dtype == "safe":
         numbers = _safe(numbers)
     if flatten and arr.ndim:

@@ -18,6 +18,7 @@ import numpy as np
 from h5lake.chunks import engine
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
+from h5lake.model.h5pynumbers import as_numbers
 from h5lake.model.reduce import (
     Region,
     array_stats,
@@ -76,10 +77,15 @@ async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: st
 
 
 async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None) -> dict[str, Any]:
+    """h5grove's statistics of the values at ``index``, over the numbers h5py reads (a long
+    double is numpy's longdouble, answered as floats); complex and other data are refused."""
     found = await read_region(svc, caller, domain_path, h5path, index)
-    if not is_numeric(found.values.dtype):
+    if found.dataset.layout is None:  # an empty (null) dataspace: no values
+        return array_stats(np.empty(0))
+    numbers = as_numbers(found.values, found.dataset.type_json)
+    if not is_numeric(numbers.dtype):
         raise InvalidInput("statistics need numeric data")
-    return array_stats(found.values)
+    return await svc.workers.cpu(array_stats, numbers, size=numbers.nbytes)
 
 
 # --- reduced reads ----------------------------------------------------------------------------
