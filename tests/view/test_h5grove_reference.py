@@ -199,17 +199,12 @@ def make_unusual(path: Path) -> Path:
             t = base.copy()
             t.set_size(16)
             d = h5d.create(f.id, name.encode(), t, h5s.create_simple((4,)))
-            d.write(h5s.ALL, h5s.ALL, raw, mtype=_opaque_view(t))
+            d.write(h5s.ALL, h5s.ALL, raw, mtype=t)  # the file's bytes, unconverted
         for name, t, n in (("time32", h5t.UNIX_D32LE, 4), ("time64be", h5t.UNIX_D64BE, 8)):
             d = h5d.create(f.id, name.encode(), t, h5s.create_simple((3,)))
-            d.write(h5s.ALL, h5s.ALL, np.frombuffer(bytes(range(3 * n)), f"V{n}"), mtype=_opaque_view(t))
+            d.write(h5s.ALL, h5s.ALL, np.frombuffer(bytes(range(3 * n)), f"V{n}"), mtype=t)  # the file's bytes, unconverted
         f["ldouble2d"] = (np.arange(12).reshape(3, 4) / 7).astype(np.longdouble)
     return path
-
-
-def _opaque_view(t: Any) -> Any:
-    """An in-memory type that copies ``t``'s bytes unchanged (HDF5 converts none for equal types)."""
-    return t.copy()
 
 
 @pytest.fixture(scope="module")
