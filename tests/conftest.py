@@ -14,7 +14,8 @@
 
 Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker per usable
 core (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
-fixtures are made once (whole folders for those in ``ONE_WORKER``). Every worker has its own
+fixtures are made once (whole folders for those in ``ONE_WORKER``), the longest first
+(``tests/durations.json``, written by ``tools/suite_durations.py``). Every worker has its own
 session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables), and every
 server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
@@ -26,17 +27,20 @@ first of ``H5LAKE_TEST_BACKENDS`` only.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import uuid
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 import pytest
 import requests
 from hypothesis import settings
 from xdist.scheduler import LoadScopeScheduling
+from xdist.workermanage import WorkerController
 
 from tests.support import conformance
 from tests.support.s3server import S3Server, start_s3_server
@@ -68,43 +72,99 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 # Folders whose modules share expensive session fixtures go to one worker whole: the round-trip
-# corpus is made, loaded and exported once per backend for all of tests/roundtrip.
-ONE_WORKER = ("tests/roundtrip/",)
+# corpus is made, loaded and exported once per backend for all of tests/roundtrip. The attack
+# tests (every one ``exclusive``) go whole to one worker too, and last: they run as one block
+# while the other workers pause, instead of each waiting for whatever test another worker is in.
+ONE_WORKER = ("tests/roundtrip/", "tests/security/")
+LAST = ("tests/security/",)
+DURATIONS = Path(__file__).parent / "durations.json"  # seconds per module (tools/suite_durations.py)
+UNKNOWN_TEST_SECONDS = 0.5  # a module not in DURATIONS: its tests weighed at this each
 
 
 class ScopeScheduling(LoadScopeScheduling):
-    """``--dist loadscope``, with each folder of ONE_WORKER as one scope."""
+    """``--dist loadscope``, with each folder of ONE_WORKER as one scope, and the scopes handed out
+    longest first (by DURATIONS) rather than by number of tests: a long module of few tests (the
+    fuzzer, mypy, the process and crash tests) started last would leave the other cores idle."""
 
     def _split_scope(self, nodeid: str) -> str:
         folder = next((f for f in ONE_WORKER if nodeid.startswith(f)), None)
         return folder if folder is not None else super()._split_scope(nodeid)
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        if not getattr(self, "_longest_first", False):
+            self._longest_first = True
+            weights = _test_weights([nodeid for unit in self.workqueue.values() for nodeid in unit])
+            order = sorted(self.workqueue.items(), key=lambda unit: (
+                unit[0].startswith(LAST), -sum(weights[nodeid] for nodeid in unit[1])))
+            self.workqueue = OrderedDict(order)
+        super()._assign_work_unit(node)
+
+
+def _test_weights(nodeids: list[str]) -> dict[str, float]:
+    """Expected seconds of each test: its module's measured seconds shared among its tests."""
+    try:
+        seconds = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        seconds = {}
+    modules = [nodeid.split("::", 1)[0] for nodeid in nodeids]
+    count = Counter(modules)
+    return {nodeid: float(seconds.get(module, UNKNOWN_TEST_SECONDS * count[module])) / count[module]
+            for nodeid, module in zip(nodeids, modules)}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
     return ScopeScheduling(config, log) if config.getoption("dist") == "loadscope" else None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
-    """Under xdist, an ``exclusive`` test (setup, call and teardown) runs alone: it holds the run's
-    lock exclusively, every other test holds it shared. A turnstile lock, taken by an exclusive
-    test while it waits, keeps the other workers from starting new tests meanwhile."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return (yield)
-    root = Path(item.config.option.basetemp).parent  # xdist gives each worker <the run's basetemp>/<worker>
-    exclusive = item.get_closest_marker("exclusive") is not None
-    with open(root / "exclusive.turnstile", "a") as turnstile, open(root / "exclusive.lock", "a") as lock:
+class RunLock:
+    """The run's lock (under xdist): an ``exclusive`` test holds it exclusively, every other test
+    shared. A turnstile, taken by an exclusive test while it waits, keeps the other workers from
+    starting new tests meanwhile. An exclusive test followed by another on the same worker keeps
+    both held, so a block of them runs with one wait for the others, not one wait per test."""
+
+    def __init__(self) -> None:
+        self.files: tuple[IO[str], IO[str]] | None = None
+
+    def take(self, root: Path, exclusive: bool) -> None:
+        if self.files is not None:  # kept exclusively since the previous test
+            return
+        # held past this call (until give_back), so no context manager
+        turnstile = open(root / "exclusive.turnstile", "a")  # noqa: SIM115
+        lock = open(root / "exclusive.lock", "a")  # noqa: SIM115
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         if exclusive:
             fcntl.flock(lock, fcntl.LOCK_EX)  # waits for the tests running on other workers
         else:
             fcntl.flock(turnstile, fcntl.LOCK_UN)
             fcntl.flock(lock, fcntl.LOCK_SH)
-        try:
-            return (yield)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        self.files = (turnstile, lock)
+
+    def give_back(self) -> None:
+        if self.files is not None:
+            for f in self.files:
+                f.close()  # closing the file lets go of its flock
+            self.files = None
+
+
+RUN_LOCK = RunLock()
+
+
+def _exclusive(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("exclusive") is not None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Under xdist, an ``exclusive`` test (setup, call and teardown) runs alone (``RunLock``)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    root = Path(item.config.option.basetemp).parent  # xdist gives each worker <the run's basetemp>/<worker>
+    RUN_LOCK.take(root, _exclusive(item))
+    try:
+        return (yield)
+    finally:
+        if not (_exclusive(item) and _exclusive(nextitem)):
+            RUN_LOCK.give_back()
 
 
 # --- the quick subset (--quick) ----------------------------------------------------------------
