@@ -303,3 +303,57 @@ async def test_second_level_dictionaries_moved_or_emptied(pair: tuple[Documents,
         await a.update(KEY, lambda d: (seen.append(d), Unchanged())[1], "group", reuse=True)
         assert seen == [await stored(a)] * 2  # the remembered document, then a fresh read
     assert seen[0] == {"id": "g-1", "lastModified": 1.0, "old": {}, "attributes": {"y": {"value": 2}}}
+
+
+async def test_the_bytes_written_are_the_whole_document_serialized(pair: tuple[Documents, Documents]) -> None:
+    """An update from a remembered document serializes only the entries its mutation set
+    (the others' serializations are remembered): what it writes is byte for byte
+    ``orjson.dumps`` of the whole document, in its order, whatever the mutation did at the two
+    levels it may change, and after another writer's change."""
+    a, b = pair
+    reference: Doc = {"id": "g-1", "attributes": {}, "lastModified": 0.0}
+
+    def both(mutate: Any) -> Any:
+        def apply(doc: Doc) -> Any:
+            return mutate(doc)
+
+        mutate(reference)  # the same change on a plain copy, serialized whole below
+        return apply
+
+    def put(name: str, value: Any) -> Any:
+        def mutate(doc: Doc) -> str:
+            doc["attributes"][name] = {"value": value, "created": 1.5}
+            doc["lastModified"] = doc["lastModified"] + 1
+            return "written"
+
+        return mutate
+
+    def drop_and_readd(name: str) -> Any:
+        def mutate(doc: Doc) -> str:
+            value = doc["attributes"].pop(name)
+            doc["attributes"][name] = value  # now last
+            return "written"
+
+        return mutate
+
+    def move(doc: Doc) -> str:
+        doc["links"] = doc.pop("attributes")
+        doc["attributes"] = {"new": {"value": [1, 2]}}
+        return "written"
+
+    def touch_links(doc: Doc) -> str:
+        doc["links"].update({"l1": {"id": "x"}, "a1": {"value": "replaced"}})
+        del doc["links"]["a0"]
+        return "written"
+
+    steps: list[Any] = [put(f"a{i}", i) for i in range(5)]
+    steps += [put("a2", "replaced in place"), put("a9", [1.25, None]), drop_and_readd("a1"), put("a1", 7)]
+    steps += [move, put("n2", {"nested": [1, {"x": 2}]}), touch_links, put("n3", 3)]
+    for i, mutate in enumerate(steps):
+        if i == 8:  # another process writes: the next update starts from a fresh read
+            await b.update(KEY, both(put("b", "other")), "group", reuse=True)
+        await a.update(KEY, both(mutate), "group", reuse=True)
+        blob = await a.store.get(KEY)
+        assert blob is not None
+        assert blob.data == orjson.dumps(reference), f"after step {i}"
+    assert len(a.memo) == 1

@@ -23,6 +23,14 @@ What a mutation added is known without comparing the documents: the copies of th
 second-level dictionaries it is handed record the keys set in them (`_Tracked`), and the top
 level (a few keys) is compared by identity. Comparing every entry of a 250-attribute document
 by identity cost more than serializing it (~40 us of the ~70 a PUT spent on the document).
+
+The same knowledge serializes the document: a remembered document keeps, for each of its
+second-level dictionaries, the serialization of each entry (an ``orjson.Fragment``), and the
+next update serializes only the entries its mutation set; the document is written as
+``orjson.dumps`` of its top level with each second-level dictionary replaced by the
+dictionary of those pieces, in the same order: the same bytes as serializing it whole, for a
+tenth of the cost at 250 attributes (docs/performance.md, "Session 8"). This relies on the
+rule above: an entry a mutation did not set is the very value serialized before, unchanged.
 """
 
 from __future__ import annotations
@@ -41,9 +49,12 @@ from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.storage import PreconditionFailed, Store
 
 Doc = dict[str, Any]
+#: serialized entries of a document's second-level dictionaries: by top-level key, the
+#: dictionary serialized and its entries' serializations, in its order
+Pieces = dict[str, tuple[Doc, dict[Any, orjson.Fragment]]]
 _MAX_ATTEMPTS = 50
 MEMO_DOCS = 256  # documents remembered by an update (DocumentMemo)
-MEMO_BYTES = 2 * 1024 * 1024  # their serialized size together (parsed: ~7x that, ~14 MiB at most)
+MEMO_BYTES = 2 * 1024 * 1024  # their serialized size together (parsed: ~7x that, and their pieces ~1x: ~16 MiB at most)
 MEMO_DOC_BYTES = 256 * 1024  # a larger document is not remembered
 _MISSING = object()
 
@@ -113,7 +124,8 @@ class Documents:
         """
         attempt = 0
         while attempt < _MAX_ATTEMPTS:
-            remembered = self.memo.take(key) if reuse else None
+            taken = self.memo.take_pieces(key) if reuse else None
+            remembered, pieces = taken if taken is not None else (None, None)
             if remembered is not None:
                 base, etag = remembered.doc, remembered.etag
             else:
@@ -126,14 +138,17 @@ class Documents:
                 if remembered is not None:
                     continue  # decided on a remembered document: decide again on a fresh read
                 raise
-            native = True
+            native, touched = True, None
             if reuse:
-                doc, native = _settle(base, doc)
+                doc, native, touched = _settle(base, doc)
             if isinstance(result, Unchanged):
                 if remembered is not None:
                     continue
                 return doc, result.value
-            data = dumps(doc)
+            if pieces is not None and touched is not None:  # remembered: serialize what the mutation set
+                data, pieces = _serialized(doc, pieces, touched)
+            else:
+                data = dumps(doc)
             if check is not None:
                 try:
                     check(doc, len(data))
@@ -149,7 +164,7 @@ class Documents:
                     await asyncio.sleep(random.uniform(0, 0.002 * attempt))
                 continue  # a remembered document that was not the stored one: read it now
             if reuse and native:
-                self.memo.keep(key, Versioned(doc, new_etag), len(data))
+                self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
             return doc, result
         raise Conflict(f"{what} is changing too fast; try again")
 
@@ -175,26 +190,34 @@ class DocumentMemo:
     """Documents this process wrote last, by key, each with the ETag the store gave it."""
 
     def __init__(self) -> None:
-        self._docs: dict[str, tuple[Versioned, int]] = {}
+        self._docs: dict[str, tuple[Versioned, int, Pieces]] = {}
         self._bytes = 0
 
     def take(self, key: str) -> Versioned | None:
         """The document remembered for ``key``, now no longer remembered: its taker owns it
         (two updates of one key at once never share one)."""
+        found = self.take_pieces(key)
+        return None if found is None else found[0]
+
+    def take_pieces(self, key: str) -> tuple[Versioned, Pieces] | None:
+        """`take`, with the serialized entries of the document's second-level dictionaries."""
         found = self._docs.pop(key, None)
         if found is None:
             return None
         self._bytes -= found[1]
-        return found[0]
+        return found[0], found[2]
 
-    def keep(self, key: str, doc: Versioned, size: int) -> None:
+    def keep(self, key: str, doc: Versioned, size: int, pieces: Pieces | None = None) -> None:
+        """Remember ``doc``, whose serialization takes ``size`` bytes; ``pieces``: the
+        serialized entries of (some of) its second-level dictionaries, by top-level key, each
+        with the very dictionary it serializes (`_serialized`)."""
         self.take(key)
         if size > MEMO_DOC_BYTES:
             return
         if len(self._docs) >= MEMO_DOCS or self._bytes + size > MEMO_BYTES:
             self._docs.clear()  # simpler than an LRU; the next update of each reads again
             self._bytes = 0
-        self._docs[key] = (doc, size)
+        self._docs[key] = (doc, size, {} if pieces is None else pieces)
         self._bytes += size
 
     def __len__(self) -> int:
@@ -267,14 +290,21 @@ def _touched(copy: _Tracked) -> tuple[set[Any], bool]:
     return getattr(copy, "added", set()), getattr(copy, "dropped", False)
 
 
-def _settle(before: Doc, after: Doc) -> tuple[Doc, bool]:
+#: second-level dictionaries a mutation touched, by top-level key: the dictionary copied, the
+#: keys set in the copy, whether any was deleted
+_Touched = dict[str, tuple[Doc, set[Any], bool]]
+
+
+def _settle(before: Doc, after: Doc) -> tuple[Doc, bool, _Touched]:
     """``after`` (``before`` copied by `_copy_two_levels`, then mutated) made of plain
     dictionaries again, and whether everything it holds that ``before`` did not is made of
     JSON's own types (``json_native``; what both share was read from the store or checked when
     it was added). A second-level copy the mutation did not change is replaced by the
-    dictionary it was copied from (wherever the mutation put it)."""
+    dictionary it was copied from (wherever the mutation put it); the others are listed with
+    what was set in them (for `_serialized`)."""
     out: Doc = {}
     native = True
+    touched: _Touched = {}
     for k, v in after.items():
         if type(v) is _Tracked:
             added, dropped = _touched(v)
@@ -284,11 +314,49 @@ def _settle(before: Doc, after: Doc) -> tuple[Doc, bool]:
                 for k2 in added:
                     if k2 in v and native and not (type(k2) is str and json_native(v[k2])):
                         native = False
+                touched[k] = (v.source, added, dropped)
                 v = dict(v)
         elif native and v is not before.get(k, _MISSING) and not (type(k) is str and json_native(v)):
             native = False
         out[k] = v
-    return out, native
+    return out, native, touched
+
+
+def _serialized(doc: Doc, before: Pieces, touched: _Touched) -> tuple[bytes, Pieces]:
+    """``dumps(doc)``, made from the serialized entries of the second-level dictionaries of
+    the document ``doc`` was copied from (``before``) and those the mutation set (``touched``,
+    from `_settle`), and the pieces of ``doc`` for the next update."""
+    pieces: Pieces = {}
+    top: Doc = {}
+    for k, v in doc.items():
+        if type(v) is dict:
+            entries = _entries(v, before, touched.get(k))
+            pieces[k] = (v, entries)
+            top[k] = entries
+        else:
+            top[k] = v
+    return dumps(top), pieces
+
+
+def _entries(d: Doc, before: Pieces, touched: tuple[Doc, set[Any], bool] | None) -> dict[Any, orjson.Fragment]:
+    """The serialized entries of the second-level dictionary ``d``: those of the dictionary it
+    is (untouched: `_settle` put the very dictionary back) or was copied from, with the entries
+    the mutation set serialized anew; all of them anew for a dictionary of unknown origin."""
+    source, added, dropped = touched if touched is not None else (d, None, False)
+    for old, entries in before.values():
+        if old is source:
+            if added is None:
+                return entries
+            if not dropped:  # a set entry keeps its place and a new one comes last, as in ``d``
+                out = entries.copy()
+                for key in added:
+                    out[key] = orjson.Fragment(dumps(d[key]))
+                return out
+            return {
+                key: entries[key] if key in entries and key not in added else orjson.Fragment(dumps(value))
+                for key, value in d.items()
+            }
+    return {key: orjson.Fragment(dumps(value)) for key, value in d.items()}
 
 
 def json_native(value: Any) -> bool:
