@@ -12,8 +12,9 @@ from tests.scale.conftest import StartServer
 
 OCTET = {"Content-Type": "application/octet-stream"}
 WRITERS = 6
-ROUNDS = 15
+ROUNDS = 8
 PER_ROUND = 40
+RACED = 8  # keys -1..-RACED: every writer puts one of them each round, its own whole value
 
 
 def test_concurrent_puts_from_two_processes(start: StartServer) -> None:
@@ -39,8 +40,8 @@ def test_concurrent_puts_from_two_processes(start: StartServer) -> None:
             r = client.put(f"/maps/{map_id}/keys", data=records.tobytes(), headers=OCTET)
             if r.status_code != 200:
                 errors.append(r.text)
-            # and every writer races on the same keys -1..-10 with its own whole value
-            one = np.array([(-1 - rnd % 10, bytes([100 + w]) * 64)], dtype=[("k", "<i8"), ("v", "V64")])
+            # and every writer races on the same keys -1..-RACED with its own whole value
+            one = np.array([(-1 - rnd % RACED, bytes([100 + w]) * 64)], dtype=[("k", "<i8"), ("v", "V64")])
             r = client.put(f"/maps/{map_id}/keys", data=one.tobytes(), headers=OCTET)
             if r.status_code != 200:
                 errors.append(r.text)
@@ -53,7 +54,7 @@ def test_concurrent_puts_from_two_processes(start: StartServer) -> None:
     assert not errors, errors[:3]
     total = WRITERS * ROUNDS * PER_ROUND
     for client in clients:  # every pair, seen through either process
-        everything = np.arange(-10, total, dtype="<i8")
+        everything = np.arange(-RACED, total, dtype="<i8")
         n = len(everything)
         r = client.post(f"/maps/{map_id}/keys", data=everything.tobytes(),
                         headers={**OCTET, "Accept": "application/octet-stream"})
@@ -62,7 +63,7 @@ def test_concurrent_puts_from_two_processes(start: StartServer) -> None:
         values = np.frombuffer(r.content[n:], np.uint8).reshape(n, 64)
         assert (values == values[:, :1]).all()  # no value is a mix of two writes
         owner = np.arange(total) // (ROUNDS * PER_ROUND)
-        assert (values[10:, 0] == owner).all()
-        assert set(values[:10, 0].tolist()) <= {100 + w for w in range(WRITERS)}
+        assert (values[RACED:, 0] == owner).all()
+        assert set(values[:RACED, 0].tolist()) <= {100 + w for w in range(WRITERS)}
         stats = client.get(f"/maps/{map_id}", params={"verbose": 1}).json()["stats"]
         assert stats["pairCount"] == n and stats["bucketCount"] > 3

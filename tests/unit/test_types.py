@@ -475,7 +475,7 @@ def _accepts_or_refuses_cleanly(t: Any) -> None:
     item_size(normal)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(_json)
 def test_arbitrary_json_never_escapes_as_another_exception(t: Any) -> None:
     _accepts_or_refuses_cleanly(t)
@@ -492,7 +492,7 @@ def _paths(x: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.sampled_from([t for t, _ in NORMALIZED]), st.data())
 def test_damaged_valid_types_never_escape_as_another_exception(t: Any, data: st.DataObject) -> None:
     damaged = copy.deepcopy(t)

@@ -575,7 +575,7 @@ _json_values = st.recursive(
 _small_shapes = hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.sampled_from(ALL_TYPES), _json_values, _small_shapes, st.booleans())
 def test_any_json_value_gives_an_array_or_invalid_input(
     t: dict[str, Any], value: Any, shape: tuple[int, ...], broadcast: bool
@@ -591,7 +591,7 @@ def test_any_json_value_gives_an_array_or_invalid_input(
         assert t["base"] == "H5T_STD_REF_DSETREG"
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.sampled_from(ALL_TYPES), st.binary(max_size=64), _small_shapes)
 def test_any_body_gives_an_array_or_invalid_input(
     t: dict[str, Any], data: bytes, shape: tuple[int, ...]
