@@ -17,8 +17,8 @@ from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.service.layouts import codec_and_fill
-from h5lake.storage.base import Blob, GetRanges, ObjectInfo
 from h5lake.storage import posix as posix_module
+from h5lake.storage.base import Blob, GetRanges, ObjectInfo
 from h5lake.storage.local import LocalStore
 from h5lake.storage.memory import MemoryStore
 
