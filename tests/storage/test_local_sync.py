@@ -132,6 +132,68 @@ async def test_put_hashed_keeps_the_given_md5_as_the_etag(tmp_path: Path) -> Non
         await store.close()
 
 
+async def test_put_hashed_many_is_durable_on_return_with_one_folder_fsync_for_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunks of a window: each written, fsync'ed and renamed, then their folder fsync'ed
+    once, begun after the last rename and finished before the call returns."""
+    store = LocalStore(tmp_path / "root", max_threads=8)
+    renamed: dict[str, int] = {}
+    syncs: list[tuple[str, int, int]] = []
+    fsynced_files: list[int] = []
+    lock = threading.Lock()
+    real_replace: Callable[..., Any] = os.replace
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+    real_fsync: Callable[[int], None] = os.fsync
+
+    def timed_replace(src: str, dst: str) -> None:
+        real_replace(src, dst)
+        with lock:
+            renamed[os.path.basename(dst)] = time.monotonic_ns()
+
+    def timed_fsync_dir(folder: str) -> None:
+        start = time.monotonic_ns()
+        real_fsync_dir(folder)
+        with lock:
+            syncs.append((folder, start, time.monotonic_ns()))
+
+    def counted_fsync(fd: int) -> None:
+        real_fsync(fd)
+        with lock:
+            fsynced_files.append(fd)
+
+    items = [(f"k{i}", memoryview(os.urandom(5000 + i)), "") for i in range(PUTS)]
+    items = [(key, data, hashlib.md5(data).hexdigest()) for key, data, _ in items]
+    try:
+        await store.put("warm", b"x")  # the lock folder and first fsync out of the way
+        monkeypatch.setattr(local_module.os, "replace", timed_replace)
+        monkeypatch.setattr(local_module.os, "fsync", counted_fsync)
+        monkeypatch.setattr(posix_module, "fsync_dir", timed_fsync_dir)
+        await store.put_hashed_many(items)
+        returned = time.monotonic_ns()
+        monkeypatch.undo()
+        for key, data, md5 in items:
+            blob = await store.get(key)
+            assert blob is not None and blob.data == bytes(data) and blob.etag == md5
+    finally:
+        await store.close()
+    assert len(fsynced_files) == PUTS + len(syncs)  # every file's bytes, and the folder (os.fsync too)
+    assert len(syncs) == 1, f"{len(syncs)} folder fsyncs for {PUTS} puts in one folder"
+    folder, start, end = syncs[0]
+    assert folder == str(tmp_path / "root")
+    assert start >= max(renamed[key] for key, _, _ in items) and end <= returned
+
+
+async def test_put_hashed_many_reports_a_failed_put(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    try:
+        await store.put("a/b", b"x")  # "a" is a folder of other keys: a put of "a" fails
+        with pytest.raises(ValueError):
+            await store.put_hashed_many([("c", b"1", hashlib.md5(b"1").hexdigest()), ("a", b"2", hashlib.md5(b"2").hexdigest())])
+    finally:
+        await store.close()
+
+
 async def test_a_remembered_object_is_read_again_when_another_writer_or_an_edit_changed_it(tmp_path: Path) -> None:
     """Small objects read lately are answered from memory while their file's stat and ETag
     attribute are unchanged; a replace by another store on the same folder (another process),

@@ -17,6 +17,7 @@ from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.service.layouts import codec_and_fill
+from h5lake.storage import posix as posix_module
 from h5lake.storage.base import Blob, GetRanges, ObjectInfo
 from h5lake.storage.local import LocalStore
 from h5lake.storage.memory import MemoryStore
@@ -177,3 +178,31 @@ def test_codec_cache_shares_read_only_values() -> None:
     assert a[0] is b[0] and a[1] is b[1]
     assert c[1] == 2.5 and a[1] == 1.5
     assert not a[1].flags.writeable
+
+
+async def test_whole_chunks_of_a_write_share_one_folder_fsync_per_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """48 whole raw chunks written in one call: stored in windows of ``HASH_WINDOW`` through
+    ``put_hashed_many``, so the chunks' folder is fsync'ed once per window, not once per chunk;
+    every chunk reads back."""
+    store = LocalStore(tmp_path / "store")
+    try:
+        shape, chunks = (48 * 16, 20), (16, 20)
+        layout = make_layout(store, shape=shape, chunks=chunks)
+        data = np.arange(shape[0] * shape[1], dtype="<f4").reshape(shape)
+        syncs: list[str] = []
+        real_fsync_dir = posix_module.fsync_dir
+
+        def counted(folder: str) -> None:
+            syncs.append(folder)
+            real_fsync_dir(folder)
+
+        monkeypatch.setattr(posix_module, "fsync_dir", counted)
+        written = await writes.write_selection(layout, Selection.all(shape), data, WORKERS)
+        monkeypatch.undo()
+        assert sorted(written) == [(i, 0) for i in range(48)]
+        assert len(syncs) == 48 // writes.HASH_WINDOW, syncs
+        np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), WORKERS), data)
+    finally:
+        await store.close()

@@ -114,29 +114,37 @@ async def write_selection(
     Whole chunks stored as they are (no filter) go to a store that takes a known MD5
     (``PutHashed``) in windows of ``HASH_WINDOW``: each window's chunks are made contiguous
     (a view when they already are) and hashed together in one call on the CPU pool
-    (``md5_hex_many``), the next window while this one is stored."""
+    (``md5_hex_many``), the next window while this one is stored, all of a window's in one
+    ``put_hashed_many`` (one folder fsync for the window, not one per chunk)."""
     chunks = _native(layout)
     written: list[tuple[int, ...]] = []
     raw = not layout.dtype.shape and values.shape == selection.shape
     store = chunks.store
 
     async def one(item: tuple[ChunkProjection, str | None, bytes | memoryview | None]) -> None:
-        p, md5, data = item
-        if md5 is not None and data is not None:
-            assert puts_hashed(store)
-            await store.put_hashed(chunks.key(p.chunk_index), data, md5)
-        else:
-            whole = (
-                values[p.out_selection]
-                if raw and p.is_complete_chunk and whole_chunk(p, layout.chunk_shape)
-                else None
-            )
+        p = item[0]
+        whole = (
+            values[p.out_selection]
+            if raw and p.is_complete_chunk and whole_chunk(p, layout.chunk_shape)
+            else None
+        )
 
-            def modify(chunk: np.ndarray) -> None:
-                chunk[(*p.chunk_selection, ...)] = values[(*p.out_selection, ...)]
+        def modify(chunk: np.ndarray) -> None:
+            chunk[(*p.chunk_selection, ...)] = values[(*p.out_selection, ...)]
 
-            await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
+        await update_chunk(layout, p.chunk_index, modify, p.is_complete_chunk, workers, whole)
         written.append(p.chunk_index)
+
+    async def store_window(items: list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]) -> None:
+        """The window's hashed chunks in one ``put_hashed_many`` (their names made durable
+        together), the others one by one."""
+        assert puts_hashed(store)
+        hashed = [(p, md5, data) for p, md5, data in items if md5 is not None and data is not None]
+        if hashed:
+            await store.put_hashed_many([(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed])
+            written.extend(p.chunk_index for p, _, _ in hashed)
+        if len(hashed) < len(items):
+            await workers.each([item for item in items if item[1] is None], one)
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
     if not (raw and stores_raw(layout) and puts_hashed(store)):
@@ -168,7 +176,7 @@ async def write_selection(
             while pending is not None:
                 items = await pending
                 pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
-                await workers.each(items, one)
+                await store_window(items)
                 del items
         finally:
             if pending is not None:

@@ -170,6 +170,11 @@ class PutHashed(Protocol):
         """``put(key, data)`` where ``md5`` is the MD5 hex digest of ``data``; returns the ETag."""
         ...
 
+    async def put_hashed_many(self, items: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
+        """``put_hashed`` of each ``(key, data, md5)``, at once: every one is durable when this
+        returns (a store may make their names durable together, e.g. one folder fsync for all)."""
+        ...
+
 
 @runtime_checkable
 class CopyObject(Protocol):
