@@ -52,7 +52,6 @@ import asyncio
 import builtins
 import contextlib
 import errno
-import fcntl
 import logging
 import os
 import secrets
@@ -81,6 +80,7 @@ from h5lake.storage.posix import (
     ETAG_XATTR,
     TEMP_PREFIX,
     FolderSyncs,
+    SlotLock,
     changed_at,
     file_identity,
     fsync_dir,
@@ -111,42 +111,6 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-class _SlotLock:
-    """The lock of one slot of keys: a thread lock (threads of this process, which share the
-    open file) then an exclusive ``flock`` of the slot's file (other processes). The file stays
-    open (opened without inheritance, as ``os.open`` does) and is locked and unlocked per use:
-    two syscalls a put instead of an open, a lock and a close."""
-
-    __slots__ = ("fd", "path", "threads")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.threads = threading.Lock()
-        self.fd = -1
-
-    def __enter__(self) -> None:
-        self.threads.acquire()
-        try:
-            if self.fd < 0:
-                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except BaseException:
-            self.threads.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            self.threads.release()
-
-    def close(self) -> None:
-        with self.threads:
-            if self.fd >= 0:
-                os.close(self.fd)
-                self.fd = -1
-
-
 class LocalStore(HardLinkCopies):
     """Objects as files under ``root`` (made if missing).
 
@@ -171,7 +135,7 @@ class LocalStore(HardLinkCopies):
         self._folder_syncs = FolderSyncs()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
         self._recent = RecentObjects()  # small objects read lately (storage/recent.py)
-        self._slot_locks: list[_SlotLock | None] = [None] * LOCK_SLOTS  # made on first use
+        self._slot_locks: list[SlotLock | None] = [None] * LOCK_SLOTS  # made on first use
         self._slot_made = threading.Lock()
 
     # --- the Store interface ---------------------------------------------------------------
@@ -316,7 +280,7 @@ class LocalStore(HardLinkCopies):
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
-    def _locked(self, key: str) -> _SlotLock:
+    def _locked(self, key: str) -> SlotLock:
         """Hold the lock of ``key``'s slot, against every thread and process (``with``)."""
         slot = zlib.crc32(key.encode()) % LOCK_SLOTS  # stable across processes, unlike hash()
         lock = self._slot_locks[slot]
@@ -324,7 +288,7 @@ class LocalStore(HardLinkCopies):
             with self._slot_made:
                 lock = self._slot_locks[slot]
                 if lock is None:
-                    lock = self._slot_locks[slot] = _SlotLock(os.path.join(self._locks, f"{slot:02x}"))
+                    lock = self._slot_locks[slot] = SlotLock(os.path.join(self._locks, f"{slot:02x}"))
         return lock
 
     # --- reading ---------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """POSIX pieces of the local-directory store: opening an object's file, reading it whole, its
 identity for validating a remembered copy, the ETag kept in its extended attribute, group
-commit of folder fsyncs (storage/local.py)."""
+commit of folder fsyncs, the per-key-slot lock shared with other processes (storage/local.py)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 import threading
@@ -124,3 +125,39 @@ def fsync_dir(folder: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class SlotLock:
+    """The lock of one slot of keys: a thread lock (threads of this process, which share the
+    open file) then an exclusive ``flock`` of the slot's file (other processes). The file stays
+    open (opened without inheritance, as ``os.open`` does) and is locked and unlocked per use:
+    two syscalls a put instead of an open, a lock and a close."""
+
+    __slots__ = ("fd", "path", "threads")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.threads = threading.Lock()
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.threads.acquire()
+        try:
+            if self.fd < 0:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            self.threads.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            self.threads.release()
+
+    def close(self) -> None:
+        with self.threads:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
