@@ -226,21 +226,22 @@ class DocumentMemo:
 
 class _Tracked(dict):  # type: ignore[type-arg]
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
-    mutation sets in it (``added``) and whether it deleted any (``dropped``); ``source`` is
+    mutation sets in it (``added``, in the order first set: the order new keys take in the
+    dictionary) and whether it deleted any (``dropped``); ``source`` is
     the dictionary it copies. Reads are the dictionary's own; every method that adds or
     replaces an entry is overridden here. No ``__init__``: the dictionary's own copies the
     entries in C, and ``added`` and ``dropped`` exist once set (`_touched`)."""
 
     __slots__ = ("added", "dropped", "source")
-    added: set[Any]
+    added: dict[Any, None]
     dropped: bool
     source: Doc
 
     def __setitem__(self, key: Any, value: Any) -> None:
         try:
-            self.added.add(key)
+            self.added[key] = None
         except AttributeError:
-            self.added = {key}
+            self.added = {key: None}
         super().__setitem__(key, value)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
@@ -285,14 +286,14 @@ def _tracked(source: Doc) -> _Tracked:
     return copy
 
 
-def _touched(copy: _Tracked) -> tuple[set[Any], bool]:
-    """The keys set in ``copy`` and whether any was deleted."""
-    return getattr(copy, "added", set()), getattr(copy, "dropped", False)
+def _touched(copy: _Tracked) -> tuple[dict[Any, None], bool]:
+    """The keys set in ``copy`` (in the order first set) and whether any was deleted."""
+    return getattr(copy, "added", {}), getattr(copy, "dropped", False)
 
 
 #: second-level dictionaries a mutation touched, by top-level key: the dictionary copied, the
-#: keys set in the copy, whether any was deleted
-_Touched = dict[str, tuple[Doc, set[Any], bool]]
+#: keys set in the copy (in the order first set), whether any was deleted
+_Touched = dict[str, tuple[Doc, dict[Any, None], bool]]
 
 
 def _settle(before: Doc, after: Doc) -> tuple[Doc, bool, _Touched]:
@@ -338,7 +339,7 @@ def _serialized(doc: Doc, before: Pieces, touched: _Touched) -> tuple[bytes, Pie
     return dumps(top), pieces
 
 
-def _entries(d: Doc, before: Pieces, touched: tuple[Doc, set[Any], bool] | None) -> dict[Any, orjson.Fragment]:
+def _entries(d: Doc, before: Pieces, touched: tuple[Doc, dict[Any, None], bool] | None) -> dict[Any, orjson.Fragment]:
     """The serialized entries of the second-level dictionary ``d``: those of the dictionary it
     is (untouched: `_settle` put the very dictionary back) or was copied from, with the entries
     the mutation set serialized anew; all of them anew for a dictionary of unknown origin."""
@@ -347,7 +348,7 @@ def _entries(d: Doc, before: Pieces, touched: tuple[Doc, set[Any], bool] | None)
         if old is source:
             if added is None:
                 return entries
-            if not dropped:  # a set entry keeps its place and a new one comes last, as in ``d``
+            if not dropped:  # a set entry keeps its place and new ones come last in the order set, as in ``d``
                 out = entries.copy()
                 for key in added:
                     out[key] = orjson.Fragment(dumps(d[key]))
