@@ -289,3 +289,127 @@ def test_the_key_lock_excludes_threads_of_one_store_and_other_stores(tmp_path: P
     with stores[0]._locked("db/objects/g-1.json"):  # a closed store's lock file opens again
         pass
     asyncio.run(stores[0].close())
+
+
+def _temps(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob(posix_module.TEMP_PREFIX + "*")]
+
+
+async def test_put_hashed_many_fsyncs_each_folder_after_its_renames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys in two folders (and one folder made by the call): each folder is fsync'ed once,
+    begun after the last rename into it and finished before the call returns."""
+    store = LocalStore(tmp_path / "root", max_threads=4)
+    renamed: dict[str, int] = {}
+    syncs: list[tuple[str, int, int]] = []
+    lock = threading.Lock()
+    real_replace: Callable[..., Any] = os.replace
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+
+    def timed_replace(src: str, dst: str) -> None:
+        real_replace(src, dst)
+        with lock:
+            renamed[dst] = time.monotonic_ns()
+
+    def timed_fsync_dir(folder: str) -> None:
+        start = time.monotonic_ns()
+        real_fsync_dir(folder)
+        with lock:
+            syncs.append((folder, start, time.monotonic_ns()))
+
+    items = [(f"{'ab'[i % 2]}/k{i}", os.urandom(100 + i), "") for i in range(20)]
+    items = [(key, data, hashlib.md5(data).hexdigest()) for key, data, _ in items]
+    try:
+        await store.put("a/warm", b"x")  # folder a exists; folder b is made by the call
+        monkeypatch.setattr(local_module.os, "replace", timed_replace)
+        monkeypatch.setattr(posix_module, "fsync_dir", timed_fsync_dir)
+        await store.put_hashed_many(items)
+        returned = time.monotonic_ns()
+        monkeypatch.undo()
+        for key, data, md5 in items:
+            blob = await store.get(key)
+            assert blob is not None and blob.data == data and blob.etag == md5
+    finally:
+        await store.close()
+    root = tmp_path / "root"
+    for folder in ("a", "b"):
+        path = str(root / folder)
+        last = max(t for dst, t in renamed.items() if os.path.dirname(dst) == path)
+        assert any(f == path and start >= last and end <= returned for f, start, end in syncs), folder
+    assert _temps(root) == []
+
+
+async def test_put_hashed_many_reports_an_os_error_after_the_others_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One put fails with an OSError (a full disk, say): the call raises a StorageError, once
+    every other put has ended; no temporary file is left, the others are whole."""
+    store = LocalStore(tmp_path / "root", max_threads=4)
+    real_replace: Callable[..., Any] = os.replace
+
+    def failing_replace(src: str, dst: str) -> None:
+        if dst.endswith("/k3"):
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    items = [(f"d/k{i}", os.urandom(1000), "") for i in range(8)]
+    items = [(key, data, hashlib.md5(data).hexdigest()) for key, data, _ in items]
+    try:
+        await store.put("d/warm", b"x")
+        monkeypatch.setattr(local_module.os, "replace", failing_replace)
+        with pytest.raises(local_module.StorageError, match="No space left"):
+            await store.put_hashed_many(items)
+        monkeypatch.undo()
+        assert _temps(tmp_path / "root") == []
+        for key, data, _ in items:
+            blob = await store.get(key)
+            assert (blob is None) if key == "d/k3" else (blob is not None and blob.data == data), key
+    finally:
+        await store.close()
+
+
+async def test_put_hashed_many_cancelled_leaves_whole_objects_and_no_temporary_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled (the client went away) while puts are running: the call ends at once; the
+    puts begun end on their threads, each object is then absent or whole, and no temporary
+    file is left."""
+    store = LocalStore(tmp_path / "root", max_threads=2)
+    real_replace: Callable[..., Any] = os.replace
+    blocked, release = threading.Event(), threading.Event()
+
+    def held_replace(src: str, dst: str) -> None:
+        if dst.endswith("/k0"):
+            blocked.set()
+            release.wait(10)
+        real_replace(src, dst)
+
+    items = [(f"d/k{i}", os.urandom(50_000), "") for i in range(12)]
+    items = [(key, data, hashlib.md5(data).hexdigest()) for key, data, _ in items]
+    try:
+        await store.put("d/warm", b"x")
+        monkeypatch.setattr(local_module.os, "replace", held_replace)
+        task = asyncio.ensure_future(store.put_hashed_many(items))
+        while not blocked.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+    finally:
+        release.set()
+        await store.close()  # the threads end the puts they began
+    monkeypatch.undo()
+    assert _temps(tmp_path / "root") == []
+    store = LocalStore(tmp_path / "root")
+    try:
+        present = 0
+        for key, data, md5 in items:
+            blob = await store.get(key)
+            if blob is not None:
+                present += 1
+                assert blob.data == data and blob.etag == md5, key
+        assert present >= 1  # k0 was being renamed when cancelled: it ends in place
+    finally:
+        await store.close()

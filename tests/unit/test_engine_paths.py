@@ -4,6 +4,9 @@ hyperslabs, fill and edge chunks, on the memory and local stores and on a store 
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,6 +206,70 @@ async def test_whole_chunks_of_a_write_share_one_folder_fsync_per_window(
         monkeypatch.undo()
         assert sorted(written) == [(i, 0) for i in range(48)]
         assert len(syncs) == 48 // writes.HASH_WINDOW, syncs
+        np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), WORKERS), data)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("filters", [None, GZIP])
+async def test_every_chunk_of_a_write_is_durable_before_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: Any
+) -> None:
+    """A write whose windows mix whole interior chunks (``put_hashed_many``), edge chunks and
+    partial chunks over stored ones (read, changed, put one by one), or a filtered dataset (no
+    hashed chunk): every chunk it names in ``written`` (each once, every chunk it touched) has
+    its file renamed or linked into place, and an fsync of its folder begun after that ended
+    before the write returned; the values read back."""
+    store = LocalStore(tmp_path / "store", max_threads=4)
+    shape, chunks = (16 * 20 + 7, 45), (16, 20)
+    try:
+        layout = make_layout(store, filters=filters, shape=shape, chunks=chunks)
+        data = np.arange(shape[0] * shape[1], dtype="<f4").reshape(shape)
+        await writes.write_selection(layout, Selection((Slice(0, 16), Slice(0, 45))), data[0:16], WORKERS)
+        named: dict[str, int] = {}
+        syncs: list[tuple[str, int, int]] = []
+        lock = threading.Lock()
+        real_replace, real_link, real_fsync_dir = os.replace, os.link, posix_module.fsync_dir
+
+        def timed_replace(src: str, dst: str) -> None:
+            real_replace(src, dst)
+            with lock:
+                named[dst] = time.monotonic_ns()
+
+        def timed_link(src: str, dst: str) -> None:
+            real_link(src, dst)
+            with lock:
+                named[dst] = time.monotonic_ns()
+
+        def timed_fsync_dir(folder: str) -> None:
+            start = time.monotonic_ns()
+            real_fsync_dir(folder)
+            with lock:
+                syncs.append((folder, start, time.monotonic_ns()))
+
+        monkeypatch.setattr(os, "replace", timed_replace)
+        monkeypatch.setattr(os, "link", timed_link)
+        monkeypatch.setattr(posix_module, "fsync_dir", timed_fsync_dir)
+        hashed: list[str] = []
+        real_many = store.put_hashed_many
+
+        async def counted_many(items: Any) -> None:
+            hashed.extend(key for key, _, _ in items)
+            await real_many(items)
+
+        monkeypatch.setattr(store, "put_hashed_many", counted_many)
+        sel = Selection((Slice(8, shape[0]), Slice(0, 45)))  # chunk row 0 partial, edges right and below
+        written = await writes.write_selection(layout, sel, data[8:], WORKERS)
+        returned = time.monotonic_ns()
+        monkeypatch.undo()
+        expected = sorted((i, j) for i in range(21) for j in range(3))
+        assert sorted(written) == expected and len(written) == len(expected)
+        assert len(hashed) == (0 if filters else 19 * 2)  # the whole interior chunks
+        for index in written:
+            path = str(tmp_path / "store" / NativeChunks(store, "d-00000000-0000-0000-0000-000000000000").key(index))
+            assert path in named, index
+            folder = os.path.dirname(path)
+            assert any(f == folder and start >= named[path] and end <= returned for f, start, end in syncs), index
         np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), WORKERS), data)
     finally:
         await store.close()
