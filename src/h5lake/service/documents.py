@@ -348,7 +348,7 @@ def _entries(d: Doc, before: Pieces, touched: tuple[Doc, dict[Any, None], bool] 
         if old is source:
             if added is None:
                 return entries
-            if not dropped:  # a set entry keeps its place and new ones come last in the order set, as in ``d``
+            if not dropped:  # a set entry keeps its place, new ones come last in the order set: as in ``d``
                 out = entries.copy()
                 for key in added:
                     out[key] = orjson.Fragment(dumps(d[key]))
