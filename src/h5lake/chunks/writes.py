@@ -140,11 +140,12 @@ async def write_selection(
         together), the others one by one."""
         assert puts_hashed(store)
         hashed = [(p, md5, data) for p, md5, data in items if md5 is not None and data is not None]
+        others = [item for item in items if item[1] is None or item[2] is None]
         if hashed:
             await store.put_hashed_many([(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed])
             written.extend(p.chunk_index for p, _, _ in hashed)
-        if len(hashed) < len(items):
-            await workers.each([item for item in items if item[1] is None], one)
+        if others:
+            await workers.each(others, one)
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
     if not (raw and stores_raw(layout) and puts_hashed(store)):
