@@ -413,3 +413,71 @@ async def test_put_hashed_many_cancelled_leaves_whole_objects_and_no_temporary_f
         assert present >= 1  # k0 was being renamed when cancelled: it ends in place
     finally:
         await store.close()
+
+
+async def test_a_put_into_a_folder_it_did_not_make_makes_the_folder_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder found already there may be one another request just made and has not yet
+    fsync'ed into its parent, or one left by a process that died between its ``mkdir`` and the
+    fsync. The first put into it from this process fsyncs the folder's parents (each folder's
+    name durable in its parent) before returning; later puts do not pay that again."""
+    root = tmp_path / "root"
+    store = LocalStore(root)
+    await store.put("warm", b"x")
+    os.makedirs(root / "a" / "b")  # made by "someone else", never fsync'ed into its parent
+    syncs: list[tuple[str, int, int]] = []
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+
+    def timed_fsync_dir(folder: str) -> None:
+        start = time.monotonic_ns()
+        real_fsync_dir(folder)
+        syncs.append((folder, start, time.monotonic_ns()))
+
+    monkeypatch.setattr(posix_module, "fsync_dir", timed_fsync_dir)
+    try:
+        began = time.monotonic_ns()
+        await store.put("a/b/k1", b"one")
+        returned = time.monotonic_ns()
+        for parent in (root, root / "a"):  # the names a and a/b
+            assert any(f == str(parent) and began <= start and end <= returned for f, start, end in syncs), parent
+        syncs.clear()
+        await store.put("a/b/k2", b"two")
+        assert [f for f, _, _ in syncs] == [str(root / "a" / "b")]  # only the new key's name
+    finally:
+        await store.close()
+    syncs.clear()
+    again = LocalStore(root)  # another process: it has not seen a/b made durable itself
+    try:
+        await again.put("a/b/k3", b"three")
+        assert {str(root), str(root / "a")} <= {f for f, _, _ in syncs}
+        assert [(await again.get(k)).data for k in ("a/b/k1", "a/b/k2", "a/b/k3")] == [b"one", b"two", b"three"]
+    finally:
+        await again.close()
+
+
+async def test_a_folder_removed_and_made_again_by_another_process_is_made_durable_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folders this process deleted (emptied by its deletes) are forgotten as durable: a later
+    put into the same path, made again by anyone, fsyncs the parent once more."""
+    root = tmp_path / "root"
+    store = LocalStore(root)
+    syncs: list[str] = []
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+
+    def counted_fsync_dir(folder: str) -> None:
+        real_fsync_dir(folder)
+        syncs.append(folder)
+
+    try:
+        await store.put("p/q/k", b"x")
+        await store.delete("p/q/k")  # empties and removes p/q and p
+        assert not (root / "p").exists()
+        os.makedirs(root / "p" / "q")  # another process made them again, not yet fsync'ed
+        monkeypatch.setattr(posix_module, "fsync_dir", counted_fsync_dir)
+        await store.put("p/q/k", b"y")
+        assert str(root) in syncs and str(root / "p") in syncs
+        assert (await store.get("p/q/k")).data == b"y"
+    finally:
+        await store.close()

@@ -9,6 +9,8 @@ just files:
   removes once it is an hour old). Folder fsyncs are a group commit (``FolderSyncs``): puts
   and deletes in flight in one folder (the chunks of a request, small writes of many clients)
   share one, and none returns before an fsync begun after its own rename has finished.
+  A folder's own name is made durable in its parent before the first put in it that this
+  process makes (``_make_folder``), whoever made the folder.
 * **Whole objects into the caller's buffer.** ``read_into`` preads an object straight into a
   given buffer (a chunk's place in a reply's array): one copy from the page cache. Up to
   ``NOWAIT_READ_BYTES`` it first tries that on the event loop's thread with ``RWF_NOWAIT``,
@@ -83,7 +85,6 @@ from h5lake.storage.posix import (
     SlotLock,
     changed_at,
     file_identity,
-    fsync_dir,
     open_regular,
     read_all,
     valid_etag,
@@ -100,6 +101,7 @@ LOCK_DIR = RESERVED_SEGMENT_PREFIX + "locks"
 LOCK_SLOTS = 256
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
+_DURABLE_FOLDERS = 100_000  # folders remembered as durable (~10 MB of paths at most)
 _WINDOW = 256  # folder entries checked per thread hop when rolling up
 NOWAIT_READ_BYTES = 4 * 1024 * 1024  # read_into inline up to this size when all is in the page cache
 
@@ -133,6 +135,8 @@ class LocalStore(HardLinkCopies):
         self._bulk_threads = ThreadLane(max_threads, "h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = FolderSyncs()
+        # folders whose name (and their parents') this process saw made durable
+        self._durable_folders: set[str] = set()
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
         self._recent = RecentObjects()  # small objects read lately (storage/recent.py)
         self._slot_locks: list[SlotLock | None] = [None] * LOCK_SLOTS  # made on first use
@@ -483,13 +487,14 @@ class LocalStore(HardLinkCopies):
         name = os.path.join(folder, TEMP_PREFIX + secrets.token_hex(8))
         for _ in range(_MAKE_DIRS_TRIES):
             try:
+                if folder not in self._durable_folders:
+                    self._make_folder(key, folder)
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 break
             except FileNotFoundError:
-                # the folder is missing: new, or a delete removed it emptied under our feet
-                # (which can happen again while it is being made: then try again)
-                with contextlib.suppress(FileNotFoundError):
-                    self._make_folder(key, folder)
+                # a delete removed the emptied folder (or a parent) under our feet, which can
+                # happen again while it is being made: make them again
+                self._forget_folders(folder)
             except NotADirectoryError:
                 raise _folder_conflict(key) from None
         else:
@@ -518,21 +523,33 @@ class LocalStore(HardLinkCopies):
         return name
 
     def _make_folder(self, key: str, folder: str) -> None:
-        """Create ``folder`` and its missing parents, each made durable in its own parent."""
-        missing = []
-        while folder != self._root and not os.path.isdir(folder):
-            missing.append(folder)
+        """Create ``folder`` and its missing parents, and see each one's name durable in its
+        parent before returning. A folder found already there is not taken as durable: another
+        request may have made it and not yet finished its fsync, or a process may have died
+        between its ``mkdir`` and the fsync. So each folder not seen durable by this process
+        costs one fsync of its parent (shared, ``FolderSyncs``) the first time it is used."""
+        chain = []
+        while folder != self._root and folder not in self._durable_folders:
+            chain.append(folder)
             folder = os.path.dirname(folder)
-        for folder in reversed(missing):
+        for folder in reversed(chain):
             try:
                 os.mkdir(folder)
             except FileExistsError:
-                if os.path.isdir(folder):
-                    continue  # made by a concurrent put
-                raise _folder_conflict(key) from None
+                if not os.path.isdir(folder):
+                    raise _folder_conflict(key) from None
             except NotADirectoryError:
                 raise _folder_conflict(key) from None
-            fsync_dir(os.path.dirname(folder))
+            self._folder_syncs.sync(os.path.dirname(folder))
+            if len(self._durable_folders) >= _DURABLE_FOLDERS:
+                self._durable_folders.clear()  # forgetting costs one more parent fsync each
+            self._durable_folders.add(folder)
+
+    def _forget_folders(self, folder: str) -> None:
+        """Take ``folder`` and its parents as not durable (found removed): made again on use."""
+        while folder != self._root:
+            self._durable_folders.discard(folder)
+            folder = os.path.dirname(folder)
 
     def _delete(self, key: str, path: str) -> None:
         with self._locked(key):
@@ -551,6 +568,7 @@ class LocalStore(HardLinkCopies):
                 os.rmdir(folder)
             except OSError:
                 break
+            self._durable_folders.discard(folder)
             folder = os.path.dirname(folder)
 
     # --- listing ---------------------------------------------------------------------------
