@@ -31,8 +31,34 @@ class _Commands(click.Group):
         "version": "h5lake.tools.versions",
     }
 
+    # what ``h5lake --help`` lists for each lazy command, so the list loads no module
+    # (the command's own first docstring line; tests/test_cli.py checks they agree)
+    lazy_help: ClassVar[dict[str, str]] = {
+        "load": "Copy HDF5 files into a domain, or link them where they are.",
+        "export": "Write a domain into an HDF5 file.",
+        "serve": "Run the service.",
+        "apikey": "Create, list and revoke API keys.",
+        "gc": "Delete committed chunks and manifests no version references.",
+        "version": "Commit, list, tag, compare, restore, fork and delete versions.",
+    }
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))  # as click's own listing
+        rows = []
+        for name in names:
+            if name in self.commands:
+                command = self.commands[name]
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+            else:
+                rows.append((name, self.lazy_help[name]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name)

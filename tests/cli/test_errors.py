@@ -4,11 +4,14 @@ that says what to do, a non-zero exit status and no traceback (issue 17, items 8
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import click
 import h5py
 import numpy as np
 import pytest
@@ -233,6 +236,22 @@ def test_a_wrong_domain_path_and_a_usage_error(endpoint: str, tmp_path: Path, sm
 
 
 # --- help ---------------------------------------------------------------------------------------
+
+
+def test_help_lists_the_lazy_commands_as_their_own_help_says_without_loading_them() -> None:
+    """``h5lake --help`` names each lazily loaded command by a line kept in cli.py (loading
+    them all cost a second of imports); each line is the loaded command's own short help."""
+    for name, line in cli._Commands.lazy_help.items():
+        command = cli.main.get_command(click.Context(cli.main), name)
+        assert command is not None and command.get_short_help_str(200) == line, name
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom h5lake import cli\n"
+        "result = CliRunner().invoke(cli.main, ['--help'], standalone_mode=False)\n"
+        "assert result.exit_code == 0, result.output\n"
+        f"print(sorted(m for m in {sorted(set(cli._Commands.lazy.values()))!r} if m in sys.modules))\n"
+    )
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert listed.stdout.strip() == "[]"
 
 
 def test_help_lists_every_command_in_a_whole_sentence(tmp_path: Path) -> None:
