@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from h5lake.storage.base import Blob, PreconditionFailed
 from h5lake.storage.md5 import md5_hex
-from h5lake.storage.posix import TEMP_PREFIX, FolderSyncs, folder_conflict, open_regular, read_all
+from h5lake.storage.posix import (
+    TEMP_PREFIX,
+    DurableFolders,
+    FolderSyncs,
+    folder_conflict,
+    open_regular,
+    read_all,
+)
 from h5lake.storage.recent import RecentObjects
 
 T = TypeVar("T")
@@ -44,12 +51,12 @@ class HardLinkCopies:
     if TYPE_CHECKING:
         _recent: RecentObjects
         _folder_syncs: FolderSyncs
+        _folders: DurableFolders
 
         def _path(self, key: str) -> str: ...
         async def _run(self, fn: Callable[..., T], *args: object) -> T: ...
         def _locked(self, key: str) -> contextlib.AbstractContextManager[None]: ...
         def _make_folder(self, key: str, folder: str) -> None: ...
-        def _forget_folders(self, folder: str) -> None: ...
         def _stored_etag(self, fd: int, st: os.stat_result) -> str | None: ...
         def _read_blob(self, fd: int, st: os.stat_result, path: str | None = None) -> Blob: ...
         def _put(self, key: str, path: str, data: bytes | memoryview, if_match: str | None,
@@ -107,7 +114,7 @@ class HardLinkCopies:
                 if os.path.isdir(folder):
                     raise PreconditionFailed(source) from None
                 # a delete removed the emptied folder under our feet: make it again
-                self._forget_folders(folder)
+                self._folders.forget(folder)
             except (NotADirectoryError, IsADirectoryError):
                 raise PreconditionFailed(source) from None
             except OSError as e:

@@ -10,7 +10,7 @@ just files:
   and deletes in flight in one folder (the chunks of a request, small writes of many clients)
   share one, and none returns before an fsync begun after its own rename has finished.
   A folder's own name is made durable in its parent before the first put in it that this
-  process makes (``_make_folder``), whoever made the folder.
+  process makes (``DurableFolders``), whoever made the folder.
 * **Whole objects into the caller's buffer.** ``read_into`` preads an object straight into a
   given buffer (a chunk's place in a reply's array): one copy from the page cache. Up to
   ``NOWAIT_READ_BYTES`` it first tries that on the event loop's thread with ``RWF_NOWAIT``,
@@ -81,6 +81,7 @@ from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (
     ETAG_XATTR,
     TEMP_PREFIX,
+    DurableFolders,
     FolderSyncs,
     SlotLock,
     changed_at,
@@ -101,7 +102,6 @@ LOCK_DIR = RESERVED_SEGMENT_PREFIX + "locks"
 LOCK_SLOTS = 256
 _NO_XATTR = {errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.E2BIG}
 _MAKE_DIRS_TRIES = 50
-_DURABLE_FOLDERS = 100_000  # folders remembered as durable (~10 MB of paths at most)
 _WINDOW = 256  # folder entries checked per thread hop when rolling up
 NOWAIT_READ_BYTES = 4 * 1024 * 1024  # read_into inline up to this size when all is in the page cache
 
@@ -135,8 +135,7 @@ class LocalStore(HardLinkCopies):
         self._bulk_threads = ThreadLane(max_threads, "h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
         self._folder_syncs = FolderSyncs()
-        # folders whose name (and their parents') this process saw made durable
-        self._durable_folders: set[str] = set()
+        self._folders = DurableFolders(self._root, self._folder_syncs)
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
         self._recent = RecentObjects()  # small objects read lately (storage/recent.py)
         self._slot_locks: list[SlotLock | None] = [None] * LOCK_SLOTS  # made on first use
@@ -487,14 +486,14 @@ class LocalStore(HardLinkCopies):
         name = os.path.join(folder, TEMP_PREFIX + secrets.token_hex(8))
         for _ in range(_MAKE_DIRS_TRIES):
             try:
-                if folder not in self._durable_folders:
+                if not self._folders.known(folder):
                     self._make_folder(key, folder)
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 break
             except FileNotFoundError:
                 # a delete removed the emptied folder (or a parent) under our feet, which can
                 # happen again while it is being made: make them again
-                self._forget_folders(folder)
+                self._folders.forget(folder)
             except NotADirectoryError:
                 raise _folder_conflict(key) from None
         else:
@@ -523,33 +522,8 @@ class LocalStore(HardLinkCopies):
         return name
 
     def _make_folder(self, key: str, folder: str) -> None:
-        """Create ``folder`` and its missing parents, and see each one's name durable in its
-        parent before returning. A folder found already there is not taken as durable: another
-        request may have made it and not yet finished its fsync, or a process may have died
-        between its ``mkdir`` and the fsync. So each folder not seen durable by this process
-        costs one fsync of its parent (shared, ``FolderSyncs``) the first time it is used."""
-        chain = []
-        while folder != self._root and folder not in self._durable_folders:
-            chain.append(folder)
-            folder = os.path.dirname(folder)
-        for folder in reversed(chain):
-            try:
-                os.mkdir(folder)
-            except FileExistsError:
-                if not os.path.isdir(folder):
-                    raise _folder_conflict(key) from None
-            except NotADirectoryError:
-                raise _folder_conflict(key) from None
-            self._folder_syncs.sync(os.path.dirname(folder))
-            if len(self._durable_folders) >= _DURABLE_FOLDERS:
-                self._durable_folders.clear()  # forgetting costs one more parent fsync each
-            self._durable_folders.add(folder)
-
-    def _forget_folders(self, folder: str) -> None:
-        """Take ``folder`` and its parents as not durable (found removed): made again on use."""
-        while folder != self._root:
-            self._durable_folders.discard(folder)
-            folder = os.path.dirname(folder)
+        """Create ``folder`` and its missing parents, each name durable in its parent on return."""
+        self._folders.make(key, folder)
 
     def _delete(self, key: str, path: str) -> None:
         with self._locked(key):
@@ -568,7 +542,7 @@ class LocalStore(HardLinkCopies):
                 os.rmdir(folder)
             except OSError:
                 break
-            self._durable_folders.discard(folder)
+            self._folders.removed(folder)
             folder = os.path.dirname(folder)
 
     # --- listing ---------------------------------------------------------------------------

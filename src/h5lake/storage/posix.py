@@ -1,6 +1,7 @@
 """POSIX pieces of the local-directory store: opening an object's file, reading it whole, its
 identity for validating a remembered copy, the ETag kept in its extended attribute, group
-commit of folder fsyncs, the per-key-slot lock shared with other processes (storage/local.py)."""
+commit of folder fsyncs, folders made durable before use, the per-key-slot lock shared with
+other processes (storage/local.py)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,56 @@ class FolderSync:
                     self.running = False
                     self.cond.notify_all()
                 self.durable = max(self.durable, covers)  # not reached when the fsync failed
+
+
+class DurableFolders:
+    """The folders under ``root`` whose names this process has seen made durable in their
+    parents. A folder found already there is not taken as durable: another request may have
+    made it and not yet finished its fsync, or a process may have died between its ``mkdir``
+    and the fsync. So each folder not known here costs one fsync of its parent (shared through
+    ``FolderSyncs``) the first time this process puts into it; after that a set lookup.
+
+    A folder this process removes is forgotten (``removed``), and so is one a put finds gone
+    (``forget``). One that *another* process removes and a third makes again in the moment
+    before a put here stays remembered: that put may return before the maker's fsync of the
+    parent (the window of one fsync, after a folder was emptied and removed)."""
+
+    def __init__(self, root: str, syncs: FolderSyncs, remember: int = 100_000) -> None:
+        self._root = root
+        self._syncs = syncs
+        self._remember = remember  # folders remembered at most (~10 MB of paths)
+        self._known: set[str] = set()
+
+    def known(self, folder: str) -> bool:
+        return folder in self._known
+
+    def make(self, key: str, folder: str) -> None:
+        """Create ``folder`` and its missing parents; on return each one's name is durable."""
+        chain = []
+        while folder != self._root and folder not in self._known:
+            chain.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(chain):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                if not os.path.isdir(folder):
+                    raise folder_conflict(key) from None
+            except NotADirectoryError:
+                raise folder_conflict(key) from None
+            self._syncs.sync(os.path.dirname(folder))
+            if len(self._known) >= self._remember:
+                self._known.clear()  # forgetting costs one more parent fsync each
+            self._known.add(folder)
+
+    def forget(self, folder: str) -> None:
+        """``folder`` or a parent was found removed: each is made again on its next use."""
+        while folder != self._root:
+            self._known.discard(folder)
+            folder = os.path.dirname(folder)
+
+    def removed(self, folder: str) -> None:
+        self._known.discard(folder)
 
 
 def changed_at(st: os.stat_result) -> float:
