@@ -278,6 +278,10 @@ class LinkPlan:
 def _base_props(dset: Any, base_props: Doc | None) -> Doc:
     props = {k: v for k, v in (base_props or {}).items() if k not in ("layout",)}
     filters = from_h5py_dcpl(dset)
+    plist = dset.id.get_create_plist()
+    for i, spec in enumerate(filters):
+        if "parameters" in spec:  # a filter kept as the file has it keeps its flags too
+            spec["flags"] = int(plist.get_filter(i)[1])
     if filters:
         props["filters"] = filters
     else:
