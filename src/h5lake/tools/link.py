@@ -43,6 +43,10 @@ from h5lake.model.types import CharSet
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
 TABLE_CHUNK_ENTRIES = 64 * 1024  # entries per chunk table chunk: 768 KiB of (offset, size)
 URI_TABLE_CHUNK_ENTRIES = 4 * 1024  # with file URIs (variable-length): each chunk decodes in ~30 ms
+# A chunk table holds an entry for every chunk of the grid, written or not: a huge, sparse
+# dataset (an extent of 10**12 elements, a few chunks written) would take gigabytes of table,
+# built in memory and sent. Past this many grid chunks the dataset is copied (its written chunks).
+MAX_TABLE_ENTRIES = 1 << 24  # 256 MiB of (offset, size)
 Doc = dict[str, Any]
 
 
@@ -86,6 +90,8 @@ def copy_reason(dset: Any, type_json: Doc | None = None, *, external_ok: bool = 
         FilterPipeline.from_json(filters, dt, dset.chunks)
     except H5LakeError as exc:
         return f"filter not readable by the server ({exc})"
+    if dset.chunks is not None and (grid := math.prod(_grid(dset.shape, dset.chunks))) > MAX_TABLE_ENTRIES:
+        return f"{grid} chunks in its grid, more than a chunk table holds ({MAX_TABLE_ENTRIES}); its written chunks are copied"
     return None
 
 
