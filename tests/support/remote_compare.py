@@ -77,6 +77,8 @@ def _not_utf8(value: Any) -> bool:
                 bytes(v).decode("utf-8")
             except UnicodeDecodeError:
                 return True
+        if isinstance(v, str) and any("\udc80" <= c <= "\udcff" for c in v):
+            return True  # h5py's surrogate escapes for such bytes in an ASCII vlen string
     return False
 
 

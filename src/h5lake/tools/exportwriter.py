@@ -129,7 +129,7 @@ def _extendible(layout: Doc, shape: Doc, item_size: int, where: str, notes: list
     only chunked or external in HDF5, so one that is neither (an external dataset written as an
     ordinary one, a virtual dataset loaded as one) is written chunked."""
     dims = [int(d) for d in shape.get("dims") or ()]
-    maxdims = [None if m in ("H5S_UNLIMITED", 0) else int(m) for m in shape.get("maxdims") or dims]
+    maxdims = [None if m == "H5S_UNLIMITED" else int(m) for m in shape.get("maxdims") or dims]
     if maxdims == dims or layout.get("class") in ("H5D_CHUNKED", "H5D_COMPACT"):
         return layout
     chunks = list(guess_chunk_shape(dims, maxdims, item_size))
