@@ -9,11 +9,13 @@ with its low-level API (dense attribute storage, szip, arrays of compounds, vlen
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import h5py
+import hdf5plugin
 import numpy as np
 from h5py import h5t
 
@@ -411,6 +413,280 @@ def native_complex(path: Path) -> None:
         member.insert(b"n", 8, h5t.STD_I32LE)
         raw_dataset(f, "in_compound", member, (2,), values[:2].astype("<c8").tobytes()[:8] + b"\x01\0\0\0" + values[1:2].astype("<c8").tobytes() + b"\x02\0\0\0")
         raw_dataset(f, "in_array", h5t.array_create(h5t.COMPLEX_IEEE_F64LE, (2,)), (2,), values.tobytes())
+
+
+# -- a fresh pass over storage forms and types (docs/fidelity.md, "Other libraries' files") --------
+
+
+def _vals(shape: tuple[int, ...], dtype: str = "<f4") -> np.ndarray:
+    return (np.arange(int(np.prod(shape))) % 251).reshape(shape).astype(dtype)
+
+
+@wild("chunk_index_edges")
+def chunk_index_edges(path: Path) -> None:
+    """libver latest, the chunk indexes at their edges: a fixed array with paged data blocks
+    (> 1024 chunks), an extensible array of 1667 chunks, a v2 B-tree of several levels, an
+    implicit index with a fill value and partial edge chunks, and chunks written with a filter
+    skipped (filter mask 1, ``write_direct_chunk``) in each index and a single chunk."""
+    with h5py.File(path, "w", libver="latest") as f:
+        f.create_dataset("fa_paged", data=_vals((64, 40), "<i2"), chunks=(2, 1))
+        d = f.create_dataset("ea_many", shape=(5000,), maxshape=(None,), chunks=(3,), dtype="<i4")
+        d[:] = np.arange(5000)
+        f.create_dataset("bt2_levels", data=_vals((200, 200), "<u1"), chunks=(3, 5), maxshape=(None, None))
+        f.create_dataset("single_filtered", data=_vals((7, 9)), chunks=(7, 9), compression="gzip", shuffle=True, fletcher32=True)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4, 4))
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_value(np.array(-9, "<i8"))
+        implicit = h5py.h5d.create(f.id, b"implicit_fill", h5t.STD_I64LE, h5py.h5s.create_simple((10, 10)), dcpl=dcpl)
+        h5py.Dataset(implicit)[1:3, 1:3] = 5
+        for name, maxshape in (("fa_mask", (40,)), ("ea_mask", (None,)), ("bt2_mask", (None,))):
+            ds = f.create_dataset(name, shape=(40,), dtype="<i4", chunks=(10,), compression="gzip", maxshape=maxshape)
+            ds[0:10] = np.arange(10)
+            ds.id.write_direct_chunk((10,), np.arange(10, 20, dtype="<i4").tobytes(), filter_mask=1)
+            ds[20:30] = np.arange(20, 30)
+        ds = f.create_dataset("bt2_mask_2d", shape=(4, 4), dtype="<i4", chunks=(2, 2), compression="gzip", maxshape=(None, None))
+        ds.id.write_direct_chunk((2, 2), np.arange(4, dtype="<i4").tobytes(), filter_mask=1)
+        ds = f.create_dataset("single_mask", shape=(4, 4), dtype="<i4", chunks=(4, 4), compression="gzip")
+        ds.id.write_direct_chunk((0, 0), np.arange(16, dtype="<i4").tobytes(), filter_mask=1)
+
+
+@wild("layouts_alloc_times")
+def layouts_alloc_times(path: Path) -> None:
+    """Compact and contiguous layouts with every allocation time, written or never written,
+    with a fill value; a contiguous dataset allocated early whose fill is never written; empty
+    chunked (with gzip) and contiguous datasets."""
+    with h5py.File(path, "w") as f:
+        for layout in (h5py.h5d.COMPACT, h5py.h5d.CONTIGUOUS):
+            for alloc in (h5py.h5d.ALLOC_TIME_EARLY, h5py.h5d.ALLOC_TIME_LATE, h5py.h5d.ALLOC_TIME_INCR):
+                if layout == h5py.h5d.COMPACT and alloc != h5py.h5d.ALLOC_TIME_EARLY:
+                    continue  # HDF5 allocates compact storage early, always
+                for written in (True, False):
+                    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+                    dcpl.set_layout(layout)
+                    dcpl.set_alloc_time(alloc)
+                    dcpl.set_fill_value(np.array(3.5, "<f8"))
+                    raw = np.arange(6, dtype="<f8").tobytes() if written else None
+                    raw_dataset(f, f"l{layout}_a{alloc}_{'w' if written else 'n'}", h5t.IEEE_F64LE, (6,), raw, dcpl)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        raw_dataset(f, "early_fill_never", h5t.STD_I32LE, (5,), np.arange(5, dtype="<i4").tobytes(), dcpl)
+        f.create_dataset("empty_chunked_gzip", shape=(0, 0), maxshape=(None, None), chunks=(4, 4), dtype="<f4", compression="gzip")
+        f.create_dataset("empty_contiguous", shape=(0,), dtype="<i4")
+
+
+@wild("scalars_and_nulls")
+def scalars_and_nulls(path: Path) -> None:
+    """A scalar dataset of every type class (integer, big-endian float, fixed and variable
+    strings, compound, array, enum, opaque, object and region references, a vlen of compounds,
+    bitfield, bool) and null-space datasets and attributes of several classes."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("s_int", data=np.int8(-3))
+        f.create_dataset("s_be", data=np.array(2.5, ">f8"))
+        f.create_dataset("s_fixstr", data=np.bytes_("abc"))
+        f.create_dataset("s_vstr", data="héllo", dtype=h5py.string_dtype())
+        f.create_dataset("s_cmp", data=np.array((1, 2.0, b"xy"), dtype=[("a", "<i4"), ("b", ">f4"), ("c", "S2")]))
+        raw_dataset(f, "s_arr", h5t.array_create(h5t.STD_I16LE, (3,)), (), np.array([1, 2, 3], "<i2").tobytes())
+        f.create_dataset("s_enum", data=np.array(2, "u1"), dtype=h5py.enum_dtype({"R": 0, "G": 1, "B": 2}, basetype="u1"))
+        f.create_dataset("s_opaque", data=np.void(b"abcde"))
+        g = f.create_group("g")
+        f.create_dataset("s_ref", data=g.ref, dtype=h5py.ref_dtype)
+        target = f.create_dataset("target", data=np.arange(10))
+        f.create_dataset("s_regionref", data=target.regionref[2:5], dtype=h5py.regionref_dtype)
+        pair = np.dtype([("x", "<i2"), ("y", "<f4")])
+        f.create_dataset("s_vlen_cmp", shape=(), dtype=h5py.vlen_dtype(pair))[()] = np.array([(1, 1.5), (2, 2.5)], dtype=pair)
+        raw_dataset(f, "s_bitfield", h5t.STD_B16BE, (), b"\x12\x34")
+        f.create_dataset("s_bool", data=np.bool_(True))
+        for name, tid in (("int", h5t.STD_I32LE), ("str", string_type(4)), ("vstr", string_type(None)), ("cmp", h5t.py_create(np.dtype([("a", "<i4")])))):
+            raw_dataset(f, f"null_{name}", tid, None)
+            raw_attr(f, f"null_{name}", tid, None)
+
+
+@wild("attribute_classes")
+def attribute_classes(path: Path) -> None:
+    """Attributes of every type class on a group with tracked order: a vlen of compounds, a
+    compound with a vlen string, region and object references, a 2-D array type, a big-endian
+    enum, opaque, vlen strings (ASCII ones holding a byte that is not UTF-8), half floats, big-endian complex, extreme
+    64-bit integers, an empty string, a rank-3 attribute of no elements, a bitfield; and a
+    group of 1000 small attributes, dense with an indexed creation order."""
+    with h5py.File(path, "w", libver="latest") as f:
+        g = f.create_group("g", track_order=True)
+        d = f.create_dataset("d", data=np.arange(10))
+        pair = np.dtype([("x", "<i2"), ("y", ">f8")])
+        seqs = np.empty(2, dtype=object)
+        seqs[0], seqs[1] = np.array([(1, 1.5)], dtype=pair), np.array([], dtype=pair)
+        g.attrs.create("vlen_cmp", data=seqs, dtype=h5py.vlen_dtype(pair))
+        g.attrs.create("cmp_vstr", data=np.array([(1, "α"), (2, "")], dtype=[("a", "<i4"), ("s", h5py.string_dtype())]))
+        g.attrs.create("rref", data=np.array([d.regionref[1:3], d.regionref[[0, 5, 9]]], dtype=h5py.regionref_dtype), dtype=h5py.regionref_dtype)
+        g.attrs.create("oref", data=np.array([d.ref, g.ref, f.ref], dtype=h5py.ref_dtype), dtype=h5py.ref_dtype)
+        g.attrs.create("arr2d", data=np.arange(12, dtype=">u2").reshape(2, 2, 3), dtype=np.dtype((">u2", (2, 3))))
+        g.attrs.create("enum_be", data=np.array([1, 0], ">i2"), dtype=h5py.enum_dtype({"a": 0, "b": 1}, basetype=">i2"))
+        g.attrs.create("opaque", data=np.void(b"\x00\x01\x02"))
+        g.attrs.create("vstr_list", data=["a", "bb", "ççç"], dtype=h5py.string_dtype())
+        g.attrs.create("bytes_vlen", data=[b"a\xffb"], dtype=h5py.string_dtype("ascii"))
+        g.attrs.create("f16", data=np.array([1.5, -2], "<f2"))
+        g.attrs.create("c8be", data=np.array([1 + 2j], ">c8"))
+        g.attrs.create("u64max", data=np.uint64(2**64 - 1))
+        g.attrs.create("i64min", data=np.int64(-(2**63)))
+        g.attrs.create("empty_str", data=np.bytes_(""))
+        g.attrs.create("rank3_empty", data=np.zeros((2, 0, 3), "<i4"))
+        raw_attr(g, "bitfield", h5t.STD_B8LE, (3,), b"\x01\x02\xff")
+        many = f.create_group("many", track_order=True)
+        for i in range(1000):
+            many.attrs[f"a{i}"] = i
+
+
+@wild("odd_names_and_links")
+def odd_names_and_links(path: Path) -> None:
+    """Names a URL must escape or a path parser may trip on (spaces, ``..``, ``%2F``, ``?``,
+    ``#``, ``&``, ``+``, backslash, tab, newline, emoji, quotes), as links and as attribute
+    names (``a/b``, ``.``, ``/`` too); compound members and enum names with spaces and dots;
+    cycles of hard links (to a parent, to the root, to itself), relative, ``..`` and dangling
+    soft links, external links to the file itself and to a missing file, a committed type
+    with two names, 60 links in tracked (reversed) creation order."""
+    names = ["with space", " lead", "trail ", "dot.dot", "..", "...", "a%2Fb", "q?x=1&y=2", "hash#x", "plus+sign", "back\\slash",
+             "tab\tname", "nl\nname", "emoji😀", "semi;colon", 'quote"s', "apos's", "<tag>", "pct%", "%", "~tilde", "star*", "colon:x", "a" * 300]
+    with h5py.File(path, "w", libver="latest", track_order=True) as f:
+        odd = f.create_group("odd")
+        for i, name in enumerate(names):
+            odd.create_dataset(name, data=[i])
+            odd.attrs[name] = i
+        for i, name in enumerate(["a/b", ".", "/"]):
+            f.attrs[name] = i
+        odd.create_group("sub.grp")["x"] = h5py.SoftLink("/odd/with space")
+        f["soft to odd"] = h5py.SoftLink("/odd/q?x=1&y=2")
+        f["ext odd"] = h5py.ExternalLink("other file#.h5", "/path with space")
+        f.create_dataset("cmp_names", data=np.ones(2, [("a b", "<i4"), ("c.d", "<f4"), ("é", "u1")]))
+        f.create_dataset("enum_names", data=np.array([0, 1], "u1"), dtype=h5py.enum_dtype({"a b": 0, "ü.x": 1}, basetype="u1"))
+        a = f.create_group("a", track_order=True)
+        b = a.create_group("b")
+        b["up"], b["root"], a["self"] = a, f["/"], a
+        f["dangling"] = h5py.SoftLink("/nowhere/at/all")
+        f["relative"] = h5py.SoftLink("a/b")
+        f["dotdot"] = h5py.SoftLink("../a")
+        f["ext_self"] = h5py.ExternalLink(path.name, "/a")
+        f["ext_missing"] = h5py.ExternalLink("missing.h5", "/x")
+        for i in range(60):
+            f.create_dataset(f"d{59 - i}", data=[i])
+        f["committed"] = np.dtype("<i4")
+        a["committed_hard"] = f["committed"]
+
+
+@wild("big_endian_everything")
+def big_endian_everything(path: Path) -> None:
+    """Big-endian integers, floats (half too) and complex numbers, chunked with gzip and
+    shuffle and as attributes; a big-endian compound (with an array and a nested compound)
+    with a compound fill value; a vlen, an array and an enum of big-endian bases; scale-offset
+    of big-endian integers and floats."""
+    with h5py.File(path, "w") as f:
+        for t in (">i1", ">u2", ">i4", ">u8", ">f2", ">f4", ">f8", ">c16"):
+            f.create_dataset("ch_" + t[1:], data=_vals((10, 7), t), chunks=(3, 3), compression="gzip", shuffle=True)
+            f.attrs["a_" + t[1:]] = _vals((3,), t)
+        cmp = np.dtype([("a", ">i4"), ("b", ">f8", (2,)), ("c", [("d", ">u2")])])
+        f.create_dataset("be_cmp", data=np.zeros(4, cmp), chunks=(2,), fillvalue=np.array((7, (1.5, 2.5), (3,)), cmp))
+        seqs = np.empty(2, dtype=object)
+        seqs[0], seqs[1] = np.array([1, 2], ">i4"), np.array([3], ">i4")
+        f.create_dataset("be_vlen", data=seqs, dtype=h5py.vlen_dtype(">i4"))
+        f.create_dataset("be_arr", data=np.ones(2, np.dtype((">f4", (2, 2)))))
+        f.create_dataset("be_enum", data=np.array([1, 2], ">u4"), dtype=h5py.enum_dtype({"x": 1, "y": 2}, basetype=">u4"))
+        f.create_dataset("be_so", data=_vals((50,), ">i4"), chunks=(10,), scaleoffset=0)
+        f.create_dataset("be_so_f", data=_vals((50,), ">f8") / 7, chunks=(10,), scaleoffset=2)
+
+
+@wild("filters_alone")
+def filters_alone(path: Path) -> None:
+    """Filters without deflate: fletcher32 alone, shuffle alone, shuffle + fletcher32 + gzip 9,
+    a mandatory N-bit filter (flags 0) of a 16-bit integer at offset 8, scale-offset of an
+    unsigned type with a fill value, an optional deflate; compound fill values, chunked and
+    contiguous."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fletcher_only", data=_vals((30, 10)), chunks=(7, 10), fletcher32=True)
+        f.create_dataset("shuffle_only", data=_vals((30, 10), "<i8"), chunks=(7, 10), shuffle=True)
+        f.create_dataset("shuffle_fletcher_gzip9", data=_vals((30, 10), "<u2"), chunks=(7, 3), shuffle=True, fletcher32=True, compression="gzip", compression_opts=9)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((10,))
+        dcpl.set_filter(h5py.h5z.FILTER_NBIT, 0, ())
+        t = h5t.STD_I32LE.copy()
+        t.set_precision(16)
+        t.set_offset(8)
+        raw_dataset(f, "nbit_mandatory", t, (25,), (np.arange(25, dtype="<i4") << 8).tobytes(), dcpl)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((10,))
+        dcpl.set_scaleoffset(h5py.h5z.SO_INT, 0)
+        dcpl.set_fill_value(np.array(5, "<u2"))
+        raw_dataset(f, "so_u2_fill", h5t.STD_U16LE, (25,), (np.arange(25, dtype="<u2") * 100).tobytes(), dcpl)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((10,))
+        dcpl.set_filter(h5py.h5z.FILTER_DEFLATE, h5py.h5z.FLAG_OPTIONAL, (1,))
+        raw_dataset(f, "deflate_optional", h5t.STD_I32LE, (25,), np.arange(25, dtype="<i4").tobytes(), dcpl)
+        ct = np.dtype([("a", "<i2"), ("b", "<f8"), ("s", "S3")])
+        f.create_dataset("cmp_fill", shape=(10,), chunks=(4,), dtype=ct, fillvalue=np.array((-1, 2.5, b"xy"), ct))
+        f["cmp_fill"][4] = (1, 1.0, b"a")
+        f.create_dataset("cmp_fill_contiguous", shape=(4,), dtype=ct, fillvalue=np.array((9, -0.5, b"zz"), ct))
+
+
+@wild("types_both_layouts")
+def types_both_layouts(path: Path) -> None:
+    """Every fixed-size type class chunked (gzip) and contiguous, so linked datasets of each are
+    read by byte range: fixed strings, opaque, enum, a big-endian array type, a compound of
+    half float, complex, string, array and bool members, half floats, big-endian complex,
+    a big-endian bitfield; plugin filters (zstd, lz4, bitshuffle, blosc with bitshuffle,
+    bzip2, reversible ZFP); an object header churned by deleted and re-added attributes."""
+    with h5py.File(path, "w", libver="latest") as f:
+        for lay in ("chunked", "contig"):
+            kw: dict[str, object] = {"chunks": (3,), "compression": "gzip"} if lay == "chunked" else {}
+            f.create_dataset(f"{lay}/fixstr", data=np.array([b"a", b"bcd", b""] * 3, "S5"), **kw)
+            f.create_dataset(f"{lay}/opaque", data=np.array([b"\x01\x02\x03\x04"] * 9, "V4"), **kw)
+            f.create_dataset(f"{lay}/enum", data=np.arange(9, dtype="i1") % 3, dtype=h5py.enum_dtype({"a": 0, "b": 1, "c": 2}, "i1"), **kw)
+            f.create_dataset(f"{lay}/array", shape=(9,), dtype=np.dtype((">i2", (2, 3))), **kw)[...] = _vals((9, 2, 3), ">i2")
+            cmp = np.dtype([("a", ">f2"), ("b", "<c16"), ("c", "S3"), ("d", ">u8", (2,)), ("e", "?")])
+            z = np.zeros(9, cmp)
+            z["a"], z["b"], z["c"], z["e"] = np.arange(9), np.arange(9) * (1 + 1j), b"xyz", np.arange(9) % 2
+            z["d"] = [[i, 2**64 - 1] for i in range(9)]
+            f.create_dataset(f"{lay}/compound", data=z, **kw)
+            f.create_dataset(f"{lay}/f16", data=_vals((9,), "<f2") / 3, **kw)
+            f.create_dataset(f"{lay}/c8be", data=(_vals((9,)) + 1j).astype(">c8"), **kw)
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            if lay == "chunked":
+                dcpl.set_chunk((3,))
+                dcpl.set_deflate(1)
+            raw_dataset(f[lay], "bitfield", h5t.STD_B32BE, (9,), bytes(range(36)), dcpl)
+        f.create_dataset("plug/zstd", data=_vals((50, 40)), chunks=(10, 10), **hdf5plugin.Zstd())
+        f.create_dataset("plug/lz4", data=_vals((50, 40)), chunks=(10, 10), **hdf5plugin.LZ4())
+        f.create_dataset("plug/bitshuffle", data=_vals((50, 40), "<i4"), chunks=(10, 10), **hdf5plugin.Bitshuffle())
+        f.create_dataset("plug/blosc_bitshuffle", data=_vals((50, 40), ">f8"), chunks=(10, 10), **hdf5plugin.Blosc(cname="zstd", shuffle=hdf5plugin.Blosc.BITSHUFFLE))
+        f.create_dataset("plug/bzip2", data=_vals((50, 40), ">f8"), chunks=(10, 10), **hdf5plugin.BZip2())
+        f.create_dataset("plug/zfp_reversible", data=_vals((50, 40), "<f8"), chunks=(10, 10), **hdf5plugin.Zfp(reversible=True))
+        d = f.create_dataset("churn", data=np.arange(4))
+        for i in range(40):
+            d.attrs[f"x{i}"] = np.arange(i)
+        for i in range(0, 40, 2):
+            del d.attrs[f"x{i}"]
+        for i in range(5):
+            d.attrs[f"y{i}"] = "again" * i
+
+
+@wild("hdf5_tools_output")
+def hdf5_tools_output(path: Path) -> None:
+    """A file as HDF5's own tools leave it: repacked by ``h5repack`` with paged aggregation
+    (``-S PAGE -G 4096``, persisted free space) and a group copied in by ``h5copy``, then a
+    user block of 1120 bytes added by ``h5jam`` (padded to 2048, every address shifted)."""
+    work = path.with_name(path.stem + "_work")
+    work.mkdir(exist_ok=True)
+    src = work / "src.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("a", data=_vals((100, 50)), chunks=(25, 25), compression="gzip")
+        f.create_dataset("b", data=np.arange(1000, dtype="<i8"))
+        f.create_dataset("c", data=_vals((30,), "<i2"))
+        f.attrs["note"] = "repacked"
+        f.create_group("g").attrs["x"] = np.arange(3)
+    paged = work / "paged.h5"
+    subprocess.run(["h5repack", "-S", "PAGE", "-G", "4096", "-P", "1", str(src), str(paged)], check=True, capture_output=True)
+    subprocess.run(["h5copy", "-i", str(src), "-o", str(paged), "-s", "/g", "-d", "/deep/copied", "-p"], check=True, capture_output=True)
+    block = work / "ub.txt"
+    block.write_bytes(b"USER BLOCK TEXT\n" * 70)
+    subprocess.run(["h5jam", "-i", str(paged), "-u", str(block), "-o", str(path)], check=True, capture_output=True)
 
 
 def build_wild(directory: Path, optional: bool = False) -> dict[str, Path]:

@@ -77,14 +77,16 @@ def _not_utf8(value: Any) -> bool:
                 bytes(v).decode("utf-8")
             except UnicodeDecodeError:
                 return True
+        if isinstance(v, str) and any("\udc80" <= c <= "\udcff" for c in v):
+            return True  # h5py's surrogate escapes for such bytes in an ASCII vlen string
     return False
 
 
 def _lenient(value: Any) -> Any:
     """What h5pyd 1.0 makes of some values: an empty sequence of a vlen reads as 0, fixed strings
     keep their space padding, a dangling reference fails with another error than h5py's."""
-    if isinstance(value, np.ndarray) and value.size == 0 and value.ndim == 1:
-        return 0  # also an empty element of a vlen of vlens (an object array)
+    if isinstance(value, np.ndarray) and value.size == 0 and value.ndim >= 1:
+        return 0  # also an empty element of a vlen of vlens or of arrays (shape (0, n))
     if isinstance(value, np.ndarray | np.generic) and np.asarray(value).dtype.kind == "f" and np.asarray(value).itemsize > 8:
         return np.asarray(value).view(f"V{np.asarray(value).itemsize}")  # carried as opaque bytes
     if isinstance(value, np.ndarray | np.generic) and np.asarray(value).dtype.kind == "c":

@@ -20,6 +20,7 @@ from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.model.fromjson import fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
+from h5lake.model.layout import guess_chunk_shape
 from h5lake.model.links import LinkClass
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
@@ -121,6 +122,19 @@ def _space(shape: Doc) -> tuple[Any, tuple[int, ...]]:
     if maxdims is None:
         return h5s.create_simple(dims), dims
     return h5s.create_simple(dims, tuple(h5s.UNLIMITED if m == "H5S_UNLIMITED" else int(m) for m in maxdims)), dims
+
+
+def _extendible(layout: Doc, shape: Doc, item_size: int, where: str, notes: list[str]) -> Doc:
+    """The layout of a dataset HDF5 would refuse: an extendible one (maxdims beyond dims) is
+    only chunked or external in HDF5, so one that is neither (an external dataset written as an
+    ordinary one, a virtual dataset loaded as one) is written chunked."""
+    dims = [int(d) for d in shape.get("dims") or ()]
+    maxdims = [None if m == "H5S_UNLIMITED" else int(m) for m in shape.get("maxdims") or dims]
+    if maxdims == dims or layout.get("class") in ("H5D_CHUNKED", "H5D_COMPACT"):
+        return layout
+    chunks = list(guess_chunk_shape(dims, maxdims, item_size))
+    notes.append(f"dataset {where}: extendible, so written chunked ({'x'.join(map(str, chunks))})")
+    return {"class": "H5D_CHUNKED", "dims": chunks}
 
 
 class Writer:
@@ -261,7 +275,8 @@ class Writer:
             else:
                 self.notes.append(f"dataset {where}: external storage written as an ordinary dataset (use --keep-external to re-create the raw files)")
                 del layout["externalStorage"]
-                props["layout"] = layout
+        if "externalStorage" not in layout:
+            props["layout"] = layout = _extendible(layout, doc["shape"], tid.get_size(), where, self.notes)
         fill_raw = self._fill_raw(props, t, tid)
         try:
             dcpl = make_dcpl(props, t, fill_raw, memory_type_id(tid, t))  # HDF5 converts the fill

@@ -109,6 +109,14 @@ def datatype_properties(tid: Any) -> Doc:
     return props
 
 
+def _printf_file(name: str) -> str:
+    """The file a virtual mapping's source name names first: HDF5's printf-style names stand
+    for one file per block of an unlimited mapping, ``%b`` the block number (from 0) and ``%%``
+    a percent sign; the first block's file must be there (the later ones are found by HDF5 as
+    far as they go)."""
+    return "%".join(part.replace("%b", "0") for part in name.split("%%"))
+
+
 def _virtual_note(dsid: Any, dcpl: Any) -> str:
     """A virtual dataset is loaded as an ordinary one holding the values HDF5 reads through its
     mappings; every source file must be there (HDF5 would read a missing one as fill values)."""
@@ -121,7 +129,8 @@ def _virtual_note(dsid: Any, dcpl: Any) -> str:
         if name == ".":
             continue
         folder = Path(prefix.replace("${ORIGIN}", str(here))) if prefix else here
-        if not ((folder / name).is_file() or Path(name).is_file()):
+        first = _printf_file(name)
+        if not ((folder / first).is_file() or Path(first).is_file()):
             missing.append(name)
     name = h5i.get_name(dsid).decode("utf-8", "surrogateescape")
     if missing:

@@ -43,6 +43,10 @@ from h5lake.model.types import CharSet
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
 TABLE_CHUNK_ENTRIES = 64 * 1024  # entries per chunk table chunk: 768 KiB of (offset, size)
 URI_TABLE_CHUNK_ENTRIES = 4 * 1024  # with file URIs (variable-length): each chunk decodes in ~30 ms
+# A chunk table holds an entry for every chunk of the grid, written or not: a huge, sparse
+# dataset (an extent of 10**12 elements, a few chunks written) would take gigabytes of table,
+# built in memory and sent. Past this many grid chunks the dataset is copied (its written chunks).
+MAX_TABLE_ENTRIES = 1 << 24  # 256 MiB of (offset, size)
 Doc = dict[str, Any]
 
 
@@ -86,6 +90,8 @@ def copy_reason(dset: Any, type_json: Doc | None = None, *, external_ok: bool = 
         FilterPipeline.from_json(filters, dt, dset.chunks)
     except H5LakeError as exc:
         return f"filter not readable by the server ({exc})"
+    if dset.chunks is not None and (grid := math.prod(_grid(dset.shape, dset.chunks))) > MAX_TABLE_ENTRIES:
+        return f"{grid} chunks in its grid, more than a chunk table holds ({MAX_TABLE_ENTRIES}); its written chunks are copied"
     return None
 
 
@@ -278,6 +284,10 @@ class LinkPlan:
 def _base_props(dset: Any, base_props: Doc | None) -> Doc:
     props = {k: v for k, v in (base_props or {}).items() if k not in ("layout",)}
     filters = from_h5py_dcpl(dset)
+    plist = dset.id.get_create_plist()
+    for i, spec in enumerate(filters):
+        if "parameters" in spec:  # a filter kept as the file has it keeps its flags too
+            spec["flags"] = int(plist.get_filter(i)[1])
     if filters:
         props["filters"] = filters
     else:

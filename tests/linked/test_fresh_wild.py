@@ -1,0 +1,176 @@
+"""Storage forms found by a fresh pass over files from the wild (docs/fidelity.md), each loaded
+(``h5lake load``) and linked (``load --link``), read back through h5pyd 1.0 and compared with
+h5py (tests/support/remote_compare.py), then exported and compared with the source object by
+object (tests/roundtrip/compare.py):
+
+* a filter kept with its cd_values (N-bit) lost its flags when linked: a mandatory filter was
+  exported optional;
+* a virtual dataset whose source files are named printf-style (``src_%b.h5``, one file per
+  block of an unlimited mapping) was refused, its sources "missing";
+* an extendible dataset that is not chunked in h5lake (external storage written as an
+  ordinary dataset, a virtual dataset loaded as one) could not be exported: "extendible
+  contiguous non-external dataset not allowed";
+* linking a huge, sparse chunked dataset built and sent a chunk table of its whole grid.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import h5py
+import h5pyd
+import numpy as np
+import pytest
+from h5py import h5d, h5p, h5s, h5t
+
+from h5lake.tools import link as linking
+from h5lake.tools.export import export_domain
+from h5lake.tools.load import load_file
+from h5lake.tools.rest import RestClient, Settings
+from tests.conftest import Client
+from tests.roundtrip.compare import compare_files
+from tests.roundtrip.corpus import raw_dataset
+from tests.support.remote_compare import compare
+
+MODES = ["load", "link"]
+
+
+def _settings(lc: Client) -> Settings:
+    user, password = lc.session.auth  # type: ignore[misc]
+    return Settings(lc.endpoint, user, password)
+
+
+def _folder(sources: Path) -> Path:
+    folder = sources / uuid.uuid4().hex[:10]
+    folder.mkdir()
+    return folder
+
+
+def _load(path: Path, mode: str, lc: Client) -> tuple[RestClient, str, linking.Linker | None]:
+    settings = _settings(lc)
+    domain = f"/home/test_user1/{uuid.uuid4().hex[:10]}-{path.stem}.h5"
+    client = RestClient(settings, domain)
+    step = linking.Linker(str(path.resolve())) if mode == "link" else None
+    load_file(path, client, link_step=step, workers=4)
+    result = compare(str(path), domain, endpoint=settings.endpoint, username=settings.username, password=settings.password)
+    assert result.diffs == [], "\n".join(result.diffs)
+    return client, domain, step
+
+
+def _h5pyd(lc: Client, domain: str) -> h5pyd.File:
+    s = _settings(lc)
+    return h5pyd.File(domain, "r", endpoint=s.endpoint, username=s.username, password=s.password)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mandatory_nbit_filter_keeps_its_flags(mode: str, lc: Client, sources: Path, tmp_path: Path) -> None:
+    path = _folder(sources) / "nbit.h5"
+    with h5py.File(path, "w") as f:
+        for name, flags in (("mandatory", 0), ("optional", h5py.h5z.FLAG_OPTIONAL)):
+            dcpl = h5p.create(h5p.DATASET_CREATE)
+            dcpl.set_chunk((10,))
+            dcpl.set_filter(h5py.h5z.FILTER_NBIT, flags, ())
+            tid = h5t.STD_I32LE.copy()
+            tid.set_precision(16)
+            tid.set_offset(8)
+            raw_dataset(f, name, tid, (25,), (np.arange(25, dtype="<i4") << 8).tobytes(), dcpl)
+    client, _, _ = _load(path, mode, lc)
+    target = tmp_path / "export.h5"
+    export_domain(client, target, workers=2)
+    assert compare_files(str(path), str(target)) == []
+    with h5py.File(target) as f:
+        assert f["mandatory"].id.get_create_plist().get_filter(0)[1] == 0
+        assert f["optional"].id.get_create_plist().get_filter(0)[1] == h5py.h5z.FLAG_OPTIONAL
+
+
+def _printf_vds(folder: Path) -> Path:
+    """Three source files ``src_0.h5``..``src_2.h5`` mapped printf-style into an unlimited
+    virtual dataset, plus an unlimited mapping of one file and a strided one of the same file."""
+    for i in range(3):
+        with h5py.File(folder / f"src_{i}.h5", "w") as f:
+            f.create_dataset("data", data=np.arange(6, dtype="<f4") + 10 * i, maxshape=(None,))
+    path = folder / "vds.h5"
+    with h5py.File(path, "w", libver="latest") as f:
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_fill_value(np.array(-1, "<f4"))
+        vspace = h5s.create_simple((18,), (h5s.UNLIMITED,))
+        vspace.select_hyperslab((0,), (h5s.UNLIMITED,), (6,), (6,))
+        sspace = h5s.create_simple((6,), (h5s.UNLIMITED,))
+        sspace.select_hyperslab((0,), (1,), (6,), (6,))
+        dcpl.set_virtual(vspace, b"src_%b.h5", b"data", sspace)
+        h5d.create(f.id, b"printf", h5t.IEEE_F32LE, vspace, dcpl=dcpl)
+        one = h5py.VirtualLayout(shape=(6,), dtype="<f4", maxshape=(None,))
+        one[0:] = h5py.VirtualSource("src_1.h5", "data", shape=(6,), maxshape=(None,))[0:]
+        f.create_virtual_dataset("unlimited_one", one, fillvalue=-2)
+        f.create_dataset("local", data=np.arange(20, dtype="<i2"))
+        strided = h5py.VirtualLayout(shape=(10,), dtype="<i2")
+        strided[::2] = h5py.VirtualSource(".", "local", shape=(20,))[0:5]
+        f.create_virtual_dataset("strided", strided, fillvalue=7)
+    return path
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_virtual_dataset_with_printf_source_names(mode: str, lc: Client, sources: Path, tmp_path: Path) -> None:
+    path = _printf_vds(_folder(sources))
+    client, domain, _ = _load(path, mode, lc)
+    with h5pyd.File(domain, "r", endpoint=client.settings.endpoint, username=client.settings.username, password=client.settings.password) as f:
+        np.testing.assert_array_equal(f["printf"][:], np.concatenate([np.arange(6) + 10 * i for i in range(3)]).astype("<f4"))
+        assert f["printf"].maxshape == (None,)
+    target = tmp_path / "export.h5"
+    export_domain(client, target, workers=2)
+    # a virtual dataset is written as an ordinary one (documented); nothing else differs
+    diffs = compare_files(str(path), str(target))
+    assert sorted(d.split(":")[0] for d in diffs) == ["/printf", "/strided", "/unlimited_one"], diffs
+    assert all("layout differs" in d for d in diffs), diffs
+    with h5py.File(target) as f:
+        assert f["printf"].chunks is not None and f["printf"].maxshape == (None,)
+        np.testing.assert_array_equal(f["unlimited_one"][:], np.arange(6, dtype="<f4") + 10)
+
+
+def test_missing_printf_source_is_still_refused(lc: Client, sources: Path) -> None:
+    folder = _folder(sources)
+    path = _printf_vds(folder)
+    (folder / "src_0.h5").unlink()
+    with pytest.raises(Exception, match=r"source files are missing: src_%b\.h5"):
+        load_file(path, RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}.h5"), workers=2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extendible_external_dataset_exports(mode: str, lc: Client, sources: Path, tmp_path: Path) -> None:
+    folder = _folder(sources)
+    path = folder / "ext.h5"
+    values = np.arange(40, dtype=">i4").reshape(10, 4)
+    with h5py.File(path, "w") as f:
+        ext = [("e1.raw", 100, 40), ("e1.raw", 0, 40), ("e2.raw", 7, h5py.h5f.UNLIMITED)]
+        f.create_dataset("grows", shape=(10, 4), maxshape=(None, 4), dtype=">i4", external=ext, efile_prefix=str(folder))[...] = values
+    client, _, _ = _load(path, mode, lc)
+    target = tmp_path / "export.h5"
+    export_domain(client, target, workers=2)
+    with h5py.File(target) as f:
+        d = f["grows"]
+        assert d.chunks is not None and d.maxshape == (None, 4) and d.dtype == np.dtype(">i4")
+        np.testing.assert_array_equal(d[...], values)
+    kept = tmp_path / "kept" / "export.h5"
+    kept.parent.mkdir()
+    export_domain(client, kept, workers=2, external_files=True)
+    assert compare_files(str(path), str(kept)) == []
+
+
+def test_huge_sparse_grid_is_copied_not_tabled(lc: Client, sources: Path) -> None:
+    path = _folder(sources) / "sparse.h5"
+    grid = linking.MAX_TABLE_ENTRIES * 2
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("sparse", shape=(grid * 4,), chunks=(4,), dtype="u1", fillvalue=9)
+        d[grid * 2 : grid * 2 + 6] = np.arange(6, dtype="u1")
+        f.create_dataset("small", data=np.arange(5000, dtype="<i2"), chunks=(3,))
+    settings = _settings(lc)
+    domain = f"/home/test_user1/{uuid.uuid4().hex[:10]}-sparse.h5"
+    step = linking.Linker(str(path.resolve()))
+    load_file(path, RestClient(settings, domain), link_step=step, workers=4)
+    assert [name for name, _ in step.copied] == ["/sparse"]
+    assert "chunks in its grid" in step.copied[0][1]
+    with _h5pyd(lc, domain) as f:
+        np.testing.assert_array_equal(f["sparse"][grid * 2 - 2 : grid * 2 + 8], [9, 9, 0, 1, 2, 3, 4, 5, 9, 9])
+        assert f["small"].id.cpl_json["layout"]["class"] == "H5D_CHUNKED_REF_INDIRECT"
+        np.testing.assert_array_equal(f["small"][:], np.arange(5000, dtype="<i2"))
