@@ -11,8 +11,8 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
-from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
-from h5lake.model.types import client_type
+from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
+from h5lake.model.types import client_type, to_dtype
 from h5lake.service import compact, shrink
 from h5lake.service.access import (
     base_doc,
@@ -64,6 +64,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
     space = parse_space(item.get("shape"), item.get("maxdims"), zero_unlimited=True)
+    check_bytes(space.dims, to_dtype(type_json).itemsize)
     raw = item.get("creationProperties")
     if raw is not None and not isinstance(raw, dict):
         raise InvalidInput("creationProperties must be an object")
@@ -127,6 +128,7 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
     for i, (new, old) in enumerate(zip(dims, space.dims)):
         if isinstance(new, bool) or not isinstance(new, int) or new < 0:
             raise InvalidInput("extents must be non-negative integers")
+        check_extent(new, f"the extent of dimension {i}")
         if new == old:
             continue
         if space.maxdims is None:
@@ -233,6 +235,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
         marked[0] = False
         if dims == space.dims:
             return Unchanged(None)
+        check_bytes(dims, to_dtype(doc["type"]).itemsize)
         if shrink.blocks_growth(doc, dims):
             raise _Owed(doc)
         if any(n < o for n, o in zip(dims, space.dims)):

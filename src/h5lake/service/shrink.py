@@ -47,7 +47,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.chunks.written import written_chunks
 from h5lake.model.ids import object_key
-from h5lake.model.layout import chunk_span
+from h5lake.model.layout import chunk_span, span_count
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection, Slice
 from h5lake.service.context import Service, now
@@ -117,8 +117,7 @@ def _shell(keep_layout: DatasetLayout, upto: tuple[int, ...]) -> tuple[int, Iter
     outer = [(range(spans[d].start, inner[d].start), range(inner[d].stop, spans[d].stop)) if inner[d]
              else (spans[d], range(0)) for d in range(rank)]
     sizes = [
-        math.prod(_size(inner[e]) for e in range(d)) * sum(map(_size, outer[d]))
-        * math.prod(_size(spans[e]) for e in range(d + 1, rank))
+        span_count(inner[:d]) * sum(span_count((part,)) for part in outer[d]) * span_count(spans[d + 1 :])
         for d in range(rank)
     ]
 
@@ -129,11 +128,6 @@ def _shell(keep_layout: DatasetLayout, upto: tuple[int, ...]) -> tuple[int, Iter
                     yield from itertools.product(*inner[:d], part, *spans[d + 1 :])
 
     return sum(sizes), walk()
-
-
-def _size(span: range) -> int:
-    """``len(span)``, also past ``sys.maxsize`` (where ``len`` raises)."""
-    return max(0, span.stop - span.start)
 
 
 def _inside_span(layout: DatasetLayout, d: int, span: range) -> range:
