@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import sys
 from collections.abc import Iterator
 from typing import Any
