@@ -176,3 +176,22 @@ def test_a_405_names_every_method_of_the_path(target: Target) -> None:
         reply = target.call(method, path)
         _refused(reply, "Method Not Allowed", 405)
         assert {m.strip() for m in reply.headers["Allow"].split(",")} == allowed, (path, reply.headers)
+
+
+def test_h5grove_and_the_web_view_read_an_array_type(target: Target) -> None:
+    """A dataset of an array type (``H5T_ARRAY``) was a 500 in ``/h5grove/data`` and
+    ``/h5grove/stats`` (the values, with the type's dimensions spread after the dataset's, were
+    reshaped to the dataset's alone); h5py reads them as trailing dimensions, as now."""
+    array = {"class": "H5T_ARRAY", "dims": [2, 2], "base": "H5T_IEEE_F32LE"}
+    dsid = target.dataset({"type": array, "shape": [3], "link": {"id": target.root, "name": "arr"}})
+    values = [[[i, i + 1], [i + 2, i + 3]] for i in range(3)]
+    assert target.call("PUT", f"/datasets/{dsid}/value", json={"value": values}).status_code == 200
+    grove = {"file": DOMAIN, "path": "/arr"}
+    data = target.session.get(target.ep + "/h5grove/data", params={**grove, "format": "json"}, timeout=30)
+    assert data.status_code == 200 and data.json() == values, data.text[:300]
+    row = target.session.get(target.ep + "/h5grove/data", params={**grove, "format": "json", "selection": "1"}, timeout=30)
+    assert row.status_code == 200 and row.json() == values[1], row.text[:300]
+    stats = target.session.get(target.ep + "/h5grove/stats", params=grove, timeout=30)
+    assert stats.status_code == 200 and stats.json()["max"] == 5.0 and stats.json()["min"] == 0.0, stats.text[:300]
+    view = target.session.get(target.ep + "/view/api/values", params={"domain": DOMAIN, "path": "/arr"}, timeout=30)
+    assert view.status_code == 200 and view.json()["value"] == values, view.text[:300]
