@@ -164,7 +164,11 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
     while frontier and len(out) < MAX_PATHS:
         pending: list[tuple[str, str]] = []
         for path, doc in frontier:
-            for name, link in sorted(doc.get("links", {}).items()):
+            for n, (name, link) in enumerate(sorted(doc.get("links", {}).items())):
+                if len(out) + len(pending) > MAX_PATHS:
+                    break  # enough to answer and say it is truncated
+                if n % 1024 == 1023:
+                    await asyncio.sleep(0)  # a group of 200,000 links is seconds of this loop
                 child = join(path, name)
                 if link["class"] == LinkClass.HARD.value:
                     pending.append((child, link["id"]))
@@ -172,7 +176,11 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
                     kind = "soft_link" if link["class"] == LinkClass.SOFT.value else "external_link"
                     out.append((child, kind))
         frontier = []
-        docs = await asyncio.gather(*(svc.docs.get(object_key(i)) for _, i in pending))
+        docs = []
+        for start in range(0, len(pending), CHILDREN_AT_ONCE):  # in turns, as children_of
+            batch = pending[start : start + CHILDREN_AT_ONCE]
+            docs.extend(await asyncio.gather(*(svc.docs.get(object_key(i)) for _, i in batch)))
+            await asyncio.sleep(0)
         for (child, oid), found in zip(pending, docs):
             if found is None or found.doc.get("root") != domain.root:
                 out.append((child, "other"))
