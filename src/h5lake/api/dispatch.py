@@ -7,15 +7,16 @@ whose path starts with that segment, so ``IndexedRouter`` keeps, per first segme
 that could match it in their original order (those with that literal first segment and those
 whose first segment is a parameter, ``/{collection}/...``), and tries only those, exactly as
 Starlette would. A request no route answers falls back to Starlette's own walk, so 404s, 405s
-and slash redirects stay Starlette's.
+and slash redirects stay Starlette's, except that a 405 names in `Allow` the methods of every
+route for the path (Starlette names the first one's).
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from typing import Any
 
 from starlette._utils import get_route_path
+from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Router
 from starlette.types import Receive, Scope, Send
 
@@ -41,8 +42,7 @@ class IndexedRouter(Router):
             await super().app(scope, receive, send)
             return
         first = get_route_path(scope)[1:].partition("/")[0]
-        partial = None
-        partial_scope: MutableMapping[str, Any] = {}
+        allowed: set[str] = set()
         for route in self._index.get(first, self._anywhere):
             match, child_scope = route.matches(scope)
             if match is Match.FULL:
@@ -51,12 +51,10 @@ class IndexedRouter(Router):
                 scope.update(child_scope)
                 await route.handle(scope, receive, send)
                 return
-            if match is Match.PARTIAL and partial is None:
-                partial, partial_scope = route, child_scope
-        if partial is not None:  # a route for this path but not this method (405), as Starlette
-            scope.setdefault("router", self)
-            scope["route"] = partial
-            scope.update(partial_scope)
-            await partial.handle(scope, receive, send)
-            return
+            if match is Match.PARTIAL:
+                allowed.update(getattr(route, "methods", None) or ())
+        if allowed:
+            # a route for this path but not this method: a 405 naming every method the path
+            # takes (Starlette's names only the first route's, "GET, HEAD" for a PUT-able "/")
+            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
         await super().app(scope, receive, send)  # nothing here: Starlette's redirects and 404

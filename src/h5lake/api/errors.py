@@ -78,7 +78,9 @@ async def h5lake_error(request: Request, exc: Exception) -> Response:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, str(exc.detail))
+    response = error_response(exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})  # a 405's Allow (RFC 9110 says it must be sent)
+    return response
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:

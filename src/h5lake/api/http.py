@@ -145,6 +145,14 @@ def check_content_coding(request: Request) -> None:
     coding = request.headers.get("content-encoding", "").strip().lower()
     if coding not in ("", "identity"):
         raise UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not supported: send the body uncompressed")
+    # The HTTP parser takes a Transfer-Encoding list ending in chunked (``gzip, chunked``) and
+    # undoes only the chunking: the body would be read still compressed.
+    transfer = [c.strip() for c in request.headers.get("transfer-encoding", "").lower().split(",")]
+    if any(c not in ("", "chunked", "identity") for c in transfer):
+        raise UnsupportedMediaType(
+            f"Transfer-Encoding {request.headers['transfer-encoding'][:40]!r} is not supported: send the body "
+            "uncompressed (chunked alone is fine)"
+        )
 
 
 async def body_bytes(request: Request, limit: int | None = None, hint: str = "") -> bytes:

@@ -45,7 +45,7 @@ import orjson
 from h5lake.chunks.fanout import bounded
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
-from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked
+from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked, span_count
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
@@ -487,7 +487,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
         listed = await _read_chunk_lines(store, domain, dataset_id)
         keys = {ids.chunk_key(dataset_id, _index_of(n)) for n in listed}
         grid = logical_grid(dataset_doc)
-        if grid is not None and math.prod(map(len, grid)) <= GRID_PROBE_LIMIT:
+        if grid is not None and span_count(grid) <= GRID_PROBE_LIMIT:
             # A blind delete costs one request, as a HEAD would; deleting a missing key is fine.
             keys.update(ids.chunk_key(dataset_id, i) for i in itertools.product(*grid))
     await bounded(sorted(keys), store.delete, HEAD_CONCURRENCY)
@@ -543,7 +543,7 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
     else:
         count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
         last = max(last, newest)
-    logical_count = 0 if grid is None else math.prod(map(len, grid))
+    logical_count = 0 if grid is None else span_count(grid)
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size
     return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
             "logicalSize": logical_size, "allocatedSize": size, "lastModified": last, "storage": storage}

@@ -38,6 +38,7 @@ inside its body to full size; only a Fletcher-32 filter in the pipeline catches 
 
 from __future__ import annotations
 
+import reprlib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -104,22 +105,22 @@ def _resolve(spec: object) -> tuple[FilterId, dict[str, Any]]:
     elif isinstance(spec, int) and not isinstance(spec, bool):
         spec = {"id": spec}
     if not isinstance(spec, Mapping):
-        raise InvalidInput(f"a filter must be an object with class, id or name, not {spec!r}")
+        raise InvalidInput(f"a filter must be an object with class, id or name, not {reprlib.repr(spec)}")
     params = {k: v for k, v in spec.items() if k not in ("class", "id", "name")}
     raw_id, cls, name = spec.get("id"), spec.get("class"), spec.get("name")
     if name is not None and not isinstance(name, str):
-        raise InvalidInput(f"filter name must be a string, not {name!r}")
+        raise InvalidInput(f"filter name must be a string, not {reprlib.repr(name)}")
     candidates: list[FilterId] = []
     if raw_id is not None:
         if isinstance(raw_id, bool) or not isinstance(raw_id, int):
-            raise InvalidInput(f"filter id must be an integer, not {raw_id!r}")
+            raise InvalidInput(f"filter id must be an integer, not {reprlib.repr(raw_id)}")
         try:
             candidates.append(FilterId(raw_id))
         except ValueError:
             raise InvalidInput(f"filter {raw_id} ({name or 'unnamed'}) is not supported") from None
     if cls is not None and cls != "H5Z_FILTER_USER":  # h5pyd's class for unnamed filters
-        if cls not in CLASS_TO_ID:
-            raise InvalidInput(f"filter class {cls!r} is unknown")
+        if not isinstance(cls, str) or cls not in CLASS_TO_ID:
+            raise InvalidInput(f"filter class {reprlib.repr(cls)} is unknown")
         candidates.append(CLASS_TO_ID[cls])
     by_name = NAME_TO_ID.get(name.lower()) if name is not None else None
     if not candidates:

@@ -90,6 +90,13 @@ def chunk_span(shape: Sequence[int], chunk_shape: Sequence[int], origin: Sequenc
     )
 
 
+def span_count(spans: Sequence[range]) -> int:
+    """How many chunks the spans of `chunk_span` hold: ``math.prod(map(len, spans))``, also when
+    a span is longer than ``sys.maxsize`` (an extent of 2**64 - 1 in chunks of one), where
+    ``len`` raises ``OverflowError``."""
+    return math.prod(max(0, r.stop - r.start) for r in spans)
+
+
 def chunk_bounds(
     index: Sequence[int], shape: Sequence[int], chunk_shape: Sequence[int]
 ) -> tuple[slice, ...]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,12 @@ from h5lake.errors import InvalidInput
 
 UNLIMITED = "H5S_UNLIMITED"
 MAX_RANK = 32
+H5S_UNLIMITED_VALUE = 2**64 - 1  # HDF5's H5S_UNLIMITED, ``(hsize_t)-1``, as a number
+MAX_EXTENT = 2**63 - 1
+"""The largest extent (and maximum extent) of a dimension: element indexes are int64 (numpy's,
+h5py's), and HDF5 reserves 2**64 - 1 for ``H5S_UNLIMITED``. Unbounded, an extent of 2**64 - 1
+was stored and then read as empty, and a prepend past 2**64 made a document that could not be
+written (a 500)."""
 
 
 class SpaceClass(enum.Enum):
@@ -51,8 +59,24 @@ class Space:
 
 def _dim(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{what} must be non-negative integers, got {value!r}")
+        raise InvalidInput(f"{what} must be non-negative integers, got {reprlib.repr(value)}")
+    check_extent(value, what)
     return value
+
+
+def check_extent(value: int, what: str = "dims") -> None:
+    if value > MAX_EXTENT:
+        raise InvalidInput(f"{what} may be at most 2**63 - 1, got {reprlib.repr(value)}")
+
+
+def check_bytes(dims: tuple[int, ...], itemsize: int) -> None:
+    """A dataset's elements and bytes, like each extent, stay within int64 (HDF5 counts a
+    dataspace's elements in a signed 64-bit ``hssize_t``): past it, a dataset's statistics
+    could not be written as JSON (a 500 for every verbose ``GET`` of it)."""
+    count = math.prod(dims)
+    if count * max(1, itemsize) > MAX_EXTENT:
+        raise InvalidInput(f"a dataset of extent {list(dims)} holds {count} elements of {itemsize} bytes: "
+                           "at most 2**63 - 1 bytes are possible")
 
 
 def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool) -> tuple[int | None, ...]:
@@ -62,7 +86,7 @@ def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool) -> tuple[i
         raise InvalidInput("maxdims must be a list with one entry per dimension")
     out: list[int | None] = []
     for m, d in zip(value, dims):
-        if m == UNLIMITED or m == 0 and (d != 0 or zero_unlimited):
+        if m == UNLIMITED or m == H5S_UNLIMITED_VALUE or m == 0 and (d != 0 or zero_unlimited):
             out.append(None)  # HSDS treats 0 as unlimited too
             continue
         m = _dim(m, "maxdims")

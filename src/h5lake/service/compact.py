@@ -39,7 +39,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import Conflict
 from h5lake.model.ids import object_key
-from h5lake.model.layout import chunk_span, is_linked
+from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.service.context import Service, now
@@ -74,7 +74,7 @@ def extent_bytes(doc: Doc) -> int:
     if space.kind is SpaceClass.SCALAR or not chunk:
         return itemsize
     span = chunk_span(space.dims, chunk, layout.get("origin") or ())
-    return math.prod(map(len, span)) * math.prod(chunk) * itemsize
+    return span_count(span) * math.prod(chunk) * itemsize
 
 
 def start_compact(doc: Doc, limit: int) -> None:

@@ -6,13 +6,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from h5lake.errors import Conflict, InvalidInput, ReadOnly
+import orjson
+
+from h5lake.errors import Conflict, InvalidInput, ReadOnly, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
-from h5lake.model.shapes import Space, SpaceClass, parse_space, space_from_json
-from h5lake.model.types import client_type
+from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
+from h5lake.model.types import client_type, to_dtype
 from h5lake.service import compact, shrink
 from h5lake.service.access import (
     base_doc,
@@ -64,12 +66,14 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         raise InvalidInput("a dataset needs a type")
     type_json = await resolve_type(svc, domain, item["type"])
     space = parse_space(item.get("shape"), item.get("maxdims"), zero_unlimited=True)
+    check_bytes(space.dims, to_dtype(type_json).itemsize)
     raw = item.get("creationProperties")
     if raw is not None and not isinstance(raw, dict):
         raise InvalidInput("creationProperties must be an object")
     linked = is_linked({"layout": raw.get("layout") if raw is not None and isinstance(raw.get("layout"), dict) else {}})
     planned = None if linked else plan_layout(space, type_json, raw or {}, svc.limits)
     props = validate_creation_properties(raw, type_json, planned["dims"] if planned and planned["dims"] else None)
+    _check_fill_size(svc, props)
     doc = base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item)
     doc["type"] = type_json
     doc["shape"] = space.to_json()
@@ -86,6 +90,22 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
         doc["layout"] = planned
         compact.start_compact(doc, svc.limits.compact_max_size)
     return doc
+
+
+def _check_fill_size(svc: Service, props: Doc) -> None:
+    """A fill value is kept in the dataset's document, which every read of the dataset parses
+    (on the event loop): like one attribute (docs/security.md, "Attributes"), it takes at most
+    ``--max-attribute-bytes`` as stored JSON. Unbounded, a 30 MB string fill made every ``GET``
+    of its dataset cost ~0.25 s of the loop; HDF5 keeps a fill value in one object header
+    message (64 KiB)."""
+    fill = props.get("fillValue")
+    if fill is None:
+        return
+    size = len(orjson.dumps(fill))
+    limit = svc.limits.max_attribute_size
+    if size > limit:
+        raise TooLarge(f"the fill value takes {size} bytes as stored, over the limit of {limit} "
+                       "(--max-attribute-bytes; every read of the dataset parses it)")
 
 
 async def get_type(svc: Service, caller: Caller, domain_path: str, dset_id: str) -> Doc:
@@ -127,6 +147,7 @@ def _new_dims(space: Space, body: Any) -> tuple[int, ...]:
     for i, (new, old) in enumerate(zip(dims, space.dims)):
         if isinstance(new, bool) or not isinstance(new, int) or new < 0:
             raise InvalidInput("extents must be non-negative integers")
+        check_extent(new, f"the extent of dimension {i}")
         if new == old:
             continue
         if space.maxdims is None:
@@ -233,6 +254,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
         marked[0] = False
         if dims == space.dims:
             return Unchanged(None)
+        check_bytes(dims, to_dtype(doc["type"]).itemsize)
         if shrink.blocks_growth(doc, dims):
             raise _Owed(doc)
         if any(n < o for n, o in zip(dims, space.dims)):

@@ -73,7 +73,9 @@ async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: st
     if nbytes > limit:
         raise TooLarge(f"the selection holds {nbytes} bytes, more than the {limit} one request may read")
     arr = await _read(svc, ds, region.selection)
-    return RegionValues(ds, region, arr.reshape(region.shape))
+    # an array type's dimensions follow the region's, as h5py reads them (numpy spreads a
+    # subarray dtype into trailing dimensions)
+    return RegionValues(ds, region, arr.reshape(region.shape + ds.layout.dtype.shape))
 
 
 async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None) -> dict[str, Any]:
