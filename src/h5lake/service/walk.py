@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
@@ -11,7 +11,7 @@ from h5lake.service.views import Domain
 _BATCH = 64
 
 
-async def walk_objects(svc: Service, domain: Domain) -> AsyncIterator[Doc]:
+async def walk_objects(svc: Service, domain: Domain) -> AsyncGenerator[Doc, None]:
     """Yield every object reachable from the root once (groups, datasets, datatypes), as the
     domain's view sees them.
 
