@@ -15,7 +15,7 @@ from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
-from h5lake.service.walk import walk_objects
+from h5lake.service.walk import TooMany, walk_objects
 
 
 async def describe(
@@ -63,17 +63,17 @@ async def describe(
 
 async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     """Every object of ``domain`` described by id, or None when it has more than ``limit``: the
-    walk stops at the first one over. As HSDS (``domain_req_max_objects_limit``, 500), a large
+    walk stops as soon as the links it has read name more. As HSDS (``domain_req_max_objects_limit``, 500), a large
     domain's open leaves ``domain_objs`` out; clients then GET the objects they use, instead of
     the server reading and the client parsing every object at every open (1,000 groups: ~70 ms
     of server CPU and more of h5pyd's, for a `list(g.keys())` that needs two small GETs)."""
     out: Doc = {}
-    walk = walk_objects(svc, domain)
+    walk = walk_objects(svc, domain, limit)
     try:
         async for doc in walk:
-            if len(out) >= limit:
-                return None
             out[doc["id"]] = _described(domain, doc)
+    except TooMany:
+        return None
     finally:
         await walk.aclose()
     return out
