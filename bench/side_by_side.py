@@ -6,7 +6,8 @@
     python bench/side_by_side.py --remote hsds=URL,PGID --only write64,attr_put --rounds 5
 
 Every ``--start NAME=CHECKOUT`` is an ``h5lake serve`` of that checkout (its ``src`` first on
-PYTHONPATH; ``--start h5lake`` alone: this one) started here, with ``h5lake serve``'s default
+PYTHONPATH; ``--start h5lake`` alone: this one; ``--start x=CHECKOUT,H5LAKE_SETTING=VALUE``
+adds settings to its environment) started here, with ``h5lake serve``'s default
 workers unless ``--server-arg`` says otherwise; every ``--remote NAME=ENDPOINT,PGID`` is a running
 server whose process group PGID is read for its CPU (``bench/hsds_local.sh`` prints both).
 Users: tests/support/server.py's (test_user1). Default: ``--start h5lake`` and the remotes.
@@ -56,9 +57,8 @@ import h5pyd
 import numpy as np
 from common import ROOT, CpuMeter, Target
 from metadata import create_groups, make_link_group
-from values import CHUNKS, SHAPE, make_data, read_once, write_once
-
 from tests.support.server import USERS, start_server
+from values import CHUNKS, SHAPE, make_data, read_once, write_once
 
 USER = "test_user1"
 BIN = Path(sys.executable).parent
@@ -72,7 +72,7 @@ class Job:
         self.t = t
         self.folder = ""
         self.n = 0
-        self.figures: dict[str, list[tuple[float, float]]] = {}
+        self.figures: dict[str, list[tuple[float, float, float]]] = {}
         self.values = self.groups = self.links = self.attrs = self.loaded = ""
         self.small = Path()
 
@@ -81,7 +81,7 @@ class Job:
         return f"{self.folder}{tag}{self.n}.h5"
 
     def record(self, op: str, meter: CpuMeter, count: int) -> None:
-        self.figures.setdefault(op, []).append((meter.wall / count, meter.server / count))
+        self.figures.setdefault(op, []).append((meter.wall / count, meter.server / count, meter.client / count))
 
 
 def measured(job: Job, op: str, count: int, fn: Callable[[CpuMeter], None]) -> None:
@@ -358,24 +358,24 @@ def report(jobs: list[Job], ops: list[str]) -> None:
             if not samples:
                 line += f" {'-':>16} {'-':>14}"
                 continue
-            walls[job.name] = statistics.median(w for w, _ in samples)
-            cpu = statistics.median(c for _, c in samples)
+            walls[job.name] = statistics.median(w for w, _, _ in samples)
+            cpu = statistics.median(c for _, c, _ in samples)
             line += f" {walls[job.name] * 1000:>16.2f} {cpu * 1000:>14.2f}"
         for job in jobs[1:]:
             if job.name in walls and first.name in walls:
                 line += f" {walls[job.name] / walls[first.name]:>11.2f}x"
         print(line)
-    print("\nper round (wall ms; server cpu ms):")
+    print("\nper round (wall ms; server cpu ms; this client's cpu ms, not its subprocesses'):")
     for op in ops:
         for job in jobs:
             samples = job.figures.get(op, [])
-            text = ", ".join(f"{w * 1000:.2f};{c * 1000:.2f}" for w, c in samples)
+            text = ", ".join(f"{w * 1000:.2f};{c * 1000:.2f};{k * 1000:.2f}" for w, c, k in samples)
             print(f"  {op:<14} {job.name:<8} {text}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--start", action="append", default=[], metavar="NAME[=CHECKOUT]")
+    parser.add_argument("--start", action="append", default=[], metavar="NAME[=CHECKOUT[,VAR=VALUE...]]")
     parser.add_argument("--remote", action="append", default=[], metavar="NAME=ENDPOINT,PGID")
     parser.add_argument("--server-arg", action="append", default=[], help="for the h5lakes started here")
     parser.add_argument("--rounds", type=int, default=3)
@@ -395,9 +395,10 @@ def main() -> None:
         small = make_small(tmp / "small.h5")
         jobs: list[Job] = []
         for spec in starts:
-            name, _, checkout = spec.partition("=")
+            name, _, rest = spec.partition("=")
+            checkout, *settings = rest.split(",") if rest else [""]
             tree = Path(checkout).resolve() if checkout else ROOT
-            env = {"PYTHONPATH": f"{tree}/src:{tree}"}
+            env = {"PYTHONPATH": f"{tree}/src:{tree}", **dict(s.split("=", 1) for s in settings)}
             server = start_server(tmp / name, extra=list(args.server_arg), env=env, workers=None)
             stack.callback(server.stop)
             print(f"# {name}: h5lake of {tree} at {server.endpoint}, process group {server.process.pid}")

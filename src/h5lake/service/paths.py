@@ -55,9 +55,9 @@ async def describe(
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
     if objects and not domain.is_folder:
-        found = await _every_object(svc, domain, svc.domain_objects_limit)
-        if found is not None:
-            out["domain_objs"] = found
+        objs = await _every_object(svc, domain, svc.domain_objects_limit)
+        if objs is not None:
+            out["domain_objs"] = objs
     return out
 
 
