@@ -227,7 +227,7 @@ def op_attr_rest_put(job: Job, data: np.ndarray, rnd: int) -> None:
         gid = f["g"].id.id
     s = t.session()
     params = {"domain": job.attrs}
-    body = {"type": "H5T_STD_I32LE", "shape": [4], "value": [1, 2, 3, 4]}
+    body: dict[str, Any] = {"type": "H5T_STD_I32LE", "shape": [4], "value": [1, 2, 3, 4]}
 
     def run(meter: CpuMeter) -> None:
         meter.start()
