@@ -134,6 +134,12 @@ class Settings(BaseSettings):
         64 * 1024, ge=0, le=1024 * 1024, description="largest stored values a dataset keeps in its document (0: none)"
     )
     chunk_concurrency: int = Field(16, ge=1, le=1024)
+    domain_objects_limit: int = Field(
+        500,
+        ge=0,
+        le=1_000_000,
+        description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500)",
+    )
     public_read: bool = Field(False, description="new domains readable by everyone")
     catalog_stale_after: float = Field(
         30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"

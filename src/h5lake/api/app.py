@@ -72,6 +72,7 @@ def build_service(settings: Settings, store: Store) -> Service:
         admins=frozenset(settings.admin),
         public_read=settings.public_read,
         chunk_concurrency=settings.chunk_concurrency,
+        domain_objects_limit=settings.domain_objects_limit,
         allowed_sources=sources.policy.roots(),
         sources=sources,
         catalog_stale_after=settings.catalog_stale_after,

@@ -57,6 +57,7 @@ class Service:
     admins: frozenset[str] = frozenset()
     public_read: bool = False
     chunk_concurrency: int = 16
+    domain_objects_limit: int = 500  # GET /?getobjs=1 lists a domain's objects up to this many
     allowed_sources: tuple[str, ...] = ()
     sources: SourceRegistry | None = None  # where linked files are read; default: allowed_sources, local only
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it

@@ -15,7 +15,7 @@ from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
-from h5lake.service.walk import walk_objects
+from h5lake.service.walk import TooMany, walk_objects
 
 
 async def describe(
@@ -55,9 +55,27 @@ async def describe(
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
     if objects and not domain.is_folder:
-        out["domain_objs"] = {
-            doc["id"]: _described(domain, doc) async for doc in walk_objects(svc, domain)
-        }
+        objs = await _every_object(svc, domain, svc.domain_objects_limit)
+        if objs is not None:
+            out["domain_objs"] = objs
+    return out
+
+
+async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
+    """Every object of ``domain`` described by id, or None when it has more than ``limit``: the
+    walk stops as soon as the links it has read name more. As HSDS (``domain_req_max_objects_limit``, 500), a large
+    domain's open leaves ``domain_objs`` out; clients then GET the objects they use, instead of
+    the server reading and the client parsing every object at every open (1,000 groups: ~70 ms
+    of server CPU and more of h5pyd's, for a `list(g.keys())` that needs two small GETs)."""
+    out: Doc = {}
+    walk = walk_objects(svc, domain, limit)
+    try:
+        async for doc in walk:
+            out[doc["id"]] = _described(domain, doc)
+    except TooMany:
+        return None
+    finally:
+        await walk.aclose()
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
@@ -11,16 +11,25 @@ from h5lake.service.views import Domain
 _BATCH = 64
 
 
-async def walk_objects(svc: Service, domain: Domain) -> AsyncIterator[Doc]:
+class TooMany(Exception):
+    """The walk found more objects than its ``limit``."""
+
+
+async def walk_objects(svc: Service, domain: Domain, limit: int | None = None) -> AsyncGenerator[Doc, None]:
     """Yield every object reachable from the root once (groups, datasets, datatypes), as the
     domain's view sees them.
 
-    Objects are fetched in bounded concurrent batches; a dangling link is skipped.
+    Objects are fetched in bounded concurrent batches; a dangling link is skipped. With a
+    ``limit``, :class:`TooMany` is raised as soon as more distinct ids than that have been
+    linked (counted from the links read, before their objects are: a group of 1,000 links is
+    found too large when it is read, not after 1,000 reads); a dangling link counts too.
     """
     root = domain.require_root()
     seen = {root}
     frontier = [root]
     while frontier:
+        if limit is not None and len(seen) > limit:
+            raise TooMany(len(seen))
         batch, frontier = frontier[:_BATCH], frontier[_BATCH:]
         found = await svc.workers.map(batch, domain.view.object)
         for item in found:

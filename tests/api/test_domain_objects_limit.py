@@ -1,0 +1,74 @@
+"""`GET /?getobjs=1` lists a domain's objects in ``domain_objs`` only up to
+``--domain-objects-limit`` of them (HSDS: ``domain_req_max_objects_limit``); a larger domain's
+answer leaves it out, and h5pyd then reads each object it uses with its own GET."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5pyd
+import numpy as np
+import pytest
+import requests
+from tests.support.server import USERS, Server, start_server
+
+USER = "test_user1"
+LIMIT = 4
+
+
+@pytest.fixture(scope="module")
+def small_limit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(Path(tmp_path_factory.mktemp("objlimit")), extra=["--domain-objects-limit", str(LIMIT)])
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def make(srv: Server, name: str, groups: int) -> str:
+    """A domain of the root and ``groups`` groups under it, each with an attribute."""
+    home = requests.put(srv.endpoint + "/", params={"domain": f"/home/{USER}"}, json={"folder": True},
+                        auth=(USER, USERS[USER]), timeout=30)
+    assert home.status_code in (201, 409), home.text
+    domain = f"/home/{USER}/{name}.h5"
+    with h5pyd.File(domain, "w", endpoint=srv.endpoint, username=USER, password=USERS[USER]) as f:
+        for i in range(groups):
+            g = f.create_group(f"g{i}")
+            g.attrs["index"] = np.int32(i)
+    return domain
+
+
+def getobjs(srv: Server, domain: str) -> dict[str, object]:
+    r = requests.get(srv.endpoint + "/", params={"domain": domain, "getobjs": 1}, auth=(USER, USERS[USER]), timeout=30)
+    assert r.status_code == 200, r.text
+    body: dict[str, object] = r.json()
+    return body
+
+
+def test_a_domain_at_the_limit_is_listed_whole(small_limit: Server) -> None:
+    domain = make(small_limit, "at", LIMIT - 1)  # with the root: LIMIT objects
+    body = getobjs(small_limit, domain)
+    objs = body["domain_objs"]
+    assert isinstance(objs, dict) and len(objs) == LIMIT
+    assert body["root"] in objs
+    assert sorted(objs[body["root"]]["links"]) == [f"g{i}" for i in range(LIMIT - 1)]
+
+
+def test_a_larger_domain_leaves_domain_objs_out_and_h5pyd_reads_it_all(small_limit: Server) -> None:
+    domain = make(small_limit, "over", LIMIT)  # LIMIT + 1 objects
+    body = getobjs(small_limit, domain)
+    assert "domain_objs" not in body
+    assert isinstance(body["root"], str)  # the rest of the answer as before
+    with h5pyd.File(domain, "r", endpoint=small_limit.endpoint, username=USER, password=USERS[USER]) as f:
+        assert sorted(f.keys()) == [f"g{i}" for i in range(LIMIT)]
+        assert [int(f[f"g{i}"].attrs["index"]) for i in range(LIMIT)] == list(range(LIMIT))
+
+
+def test_a_limit_of_zero_never_lists(small_limit: Server, tmp_path: Path) -> None:
+    srv = start_server(tmp_path, extra=["--domain-objects-limit", "0"])
+    try:
+        domain = make(srv, "none", 0)
+        assert "domain_objs" not in getobjs(srv, domain)
+    finally:
+        srv.stop()
