@@ -1,0 +1,32 @@
+"""What the differential driver (tools/diffdrive.py: the same random operations on an h5py file
+and through h5pyd on h5lake) found the server answering otherwise than HSDS, each through h5pyd."""
+
+from __future__ import annotations
+
+import numpy as np
+from tests.api.test_h5pyd_metadata import open_file
+
+
+def test_deleted_names_sent_again_by_a_later_flush(endpoint: str, domain: str) -> None:
+    """h5pyd 1.0 keeps a deleted attribute or link marked after the flush that deleted it, and
+    deletes it again with every later flush that touches the object; HSDS answers that 200 (its
+    data node skips a name it deleted), so the flush, and closing the file, must succeed."""
+    with open_file(endpoint, domain, "w") as f:
+        g = f.create_group("g")
+        g.attrs["a"] = 1
+        g.attrs["x y|ü"] = 2  # a name with the separator goes alone, by its path
+        g.create_group("old")
+        f.flush()
+        del g.attrs["a"]
+        del g.attrs["x y|ü"]
+        del g["old"]
+        f.flush()
+        g.attrs["b"] = np.arange(3)
+        g.create_group("new")
+        f.flush()
+        g.attrs["c"] = "text"
+    with open_file(endpoint, domain, "r") as f:
+        g = f["g"]
+        assert sorted(g.attrs) == ["b", "c"]
+        assert list(g) == ["new"]
+        np.testing.assert_array_equal(g.attrs["b"], np.arange(3))
