@@ -49,7 +49,7 @@ def main() -> int:
     user = "test_user1"
     requests.put(endpoint + "/", params={"domain": f"/home/{user}"}, json={"folder": True},
                  auth=(user, USERS[user]))
-    total = known = 0
+    total = known = steps = 0
     try:
         for seed in seeds(args.seeds):
             domain = f"/home/{user}/diff-{seed}-{uuid.uuid4().hex[:6]}.h5"
@@ -57,18 +57,21 @@ def main() -> int:
             def open_remote(mode: str, domain: str = domain) -> h5pyd.File:
                 return h5pyd.File(domain, mode, endpoint=endpoint, username=user, password=USERS[user])
 
+            reached: list[int] = [0]
             diffs = differential.run(seed, args.steps, str(work / f"local-{seed}.h5"), open_remote,
-                                     differential.known_difference)
+                                     differential.known_difference, reached=reached)
+            steps += reached[0]
             for d in diffs:
                 total += 1
                 known += bool(d.known)
                 if args.all or not d.known:
                     print(d.show(), flush=True)
-            print(f"# seed {seed}: {len(diffs)} differences ({sum(bool(d.known) for d in diffs)} known)", flush=True)
+            print(f"# seed {seed}: {reached[0]} steps, {len(diffs)} differences "
+                  f"({sum(bool(d.known) for d in diffs)} known)", flush=True)
     finally:
         if server:
             server.stop()
-    print(f"# {total} differences, {known} known h5pyd ones, {total - known} left")
+    print(f"# {steps} steps, {total} differences, {known} known h5pyd ones, {total - known} left")
     return 1 if total - known else 0
 
 
