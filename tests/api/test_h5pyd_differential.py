@@ -3,9 +3,12 @@ and through h5pyd on h5lake) found the server answering otherwise than HSDS, eac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import h5pyd
 import numpy as np
 from tests.api.test_h5pyd_metadata import open_file
+from tests.support import differential
 
 
 def test_deleted_names_sent_again_by_a_later_flush(endpoint: str, domain: str) -> None:
@@ -55,3 +58,15 @@ def h5pyd_str() -> np.dtype:
 
 def h5pyd_vlen() -> np.dtype:
     return h5pyd.vlen_dtype(np.dtype("i4"))
+
+
+def test_a_seeded_differential_run(endpoint: str, domain: str, tmp_path: Path) -> None:
+    """One seed of the driver (150 random operations on both sides and the files walked
+    whole at the end): every difference must be one of h5pyd's own."""
+    reached: list[int] = [0]
+    diffs = differential.run(
+        220, 150, str(tmp_path / "local.h5"), lambda mode: open_file(endpoint, domain, mode),
+        differential.known_difference, reached=reached,
+    )
+    assert reached == [150]
+    assert [d.show() for d in diffs if not d.known] == []
