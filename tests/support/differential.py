@@ -344,6 +344,7 @@ class Model:
     """What the driver knows of the file, to draw parameters that mostly make sense."""
 
     datasets: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # name -> (spec, resizable)
+    chunked: set[str] = field(default_factory=set)  # made with chunks given
     groups: list[str] = field(default_factory=lambda: ["/"])
     serial: int = 0
 
@@ -391,6 +392,8 @@ def op_create_dataset(rng: random.Random, m: Model) -> Op:
     text.append(f", data={'seed ' + str(seed) if with_data else None})")
 
     m.datasets[name] = (spec, resizable)
+    if "chunks" in kw:
+        m.chunked.add(name)
 
     def fn(s: Side) -> Any:
         dt = build_dtype(spec, s.lib)
@@ -432,7 +435,8 @@ def op_read(rng: random.Random, m: Model, f: Any) -> Op | None:
         return Op(f"len({name})", lambda s: len(s.f[name]), False)
     if how < 0.55 and shape:
         return Op(f"{name}.len()", lambda s: s.f[name].len(), False)
-    if how < 0.6:
+    if how < 0.6 and (name in m.chunked or not shape):
+        # (only with the chunk shape given: the one a library picks itself is its own)
         return Op(f"{name}.iter_chunks()", lambda s: [tuple((c.start, c.stop, c.step) for c in t)
                                                     for t in s.f[name].iter_chunks()], False)
     if how < 0.65 and shape:
@@ -794,6 +798,10 @@ def run(seed: int, steps: int, local_path: str, open_remote: Callable[[str], Any
 
 
 def _resync(a: Any, b: Any, name: str) -> bool:
+    if _variable(a[name].dtype):
+        # h5pyd's reading of a vlen (0 for an empty element) or reference (bytes) crashes
+        # h5py when written back: the seed ends there
+        return False
     try:
         value = b[name][()]
         a[name][()] = value
@@ -833,7 +841,8 @@ def abandon(f: Any) -> None:
 
 def _differ(a: Outcome, b: Outcome) -> bool:
     if a.error or b.error:
-        return not (a.error and b.error and same_error(a.error, b.error))
+        # h5pyd raises OSError for any refusal by the server, whatever h5py calls it
+        return not (a.error and b.error and (same_error(a.error, b.error) or b.error == "OSError"))
     return bool(a.value != b.value)
 
 
@@ -850,8 +859,8 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
             return "h5pyd 1.0's fields() keeps the dataset's field order (h5py: the order asked)"
         if "('vlen', '>" in text:
             return "h5py 3.16 reads a big-endian vlen's elements as native numbers of swapped bytes"
-        if "attrs" in text and "vstr" in text and "compound" in text and "(2, 2)" in text:
-            return "h5json 2.0 misreads a 2-D compound attribute with a vlen string (the JSON is right)"
+        if "attrs" in text and "vstr" in text and "compound" in text:
+            return "h5json 2.0 misreads compound attributes with a vlen string field (the JSON is right)"
     if local.error and not remote.error and "] = " not in text and ("[" in text or "create_dataset" in text):
         return ("h5pyd 1.0 reads with index lists h5py refuses (unsorted, several) and sends chunks "
                 "beyond a maxshape of 0, which means unlimited on the wire (as to HSDS)")
@@ -881,6 +890,7 @@ KNOWN = [
     ("could not assign tuple of length", "h5json 2.0 reads no array field of a compound attribute"),
     ("Boolean mask shape must match dataset shape", "h5pyd 1.0 takes a mask only over the whole dataset"),
     ("out of range (0-", "h5pyd 1.0 refuses a negative index beside an index list in a write"),
+    ("readElement", "h5json 2.0 cannot unpack some nested compounds with vlen strings (fields() reads)"),
     ("getElementSize", "h5json 2.0 cannot size a value holding None (a null reference, a vlen)"),
     ("copyElement", "h5json 2.0 cannot pack a compound of a vlen string and an array field"),
     ("cannot reshape array of size 1", "h5pyd 1.0 broadcasts no scalar of a vlen or compound type"),
