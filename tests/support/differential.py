@@ -398,9 +398,16 @@ def op_create_dataset(rng: random.Random, m: Model) -> Op:
     def fn(s: Side) -> Any:
         dt = build_dtype(spec, s.lib)
         data = rand_array(spec, shape, seed, s) if with_data else None
-        d = s.f.create_dataset(name, shape=shape, dtype=dt, data=data, **kw)
+        d = s.f.create_dataset(name, shape=shape, dtype=dt, data=data, **kw, **_fill_time(s))
         return (d.shape, dtype_key(d.dtype), _maxshape(d), d.chunks is not None, d.compression)
     return Op("".join(text), fn)
+
+
+def _fill_time(s: Side) -> dict[str, Any]:
+    """h5py: write the fill value when storage is allocated. HDF5's default writes none unless
+    one was given, so a contiguous dataset placed where a deleted one was shows the old bytes
+    where nothing was written (h5lake, as HSDS, reads the fill value there)."""
+    return {} if s.remote else {"fill_time": "alloc"}
 
 
 def pick_dataset(rng: random.Random, m: Model) -> tuple[str, Any, bool] | None:
@@ -600,7 +607,8 @@ def op_group(rng: random.Random, m: Model, f: Any) -> Op:
             shape = shape + (1,)
         exact = rng.random() < 0.5
         return Op(f"require_dataset({name!r}, {shape}, {spec}, exact={exact})",
-                  lambda s: s.f.require_dataset(name, shape, build_dtype(spec, s.lib), exact=exact))
+                  lambda s: s.f.require_dataset(name, shape, build_dtype(spec, s.lib), exact=exact,
+                                                **_fill_time(s)))
     if how < 0.5:
         g = rng.choice(m.groups)
         return Op(f"list({g})", lambda s: list(s.f[g]), False)
@@ -698,7 +706,7 @@ def tree(f: Any) -> dict[tuple[str, str], Any]:
                 try:
                     out[(sub, "value")] = canon(obj[()], f)
                 except Exception as e:  # an unreadable value is a result too
-                    out[(sub, "value")] = ("error", type(e).__name__)
+                    out[(sub, "value")] = ("error", type(e).__name__, str(e)[:80])
     walk(f["/"], "/", 0)
     return out
 
@@ -848,6 +856,9 @@ def _differ(a: Outcome, b: Outcome) -> bool:
 
 def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
     """Why a difference is h5pyd's own (HSDS would show it too), or None."""
+    if text == "tree value" and isinstance(remote.value, tuple) and remote.value[:1] == ("error",) and (
+            "has no attribute 'get'" in remote.value[-1]):
+        return "h5json 2.0 reads no compound of compounds with vlen strings (the server's bytes are right)"
     if not local.error and not remote.error:
         if _squeezed(local.value) == _squeezed(remote.value):
             return "h5json 2.0 reads a one-element vlen as a 0-d array (the server sends [v], as HSDS)"
