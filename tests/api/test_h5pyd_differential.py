@@ -70,3 +70,26 @@ def test_a_seeded_differential_run(endpoint: str, domain: str, tmp_path: Path) -
     )
     assert reached == [150]
     assert [d.show() for d in diffs if not d.known] == []
+
+
+def test_a_field_written_at_listed_points(endpoint: str, domain: str) -> None:
+    """``d[[0, 3, 4], "b"] = ...`` (h5py-valid): h5pyd sends a point write with ``fields``, which
+    was refused (400); only the named field of the listed elements changes."""
+    dt = np.dtype([("a", "<i4"), ("b", "u1"), ("c", [("s", "S3")])])
+    data = np.zeros(13, dtype=dt)
+    data["a"] = np.arange(13)
+    data["c"]["s"] = b"x"
+    with open_file(endpoint, domain, "w") as f:
+        f.create_dataset("d", data=data, chunks=(4,))
+        f.create_dataset("m", data=data.reshape(13, 1))
+    with open_file(endpoint, domain, "r+") as f:
+        f["d"][[0, 3, 4, 11], "b"] = np.array([1, 7, 9, 2], "u1")
+        f["m"][[2, 5], 0, "c"] = np.array([((b"yz",),), ((b"q",),)], dtype=dt[["c"]])["c"]
+    data["b"][[0, 3, 4, 11]] = [1, 7, 9, 2]
+    data["c"]["s"][[2, 5]] = [b"yz", b"q"]
+    with open_file(endpoint, domain, "r") as f:
+        got = f["d"][...]
+        np.testing.assert_array_equal(got["a"], data["a"])
+        np.testing.assert_array_equal(got["b"], data["b"])
+        np.testing.assert_array_equal(got["c"]["s"], np.full(13, b"x"))
+        np.testing.assert_array_equal(f["m"][:, 0]["c"]["s"], data["c"]["s"])
