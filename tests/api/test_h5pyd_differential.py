@@ -93,3 +93,18 @@ def test_a_field_written_at_listed_points(endpoint: str, domain: str) -> None:
         np.testing.assert_array_equal(got["b"], data["b"])
         np.testing.assert_array_equal(got["c"]["s"], np.full(13, b"x"))
         np.testing.assert_array_equal(f["m"][:, 0]["c"]["s"], data["c"]["s"])
+
+
+def test_negative_slice_starts_beside_an_index_list(endpoint: str, domain: str) -> None:
+    """h5pyd sends ``d[[3, 5], -2:]`` on an extent of 1 as ``[[3,5],-2:1]``: numpy (and h5py)
+    clamp the start to 0; it was refused (400)."""
+    data = np.arange(7 * 3, dtype="i4").reshape(7, 1, 3)
+    with open_file(endpoint, domain, "w") as f:
+        f.create_dataset("d", data=data)
+    with open_file(endpoint, domain, "r+") as f:
+        d = f["d"]
+        np.testing.assert_array_equal(d[[3, 5], -2:, -9:], data[[3, 5], -2:, -9:])
+        d[np.array([3, 5, 6]), -2:, :] = -np.ones((3, 1, 3), "i4")
+        data[[3, 5, 6], -2:, :] = -1
+    with open_file(endpoint, domain, "r") as f:
+        np.testing.assert_array_equal(f["d"][...], data)

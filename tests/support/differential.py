@@ -877,9 +877,6 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
                 "beyond a maxshape of 0, which means unlimited on the wire (as to HSDS)")
     if local.error and not remote.error and "] = " in text:
         return "h5pyd 1.0 makes a write h5py refuses (unsorted or broadcast index lists, masks)"
-    if remote.error and NEGATIVE_BESIDE_LIST.search(text) and ("[" in text.split("]")[0] or "np.array" in text):
-        return ("h5pyd 1.0 sends a negative slice start beside an index list unchanged "
-                "(select=[[3,5],-2:1]); HSDS answers 400 too")
     for needle, why in KNOWN:
         if needle in text or (remote.error and needle in remote.detail):
             return why
@@ -888,8 +885,6 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
         return f"raised inside h5pyd/h5json, no request made or answer read: {last}"
     return None
 
-
-NEGATIVE_BESIDE_LIST = re.compile(r"[(,] ?-\d+:")
 
 # (text of the operation or of h5pyd's exception, why it is the client's)
 KNOWN = [
