@@ -21,8 +21,8 @@ import h5pyd
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support import differential  # noqa: E402
-from tests.support.server import USERS, start_server  # noqa: E402
+from tests.support import differential
+from tests.support.server import USERS, start_server
 
 
 def seeds(text: str) -> list[int]:

@@ -20,8 +20,8 @@ that are h5pyd's own (HSDS would show them too), so a run reports only what is l
 from __future__ import annotations
 
 import math
-import re
 import random
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,9 +47,9 @@ class Side:
 def dtype_key(dt: np.dtype) -> Any:
     """A dtype as both libraries should show it: numpy form plus HDF5 meaning (vlen, enum,
     reference, string encoding)."""
-    md = dt.metadata or {}
+    md: dict[str, Any] = dict(dt.metadata or {})
     if dt.names is not None:
-        return ("compound", tuple((n, dtype_key(dt.fields[n][0])) for n in dt.names))
+        return ("compound", tuple((n, dtype_key(dt[n])) for n in dt.names))
     if dt.subdtype is not None:
         return ("array", dt.subdtype[1], dtype_key(dt.subdtype[0]))
     if "vlen" in md:
@@ -83,7 +83,7 @@ def canon(x: Any, f: Any) -> Any:
                 and x.dtype != object else [canon(v, f) for v in _items(x)])
     if isinstance(x, np.void):
         return ("void", dtype_key(x.dtype), tuple(canon(x[n], f) for n in x.dtype.names) if x.dtype.names
-                else bytes(x))
+                else x.tobytes())
     if isinstance(x, np.generic):
         return ("np", dtype_key(x.dtype), canon(x.item(), f))
     if isinstance(x, float):
@@ -120,7 +120,7 @@ def _deref(r: Any, f: Any) -> Any:
         return None
     try:
         return f[r].name
-    except Exception as e:  # a dangling reference is a value too
+    except Exception as e:  # noqa: BLE001 - a dangling reference is a value too
         return ("dangling", type(e).__name__)
 
 
@@ -138,7 +138,7 @@ def attempt(fn: Callable[[Side], Any], side: Side) -> Outcome:
         if side.remote and side.f.mode != "r":
             side.f.flush()
         return Outcome(canon(v, side.f))
-    except Exception as e:  # every exception is a result to compare
+    except Exception as e:  # noqa: BLE001 - every exception is a result to compare
         frames = traceback.extract_tb(e.__traceback__)
         server = any(fr.filename.endswith(("hsds_plugin.py", "httpconn.py")) for fr in frames)
         return Outcome(error=type(e).__name__, server=server,
@@ -233,8 +233,7 @@ def rand_value(spec: Any, rng: random.Random, refs: list[Any]) -> Any:
             w = rng.choice(words).encode()
         return w
     if k == "vstr":
-        w = rng.choice([w for w in WORDS if spec[1] == "utf-8" or w.isascii()])
-        return w
+        return rng.choice([w for w in WORDS if spec[1] == "utf-8" or w.isascii()])
     if k == "enum":
         return rng.choice([0, 1, 7])
     if k == "vlen":
@@ -480,11 +479,11 @@ def _fill(d: Any) -> Any:
 
 
 def _variable(dt: np.dtype) -> bool:
-    md = dt.metadata or {}
+    md: dict[str, Any] = dict(dt.metadata or {})
     if "vlen" in md or "ref" in md:
         return True
     if dt.names:
-        return any(_variable(dt.fields[n][0]) for n in dt.names)
+        return any(_variable(dt[n]) for n in dt.names)
     return dt.subdtype is not None and _variable(dt.subdtype[0])
 
 
@@ -705,7 +704,7 @@ def tree(f: Any) -> dict[tuple[str, str], Any]:
                 out[(sub, "attr order")] = list(obj.attrs)
                 try:
                     out[(sub, "value")] = canon(obj[()], f)
-                except Exception as e:  # an unreadable value is a result too
+                except Exception as e:  # noqa: BLE001 - an unreadable value is a result too
                     out[(sub, "value")] = ("error", type(e).__name__, str(e)[:80])
     walk(f["/"], "/", 0)
     return out
@@ -814,7 +813,7 @@ def _resync(a: Any, b: Any, name: str) -> bool:
         value = b[name][()]
         a[name][()] = value
         return True
-    except Exception:  # (a value h5py cannot take as it is): the seed ends there
+    except Exception:  # noqa: BLE001 - a value h5py cannot take as it is: the seed ends there
         return False
 
 
