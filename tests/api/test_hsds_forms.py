@@ -244,7 +244,9 @@ def test_deleted_links_and_attributes_answer_410(client: Client, endpoint: str, 
     for title in links:
         assert client.get(f"/groups/{g}/links/{title}").status_code == 410, title
     assert client.get(f"/groups/{g}/links/never").status_code == 404
-    assert client.delete(f"/groups/{g}/links/ext").status_code == 410
+    # deleting it again succeeds, as HSDS answers (h5pyd 1.0 sends it again: test_h5pyd_forms.py)
+    assert client.delete(f"/groups/{g}/links/ext").status_code == 200
+    assert client.delete(f"/groups/{g}/links/never").status_code == 404
     # made again: found as usual
     assert client.put(f"/groups/{g}/links/a", json={"id": root}).status_code == 201
     assert client.get(f"/groups/{g}/links/a").status_code == 200

@@ -203,14 +203,22 @@ async def write_points(
     values: np.ndarray,
     workers: Workers,
     grouped: list[PointProjection] | None = None,
+    fields: list[str] | None = None,
 ) -> list[tuple[int, ...]]:
-    """Write ``values[i]`` at point ``i``; ``grouped`` is ``group_points(points, layout)``
-    when the caller has it already."""
+    """Write ``values[i]`` at point ``i`` (only its ``fields`` of a compound, when given: the
+    values are of those fields); ``grouped`` is ``group_points(points, layout)`` when the caller
+    has it already."""
     _native(layout)
     written: list[tuple[int, ...]] = []
 
     async def one(p: PointProjection) -> None:
         def modify(chunk: np.ndarray) -> None:
+            if fields:
+                part = chunk[p.chunk_selection]
+                for f in fields:
+                    part[f] = values[f][p.out_positions]
+                chunk[p.chunk_selection] = part
+                return
             chunk[p.chunk_selection] = values[p.out_positions]
 
         await update_chunk(layout, p.chunk_index, modify, False, workers, work=POINT_WORK * p.out_positions.size)

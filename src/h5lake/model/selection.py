@@ -24,8 +24,9 @@ Decisions, and why:
 * Bounds follow numpy: a negative start, stop, index or coordinate counts from the end (an
   extension: HSDS refuses negative bounds). A ``stop`` beyond the extent is refused (400), as
   HSDS 1.0 does, except in a selection that also holds a coordinate list: there h5pyd sends the
-  slice's stop unclamped (``d[0:100, [1]]`` sends ``[0:100,[1]]``), so it is clamped, as h5py
-  would. Anything else out of range (a start past the extent, an index or coordinate outside
+  slice's bounds as given (``d[0:100, [1]]`` sends ``[0:100,[1]]``, ``d[[1], -5:]`` on an extent
+  of 3 ``[[1],-5:3]``), so they are clamped as numpy clamps them (an empty slice included), as
+  h5py would. Otherwise anything out of range (a start past the extent, an index or coordinate outside
   ``[-n, n)``, a negative bound below ``-n``) is an error, as are ``step <= 0`` and
   ``stop < start`` (numpy would return an empty result; HSDS answers 400, and a silent empty
   answer hides client bugs).
@@ -429,6 +430,9 @@ def slice_part(start: Any, stop: Any, step: Any, extent: int, dim: int, *, clamp
         lo += extent
     if hi < 0:
         hi += extent
+    if clamp:  # beside a coordinate list: every bound as numpy takes it (h5pyd sends them as given)
+        lo, hi = min(max(lo, 0), extent), min(max(hi, 0), extent)
+        hi = max(hi, lo)
     if lo < 0 or lo > extent:
         raise InvalidInput(f"select start {start} is out of range for extent {extent} in dim {dim}")
     if hi < 0:

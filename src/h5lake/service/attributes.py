@@ -328,9 +328,18 @@ async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: 
 def _missing_attribute(svc: Service, domain: Domain, obj_id: str, name: str) -> NoReturn:
     """404 for an attribute the object lacks; 410 when this process deleted it (HSDS's answer,
     see service.deleted_names; a version's contents are not the head's)."""
-    if domain.view is svc.head and svc.deleted_names.was_deleted(domain.path, obj_id, "attribute", name):
+    if _deleted_here(svc, domain, obj_id, "attribute", name):
         raise Gone(f"attribute {name!r} has been deleted")
     raise NotFound(f"attribute {name!r} not found")
+
+
+def _deleted_here(svc: Service, domain: Domain, obj_id: str, kind: str, name: str) -> bool:
+    """``name`` (an attribute or link of ``obj_id``) was deleted through this process.
+
+    Deleting it again is a success, as HSDS answers (its data node skips a name it remembers
+    deleting): h5pyd 1.0 keeps a deleted name marked and sends its delete again with the next
+    flush that touches the object."""
+    return domain.view is svc.head and svc.deleted_names.was_deleted(domain.path, obj_id, kind, name)
 
 
 async def put_attribute_value(
@@ -500,14 +509,18 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
         raise InvalidInput("no attribute names given")
     domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
 
-    def remove(doc: Doc) -> None:
+    def remove(doc: Doc) -> Unchanged | None:
         attrs = doc.get("attributes", {})
-        missing = [n for n in names if n not in attrs]
-        if missing:
-            _missing_attribute(svc, domain, obj_id, missing[0])
+        present = [n for n in names if n in attrs]
         for n in names:
+            if n not in attrs and not _deleted_here(svc, domain, obj_id, "attribute", n):
+                raise NotFound(f"attribute {n!r} not found")
+        if not present:
+            return Unchanged()
+        for n in present:
             del attrs[n]
         doc["lastModified"] = now()
+        return None
 
     await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.deleted_names.note(domain.path, obj_id, "attribute", names)

@@ -268,9 +268,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         listed = Points(listed=body.points)
         points = await svc.workers.cpu(listed.parse, layout.shape, size=listed.work)
         arr = await svc.workers.cpu(_json_values, ds, body, (points.npoints,), fields, size=listed.work)
-        if fields:
-            raise InvalidInput("fields cannot be combined with point writes")
-        await _write_points(svc, ds, layout, points, arr)
+        await _write_points(svc, ds, layout, points, arr, fields)
         return
     if appended is not None:
         await _write_any(svc, ds, layout, selection, appended, fields)
@@ -329,10 +327,8 @@ async def _write_any(
     if not isinstance(selection, PairedSelection):
         await _write(svc, ds, layout, selection, values, fields)
         return
-    if fields:
-        raise InvalidInput("fields cannot be combined with several coordinate lists")
     points = selection.points()
-    await _write_points(svc, ds, layout, points, np.ascontiguousarray(values).reshape((points.npoints,) + values.shape[len(selection.shape) :]))
+    await _write_points(svc, ds, layout, points, np.ascontiguousarray(values).reshape((points.npoints,) + values.shape[len(selection.shape) :]), fields)
 
 
 def _json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
@@ -391,7 +387,8 @@ async def _write_fields(
 
 
 async def _write_points(
-    svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray
+    svc: Service, ds: OpenDataset, layout: DatasetLayout, points: PointSelection, values: np.ndarray,
+    fields: list[str] | None = None,
 ) -> None:
     await register_linked_files(svc, ds, values)
     grouped = await engine.group_points(points, layout, svc.workers)  # millions of points: off the event loop
@@ -399,7 +396,7 @@ async def _write_points(
 
     def write(at: DatasetLayout) -> Awaitable[list[tuple[int, ...]]]:
         same_grid = at.chunk_shape == layout.chunk_shape and at.origin == layout.origin
-        return writes.write_points(at, points, values, svc.workers, grouped if same_grid else None)
+        return writes.write_points(at, points, values, svc.workers, grouped if same_grid else None, fields)
 
     await recorded(svc, ds, layout, indexes, write)
 

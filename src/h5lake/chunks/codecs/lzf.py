@@ -38,8 +38,10 @@ class Lzf:
         return result
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
-        result: bytes = codec_lib.lzf_decode(buf, out=nbytes)
-        return result
+        if nbytes is not None:
+            result: bytes = codec_lib.lzf_decode(buf, out=nbytes)
+            return result
+        return _decode_unknown_size(buf)
 
     def encoded_size(self, nbytes: int) -> int | None:
         return None
@@ -49,3 +51,25 @@ class Lzf:
 
     def cd_values(self) -> tuple[int, ...]:
         return (4, 0x105, self.chunk_nbytes)
+
+
+MAX_RATIO = 88
+"""No liblzf stream decodes to more than 88 times its size (a 3-byte back reference copies at
+most 264 bytes), plus a little for a stream of one short reference."""
+
+
+def _decode_unknown_size(buf: Buffer) -> bytes:
+    """A stream whose decoded size is not known (a chunk of a variable-length type, serialized):
+    liblzf's stream does not say it, and the codec's own guess (a few times the input) is too
+    small for values that compress well, so the buffer grows until the stream fits."""
+    n = memoryview(buf).nbytes
+    limit = MAX_RATIO * n + 64
+    size = min(max(4 * n, 4096), limit)
+    while True:
+        try:
+            result: bytes = codec_lib.lzf_decode(buf, out=size)
+            return result
+        except Exception:
+            if size >= limit:
+                raise
+            size = min(size * 4, limit)
