@@ -481,3 +481,21 @@ async def test_a_folder_removed_and_made_again_by_another_process_is_made_durabl
         assert (await store.get("p/q/k")).data == b"y"
     finally:
         await store.close()
+
+
+async def test_a_copy_into_a_folder_whose_known_parent_another_process_removed(tmp_path: Path) -> None:
+    """The parent of a copy's new folder was made durable by this process, then emptied and
+    removed by another's delete: the copy makes both again (as a put does) instead of failing
+    on the missing parent."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    try:
+        etag = await store.put("src", b"payload")
+        await store.put("a/x", b"x")  # this process now knows a/ as durable
+        await other.delete("a/x")  # another process empties and removes a/
+        assert not (root / "a").exists()
+        assert await store.copy("src", "a/b/y", source_etag=etag) == etag
+        assert (await store.get("a/b/y")).data == b"payload"
+    finally:
+        await store.close()
+        await other.close()

@@ -106,7 +106,12 @@ class HardLinkCopies:
     def _link_temp(self, source: str, source_path: str, key: str, folder: str, temp: str) -> bool:
         """Link ``source``'s file to ``temp``; false when this file system cannot."""
         for _ in range(_TRIES):
-            self._make_folder(key, folder)
+            try:
+                self._make_folder(key, folder)
+            except FileNotFoundError:
+                # a parent known durable was removed (another process's delete emptied it)
+                self._folders.forget(folder)
+                continue
             try:
                 os.link(source_path, temp, follow_symlinks=False)
                 return True
