@@ -162,6 +162,10 @@ def test_a_transfer_coding_other_than_chunked_is_refused(target: Target) -> None
     assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
     assert b"Transfer-Encoding" in reply
     assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
+    split = request.replace(b"Transfer-Encoding: gzip", b"Transfer-Encoding: identity\r\nTransfer-Encoding: gzip")
+    reply = _raw(target, split + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))  # the list on two lines
+    assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
+    assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
     chunked = request.replace(b"gzip, chunked", b"chunked")
     assert _raw(target, chunked + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)).startswith(b"HTTP/1.1 201")
 
