@@ -167,6 +167,10 @@ def test_a_transfer_coding_other_than_chunked_is_refused(target: Target) -> None
     assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
     assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
     chunked = request.replace(b"gzip, chunked", b"chunked")
+    coded = chunked.replace(b"Transfer-Encoding", b"Content-Encoding: identity\r\nContent-Encoding: gzip\r\nTransfer-Encoding")
+    reply = _raw(target, coded + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
+    assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
     assert _raw(target, chunked + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)).startswith(b"HTTP/1.1 201")
 
 
