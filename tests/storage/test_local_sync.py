@@ -499,3 +499,37 @@ async def test_a_copy_into_a_folder_whose_known_parent_another_process_removed(t
     finally:
         await store.close()
         await other.close()
+
+
+@pytest.mark.parametrize("how", ["put", "put_hashed_many", "copy"])
+async def test_a_put_whose_key_a_delete_removes_before_its_folder_fsync_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A delete of the same key (here another process's) lands between a put's rename and its
+    folder fsync, empties the folder and removes it: the put happened and was then deleted, as
+    if one came after the other, so it succeeds (the fsync found no folder: a 503)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+    deletes = [("a/b/k", str(root / "a" / "b" / "k"))]  # once, before the put's folder fsync
+
+    def fsync_dir_after_a_delete(folder: str) -> None:
+        if folder == str(root / "a" / "b") and deletes:
+            other._delete(*deletes.pop())  # the other process's delete, now (its own fsync: real)
+        real_fsync_dir(folder)
+
+    try:
+        etag = await store.put("src", b"payload")
+        monkeypatch.setattr(posix_module, "fsync_dir", fsync_dir_after_a_delete)
+        if how == "put":
+            await store.put("a/b/k", b"one")
+        elif how == "put_hashed_many":
+            await store.put_hashed_many([("a/b/k", b"one", hashlib.md5(b"one").hexdigest())])
+        else:
+            await store.copy("src", "a/b/k", source_etag=etag)
+        assert await store.get("a/b/k") is None and not (root / "a" / "b").exists()
+        await store.put("a/b/k", b"two")  # the folder is made again
+        assert (await other.get("a/b/k")).data == b"two"
+    finally:
+        await store.close()
+        await other.close()

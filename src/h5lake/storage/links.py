@@ -94,7 +94,7 @@ class HardLinkCopies:
                             raise folder_conflict(key) from None
                         except FileNotFoundError:
                             raise _Swept from None
-                self._folder_syncs.sync(folder)  # the new name durable, as for a put
+                self._folder_syncs.sync_renamed(folder)  # the new name durable, as for a put
                 return etag
             except _Swept:
                 continue

@@ -36,6 +36,15 @@ class FolderSyncs:
                 state = self._folders[folder] = FolderSync()
         state.sync(folder)
 
+    def sync_renamed(self, folder: str) -> None:
+        """`sync` after a rename (or link) into ``folder``. A folder gone meanwhile was emptied
+        and removed by a delete, our new entry with it: the put happened and was then deleted,
+        and nothing of it is left to make durable (as `_delete` takes its own vanished folder)."""
+        try:
+            self.sync(folder)
+        except FileNotFoundError:
+            pass
+
 
 class FolderSync:
     def __init__(self) -> None:
