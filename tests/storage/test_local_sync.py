@@ -533,3 +533,64 @@ async def test_a_put_whose_key_a_delete_removes_before_its_folder_fsync_succeeds
     finally:
         await store.close()
         await other.close()
+
+
+async def test_a_folder_removed_between_a_mkdir_that_found_it_and_its_check_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mkdir`` finds the folder there (another process made it), and before the put checks it is
+    a folder a delete empties and removes it: the put makes it again (it was refused as a key
+    colliding with a folder of other keys)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_mkdir: Callable[..., None] = os.mkdir
+    deletes = [("a/b/old", str(root / "a" / "b" / "old"))]
+
+    def mkdir_then_a_delete(path: Any, *args: Any, **kw: Any) -> None:
+        try:
+            real_mkdir(path, *args, **kw)
+        except FileExistsError:
+            if str(path) == str(root / "a" / "b") and deletes:
+                other._delete(*deletes.pop())  # empties a/b and a: both removed
+            raise
+
+    try:
+        await other.put("a/b/old", b"x")
+        monkeypatch.setattr(os, "mkdir", mkdir_then_a_delete)
+        await store.put("a/b/k", b"one")
+        assert not deletes and (await other.get("a/b/k")).data == b"one"
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_a_copy_whose_folder_is_removed_and_made_again_around_its_link_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's link finds no folder (a delete removed it) and another put makes it again before
+    the copy looks: the source is still there, so the copy tries again (it was a
+    PreconditionFailed on the source)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_link: Callable[..., None] = os.link
+    races = [1]
+
+    def link_around_a_delete_and_a_put(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if str(dst).startswith(str(root / "a" / "b")) and races:
+            races.pop()
+            other._delete("a/b/old", str(root / "a" / "b" / "old"))  # a/b removed
+            try:
+                real_link(src, dst, *args, **kw)
+            finally:
+                os.makedirs(root / "a" / "b")  # another put makes it again
+        real_link(src, dst, *args, **kw)
+
+    try:
+        etag = await store.put("src", b"payload")
+        await store.put("a/b/old", b"x")
+        monkeypatch.setattr(os, "link", link_around_a_delete_and_a_put)
+        assert await store.copy("src", "a/b/k", source_etag=etag) == etag
+        assert not races and (await other.get("a/b/k")).data == b"payload"
+    finally:
+        await store.close()
+        await other.close()

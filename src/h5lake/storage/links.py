@@ -116,9 +116,10 @@ class HardLinkCopies:
                 os.link(source_path, temp, follow_symlinks=False)
                 return True
             except FileNotFoundError:
-                if os.path.isdir(folder):
+                if os.path.isdir(folder) and not os.path.lexists(source_path):
                     raise PreconditionFailed(source) from None
-                # a delete removed the emptied folder under our feet: make it again
+                # a delete removed the emptied folder under our feet (and a put may have made
+                # it again since): make it again
                 self._folders.forget(folder)
             except (NotADirectoryError, IsADirectoryError):
                 raise PreconditionFailed(source) from None

@@ -5,6 +5,7 @@ other processes (storage/local.py)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -105,6 +106,8 @@ class DurableFolders:
                 os.mkdir(folder)
             except FileExistsError:
                 if not os.path.isdir(folder):
+                    if not os.path.lexists(folder):  # a delete removed it since: make it again
+                        raise FileNotFoundError(errno.ENOENT, "removed while being made", folder) from None
                     raise folder_conflict(key) from None
             except NotADirectoryError:
                 raise folder_conflict(key) from None
