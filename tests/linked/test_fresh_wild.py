@@ -32,6 +32,7 @@ from tests.conftest import Client
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import raw_dataset
 from tests.support.remote_compare import compare
+from tests.support.server import USERS
 
 MODES = ["load", "link"]
 
@@ -174,3 +175,22 @@ def test_huge_sparse_grid_is_copied_not_tabled(lc: Client, sources: Path) -> Non
         np.testing.assert_array_equal(f["sparse"][grid * 2 - 2 : grid * 2 + 8], [9, 9, 0, 1, 2, 3, 4, 5, 9, 9])
         assert f["small"].id.cpl_json["layout"]["class"] == "H5D_CHUNKED_REF_INDIRECT"
         np.testing.assert_array_equal(f["small"][:], np.arange(5000, dtype="<i2"))
+
+
+def test_extendible_compact_and_contiguous_datasets_export(client: Client, endpoint: str, domain: str, tmp_path: Path) -> None:
+    """A client may create an extendible dataset asking for a compact or contiguous layout
+    (h5lake stores it chunked); HDF5 has neither extendible, so the export writes it chunked
+    instead of failing ("extendible compact dataset not allowed")."""
+    root = client.get("/").json()["root"]
+    for name, cls in (("compact", "H5D_COMPACT"), ("contiguous", "H5D_CONTIGUOUS")):
+        made = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [4], "maxdims": [10],
+                                               "creationProperties": {"layout": {"class": cls}},
+                                               "link": {"id": root, "name": name}})
+        assert made.status_code == 201, made.text
+        assert client.put(f"/datasets/{made.json()['id']}/value", json={"value": [1, 2, 3, 4]}).status_code == 200
+    target = tmp_path / "export.h5"
+    export_domain(RestClient(Settings(endpoint, "test_user1", USERS["test_user1"]), domain), target, workers=2)
+    with h5py.File(target) as f:
+        for name in ("compact", "contiguous"):
+            assert f[name].chunks is not None and f[name].maxshape == (10,)
+            assert f[name][...].tolist() == [1, 2, 3, 4]

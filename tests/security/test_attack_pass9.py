@@ -9,9 +9,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 
+import orjson
 import pytest
 import requests
 
+from h5lake.model.ids import object_key
+from h5lake.storage.local import LocalStore
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")
@@ -159,7 +162,15 @@ def test_a_transfer_coding_other_than_chunked_is_refused(target: Target) -> None
     assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
     assert b"Transfer-Encoding" in reply
     assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
+    split = request.replace(b"Transfer-Encoding: gzip", b"Transfer-Encoding: identity\r\nTransfer-Encoding: gzip")
+    reply = _raw(target, split + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))  # the list on two lines
+    assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
+    assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
     chunked = request.replace(b"gzip, chunked", b"chunked")
+    coded = chunked.replace(b"Transfer-Encoding", b"Content-Encoding: identity\r\nContent-Encoding: gzip\r\nTransfer-Encoding")
+    reply = _raw(target, coded + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    assert reply.startswith(b"HTTP/1.1 415"), reply[:300]
+    assert target.call("GET", f"/groups/{target.root}").json()["linkCount"] == before
     assert _raw(target, chunked + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)).startswith(b"HTTP/1.1 201")
 
 
@@ -241,3 +252,44 @@ def test_listing_and_describing_many_paths_leaves_others_served(target: Target, 
     children = meta.json()["children"]
     assert len(children) == 45_000 and {c["kind"] for c in children} == {"dataset"}
     assert children[0]["shape"] == [2]
+
+
+async def test_a_document_stored_before_the_extent_cap_stays_usable(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Extents past 2**63 - 1 were accepted before the cap: a dataset grown so far, or given
+    such a maximum, keeps its values readable, can be shrunk back, and has its chunks reclaimed
+    when deleted (each was a 400 or a traceback once stored documents were held to the cap)."""
+    work = tmp_path_factory.mktemp("precap")
+    srv = start_server(work / "a")
+    try:
+        t = Target(srv)
+        grown = _extensible(t, 10)
+        bounded = _extensible(t, 5)
+    finally:
+        srv.stop()
+    store = LocalStore(srv.data)  # what a server before the cap stored
+    try:
+        for dsid, shape in ((grown, {"dims": [2**63 + 3], "maxdims": ["H5S_UNLIMITED"]}),
+                            (bounded, {"dims": [10], "maxdims": [2**63 + 5]})):
+            key = object_key(dsid)
+            blob = await store.get(key)
+            assert blob is not None
+            doc = orjson.loads(blob.data)
+            doc["shape"] = {"class": "H5S_SIMPLE", **shape}
+            await store.put(key, orjson.dumps(doc))
+    finally:
+        await store.close()
+    srv = start_server(work / "b", data=srv.data)
+    try:
+        t = Target.__new__(Target)  # the domain is there already
+        t.srv, t.ep, t.session = srv, srv.endpoint, requests.Session()
+        t.session.auth = A
+        got = t.call("GET", f"/datasets/{grown}/value", params={"select": "[0:4]"})
+        assert got.status_code == 200 and got.json()["value"] == [0, 1, 2, 3], got.text
+        assert t.values(bounded) == list(range(10))
+        assert t.resize(grown, [5]).status_code == 201
+        assert t.values(grown) == [0, 1, 2, 3, 4]
+        for dsid in (grown, bounded):
+            assert t.call("DELETE", f"/datasets/{dsid}").status_code == 200
+    finally:
+        srv.stop()
+    assert "Traceback" not in srv.log.read_text()

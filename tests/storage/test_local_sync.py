@@ -481,3 +481,116 @@ async def test_a_folder_removed_and_made_again_by_another_process_is_made_durabl
         assert (await store.get("p/q/k")).data == b"y"
     finally:
         await store.close()
+
+
+async def test_a_copy_into_a_folder_whose_known_parent_another_process_removed(tmp_path: Path) -> None:
+    """The parent of a copy's new folder was made durable by this process, then emptied and
+    removed by another's delete: the copy makes both again (as a put does) instead of failing
+    on the missing parent."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    try:
+        etag = await store.put("src", b"payload")
+        await store.put("a/x", b"x")  # this process now knows a/ as durable
+        await other.delete("a/x")  # another process empties and removes a/
+        assert not (root / "a").exists()
+        assert await store.copy("src", "a/b/y", source_etag=etag) == etag
+        assert (await store.get("a/b/y")).data == b"payload"
+    finally:
+        await store.close()
+        await other.close()
+
+
+@pytest.mark.parametrize("how", ["put", "put_hashed_many", "copy"])
+async def test_a_put_whose_key_a_delete_removes_before_its_folder_fsync_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A delete of the same key (here another process's) lands between a put's rename and its
+    folder fsync, empties the folder and removes it: the put happened and was then deleted, as
+    if one came after the other, so it succeeds (the fsync found no folder: a 503)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_fsync_dir: Callable[[str], None] = posix_module.fsync_dir
+    deletes = [("a/b/k", str(root / "a" / "b" / "k"))]  # once, before the put's folder fsync
+
+    def fsync_dir_after_a_delete(folder: str) -> None:
+        if folder == str(root / "a" / "b") and deletes:
+            other._delete(*deletes.pop())  # the other process's delete, now (its own fsync: real)
+        real_fsync_dir(folder)
+
+    try:
+        etag = await store.put("src", b"payload")
+        monkeypatch.setattr(posix_module, "fsync_dir", fsync_dir_after_a_delete)
+        if how == "put":
+            await store.put("a/b/k", b"one")
+        elif how == "put_hashed_many":
+            await store.put_hashed_many([("a/b/k", b"one", hashlib.md5(b"one").hexdigest())])
+        else:
+            await store.copy("src", "a/b/k", source_etag=etag)
+        assert await store.get("a/b/k") is None and not (root / "a" / "b").exists()
+        await store.put("a/b/k", b"two")  # the folder is made again
+        assert (await other.get("a/b/k")).data == b"two"
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_a_folder_removed_between_a_mkdir_that_found_it_and_its_check_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mkdir`` finds the folder there (another process made it), and before the put checks it is
+    a folder a delete empties and removes it: the put makes it again (it was refused as a key
+    colliding with a folder of other keys)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_mkdir: Callable[..., None] = os.mkdir
+    deletes = [("a/b/old", str(root / "a" / "b" / "old"))]
+
+    def mkdir_then_a_delete(path: Any, *args: Any, **kw: Any) -> None:
+        try:
+            real_mkdir(path, *args, **kw)
+        except FileExistsError:
+            if str(path) == str(root / "a" / "b") and deletes:
+                other._delete(*deletes.pop())  # empties a/b and a: both removed
+            raise
+
+    try:
+        await other.put("a/b/old", b"x")
+        monkeypatch.setattr(os, "mkdir", mkdir_then_a_delete)
+        await store.put("a/b/k", b"one")
+        assert not deletes and (await other.get("a/b/k")).data == b"one"
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_a_copy_whose_folder_is_removed_and_made_again_around_its_link_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's link finds no folder (a delete removed it) and another put makes it again before
+    the copy looks: the source is still there, so the copy tries again (it was a
+    PreconditionFailed on the source)."""
+    root = tmp_path / "root"
+    store, other = LocalStore(root), LocalStore(root)
+    real_link: Callable[..., None] = os.link
+    races = [1]
+
+    def link_around_a_delete_and_a_put(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if str(dst).startswith(str(root / "a" / "b")) and races:
+            races.pop()
+            other._delete("a/b/old", str(root / "a" / "b" / "old"))  # a/b removed
+            try:
+                real_link(src, dst, *args, **kw)
+            finally:
+                os.makedirs(root / "a" / "b")  # another put makes it again
+        real_link(src, dst, *args, **kw)
+
+    try:
+        etag = await store.put("src", b"payload")
+        await store.put("a/b/old", b"x")
+        monkeypatch.setattr(os, "link", link_around_a_delete_and_a_put)
+        assert await store.copy("src", "a/b/k", source_etag=etag) == etag
+        assert not races and (await other.get("a/b/k")).data == b"payload"
+    finally:
+        await store.close()
+        await other.close()

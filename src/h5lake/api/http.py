@@ -142,16 +142,16 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
 def check_content_coding(request: Request) -> None:
     """Bodies are taken as sent: one in a content coding (gzip...) is refused, not misread
     (and not inflated: a few kilobytes of gzip can be gigabytes)."""
-    coding = request.headers.get("content-encoding", "").strip().lower()
-    if coding not in ("", "identity"):
+    coding = ", ".join(request.headers.getlist("content-encoding")).lower()  # every line, as below
+    if any(c.strip() not in ("", "identity") for c in coding.split(",")):
         raise UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not supported: send the body uncompressed")
     # The HTTP parser takes a Transfer-Encoding list ending in chunked (``gzip, chunked``) and
-    # undoes only the chunking: the body would be read still compressed.
-    transfer = [c.strip() for c in request.headers.get("transfer-encoding", "").lower().split(",")]
-    if any(c not in ("", "chunked", "identity") for c in transfer):
+    # undoes only the chunking: the body would be read still compressed. Every header line
+    # counts (``identity`` then ``gzip, chunked`` on a second line passes the parser too).
+    sent = ", ".join(request.headers.getlist("transfer-encoding"))
+    if any(c.strip() not in ("", "chunked", "identity") for c in sent.lower().split(",")):
         raise UnsupportedMediaType(
-            f"Transfer-Encoding {request.headers['transfer-encoding'][:40]!r} is not supported: send the body "
-            "uncompressed (chunked alone is fine)"
+            f"Transfer-Encoding {sent[:40]!r} is not supported: send the body uncompressed (chunked alone is fine)"
         )
 
 

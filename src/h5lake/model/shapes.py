@@ -57,10 +57,11 @@ class Space:
         return Space(self.kind, dims, self.maxdims)
 
 
-def _dim(value: Any, what: str) -> int:
+def _dim(value: Any, what: str, capped: bool = True) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInput(f"{what} must be non-negative integers, got {reprlib.repr(value)}")
-    check_extent(value, what)
+    if capped:
+        check_extent(value, what)
     return value
 
 
@@ -79,7 +80,7 @@ def check_bytes(dims: tuple[int, ...], itemsize: int) -> None:
                            "at most 2**63 - 1 bytes are possible")
 
 
-def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool) -> tuple[int | None, ...]:
+def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool, capped: bool = True) -> tuple[int | None, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or len(value) != len(dims):
@@ -89,21 +90,22 @@ def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool) -> tuple[i
         if m == UNLIMITED or m == H5S_UNLIMITED_VALUE or m == 0 and (d != 0 or zero_unlimited):
             out.append(None)  # HSDS treats 0 as unlimited too
             continue
-        m = _dim(m, "maxdims")
+        m = _dim(m, "maxdims", capped)
         if m < d:
             raise InvalidInput(f"maxdims {m} is smaller than dims {d}")
         out.append(m)
     return tuple(out)
 
 
-def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False) -> Space:
+def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False, capped: bool = True) -> Space:
     """Parse a dataspace as clients send it: absent (scalar), ``"H5S_NULL"``, ``[dims]``, an int,
     or the object form ``{"class": ..., "dims": ..., "maxdims": ...}``.
 
     A maximum extent of 0 is unlimited where the extent is not 0. ``zero_unlimited`` (a client's
     request) makes it unlimited everywhere, as HSDS reads it: h5pyd before 1.0 sends 0 for every
     unlimited dimension, ``shape [0], maxdims [0]`` too (h5pyd 1.0 and h5lake's loader send
-    ``H5S_UNLIMITED``, and a stored document keeps a fixed extent of 0 as 0)."""
+    ``H5S_UNLIMITED``, and a stored document keeps a fixed extent of 0 as 0). ``capped`` false
+    takes extents past `MAX_EXTENT` (documents stored before that cap)."""
     if isinstance(shape, dict):
         kind = shape.get("class", SpaceClass.SIMPLE.value if "dims" in shape else None)
         if maxdims is None:
@@ -129,10 +131,12 @@ def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False
         raise InvalidInput(f"rank {len(shape)} exceeds the limit of {MAX_RANK}")
     if not shape:
         return Space(SpaceClass.SCALAR)
-    dims = tuple(_dim(d, "dims") for d in shape)
-    return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims, zero_unlimited))
+    dims = tuple(_dim(d, "dims", capped) for d in shape)
+    return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims, zero_unlimited, capped))
 
 
 def space_from_json(doc: dict[str, Any]) -> Space:
-    """A stored (already validated) dataspace."""
-    return parse_space(doc)
+    """A stored (already validated) dataspace. Not held to `MAX_EXTENT`: a document stored before
+    that cap (an extent or a maximum past 2**63 - 1) stays readable, can be shrunk back within it,
+    and its chunks are reclaimed when it is deleted (checked, each was a 400 or a leak)."""
+    return parse_space(doc, capped=False)

@@ -94,7 +94,7 @@ class HardLinkCopies:
                             raise folder_conflict(key) from None
                         except FileNotFoundError:
                             raise _Swept from None
-                self._folder_syncs.sync(folder)  # the new name durable, as for a put
+                self._folder_syncs.sync_renamed(folder)  # the new name durable, as for a put
                 return etag
             except _Swept:
                 continue
@@ -106,14 +106,20 @@ class HardLinkCopies:
     def _link_temp(self, source: str, source_path: str, key: str, folder: str, temp: str) -> bool:
         """Link ``source``'s file to ``temp``; false when this file system cannot."""
         for _ in range(_TRIES):
-            self._make_folder(key, folder)
+            try:
+                self._make_folder(key, folder)
+            except FileNotFoundError:
+                # a parent known durable was removed (another process's delete emptied it)
+                self._folders.forget(folder)
+                continue
             try:
                 os.link(source_path, temp, follow_symlinks=False)
                 return True
             except FileNotFoundError:
-                if os.path.isdir(folder):
+                if os.path.isdir(folder) and not os.path.lexists(source_path):
                     raise PreconditionFailed(source) from None
-                # a delete removed the emptied folder under our feet: make it again
+                # a delete removed the emptied folder under our feet (and a put may have made
+                # it again since): make it again
                 self._folders.forget(folder)
             except (NotADirectoryError, IsADirectoryError):
                 raise PreconditionFailed(source) from None

@@ -240,7 +240,7 @@ class LocalStore(HardLinkCopies):
                     raise StorageError(f"local store {self._root}: {outcome}") from outcome
                 raise outcome
         for folder in dict.fromkeys(os.path.dirname(path) for path in paths):
-            await self._run(self._folder_syncs.sync, folder)
+            await self._run(self._folder_syncs.sync_renamed, folder)
 
     async def delete(self, key: str) -> None:
         path = self._path(key)
@@ -474,7 +474,7 @@ class LocalStore(HardLinkCopies):
                     except IsADirectoryError:
                         raise _folder_conflict(key) from None
             if sync_name:
-                self._folder_syncs.sync(folder)  # the new name durable; outside the lock, which only orders
+                self._folder_syncs.sync_renamed(folder)  # the new name durable; outside the lock, which only orders
         finally:
             if not renamed:
                 with contextlib.suppress(FileNotFoundError):

@@ -5,6 +5,7 @@ other processes (storage/local.py)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -35,6 +36,15 @@ class FolderSyncs:
             if state is None:
                 state = self._folders[folder] = FolderSync()
         state.sync(folder)
+
+    def sync_renamed(self, folder: str) -> None:
+        """`sync` after a rename (or link) into ``folder``. A folder gone meanwhile was emptied
+        and removed by a delete, our new entry with it: the put happened and was then deleted,
+        and nothing of it is left to make durable (as `_delete` takes its own vanished folder)."""
+        try:
+            self.sync(folder)
+        except FileNotFoundError:
+            pass
 
 
 class FolderSync:
@@ -96,6 +106,8 @@ class DurableFolders:
                 os.mkdir(folder)
             except FileExistsError:
                 if not os.path.isdir(folder):
+                    if not os.path.lexists(folder):  # a delete removed it since: make it again
+                        raise FileNotFoundError(errno.ENOENT, "removed while being made", folder) from None
                     raise folder_conflict(key) from None
             except NotADirectoryError:
                 raise folder_conflict(key) from None

@@ -127,10 +127,11 @@ def _space(shape: Doc) -> tuple[Any, tuple[int, ...]]:
 def _extendible(layout: Doc, shape: Doc, item_size: int, where: str, notes: list[str]) -> Doc:
     """The layout of a dataset HDF5 would refuse: an extendible one (maxdims beyond dims) is
     only chunked or external in HDF5, so one that is neither (an external dataset written as an
-    ordinary one, a virtual dataset loaded as one) is written chunked."""
+    ordinary one, a virtual dataset loaded as one, a compact or contiguous one a client asked
+    for) is written chunked."""
     dims = [int(d) for d in shape.get("dims") or ()]
     maxdims = [None if m == "H5S_UNLIMITED" else int(m) for m in shape.get("maxdims") or dims]
-    if maxdims == dims or layout.get("class") in ("H5D_CHUNKED", "H5D_COMPACT"):
+    if maxdims == dims or layout.get("class") == "H5D_CHUNKED":
         return layout
     chunks = list(guess_chunk_shape(dims, maxdims, item_size))
     notes.append(f"dataset {where}: extendible, so written chunked ({'x'.join(map(str, chunks))})")
