@@ -148,7 +148,7 @@ def h5netcdf_features(path: Path) -> None:
         t.attrs["list"] = np.array([1.0, 2.0])
         if hasattr(nc, "create_enumtype"):
             et = nc.create_enumtype(np.uint8, "level_t", {"low": 0, "high": 1})
-            ev = nc.create_variable("level", ("x",), dtype=et)
+            ev = nc.create_variable("level", ("x",), dtype=et, fillvalue=0)  # 0 is "low": given, not warned about
             ev[:] = np.array([0, 1, 1, 0], dtype="u1")
             vt = nc.create_vltype(np.int32, "ints_t")
             vv = nc.create_variable("ragged", ("x",), dtype=vt)
@@ -228,14 +228,14 @@ def pandas_hdfstore(path: Path) -> None:
         }
     )
     with pd.HDFStore(str(path), "w") as store:
-        store.put("fixed", frame, format="fixed")
-        store.put("table", frame, format="table", data_columns=["i", "s"], complevel=5, complib="zlib")
+        store.put("fixed", frame, format="fixed", track_times=True)
+        store.put("table", frame, format="table", data_columns=["i", "s"], complevel=5, complib="zlib", track_times=True)
         store.append("grown", frame.iloc[:6], format="table", min_itemsize={"s": 8})
         store.append("grown", frame.iloc[6:], format="table")
-        store.put("series", pd.Series(np.arange(5.0), index=list("abcde")))
+        store.put("series", pd.Series(np.arange(5.0), index=list("abcde")), track_times=True)
         cat = pd.DataFrame({"c": pd.Categorical(["x", "y", "x", "z"]), "v": [1, 2, 3, 4]})
-        store.put("categorical", cat, format="table")
-        store.put("timed", pd.DataFrame({"v": np.arange(4)}, index=pd.date_range("2020", periods=4, tz="UTC")), format="fixed")
+        store.put("categorical", cat, format="table", track_times=True)
+        store.put("timed", pd.DataFrame({"v": np.arange(4)}, index=pd.date_range("2020", periods=4, tz="UTC")), format="fixed", track_times=True)
 
 
 @wild("anndata", optional=True)
