@@ -135,10 +135,10 @@ class Settings(BaseSettings):
     )
     chunk_concurrency: int = Field(16, ge=1, le=1024)
     domain_objects_limit: int = Field(
-        500,
+        2000,
         ge=0,
         le=1_000_000,
-        description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500)",
+        description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500; docs/performance.md)",
     )
     public_read: bool = Field(False, description="new domains readable by everyone")
     catalog_stale_after: float = Field(

@@ -139,7 +139,7 @@ def _export(settings: Any) -> None:
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute as stored (JSON); an object's attributes together: 4x [1 MiB].")
 @click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
-@click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [500].")
+@click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [2000].")
 @click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
 @click.option("--log-level", help="critical, error, warning, info or debug.")
 @click.option("--oidc-issuer", help="Accept OpenID Connect bearer tokens of this issuer [H5LAKE_OIDC_ISSUER].")
