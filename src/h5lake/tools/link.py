@@ -38,6 +38,7 @@ import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
 from h5lake.errors import H5LakeError
+from h5lake.model.layout import chunk_grid
 from h5lake.model.types import CharSet
 
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
@@ -90,7 +91,7 @@ def copy_reason(dset: Any, type_json: Doc | None = None, *, external_ok: bool = 
         FilterPipeline.from_json(filters, dt, dset.chunks)
     except H5LakeError as exc:
         return f"filter not readable by the server ({exc})"
-    if dset.chunks is not None and (grid := math.prod(_grid(dset.shape, dset.chunks))) > MAX_TABLE_ENTRIES:
+    if dset.chunks is not None and (grid := math.prod(chunk_grid(dset.shape, dset.chunks))) > MAX_TABLE_ENTRIES:
         return f"{grid} chunks in its grid, more than a chunk table holds ({MAX_TABLE_ENTRIES}); its written chunks are copied"
     return None
 
@@ -225,10 +226,6 @@ def chunk_locations(dset: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return coords, np.asarray(addrs, np.int64), np.asarray(sizes, np.int64), np.asarray(masks, np.int64)
 
 
-def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(-(-n // c) for n, c in zip(shape, chunks))
-
-
 def build_table(dset: Any, file_uri: str | None, with_mask: bool | None = None) -> np.ndarray:
     """The chunk table of ``dset``: one ``(offset, size[, file_uri][, filter_mask])`` per chunk
     of its grid, zeros (and ``""``) for chunks never written. The mask field is added when a
@@ -237,7 +234,7 @@ def build_table(dset: Any, file_uri: str | None, with_mask: bool | None = None) 
     mask_field = bool(masks.any()) if with_mask is None else with_mask
     if masks.any() and not mask_field:
         raise LinkError(f"{dset.name}: some chunks skip a filter but the existing chunk table has no filter_mask")
-    table = np.zeros(_grid(dset.shape, dset.chunks), dtype=table_dtype(file_uri is not None, mask_field))
+    table = np.zeros(chunk_grid(dset.shape, dset.chunks), dtype=table_dtype(file_uri is not None, mask_field))
     if file_uri is not None:
         table["file_uri"] = ""
     if coords.size:
@@ -350,7 +347,7 @@ def plan_link(
         return LinkPlan(props, shape, None)
     maxshape = list(dset.maxshape)
     resizable = maxshape != shape
-    grid_count = math.prod(_grid(dset.shape, dset.chunks))
+    grid_count = math.prod(chunk_grid(dset.shape, dset.chunks))
     if grid_count <= inline_chunks and not resizable:
         coords, addrs, sizes, masks = chunk_locations(dset)
         chunks: Doc = {}
