@@ -189,6 +189,24 @@ def test_scalar_shows_its_value(browser: Browser, view_domain: ViewDomain) -> No
     page.context.close()
 
 
+def test_pages_load_without_browser_errors(browser: Browser, view_domain: ViewDomain) -> None:
+    """Every request the page makes (its icon included) succeeds and nothing is logged as an
+    error in the browser's console, for each kind of object a person opens."""
+    page = open_page(browser)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: errors.append(f"failed: {r.url}"))
+    page.on("response", lambda r: errors.append(f"{r.status}: {r.url}") if r.status >= 400 else None)
+    for path in (None, "/images/cube", "/line", "/scalar", "/mytype"):
+        visit(page, view_domain, path)
+        page.wait_for_load_state("networkidle")
+    icon = page.evaluate("() => document.querySelector('link[rel=icon]').href")
+    assert requests.get(icon, auth=("test_user1", USERS["test_user1"]), timeout=10).status_code == 200
+    assert errors == []
+    page.context.close()
+
+
 def test_search_finds_paths(browser: Browser, view_domain: ViewDomain) -> None:
     page = open_page(browser)
     visit(page, view_domain)
