@@ -192,7 +192,9 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """Matching elements (and their flat indexes within the selection's first dimension)."""
+    """Matching elements and their positions in the dataset (its indexes for one dimension, C-order
+    flat indexes for more), as HSDS answers ``index`` (h5pyd's ``Table.read_where`` reads it so
+    with ``start``/``stop``)."""
     predicate = parse_query(q.expression)
     found_values: list[np.ndarray] = []
     found_index: list[np.ndarray] = []
@@ -214,7 +216,9 @@ async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) 
             )
         if q.limit is not None and total >= q.limit:
             break
-    return np.concatenate(found_values) if found_values else np.empty(0, layout.dtype), np.concatenate(found_index)
+    flat = np.concatenate(found_index) if found_index else np.empty(0, np.int64)
+    values = np.concatenate(found_values) if found_values else np.empty(0, layout.dtype)
+    return values, sel.dataset_positions(flat, layout.shape)
 
 
 # --- writes -----------------------------------------------------------------------------------
