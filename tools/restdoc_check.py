@@ -18,6 +18,7 @@ status 1 if any check FAILs.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import shutil
 import sys
@@ -323,6 +324,12 @@ def run(c: Checker, home: str) -> None:
             200, {"value": [row[1:9:2] for row in mult[1:9]]})
     c.check("GET_Value binary", c.send("GET", f"/datasets/{v}/value", accept="application/octet-stream"), 200,
             extra=None)
+    packed = base64.b64encode(b"".join(int(i * 7).to_bytes(4, "little") for i in range(100))).decode()
+    c.check("PUT_Value value_base64 (openapi)", c.send("PUT", f"/datasets/{v}/value", j({"value_base64": packed}),
+                                                       ctype=JSON), 200)
+    c.check("PUT_Value value_base64 read back", c.send("GET", f"/datasets/{v}/value", params={"select": "[9:10,0:10]"}),
+            200, {"value": [[i * 7 for i in range(90, 100)]]})
+    c.send("PUT", f"/datasets/{v}/value", j({"value": mult}), ctype=JSON)
     c.check("PUT_Value start/stop", c.send("PUT", f"/datasets/{did}/value",
                                            j({"start": 5, "stop": 10, "value": [13, 17, 19, 23, 29]})), 200)
     sq = c.send("POST", "/datasets", j({"type": "H5T_STD_I32LE", "shape": [20]})).json()["id"]

@@ -72,3 +72,33 @@ def test_szip_filter_as_the_documentation_spells_it(client: Client) -> None:
         r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [64], "creationProperties": {
             "filters": [{**filt, **{k: 32 for k in key}}], "layout": {"class": "H5D_CHUNKED", "dims": [64]}}})
         assert r.status_code == status, (key, r.text)
+
+
+def test_query_update_changes_only_the_selected_elements(client: Client) -> None:
+    # PUT value?query= with select: HSDS looks only at the selection (chunk_sn.PUT_Value passes
+    # its slices to the query); every matching element of the dataset was changed before
+    rows = [[21 if i < 24 else 23, i] for i in range(72)]
+
+    def fresh() -> str:
+        r = client.post("/datasets", json={"type": COMPOUND, "shape": [72],
+                                           "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [10]}}})
+        assert r.status_code == 201, r.text
+        did = str(r.json()["id"])
+        assert client.put(f"/datasets/{did}/value", json={"value": rows}).status_code == 200
+        return did
+
+    for params, body, changed in (
+        ({"select": "[30:40]", "Limit": "3"}, {"value": {"temp": -1}}, [30, 31, 32]),
+        ({"select": "[25:60:10]"}, {"temp": -1}, [25, 35, 45, 55]),
+        ({}, {"value": {"temp": -1}, "select": "[[70,3,50]]"}, [50, 70]),  # 3 does not match
+        ({"select": "[5:5]"}, {"temp": -1}, []),
+    ):
+        did = fresh()
+        r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", **params}, json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["index"] == changed, params
+        now = client.get(f"/datasets/{did}/value").json()["value"]
+        assert [i for i, row in enumerate(now) if row[1] == -1] == changed, params
+    did = fresh()
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", "select": "[0:73]"}, json={"temp": -1})
+    assert r.status_code == 400 and "message" in r.json()["error"]

@@ -173,7 +173,8 @@ async def put_value(request: Request) -> Response:
     fields = request.query_params.get("fields")
     query = _query(request)
     if query is not None:
-        update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
+        raw_update = await json_body(request, allow_empty=False)
+        update = QueryUpdate.from_body(query, raw_update, fields, request.query_params.get("select"))
         index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)
         # HSDS answers the changed elements as [index, field values...]
         rows = [[i, *row] for i, row in zip(index.tolist(), array_to_json(changed, type_json))]
