@@ -353,6 +353,14 @@ def run(c: Checker, home: str) -> None:
                                                    params={"query": "date == 23", "Limit": "5", "select": "[24:72]"}),
             200, {"index": list(range(24, 29)), "value": rows[24:29]})
 
+    c.check("PUT_Value query update with select (hsds)", c.send("PUT", f"/datasets/{cd}/value", j({"temp": -1}),
+                                                               ctype=JSON, params={"query": "date == 23",
+                                                                                   "select": "[30:33]"}),
+            200, {"index": [30, 31, 32]})
+    c.check("query update changed only the selection", c.send("GET", f"/datasets/{cd}/value",
+                                                              params={"query": "temp == -1"}), 200,
+            {"index": [30, 31, 32]})
+
     # --- AttrOps ------------------------------------------------------------------------------
     c.check("PUT_Attribute scalar", c.send("PUT", f"/groups/{root}/attributes/attr4",
                                            j({"type": "H5T_STD_I32LE", "value": 42})), 201, {"hrefs": list},
