@@ -223,6 +223,11 @@ def run(c: Checker, home: str) -> None:
                else ["links not sorted by title (openapi)"]))
     c.check("GET_Links ?Marker=g1&Limit=1", c.send("GET", f"/groups/{root}/links", params={"Marker": "g1", "Limit": "1"}),
             200, extra=lambda b: [] if [x["title"] for x in b["links"]] == ["g2"] else [f"links {b['links']}"])
+    c.check("GET_Links ?Limit=0 (openapi: N >= 0; hsds: no limit)",
+            c.send("GET", f"/groups/{root}/links", params={"Limit": "0"}), 200,
+            extra=lambda b: [] if len(b["links"]) >= 9 else [f"{len(b['links'])} links"])
+    c.check("GET_Groups ?Limit=0", c.send("GET", "/groups", params={"Limit": "0"}), 200,
+            extra=lambda b: [] if len(b["groups"]) >= len(made) else [f"{len(b['groups'])} groups"])
     c.send("PUT", f"/groups/{root}/links/deleteme", j({"id": g1id}), ctype=JSON)
     c.check("DELETE_Link", c.send("DELETE", f"/groups/{root}/links/deleteme"), 200)
     c.check("GET deleted link (410)", c.send("GET", f"/groups/{root}/links/deleteme"), 410)

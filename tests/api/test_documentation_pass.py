@@ -102,3 +102,30 @@ def test_query_update_changes_only_the_selected_elements(client: Client) -> None
     did = fresh()
     r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", "select": "[0:73]"}, json={"temp": -1})
     assert r.status_code == 400 and "message" in r.json()["error"]
+
+
+def test_limit_zero_lists_everything(client: Client, home_folder: str) -> None:
+    # openapi.yaml: Limit "must be an integer N >= 0"; HSDS takes 0 as no limit (links and
+    # attributes pass it on only when non-zero, collections and domain lists test it so)
+    root = client.get("/").json()["root"]
+    for name in ("a", "b", "c"):
+        r = client.post("/groups", json={"link": {"id": root, "name": name}})
+        assert r.status_code == 201, r.text
+        assert client.put(f"/groups/{root}/attributes/{name}", json={"type": "H5T_STD_I8LE", "value": 1}).status_code == 201
+        client.post("/datatypes", json={"type": "H5T_STD_I8LE", "link": {"id": root, "name": "t" + name}})
+    for path, key in ((f"/groups/{root}/links", "links"), (f"/groups/{root}/attributes", "attributes"),
+                      ("/groups", "groups"), ("/datatypes", "datatypes")):
+        whole = client.get(path).json()[key]
+        assert len(whole) >= 3
+        r = client.get(path, params={"Limit": "0"})
+        assert r.status_code == 200, (path, r.text)
+        assert r.json()[key] == whole, path
+        assert len(client.get(path, params={"Limit": "2"}).json()[key]) == 2
+        assert client.get(path, params={"Limit": "-1"}).status_code == 400
+    r = client.get("/domains", params={"domain": home_folder, "Limit": "0"})
+    assert r.status_code == 200 and client.domain in [d["name"] for d in r.json()["domains"]]
+    r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [6]})
+    did = r.json()["id"]
+    client.put(f"/datasets/{did}/value", json={"value": [5, 1, 5, 2, 5, 5]})
+    r = client.get(f"/datasets/{did}/value", params={"query": "_ == 5", "Limit": "0"})
+    assert r.status_code == 200 and r.json()["index"] == [0, 2, 4, 5]

@@ -26,6 +26,7 @@ from h5lake.api.http import (
     int_param,
     is_binary,
     json_body,
+    limit_param,
     links,
     ok,
     service,
@@ -52,7 +53,7 @@ from h5lake.service.value_requests import (
 
 def _query(request: Request) -> Query | None:
     text = request.query_params.get("query")
-    return Query(text, int_param(request, "Limit", minimum=1)) if text else None
+    return Query(text, limit_param(request)) if text else None
 
 
 def _fields(request: Request, body_fields: Any = None) -> str | None:
