@@ -231,6 +231,7 @@ def run(c: Checker, home: str) -> None:
     c.send("PUT", f"/groups/{root}/links/deleteme", j({"id": g1id}), ctype=JSON)
     c.check("DELETE_Link", c.send("DELETE", f"/groups/{root}/links/deleteme"), 200)
     c.check("GET deleted link (410)", c.send("GET", f"/groups/{root}/links/deleteme"), 410)
+    c.check("DELETE the root group (403: DELETE_Link's special error, hsds)", c.send("DELETE", f"/groups/{root}"), 403)
     c.check("DELETE_Group", c.send("DELETE", f"/groups/{made[-1]}"), 200)
     c.check("GET deleted group (410)", c.send("GET", f"/groups/{made[-1]}"), 410)
 
