@@ -193,7 +193,7 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
     """Matching elements and their positions in the dataset (its indexes for one dimension, C-order
-    flat indexes for more), as HSDS answers ``index`` (h5pyd's ``Table.read_where`` reads it so
+    flat indexes for more), as HSDS answers ``index`` (h5pyd 0.24's ``Table.read_where`` reads it so
     with ``start``/``stop``)."""
     predicate = parse_query(q.expression)
     found_values: list[np.ndarray] = []
