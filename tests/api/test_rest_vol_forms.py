@@ -520,6 +520,34 @@ def test_filters_vol_rest_sends(vol: VolRest) -> None:
         assert vol.get(f"/datasets/{did}/value", binary=True).content == raw
 
 
+# RV_parse_dataset_creation_properties_callback reads deflate, shuffle, fletcher32, szip, n-bit,
+# scale-offset and LZF by id; any other filter must come back as class H5Z_FILTER_USER with an
+# integer "parameters" list, or opening the dataset fails (it sends them so, HSDS echoes them)
+VOL_KNOWN_FILTER_IDS = {1, 2, 3, 4, 5, 6, 32000}
+
+
+def test_plugin_filters_come_back_as_the_connector_sent_them(vol: VolRest) -> None:
+    root = root_of(vol)
+    sent = [
+        {"class": "H5Z_FILTER_USER", "id": 32001, "parameters": [0, 0, 0, 0, 5, 1, 0]},  # blosc
+        {"class": "H5Z_FILTER_USER", "id": 32004, "parameters": [0]},  # lz4
+        {"class": "H5Z_FILTER_USER", "id": 32015, "parameters": [7]},  # zstd
+    ]
+    for i, f in enumerate(sent):
+        props = {"filters": [{"class": "H5Z_FILTER_SHUFFLE", "id": 2}, f],
+                 "layout": {"class": "H5D_CHUNKED", "dims": [8]}}
+        did = create_dataset(vol, root, f"p{i}", I32, shape=[16], props=props)
+        shuffle, got = vol.found(f"/p{i}")["creationProperties"]["filters"]
+        assert shuffle["id"] == 2
+        assert got["id"] == f["id"] and got["id"] not in VOL_KNOWN_FILTER_IDS
+        assert got["class"] == "H5Z_FILTER_USER" and got["parameters"] == f["parameters"], got
+        text = vol.get(f"/datasets/{did}").text  # the parameters as JSON integers
+        assert re.search(r'"parameters":\s*\[' + r",\s*".join(str(v) for v in f["parameters"]) + r"\]", text)
+        raw = np.arange(16, dtype="<i4").tobytes()
+        assert vol.put(f"/datasets/{did}/value", raw, binary=True).status_code == 200
+        assert vol.get(f"/datasets/{did}/value", binary=True).content == raw
+
+
 def test_scalar_null_and_variable_length_datasets(vol: VolRest) -> None:
     root = root_of(vol)
     scalar = create_dataset(vol, root, "scalar", I32)  # no shape: scalar

@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from h5lake import HSDS_COMPAT_VERSION, __version__
 from h5lake.api import nonfinite
-from h5lake.api.http import caller, domain_param, flag, int_param, json_body, links, ok, service
+from h5lake.api.http import caller, domain_param, flag, json_body, limit_param, links, ok, service
 from h5lake.errors import InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.service import domains, paths, versions_fork
@@ -144,7 +144,7 @@ async def list_domains(request: Request) -> Response:
         svc,
         who,
         folder,
-        limit=int_param(request, "Limit", minimum=1),
+        limit=limit_param(request),
         marker=request.query_params.get("Marker"),
         pattern=request.query_params.get("pattern"),
         verbose=flag(request, "verbose"),

@@ -139,6 +139,12 @@ def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
     return number
 
 
+def limit_param(request: Request) -> int | None:
+    """``Limit`` of the HDF REST API's listings and queries: a count, where 0 (as HSDS reads it,
+    and as the API's openapi.yaml allows) or nothing means no limit."""
+    return int_param(request, "Limit", minimum=0) or None
+
+
 def check_content_coding(request: Request) -> None:
     """Bodies are taken as sent: one in a content coding (gzip...) is refused, not misread
     (and not inflated: a few kilobytes of gzip can be gigabytes)."""

@@ -20,6 +20,7 @@ from h5lake.api.http import (
     int_param,
     is_binary,
     json_body,
+    limit_param,
     ok,
     service,
     wants_binary,
@@ -78,7 +79,7 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
             caller(request),
             domain_param(request),
             collection,
-            int_param(request, "Limit", minimum=1),
+            limit_param(request),
             request.query_params.get("Marker"),
         )
         root = root_of(ids[0]) if ids else None
@@ -233,7 +234,7 @@ async def links_collection(request: Request) -> Response:
         create_order=flag(request, "CreateOrder"),
         pattern=request.query_params.get("pattern"),
         marker=request.query_params.get("Marker"),
-        limit=int_param(request, "Limit", minimum=1),
+        limit=limit_param(request),
         follow_links=flag(request, "follow_links"),
         titles_must_exist=body is not None,
     )
@@ -344,7 +345,7 @@ async def attributes_collection(request: Request) -> Response:
             obj_id,
             include_data=flag(request, "IncludeData", default=False),
             create_order=flag(request, "CreateOrder"),
-            limit=int_param(request, "Limit", minimum=1),
+            limit=limit_param(request),
             b64=_b64(request),
             pattern=request.query_params.get("pattern"),
             max_data_size=int_param(request, "max_data_size") or 0,
@@ -361,7 +362,7 @@ async def attributes_collection(request: Request) -> Response:
         include_data=flag(request, "IncludeData", default=False),
         create_order=flag(request, "CreateOrder"),
         marker=request.query_params.get("Marker"),
-        limit=int_param(request, "Limit", minimum=1),
+        limit=limit_param(request),
         b64=_b64(request),
         pattern=request.query_params.get("pattern"),
         max_data_size=int_param(request, "max_data_size") or 0,

@@ -40,7 +40,8 @@ class Param:
 
 DOMAIN = Param("domain", _STRING, "the domain (an absolute path such as /home/user/file.h5)")
 SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:10,3] or [0:4,[1,3]]")
-LIMIT = Param("Limit", _INT, "at most this many items")
+LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
+PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
 MARKER = Param("Marker", _STRING, "start after this item")
 ID = Param("id", _STRING, "an object id", where="path", required=True)
 
@@ -177,7 +178,7 @@ OPS: tuple[Op, ...] = (
     # maps (docs/maps.md)
     Op("POST", "/maps", "postMap", "Create a map (or a list of them)", {201: s.Map},
        (DOMAIN,), body=s.MapCreate, body_required=True, many=True),
-    Op("GET", "/maps", "getMaps", "The ids of the maps of a domain", {200: s.MapList}, (DOMAIN, LIMIT, MARKER)),
+    Op("GET", "/maps", "getMaps", "The ids of the maps of a domain", {200: s.MapList}, (DOMAIN, PAGE_LIMIT, MARKER)),
     Op("GET", "/maps/{id}", "getMap", "A map (verbose=1: pair count and storage size)", {200: s.Map},
        _obj_params(Param("verbose", _FLAG, "add stats"), Param("include_attrs", _FLAG, "include the attributes"))),
     Op("DELETE", "/maps/{id}", "deleteMap", "Delete a map", {200: s.Empty}, _obj_params()),
@@ -190,7 +191,7 @@ OPS: tuple[Op, ...] = (
        (ID, _KEY, DOMAIN)),
     Op("GET", "/maps/{id}/keys", "getMapKeys",
        "A page of keys (and values) in the map's stable order (packed: the cursor in X-H5Lake-Cursor)",
-       {200: s.MapPage}, _obj_params(LIMIT, Param("Marker", _STRING, "start after this key (as in a URL path)"),
+       {200: s.MapPage}, _obj_params(PAGE_LIMIT, Param("Marker", _STRING, "start after this key (as in a URL path)"),
                                      Param("Cursor", _STRING, "continue from a page's cursor"),
                                      Param("IncludeValues", _FLAG, "with values"))),
     Op("PUT", "/maps/{id}/keys", "putMapPairs", "Put a batch of pairs (JSON, or packed (key, value) records)",
@@ -224,7 +225,7 @@ OPS: tuple[Op, ...] = (
     Op("POST", "/versions", "postVersion", "Commit the head as a new version", {201: s.Version}, (DOMAIN,),
        body=s.VersionCommit),
     Op("GET", "/versions", "getVersions", "The versions of a domain, newest first", {200: s.VersionList},
-       (DOMAIN, LIMIT, Param("Marker", _STRING, "start after this version id"))),
+       (DOMAIN, PAGE_LIMIT, Param("Marker", _STRING, "start after this version id"))),
     Op("GET", "/versions/diff", "getVersionDiff", "What changed between two versions (or a version and the head)",
        {200: s.VersionDiff}, (DOMAIN, Param("from", _STRING, "a version reference", required=True),
                               Param("to", _STRING, "a version reference (default: the head)"),

@@ -26,6 +26,7 @@ from h5lake.api.http import (
     int_param,
     is_binary,
     json_body,
+    limit_param,
     links,
     ok,
     service,
@@ -52,7 +53,7 @@ from h5lake.service.value_requests import (
 
 def _query(request: Request) -> Query | None:
     text = request.query_params.get("query")
-    return Query(text, int_param(request, "Limit", minimum=1)) if text else None
+    return Query(text, limit_param(request)) if text else None
 
 
 def _fields(request: Request, body_fields: Any = None) -> str | None:
@@ -173,7 +174,8 @@ async def put_value(request: Request) -> Response:
     fields = request.query_params.get("fields")
     query = _query(request)
     if query is not None:
-        update = QueryUpdate.from_body(query, await json_body(request, allow_empty=False), fields)
+        raw_update = await json_body(request, allow_empty=False)
+        update = QueryUpdate.from_body(query, raw_update, fields, request.query_params.get("select"))
         index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)
         # HSDS answers the changed elements as [index, field values...]
         rows = [[i, *row] for i, row in zip(index.tolist(), array_to_json(changed, type_json))]

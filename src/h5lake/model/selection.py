@@ -224,6 +224,20 @@ class Selection:
             return tuple(items)
         return orthogonal_index(items, self.shape)
 
+    def dataset_positions(self, flat: IndexArray, shape: Sequence[int]) -> IndexArray:
+        """The positions in a dataset of ``shape`` (C-order flat indexes) of the selection's
+        elements numbered ``flat`` (C order over `shape` of the selection): for one dimension,
+        the dataset indexes themselves."""
+        flat = np.asarray(flat, dtype=np.int64)
+        if not self.parts:
+            return np.zeros(flat.shape, dtype=np.int64)
+        axes = [np.arange(p.start, p.stop, p.step, dtype=np.int64) if isinstance(p, Slice) else p.index
+                for p in self.parts]
+        if len(axes) == 1:
+            return axes[0][flat]
+        coords = np.unravel_index(flat, self.shape)
+        return np.ravel_multi_index(tuple(a[c] for a, c in zip(axes, coords)), tuple(int(n) for n in shape)).astype(np.int64)
+
     def __str__(self) -> str:
         """The ``select`` string h5pyd would send for this selection."""
         return "[" + ",".join(str(p) for p in self.parts) + "]"

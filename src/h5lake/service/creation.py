@@ -131,6 +131,16 @@ def _declared_filter_json(spec: Doc, fid: int) -> Doc:
     return out
 
 
+def _user_form(spec: Any, normalized: Doc) -> Doc:
+    """A filter given as ``H5Z_FILTER_USER`` with its HDF5 ``parameters`` (the HDF5 REST VOL
+    connector's form for every filter but deflate, shuffle, fletcher32, szip, n-bit,
+    scale-offset and LZF) is kept in that form beside h5lake's named parameters: the connector
+    reopens such a dataset only from that class and those parameters, as HSDS echoes them."""
+    if not isinstance(spec, dict) or spec.get("class") != "H5Z_FILTER_USER" or "parameters" not in spec:
+        return normalized
+    return {**normalized, "class": "H5Z_FILTER_USER", "parameters": list(spec["parameters"])}
+
+
 def codec_filters(filters: Any) -> Any:
     """The filters the chunk engine applies to stored chunks: all but the declared ones
     (see :func:`_declared_filter_id`). Non-lists pass through for the pipeline to reject."""
@@ -179,12 +189,12 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
     if "filters" in out:
         filters = out["filters"]
         applied = FilterPipeline.from_json(codec_filters(filters), pipeline_item_size(type_json), chunk_shape).to_json()
-        if isinstance(filters, list) and len(applied) != len(filters):
+        if isinstance(filters, list):
             normalized = iter(applied)
             merged = []
             for spec in filters:
                 fid = _declared_filter_id(spec)
-                merged.append(next(normalized) if fid is None else _declared_filter_json(spec, fid))
+                merged.append(_user_form(spec, next(normalized)) if fid is None else _declared_filter_json(spec, fid))
             applied = merged
         out["filters"] = applied
     if "fillValue" in out and out["fillValue"] is None:

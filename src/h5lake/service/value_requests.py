@@ -161,15 +161,17 @@ class QueryUpdate:
     query: Query
     values: dict[str, Any]
     fields: str | None = None  # a ``fields`` parameter, checked though a query update ignores it
+    select: str | list[Any] | None = None  # only the selected elements are looked at (HSDS)
 
     @classmethod
-    def from_body(cls, query: Query, body: Any, fields: str | None = None) -> QueryUpdate:
-        """``{"value": {field: value}}``, or HSDS's bare ``{field: value}``."""
+    def from_body(cls, query: Query, body: Any, fields: str | None = None, select: str | None = None) -> QueryUpdate:
+        """``{"value": {field: value}}`` (beside it a ``select``, as in other value bodies), or
+        HSDS's bare ``{field: value}``; a ``select`` query parameter wins over the body's."""
         if not isinstance(body, dict) or not body:
             raise InvalidInput(QUERY_UPDATE_SHAPE)
         if isinstance(body.get("value"), dict):
-            return cls(query, body["value"], fields)
-        return cls(query, body, fields)
+            return cls(query, body["value"], fields, select if select is not None else body.get("select"))
+        return cls(query, body, fields, select)
 
 
 QUERY_UPDATE_SHAPE = "a query update needs a compound dataset and {field: value} (or {\"value\": {field: value}})"

@@ -22,7 +22,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.projection import ChunkProjection, grid_shift, project
 from h5lake.model.query import parse_query, update_fields
-from h5lake.model.selection import PairedSelection, PointSelection, Selection
+from h5lake.model.selection import Coords, PairedSelection, PointSelection, Selection, Slice
 from h5lake.model.selectparse import Bounds, parse_select
 from h5lake.model.types import is_variable
 from h5lake.model.values import (
@@ -192,7 +192,9 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """Matching elements (and their flat indexes within the selection's first dimension)."""
+    """Matching elements and their positions in the dataset (its indexes for one dimension, C-order
+    flat indexes for more), as HSDS answers ``index`` (h5pyd 0.24's ``Table.read_where`` reads it so
+    with ``start``/``stop``)."""
     predicate = parse_query(q.expression)
     found_values: list[np.ndarray] = []
     found_index: list[np.ndarray] = []
@@ -214,7 +216,9 @@ async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) 
             )
         if q.limit is not None and total >= q.limit:
             break
-    return np.concatenate(found_values) if found_values else np.empty(0, layout.dtype), np.concatenate(found_index)
+    flat = np.concatenate(found_index) if found_index else np.empty(0, np.int64)
+    values = np.concatenate(found_values) if found_values else np.empty(0, layout.dtype)
+    return values, sel.dataset_positions(flat, layout.shape)
 
 
 # --- writes -----------------------------------------------------------------------------------
@@ -436,20 +440,37 @@ async def update_where(
     rows, per_chunk = layout.shape[0], max(1, layout.chunk_shape[0])
     lead, base = grid_shift(layout.origin[0] if layout.origin else 0, per_chunk)
     chunks = -(-(rows + lead) // per_chunk)
-    most = rows if limit is None else min(rows, limit)
+    # a selection (HSDS honours it) limits the elements the query looks at, and the chunks read
+    selected = _hyperslab(_selection(layout, request.select), "a query")
+    sel_part = selected.parts[0] if selected is not None else None
+    first_chunk, end_chunk = 0, chunks
+    if sel_part is not None:
+        if sel_part.count == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=layout.dtype), ds.type_json
+        if isinstance(sel_part, Slice):
+            low, high = sel_part.start, sel_part.last
+        else:
+            low, high = int(sel_part.index.min()), int(sel_part.index.max())
+        first_chunk, end_chunk = (low + lead) // per_chunk, (high + lead) // per_chunk + 1
+        rows_looked_at = sel_part.count
+    else:
+        rows_looked_at = rows
+    chunks_looked_at = end_chunk - first_chunk
+    most = rows_looked_at if limit is None else min(rows_looked_at, limit)
     if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
         raise TooLarge(
             f"a query update may change up to {most} elements, more than one reply can list "
             f"(max {svc.limits.max_json_size // INDEX_JSON_CHARS}); give a smaller Limit or update a selection at a time"
         )
-    if chunks > MAX_QUERY_UPDATE_CHUNKS and limit is None:
+    if chunks_looked_at > MAX_QUERY_UPDATE_CHUNKS and limit is None:
         raise TooLarge(
-            f"a query update over {chunks} chunks is over the limit of {MAX_QUERY_UPDATE_CHUNKS}; "
+            f"a query update over {chunks_looked_at} chunks is over the limit of {MAX_QUERY_UPDATE_CHUNKS}; "
             "give a Limit or update a selection at a time"
         )
     found: dict[int, np.ndarray] = {}
     changed_rows: dict[int, np.ndarray] = {}
     written: list[tuple[int, ...]] = []
+    in_selection = None if sel_part is None else _positions_in(sel_part)
 
     async def one(target: DatasetLayout, index: tuple[int, ...], wanted: int | None = None) -> None:
         at = (index[0] - base) * per_chunk  # the chunk's first position, counted from the grid's first chunk
@@ -459,7 +480,10 @@ async def update_where(
 
         def modify(chunk: np.ndarray) -> bool:
             part = chunk[local : local + stop - start]
-            idx = np.flatnonzero(predicate(part))
+            matches = predicate(part)
+            if in_selection is not None:
+                matches = matches & in_selection(start, stop)
+            idx = np.flatnonzero(matches)
             if wanted is not None:
                 idx = idx[:wanted]
             found[index[0]] = idx + start
@@ -478,8 +502,8 @@ async def update_where(
     total = 0
     # windows of chunks, each between its own intent and note, so neither lists more than
     # MAX_QUERY_UPDATE_CHUNKS chunks; with a Limit the windows stop once enough matched
-    for first in range(0, chunks, MAX_QUERY_UPDATE_CHUNKS):
-        grid: list[tuple[int, ...]] = [(base + i,) for i in range(first, min(chunks, first + MAX_QUERY_UPDATE_CHUNKS))]
+    for first in range(first_chunk, end_chunk, MAX_QUERY_UPDATE_CHUNKS):
+        grid: list[tuple[int, ...]] = [(base + i,) for i in range(first, min(end_chunk, first + MAX_QUERY_UPDATE_CHUNKS))]
         written.clear()
 
         async def work(target: DatasetLayout, grid: list[tuple[int, ...]] = grid, before: int = total) -> None:
@@ -505,6 +529,18 @@ async def update_where(
     changed = [changed_rows[i] for i in sorted(changed_rows)]
     index = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     return index, np.concatenate(changed) if changed else np.empty(0, dtype=layout.dtype), ds.type_json
+
+
+def _positions_in(part: Slice | Coords) -> Callable[[int, int], np.ndarray]:
+    """For a one-dimensional selection: which of the positions ``start..stop-1`` it holds."""
+
+    def mask(start: int, stop: int) -> np.ndarray:
+        positions = np.arange(start, stop, dtype=np.int64)
+        if isinstance(part, Slice):
+            return (positions >= part.start) & (positions < part.stop) & ((positions - part.start) % part.step == 0)
+        return np.isin(positions, part.index)
+
+    return mask
 
 
 def _table_probe(probe: np.ndarray, values: dict[str, Any]) -> np.ndarray:

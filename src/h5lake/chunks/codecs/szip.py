@@ -70,10 +70,15 @@ class Szip:
             bpp = precision if precision <= 24 else 32 if precision <= 32 else 64
         if not (bpp <= 24 or bpp in (32, 64)):
             raise InvalidInput(f"szip filter: bitsPerPixel must be 1-24, 32 or 64, not {bpp}")
-        pps = p.optional_int("pixelsPerScanLine", 1, ppb * _SZIP_MAX_BLOCKS_PER_SCANLINE)
+        # "pixelsPerScanline" as the API documentation, h5pyd and the REST VOL connector spell it;
+        # "pixelsPerScanLine" as h5lake wrote it before (documents stored then)
+        if p.has("pixelsPerScanLine") and p.has("pixelsPerScanline"):
+            raise InvalidInput("szip filter: give pixelsPerScanline once")
+        key = "pixelsPerScanLine" if p.has("pixelsPerScanLine") else "pixelsPerScanline"
+        pps = p.optional_int(key, 1, ppb * _SZIP_MAX_BLOCKS_PER_SCANLINE)
         if pps is None:
             if ctx.chunk_shape is None:
-                raise InvalidInput("szip filter: needs the chunk shape to set pixelsPerScanLine")
+                raise InvalidInput("szip filter: needs the chunk shape to set pixelsPerScanline")
             pps = _szip_scanline(ppb, ctx.chunk_shape)
         return cls(coding, ppb, bpp, pps, msb_first=ctx.big_endian)
 
@@ -86,7 +91,7 @@ class Szip:
             "coding": coding.value,
             "pixelsPerBlock": cd[1],
             "bitsPerPixel": cd[2],
-            "pixelsPerScanLine": cd[3],
+            "pixelsPerScanline": cd[3],
         }
 
     @property
@@ -122,7 +127,7 @@ class Szip:
             "coding": self.coding.value,
             "pixelsPerBlock": self.pixels_per_block,
             "bitsPerPixel": self.bits_per_pixel,
-            "pixelsPerScanLine": self.pixels_per_scanline,
+            "pixelsPerScanline": self.pixels_per_scanline,
         }
 
     def cd_values(self) -> tuple[int, ...]:
