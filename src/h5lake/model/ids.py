@@ -320,6 +320,9 @@ FORKED = "forkedChunks"
 whose chunks it reads until it writes its own (never shown to clients)."""
 
 
-def fork_base_key(domain: str) -> str:
-    """What a forked domain was made from (keeps the source version's chunks alive for gc)."""
-    return versions_prefix(domain) + "base.json"
+def fork_base_key(domain: str, root_id: str) -> str:
+    """What the fork of root ``root_id`` was made from (keeps the source version's chunks alive
+    for gc). Named by the root: forks racing for one path each put their own, so the one that
+    loses cannot replace the winner's (stores before session 10 hold ``base.json``, which gc
+    reads alike)."""
+    return versions_prefix(domain) + f"base-{root_id}.json"
