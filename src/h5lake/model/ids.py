@@ -260,6 +260,15 @@ def is_intent_key(key: str) -> bool:
     return _INTENT_KEY.match(key) is not None
 
 
+ALIVE_PREFIX = ".h5lake/alive/"
+"""A process's heartbeat while it holds write intents (:func:`alive_key`), beside them."""
+
+
+def alive_key(token: str) -> str:
+    """The heartbeat of the process whose intents name ``token`` (32 hex digits) as their owner."""
+    return f"{ALIVE_PREFIX}{token}.json"
+
+
 def catalog_key(domain: str, name: str) -> str:
     """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``, ``.maps.txt`` (:data:`CATALOG_FILES`)."""
     return domain_prefix(domain) + name

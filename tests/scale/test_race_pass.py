@@ -1,0 +1,78 @@
+"""Races and crashes found by the crash and race pass of session 10 (docs/storage.md, "Crash
+and race pass, session 10"); the randomized driver that looked for them is tools/race_drive.py.
+
+A write intent (``.h5lake/pending/``) names the chunks a write is about to store until they are
+in the dataset's chunk catalog; reads of many chunks, shrinks and version commits trust the
+catalog and the intents. Another process merges and deletes an intent it finds older than
+``--catalog-stale-after`` as a dead process's: it must not do that to the intent of a write
+still running in a live process, or the chunks that write stores afterwards are in neither.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import signal
+import time
+from urllib.parse import urlencode, urlsplit
+
+import numpy as np
+import pytest
+from tests.conftest import Client, auth
+from tests.scale.conftest import StartServer
+from tests.scale.test_many_processes import new_domain, on
+
+pytestmark = pytest.mark.slow  # server processes killed, a slow client: left to CI by -m "not slow"
+
+N = 16 * 1024 * 1024  # float32: 64 MiB, two streamed blocks of 32 MiB (the first noted when stored,
+# the last with the intent, when the write ends)
+CHUNK = 32 * 1024  # 512 chunks: a whole read skips chunks the catalog and intents do not name
+QUICK = {"H5LAKE_CATALOG_STALE_AFTER": "1", "H5LAKE_CATALOG_RECOVER_EVERY": "0.2"}
+
+
+def slow_put(c: Client, path: str, params: dict[str, str], body: bytes, first: int, pause: float) -> int:
+    """PUT ``body``, its first ``first`` bytes, then (after ``pause`` s) the rest: a slow client."""
+    url = urlsplit(c.endpoint)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    user, password = auth("test_user1")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    conn.putrequest("PUT", f"{path}?{urlencode({'domain': c.domain, **params})}")
+    for name, value in (("Content-Type", "application/octet-stream"), ("Content-Length", str(len(body))),
+                        ("Authorization", f"Basic {token}")):
+        conn.putheader(name, value)
+    conn.endheaders()
+    view = memoryview(body)
+    conn.send(view[:first])
+    time.sleep(pause)
+    conn.send(view[first:])
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status
+
+
+def test_a_long_write_keeps_its_intent_while_another_process_recovers(start: StartServer) -> None:
+    # Both find intents stale after 1 s (the writer says it is alive every 0.25 s), and the
+    # client pauses 3 s in the middle of the body.
+    writer = start(env=QUICK)
+    other = start(env=QUICK)
+    c = new_domain(writer.endpoint)
+    root = c.get("/").json()["root"]
+    body = {"type": "H5T_IEEE_F32LE", "shape": [N], "link": {"id": root, "name": "x"},
+            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [CHUNK]}}}
+    r = c.post("/datasets", json=body)
+    assert r.status_code == 201, r.text
+    did = r.json()["id"]
+    values = np.arange(N, dtype="<f4")
+    status = slow_put(c, f"/datasets/{did}/value", {"select": f"[0:{N}]"}, values.tobytes(),
+                      first=40 * 1024 * 1024, pause=3.0)
+    assert status == 200
+    writer.stop(signal.SIGKILL)  # before its catalog flush (half a second after the write)
+    # one element of each chunk: a read of more than 256 chunks reads only those the catalog
+    # and the pending intents name (docs/security.md, "Sparse reads")
+    got = on(c, other.endpoint).get(f"/datasets/{did}/value", params={"select": f"[0:{N}:{CHUNK}]"},
+                                    headers={"Accept": "application/octet-stream"})
+    assert got.status_code == 200
+    read = np.frombuffer(got.content, "<f4")
+    missing = np.flatnonzero(read != values[::CHUNK])
+    assert missing.size == 0, f"{missing.size} acknowledged chunks read as fill, from chunk {missing[0]}"
