@@ -431,11 +431,15 @@ class ChunkCatalog:
             return False  # written before intents named their owner, or unreadable
         if owner == self.owner or not isinstance(owner, str) or not re.fullmatch(r"[0-9a-f]{32}", owner):
             return False  # ours, left by `abort`: recovered as a dead process's
-        beat = await self.store.head(ids.alive_key(owner))
-        return beat is not None and time.time() - beat.last_modified < max(limit, 3 * renew)
+        beat = await self.store.get(ids.alive_key(owner))
+        try:  # the owner's clock, not the store's: S3 gives whole seconds
+            at = float(orjson.loads(beat.data)["at"]) if beat is not None else -math.inf
+        except (ValueError, KeyError, TypeError):
+            at = beat.last_modified if beat is not None else -math.inf
+        return time.time() - at < max(limit, 3 * renew)
 
     async def _beat(self) -> None:
-        await self.store.put(ids.alive_key(self.owner), orjson.dumps({"renew": self.renew}))
+        await self.store.put(ids.alive_key(self.owner), orjson.dumps({"renew": self.renew, "at": time.time()}))
         self._last_beat = time.monotonic()
 
     # -- internals
