@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import http.client
 import signal
+import threading
 import time
 from urllib.parse import urlencode, urlsplit
 
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.slow  # server processes killed, a slow client: left to
 N = 16 * 1024 * 1024  # float32: 64 MiB, two streamed blocks of 32 MiB (the first noted when stored,
 # the last with the intent, when the write ends)
 CHUNK = 32 * 1024  # 512 chunks: a whole read skips chunks the catalog and intents do not name
+OCTET = {"Content-Type": "application/octet-stream"}
 QUICK = {"H5LAKE_CATALOG_STALE_AFTER": "1", "H5LAKE_CATALOG_RECOVER_EVERY": "0.2"}
 
 
@@ -76,3 +78,39 @@ def test_a_long_write_keeps_its_intent_while_another_process_recovers(start: Sta
     read = np.frombuffer(got.content, "<f4")
     missing = np.flatnonzero(read != values[::CHUNK])
     assert missing.size == 0, f"{missing.size} acknowledged chunks read as fill, from chunk {missing[0]}"
+
+
+def test_a_write_racing_a_restore_from_another_process_is_wholly_in_or_out(start: StartServer) -> None:
+    """A restore (``force``) puts the version's chunks back; a write of every chunk sent
+    through another process while it runs lands wholly before it (the version's values) or
+    wholly after (the write's). The restore held back only its own process's changes, so the
+    write's chunks and the restore's interleaved: most rounds ended half one, half the other."""
+    n, chunk = 1024 * 1024, 1024  # 1024 chunks for the restore to put back
+    a, b = start(), start()
+    c = new_domain(a.endpoint)
+    root = c.get("/").json()["root"]
+    body = {"type": "H5T_IEEE_F32LE", "shape": [n], "link": {"id": root, "name": "x"},
+            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [chunk]}}}
+    did = c.post("/datasets", json=body).json()["id"]
+    other = on(c, b.endpoint)
+
+    def write(client: Client, value: float) -> None:
+        r = client.put(f"/datasets/{did}/value", data=np.full(n, value, "<f4").tobytes(), headers=OCTET)
+        assert r.status_code == 200, r.text
+
+    write(c, 1.0)
+    assert c.post("/versions", json={"message": "ones"}).status_code == 201
+    for value in (2.0, 3.0, 4.0):
+        write(c, 100.0 + value)  # every chunk differs from the version's: all are put back
+        codes: list[int] = []
+        restoring = threading.Thread(
+            target=lambda codes=codes: codes.append(c.post("/versions/v1/restore", json={"force": True}).status_code))
+        restoring.start()
+        time.sleep(0.1)  # the restore under way
+        write(other, value)
+        restoring.join()
+        assert codes == [200]
+        got = c.get(f"/datasets/{did}/value", params={"select": f"[0:{n}:{chunk}]"},
+                    headers={"Accept": "application/octet-stream"})
+        seen = set(np.frombuffer(got.content, "<f4").tolist())
+        assert seen in ({1.0}, {value}), f"a write racing a restore left {sorted(seen)} (chunk by chunk)"
