@@ -6,6 +6,8 @@ in the dataset's chunk catalog; reads of many chunks, shrinks and version commit
 catalog and the intents. Another process merges and deletes an intent it finds older than
 ``--catalog-stale-after`` as a dead process's: it must not do that to the intent of a write
 still running in a live process, or the chunks that write stores afterwards are in neither.
+
+A restore of a version is fenced against other processes' writes as a commit is.
 """
 
 from __future__ import annotations
