@@ -273,7 +273,7 @@ class ChunkCatalog:
         self._heartbeat: asyncio.Task[None] | None = None
         self._closing = False
         self.owner = uuid.uuid4().hex  # names this process in its intents and its heartbeat
-        self.renew = stale_after / 4  # seconds between heartbeats while intents are held
+        self.renew = max(stale_after / 4, 0.05)  # seconds between heartbeats while intents are held
         self._last_beat = -math.inf  # time.monotonic() of the last heartbeat put
 
     # -- the write path
@@ -328,6 +328,9 @@ class ChunkCatalog:
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+        if self._last_beat > -math.inf:  # what this process holds now is left to recovery
+            with contextlib.suppress(Exception):
+                await self.store.delete(ids.alive_key(self.owner))
         self._start_flusher()  # merges what is left, logs a failure (never raises) and ends
         self._wake.set()
         if self._flusher is not None:
@@ -476,20 +479,15 @@ class ChunkCatalog:
             stop.cancel()
 
     async def _heartbeat_loop(self) -> None:
-        """While this process holds intents, say it is alive every ``renew`` seconds; delete
-        its heartbeat when it ends."""
-        try:
-            while not self._closing:
-                if self._mine and time.monotonic() - self._last_beat >= self.renew / 2:
-                    try:
-                        await self._beat()
-                    except Exception:
-                        log.exception("catalog heartbeat failed")
-                await self._pause(self.renew / 2)
-        finally:
-            if self._last_beat > -math.inf:
-                with contextlib.suppress(Exception):
-                    await self.store.delete(ids.alive_key(self.owner))
+        """While this process holds intents, say it is alive every ``renew`` seconds (`close`
+        deletes the heartbeat)."""
+        while not self._closing:
+            if self._mine and time.monotonic() - self._last_beat >= self.renew / 2:
+                try:
+                    await self._beat()
+                except Exception:
+                    log.exception("catalog heartbeat failed")
+            await self._pause(self.renew / 2)
 
     async def _recover_loop(self) -> None:
         while not self._closing:
