@@ -27,8 +27,9 @@ and one delete after the flush, off the request path.
 An intent names its process (``owner``) and how often that process says it is alive
 (``renew``: a quarter of its ``stale_after``): while it holds intents, a process puts its
 heartbeat ``.h5lake/alive/<owner>.json`` that often (and before an intent, when the last one
-is older than that). Another process recovers an intent older than its ``stale_after`` only
-when the owner's heartbeat is absent or older than ``max(stale_after, 3 * renew)``:
+is older than that; `h5lake.chunks.liveness`). Another process recovers an intent older than
+its ``stale_after`` only when the owner's heartbeat is absent or older than
+``max(stale_after, 3 * renew)``:
 a write that runs longer than that (a slow client streaming a large body) keeps its intent, so
 the chunks it stores after a recovery would have merged and deleted the intent are not left
 out of both the catalog and the intents (session 10; reads of many chunks, shrinks and commits
@@ -44,7 +45,6 @@ import itertools
 import logging
 import math
 import random
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -54,6 +54,7 @@ from typing import Any
 import orjson
 
 from h5lake.chunks.fanout import bounded
+from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
 from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked, span_count
@@ -67,7 +68,6 @@ PENDING_PREFIX = ids.PENDING_PREFIX
 _CATALOGS = {c.value: name for c, name in ids.CATALOG_FILES.items()}
 _MAX_ATTEMPTS = 50
 HEAD_CONCURRENCY = 32
-DEAD_HEARTBEAT = 3600.0  # seconds after which a heartbeat's process is long gone
 GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to this many chunks
 
 Index = tuple[int, ...]
@@ -272,9 +272,7 @@ class ChunkCatalog:
         self._recovery: asyncio.Task[None] | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._closing = False
-        self.owner = uuid.uuid4().hex  # names this process in its intents and its heartbeat
-        self.renew = max(stale_after / 4, 0.05)  # seconds between heartbeats while intents are held
-        self._last_beat = -math.inf  # time.monotonic() of the last heartbeat put
+        self.alive = Liveness(store, stale_after)  # this process's heartbeat, other processes' checked
 
     # -- the write path
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
@@ -283,11 +281,10 @@ class ChunkCatalog:
         region = region_json(indexes)
         if region == {"chunks": []}:
             return Intent(None)
-        if self._heartbeat is not None and time.monotonic() - self._last_beat > self.renew:
-            await self._beat()  # other processes see this one alive before they see the intent
+        if self._heartbeat is not None and self.alive.due():
+            await self.alive.beat()  # other processes see this one alive before they see the intent
         key = ids.intent_key(uuid.uuid4().hex)
-        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region, "owner": self.owner,
-                             "renew": self.renew})
+        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region, **self.alive.stamp()})
         await self.store.put(key, body, if_none_match=True)
         self._mine.add(key)
         return Intent(key)
@@ -328,9 +325,8 @@ class ChunkCatalog:
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-        if self._last_beat > -math.inf:  # what this process holds now is left to recovery
-            with contextlib.suppress(Exception):
-                await self.store.delete(ids.alive_key(self.owner))
+        with contextlib.suppress(Exception):
+            await self.alive.end()
         self._start_flusher()  # merges what is left, logs a failure (never raises) and ends
         self._wake.set()
         if self._flusher is not None:
@@ -367,7 +363,7 @@ class ChunkCatalog:
             blob = await self.store.get(key)
             if blob is None or time.time() - blob.last_modified < limit:
                 continue
-            if await self._held(blob.data, limit):
+            if await self.alive.held(blob.data, limit):
                 continue
             try:
                 doc = orjson.loads(blob.data)
@@ -381,17 +377,8 @@ class ChunkCatalog:
                 await self._merge({(domain, dataset_id): indexes}, {})
                 merged += 1
             await self.store.delete(key)
-        await self._forget_dead(limit)
+        await self.alive.forget_dead(limit)
         return merged
-
-    async def _forget_dead(self, limit: float) -> None:
-        """Delete heartbeats left by processes that died holding intents (long after any
-        intent of theirs was recovered)."""
-        mine = ids.alive_key(self.owner)
-        for key in [k async for k in self.store.list(ids.ALIVE_PREFIX, delimiter="/")]:
-            info = None if key == mine else await self.store.head(key)
-            if info is not None and time.time() - info.last_modified > max(DEAD_HEARTBEAT, 10 * limit):
-                await self.store.delete(key)
 
     async def settle(self, domain: str, timeout: float) -> None:
         """Bring ``domain``'s catalogs up to date for a commit: flush this process's notes, wait
@@ -421,29 +408,8 @@ class ChunkCatalog:
         for key, doc in left:
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 await self._merge({(domain, doc["dataset"]): set(region_indexes(doc))}, {})
-                if not await self._held(orjson.dumps(doc), self.stale_after):
+                if not await self.alive.held(orjson.dumps(doc), self.stale_after):
                     await self.store.delete(key)  # a live process's write still runs: it deletes its own
-
-    async def _held(self, data: bytes | memoryview, limit: float) -> bool:
-        """Whether an intent (its bytes) belongs to a write still under way in another live
-        process: its owner's heartbeat is younger than ``max(limit, 3 * renew)`` seconds."""
-        try:
-            doc = orjson.loads(data)
-            owner, renew = doc["owner"], float(doc["renew"])
-        except (ValueError, KeyError, TypeError):
-            return False  # written before intents named their owner, or unreadable
-        if owner == self.owner or not isinstance(owner, str) or not re.fullmatch(r"[0-9a-f]{32}", owner):
-            return False  # ours, left by `abort`: recovered as a dead process's
-        beat = await self.store.get(ids.alive_key(owner))
-        try:  # the owner's clock, not the store's: S3 gives whole seconds
-            at = float(orjson.loads(beat.data)["at"]) if beat is not None else -math.inf
-        except (ValueError, KeyError, TypeError):
-            at = beat.last_modified if beat is not None else -math.inf
-        return time.time() - at < max(limit, 3 * renew)
-
-    async def _beat(self) -> None:
-        await self.store.put(ids.alive_key(self.owner), orjson.dumps({"renew": self.renew, "at": time.time()}))
-        self._last_beat = time.monotonic()
 
     # -- internals
     def _kick(self) -> None:
@@ -482,12 +448,12 @@ class ChunkCatalog:
         """While this process holds intents, say it is alive every ``renew`` seconds (`close`
         deletes the heartbeat)."""
         while not self._closing:
-            if self._mine and time.monotonic() - self._last_beat >= self.renew / 2:
+            if self._mine and self.alive.due(0.5):
                 try:
-                    await self._beat()
+                    await self.alive.beat()
                 except Exception:
                     log.exception("catalog heartbeat failed")
-            await self._pause(self.renew / 2)
+            await self._pause(self.alive.renew / 2)
 
     async def _recover_loop(self) -> None:
         while not self._closing:
