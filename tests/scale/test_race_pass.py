@@ -7,7 +7,8 @@ catalog and the intents. Another process merges and deletes an intent it finds o
 ``--catalog-stale-after`` as a dead process's: it must not do that to the intent of a write
 still running in a live process, or the chunks that write stores afterwards are in neither.
 
-A restore of a version is fenced against other processes' writes as a commit is.
+A restore of a version is fenced against other processes' writes as a commit is; a tag and a
+forget of one version racing are not both acknowledged.
 """
 
 from __future__ import annotations
@@ -116,3 +117,38 @@ def test_a_write_racing_a_restore_from_another_process_is_wholly_in_or_out(start
                     headers={"Accept": "application/octet-stream"})
         seen = set(np.frombuffer(got.content, "<f4").tolist())
         assert seen in ({1.0}, {value}), f"a write racing a restore left {sorted(seen)} (chunk by chunk)"
+
+
+def test_a_tag_and_a_forget_of_one_version_racing_are_not_both_acknowledged(start: StartServer) -> None:
+    """``DELETE /versions/{id}`` is refused while a tag names the version; a tag made through
+    another process at the same moment must not slip past that check. Both were acknowledged
+    in most rounds: the tag then named a forgotten version (404 through it, chunks left to gc)."""
+    a, b = start(), start()
+    c = new_domain(a.endpoint)
+    other = on(c, b.endpoint)
+    for n in range(10):
+        r = c.post("/versions", json={"message": str(n)})
+        assert r.status_code == 201, r.text
+        vid = r.json()["id"]
+        codes: dict[str, int] = {}
+        barrier = threading.Barrier(2)
+
+        def tag(n: int = n, vid: str = vid, codes: dict[str, int] = codes, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            codes["tag"] = c.put(f"/versions/tags/t{n}", json={"version": vid}).status_code
+
+        def forget(vid: str = vid, codes: dict[str, int] = codes, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            codes["forget"] = other.delete(f"/versions/{vid}").status_code
+
+        racers = [threading.Thread(target=f) for f in (tag, forget)]
+        for t in racers:
+            t.start()
+        for t in racers:
+            t.join()
+        assert codes["tag"] in (201, 404) and codes["forget"] in (200, 409), codes
+        assert not (codes["tag"] == 201 and codes["forget"] == 200), f"round {n}: both acknowledged"
+        through_tag = Client(a.endpoint, "test_user1", f"{c.domain}@t{n}").get("/")
+        assert through_tag.status_code == (200 if codes["tag"] == 201 else 404), (codes, through_tag.text[:200])
+        listed = {v["id"] for v in c.get("/versions").json()["versions"]}
+        assert (vid in listed) == (codes["forget"] != 200), (codes, listed)
