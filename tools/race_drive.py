@@ -33,7 +33,8 @@ from tests.support.s3server import start_s3_server
 
 OCTET = {"Content-Type": "application/octet-stream"}
 ROWS0, COLS, CH = 64, 64, 8
-ENV = {"H5LAKE_CATALOG_STALE_AFTER": "2", "H5LAKE_CATALOG_RECOVER_EVERY": "0.5"}
+ENV = {"H5LAKE_CATALOG_STALE_AFTER": "2", "H5LAKE_CATALOG_RECOVER_EVERY": "0.5",
+       "H5LAKE_COMPACT_MAX_BYTES": "16384"}  # the small dataset moves to chunk objects past 64 rows
 
 
 class World:
