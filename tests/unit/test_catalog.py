@@ -283,6 +283,24 @@ async def test_aborted_write_is_left_to_recovery(store: Store) -> None:
     assert set(await chunk_lines(store, ds["id"])) == {"0_1"}
 
 
+async def test_a_live_process_keeps_its_intent_however_long_its_write_runs(store: Store) -> None:
+    """Another process recovers an intent only once its owner stops saying it is alive (its
+    heartbeat); before session 10 a write running past ``stale_after`` lost its intent."""
+    ds = await new_dataset(store, new_root_id())
+    writer = ChunkCatalog(store, stale_after=0.2)
+    await writer.start()
+    await writer.begin(DOMAIN, ds["id"], [(3, 3)])
+    other = ChunkCatalog(store, stale_after=0.2, autostart=False)
+    for _ in range(4):  # well past the writer's stale_after and three heartbeat periods
+        await asyncio.sleep(0.2)
+        assert await other.recover(older_than=0) == 0
+        assert len(await pending(store)) == 1
+    await write_chunk(store, ds["id"], (3, 3), b"late")
+    await writer.close()  # ends like a dead process here: the intent was never noted
+    assert await other.recover(older_than=0) == 1
+    assert set(await chunk_lines(store, ds["id"])) == {"3_3"}
+
+
 async def test_start_runs_recovery_periodically(store: Store) -> None:
     ds = await new_dataset(store, new_root_id())
     crashed = ChunkCatalog(store, autostart=False)

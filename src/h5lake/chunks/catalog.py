@@ -23,6 +23,17 @@ left by dead processes or `abort`, by HEADing their chunks. Probing chunk grids 
 rejected: after a crash nothing says which datasets were written, and probing all is unbounded.
 Price: one create-only put per write request (~1 ms on a local disk, like a small chunk put),
 and one delete after the flush, off the request path.
+
+An intent names its process (``owner``) and how often that process says it is alive
+(``renew``: a quarter of its ``stale_after``): while it holds intents, a process puts its
+heartbeat ``.h5lake/alive/<owner>.json`` that often (and before an intent, when the last one
+is older than that; `h5lake.chunks.liveness`). Another process recovers an intent older than
+its ``stale_after`` only when the owner's heartbeat is absent or older than
+``max(stale_after, 3 * renew)``:
+a write that runs longer than that (a slow client streaming a large body) keeps its intent, so
+the chunks it stores after a recovery would have merged and deleted the intent are not left
+out of both the catalog and the intents (session 10; reads of many chunks, shrinks and commits
+would miss them for good had the writer died before its flush).
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from typing import Any
 import orjson
 
 from h5lake.chunks.fanout import bounded
+from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
 from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked, span_count
@@ -258,7 +270,9 @@ class ChunkCatalog:
         self._lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
         self._closing = False
+        self.alive = Liveness(store, stale_after)  # this process's heartbeat, other processes' checked
 
     # -- the write path
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
@@ -267,8 +281,10 @@ class ChunkCatalog:
         region = region_json(indexes)
         if region == {"chunks": []}:
             return Intent(None)
+        if self._heartbeat is not None and self.alive.due():
+            await self.alive.beat()  # other processes see this one alive before they see the intent
         key = ids.intent_key(uuid.uuid4().hex)
-        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region})
+        body = orjson.dumps({"domain": domain, "dataset": dataset_id, **region, **self.alive.stamp()})
         await self.store.put(key, body, if_none_match=True)
         self._mine.add(key)
         return Intent(key)
@@ -298,14 +314,19 @@ class ChunkCatalog:
         self._start_flusher()
         if self._recovery is None:
             self._recovery = asyncio.create_task(self._recover_loop())
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.create_task(self._heartbeat_loop())
 
     async def close(self) -> None:
         """Flush what is buffered and stop (server shutdown); what fails is left to recovery."""
         self._closing = True
         self._stop.set()
-        if self._recovery is not None:
-            self._recovery.cancel()
-            await asyncio.gather(self._recovery, return_exceptions=True)
+        for task in (self._recovery, self._heartbeat):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.alive.end()
         self._start_flusher()  # merges what is left, logs a failure (never raises) and ends
         self._wake.set()
         if self._flusher is not None:
@@ -342,6 +363,8 @@ class ChunkCatalog:
             blob = await self.store.get(key)
             if blob is None or time.time() - blob.last_modified < limit:
                 continue
+            if await self.alive.held(blob.data, limit):
+                continue
             try:
                 doc = orjson.loads(blob.data)
                 domain, dataset_id = ids.normalize_domain(doc["domain"]), doc["dataset"]
@@ -354,6 +377,7 @@ class ChunkCatalog:
                 await self._merge({(domain, dataset_id): indexes}, {})
                 merged += 1
             await self.store.delete(key)
+        await self.alive.forget_dead(limit)
         return merged
 
     async def settle(self, domain: str, timeout: float) -> None:
@@ -384,7 +408,8 @@ class ChunkCatalog:
         for key, doc in left:
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 await self._merge({(domain, doc["dataset"]): set(region_indexes(doc))}, {})
-                await self.store.delete(key)
+                if not await self.alive.held(orjson.dumps(doc), self.stale_after):
+                    await self.store.delete(key)  # a live process's write still runs: it deletes its own
 
     # -- internals
     def _kick(self) -> None:
@@ -418,6 +443,17 @@ class ChunkCatalog:
             await asyncio.wait({stop}, timeout=seconds)
         finally:
             stop.cancel()
+
+    async def _heartbeat_loop(self) -> None:
+        """While this process holds intents, say it is alive every ``renew`` seconds (`close`
+        deletes the heartbeat)."""
+        while not self._closing:
+            if self._mine and self.alive.due(0.5):
+                try:
+                    await self.alive.beat()
+                except Exception:
+                    log.exception("catalog heartbeat failed")
+            await self._pause(self.alive.renew / 2)
 
     async def _recover_loop(self) -> None:
         while not self._closing:

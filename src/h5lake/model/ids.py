@@ -260,6 +260,15 @@ def is_intent_key(key: str) -> bool:
     return _INTENT_KEY.match(key) is not None
 
 
+ALIVE_PREFIX = ".h5lake/alive/"
+"""A process's heartbeat while it holds write intents (:func:`alive_key`), beside them."""
+
+
+def alive_key(token: str) -> str:
+    """The heartbeat of the process whose intents name ``token`` (32 hex digits) as their owner."""
+    return f"{ALIVE_PREFIX}{token}.json"
+
+
 def catalog_key(domain: str, name: str) -> str:
     """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``, ``.maps.txt`` (:data:`CATALOG_FILES`)."""
     return domain_prefix(domain) + name
@@ -320,6 +329,9 @@ FORKED = "forkedChunks"
 whose chunks it reads until it writes its own (never shown to clients)."""
 
 
-def fork_base_key(domain: str) -> str:
-    """What a forked domain was made from (keeps the source version's chunks alive for gc)."""
-    return versions_prefix(domain) + "base.json"
+def fork_base_key(domain: str, root_id: str) -> str:
+    """What the fork of root ``root_id`` was made from (keeps the source version's chunks alive
+    for gc). Named by the root: forks racing for one path each put their own, so the one that
+    loses cannot replace the winner's (stores before session 10 hold ``base.json``, which gc
+    reads alike)."""
+    return versions_prefix(domain) + f"base-{root_id}.json"

@@ -167,6 +167,10 @@ async def create_domain(
 
     if await svc.docs.get(domain_key(path)) is not None:
         raise AlreadyExists(f"domain {path} already exists")
+    if await svc.store.head(domain_tombstone_key(path)) is not None:
+        # A domain was deleted here: what its background reclaim has not removed yet (or
+        # never will: a crash, keep_root) is not the new domain's (its versions above all).
+        await reclaim.clear_path(svc, path)
     owner = caller.user
     if "owner" in body:
         if not caller.is_admin and body["owner"] != caller.user:

@@ -17,9 +17,11 @@ from h5lake.model.ids import (
     TOMBSTONES,
     Collection,
     catalog_key,
+    domain_key,
     domain_prefix,
     object_key,
     parse_id,
+    same_domain,
     versions_prefix,
 )
 from h5lake.service.context import Service
@@ -40,14 +42,30 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
             if parse_id(doc["id"]) in (Collection.DATASETS, Collection.MAPS):
                 await reclaim_dataset_chunks(svc, path, doc)
         await svc.workers.each(docs, lambda d: svc.store.delete(object_key(d["id"])))
-        await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
-        gone = [k async for k in svc.store.list(domain_prefix(path) + TOMBSTONES)]
-        await svc.workers.each(gone, svc.store.delete)
-        # its history (records, tags, a fork's base); the manifests and chunks are left to gc
-        history = [k async for k in svc.store.list(versions_prefix(path))]
-        await svc.workers.each(history, svc.store.delete)
+        # The path's own state. A domain made there again meanwhile (its creator cleared what
+        # the deleted one left, `clear_path`) owns it now: only the deleted domain's marks go.
+        await clear_path(svc, path, root)
     except Exception:  # background clean-up: log, never crash the server
         log.exception("reclaiming domain %s failed", path)
+
+
+async def clear_path(svc: Service, path: str, root: str | None = None) -> None:
+    """Delete what a deleted domain left under its path: its history (records, tags, a fork's
+    base; the manifests and chunks are left to gc), its catalogs and its objects' deletion
+    marks. ``root``: the background reclaim of the domain of that root, which leaves the
+    history and catalogs to a domain made at the path again (and only deletes marks of its
+    own objects); without it (the creator of a new domain at the path, before it exists),
+    everything goes. The history is looked at first and the marks last, so the reclaim's
+    marks being gone says it is done."""
+    if root is None or await svc.store.head(domain_key(path)) is None:
+        history = [k async for k in svc.store.list(versions_prefix(path))]
+        if root is None or await svc.store.head(domain_key(path)) is None:  # not made again while listed
+            await svc.workers.each(history, svc.store.delete)
+            await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
+    prefix = domain_prefix(path) + TOMBSTONES
+    gone = [k async for k in svc.store.list(prefix)
+            if root is None or same_domain(k[len(prefix):], root)]
+    await svc.workers.each(gone, svc.store.delete)
 
 
 async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:

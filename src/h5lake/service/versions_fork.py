@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from h5lake.errors import InvalidInput
+from h5lake.errors import AlreadyExists, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import (
     FORKED,
@@ -78,7 +78,8 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
             return doc
 
         base = {"from": src_domain.path, "version": record["id"], "tree": record["tree"], "created": ts}
-        await svc.store.put(fork_base_key(path), dumps(base))  # before any chunk it keeps alive is needed
+        await svc.store.put(fork_base_key(path, new_root), dumps(base))  # before any chunk it keeps alive is needed
+        bases.append((new_root, base))
         others = [old for old in objects if old != root_tree["root"]]
         async def store(old: str) -> None:
             await svc.docs.create(object_key(ids[old]), copy(old), f"object {ids[old]}")
@@ -88,5 +89,15 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
             svc.catalog.note_object(path, ids[old])
         return copy(root_tree["root"])
 
-    domain = await create_domain(svc, caller, path, {}, prepare=prepare)
+    bases: list[tuple[str, Doc]] = []
+    try:
+        domain = await create_domain(svc, caller, path, {}, prepare=prepare)
+    except AlreadyExists:
+        for root, _ in bases:  # another request made the domain first: our base is nobody's
+            await svc.store.delete(fork_base_key(path, root))
+        raise
+    # Put again now the name is ours: another request making a domain at this path at the same
+    # time may have cleared a deleted domain's history (domains.create_domain) after ours was put.
+    root, base = bases[-1]
+    await svc.store.put(fork_base_key(path, root), dumps(base))
     return domain

@@ -63,10 +63,17 @@ async def put_tag(svc: Service, caller: Caller, path: str, name: str, body: Any)
     domain = await _head(svc, caller, path, Permission.UPDATE)
     record = await versions.require(svc, domain.path, parse_version_id(body["version"]))
     tag = {"name": name, "version": record["id"], "number": record["number"], "created": now(), "author": caller.user}
+    key = tag_key(domain.path, name)
     try:
-        await svc.store.put(tag_key(domain.path, name), dumps(tag), if_none_match=True)
+        await svc.store.put(key, dumps(tag), if_none_match=True)
     except PreconditionFailed:
         raise AlreadyExists(f"tag {name!r} of {domain.path} exists; tags are immutable") from None
+    # A forget racing this tag: each writes, then looks at what the other writes (the tag, the
+    # version's stub), so at least one of them sees the other and gives up.
+    again = await svc.docs.get(version_key(domain.path, record["number"]))
+    if again is None or again.doc.get("deleted"):
+        await svc.store.delete(key)
+        raise NotFound(f"version {record['id']} of {domain.path} was forgotten meanwhile")
     return tag
 
 
@@ -94,6 +101,13 @@ async def forget(svc: Service, caller: Caller, path: str, vid: str) -> None:
     stub = {k: found.doc.get(k) for k in ("id", "number", "parent", "created")}
     stub["deleted"] = True
     try:
-        await svc.store.put(key, dumps(stub), if_match=found.etag)
+        etag = await svc.store.put(key, dumps(stub), if_match=found.etag)
     except PreconditionFailed:
         raise Conflict(f"version {vid} of {domain.path} changed meanwhile; try again") from None
+    tagged = [t["name"] for t in await _tags(svc, domain.path) if t["number"] == number]
+    if tagged:  # a tag made meanwhile (`put_tag`): the version stays
+        try:
+            await svc.store.put(key, dumps(found.doc), if_match=etag)
+        except PreconditionFailed:
+            pass  # changed again since: nothing of ours to put back
+        raise Conflict(f"version {vid} of {domain.path} was tagged meanwhile ({', '.join(tagged)})")

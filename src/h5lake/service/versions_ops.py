@@ -18,7 +18,7 @@ from h5lake.service import versions
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import open_domain
-from h5lake.service.versions_commit import CHUNKED, Snapshot, head_tree
+from h5lake.service.versions_commit import CHUNKED, Snapshot, commit_flag, head_tree
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 
@@ -129,7 +129,10 @@ async def restore(svc: Service, caller: Caller, path: str, vid: str, body: Any) 
     if domain.view is not svc.head:
         raise InvalidInput("restore names the head domain, without a version")
     target = await versions.require(svc, domain.path, parse_version_id(vid))
-    async with svc.fences.committing(domain.path):
+    # Fenced as a commit is: this process's change requests wait, and other processes' wait
+    # for the domain's mark (a write racing the restore from another process was left half
+    # applied: some of its chunks put back to the version's, others not).
+    async with svc.fences.committing(domain.path), commit_flag(svc, domain):
         await svc.catalog.settle(domain.path, svc.catalog.stale_after)
         latest = await versions.latest(svc, domain.path)
         if not force and (latest is None or (await head_tree(svc, domain, latest, dry=True)).changed):

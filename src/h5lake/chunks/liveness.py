@@ -1,0 +1,77 @@
+"""Which processes holding write intents are alive: each says so with a heartbeat,
+``.h5lake/alive/<owner>.json``, while it holds intents (`h5lake.chunks.catalog`).
+
+An intent names its process (``owner``, 32 hex digits) and how often that process says it is
+alive (``renew``). Another process takes an intent for a dead process's only when the owner's
+heartbeat is absent or older than ``max(stale_after, 3 * renew)``: a write running longer
+than ``stale_after`` keeps its intent. The heartbeat carries its writer's clock (``at``): S3
+gives an object's time in whole seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import uuid
+
+import orjson
+
+from h5lake.model import ids
+from h5lake.storage.base import Store
+
+DEAD_HEARTBEAT = 3600.0  # seconds after which a heartbeat's process is long gone
+_OWNER = re.compile(r"[0-9a-f]{32}")
+
+
+class Liveness:
+    """This process's heartbeat, and the check of other processes' intents against theirs."""
+
+    def __init__(self, store: Store, stale_after: float) -> None:
+        self.store = store
+        self.owner = uuid.uuid4().hex  # names this process in its intents and its heartbeat
+        self.renew = max(stale_after / 4, 0.05)  # seconds between heartbeats while intents are held
+        self._last_beat = -math.inf  # time.monotonic() of the last heartbeat put
+
+    def stamp(self) -> dict[str, object]:
+        """The fields an intent carries."""
+        return {"owner": self.owner, "renew": self.renew}
+
+    def due(self, part: float = 1.0) -> bool:
+        """Whether ``part`` of a heartbeat period went by since the last heartbeat."""
+        return time.monotonic() - self._last_beat >= part * self.renew
+
+    async def beat(self) -> None:
+        await self.store.put(ids.alive_key(self.owner), orjson.dumps({"renew": self.renew, "at": time.time()}))
+        self._last_beat = time.monotonic()
+
+    async def end(self) -> None:
+        """Delete this process's heartbeat (what it still holds is left to recovery)."""
+        if self._last_beat > -math.inf:
+            await self.store.delete(ids.alive_key(self.owner))
+
+    async def held(self, data: bytes | memoryview, limit: float) -> bool:
+        """Whether an intent (its bytes) belongs to a write still under way in another live
+        process: its owner's heartbeat is younger than ``max(limit, 3 * renew)`` seconds."""
+        try:
+            doc = orjson.loads(data)
+            owner, renew = doc["owner"], float(doc["renew"])
+        except (ValueError, KeyError, TypeError):
+            return False  # written before intents named their owner, or unreadable
+        if owner == self.owner or not isinstance(owner, str) or not _OWNER.fullmatch(owner):
+            return False  # ours, left by `abort`: recovered as a dead process's
+        beat = await self.store.get(ids.alive_key(owner))
+        try:
+            at = float(orjson.loads(beat.data)["at"]) if beat is not None else -math.inf
+        except (ValueError, KeyError, TypeError):
+            at = beat.last_modified if beat is not None else -math.inf
+        return time.time() - at < max(limit, 3 * renew)
+
+    async def forget_dead(self, limit: float) -> None:
+        """Delete heartbeats left by processes that died holding intents (long after any
+        intent of theirs was recovered)."""
+        mine = ids.alive_key(self.owner)
+        for key in [k async for k in self.store.list(ids.ALIVE_PREFIX, delimiter="/")]:
+            info = None if key == mine else await self.store.head(key)
+            if info is not None and time.time() - info.last_modified > max(DEAD_HEARTBEAT, 10 * limit):
+                await self.store.delete(key)
