@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -28,7 +29,8 @@ from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
 from h5lake.service import attributes, datasets, links, object_acls, objects, paths
-from h5lake.service.documents import PutOutcome
+from h5lake.service.context import Service
+from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 
 
 def _collection(request: Request) -> Collection:
@@ -237,8 +239,20 @@ async def links_collection(request: Request) -> Response:
         follow_links=flag(request, "follow_links"),
         titles_must_exist=body is not None,
     )
-    out["hrefs"] = hrefs_of(request).links(gid, out.get("links"))
-    return ok(out)
+    return await _listing_reply(request, svc, gid, out)
+
+
+async def _listing_reply(request: Request, svc: Service, gid: str, out: dict[str, Any]) -> Response:
+    """A links listing with its hrefs (one per link), made on a pool thread for a long one."""
+    listed = out.get("links")
+    count = len(listed) if isinstance(listed, list) else sum(len(v) for v in listed.values())
+    hrefs = hrefs_of(request)
+
+    def made() -> Response:
+        out["hrefs"] = hrefs.links(gid, listed)
+        return ok(out)
+
+    return await svc.workers.cpu(made, size=count * ENTRY_BYTES)
 
 
 async def link_item(request: Request) -> Response:
@@ -366,7 +380,13 @@ async def attributes_collection(request: Request) -> Response:
         pattern=request.query_params.get("pattern"),
         max_data_size=int_param(request, "max_data_size") or 0,
     )
-    return ok({"attributes": _ignore_nan(request, items), "hrefs": hrefs_of(request).attributes(_owner(request), items)})
+    hrefs, owner, ignore_nan = hrefs_of(request), _owner(request), flag(request, "ignore_nan")
+
+    def made() -> Response:  # on a pool thread for many attributes, as a links listing
+        shown = nonfinite.attribute_items(items, ignore_nan)
+        return ok({"attributes": shown, "hrefs": hrefs.attributes(owner, items)})
+
+    return await svc.workers.cpu(made, size=len(items) * ENTRY_BYTES)
 
 
 async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> dict[str, object]:
