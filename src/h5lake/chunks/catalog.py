@@ -190,15 +190,21 @@ async def _merge_chunks(store: Store, domain: str, dataset_id: str,
                         indexes: Iterable[Index]) -> tuple[str | None, int, int]:
     """Bring the lines of ``indexes`` in the dataset's chunk catalog up to date with storage (a
     missing chunk loses its line); returns (catalog etag, chunk count, bytes)."""
-    wanted = {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes}
+    indexes = list(indexes)
+    wanted: dict[str, str] = await _off_loop(
+        len(indexes), lambda: {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes})
 
     async def edit(lines: Lines) -> None:
         infos = await _head_all(store, wanted.values())
-        for name, key in wanted.items():
-            if (info := infos[key]) is None:
-                lines.pop(name, None)
-            else:
-                lines[name] = _line(name, info)
+
+        def apply() -> None:
+            for name, key in wanted.items():
+                if (info := infos[key]) is None:
+                    lines.pop(name, None)
+                else:
+                    lines[name] = _line(name, info)
+
+        await _off_loop(len(wanted), apply)
 
     lines, etag = await _edit(store, ids.chunk_catalog_key(domain, dataset_id), edit, chunks=True)
     count, size, _ = await _off_loop(len(lines), _totals, lines)
@@ -208,6 +214,12 @@ async def _merge_chunks(store: Store, domain: str, dataset_id: str,
 async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines:
     blob = await store.get(ids.chunk_catalog_key(domain, dataset_id))
     return {} if blob is None else await _parsed(blob.data, True)
+
+
+async def _listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
+    """`_totals` of the dataset's chunk catalog."""
+    lines = await _read_chunk_lines(store, domain, dataset_id)
+    return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
 
 
 async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
@@ -224,7 +236,7 @@ async def _chunk_totals(store: Store, domain: str, dataset_id: str,
         etag, count, size = known[dataset_id]
         if (info.etag if info else None) == etag:
             return count, size
-    count, size, _ = _totals(await _read_chunk_lines(store, domain, dataset_id))
+    count, size, _ = await _listed_totals(store, domain, dataset_id)
     return count, size
 
 
@@ -546,7 +558,7 @@ async def dataset_chunk_totals(store: Store, domain: str,
         elif len(fields) >= 6:
             at, count, size = 0, int(fields[4]), int(fields[5])
         else:
-            at, (count, size, _) = 0, _totals(await _read_chunk_lines(store, domain, doc["id"]))
+            at, (count, size, _) = 0, await _listed_totals(store, domain, doc["id"])
         totals[at] += count
         totals[at + 1] += size
 
@@ -569,7 +581,7 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
         count, size = _compact_chunks(dataset_doc)
         storage = "compact"
     else:
-        count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
+        count, size, newest = await _listed_totals(store, domain, dataset_doc["id"])
         last = max(last, newest)
     logical_count = 0 if grid is None else span_count(grid)
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size
