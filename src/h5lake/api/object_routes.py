@@ -244,7 +244,7 @@ async def links_collection(request: Request) -> Response:
 
 async def _listing_reply(request: Request, svc: Service, gid: str, out: dict[str, Any]) -> Response:
     """A links listing with its hrefs (one per link), made on a pool thread for a long one."""
-    listed = out.get("links")
+    listed: Any = out.get("links")
     count = len(listed) if isinstance(listed, list) else sum(len(v) for v in listed.values())
     hrefs = hrefs_of(request)
 

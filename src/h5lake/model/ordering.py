@@ -22,4 +22,4 @@ def sorted_in_runs(items: Iterable[T], key: Callable[[T], Any] | None = None, ru
     if len(items) <= run:
         return sorted(items, key=key)  # type: ignore[type-var,arg-type]
     runs = [sorted(items[i : i + run], key=key) for i in range(0, len(items), run)]  # type: ignore[type-var,arg-type]
-    return list(heapq.merge(*runs, key=key))
+    return list(heapq.merge(*runs, key=key))  # type: ignore[arg-type]

@@ -21,11 +21,11 @@ from __future__ import annotations
 import codecs
 from collections.abc import Generator
 from json import JSONDecoder
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.scanner import make_scanner
 from typing import Any
 
-_SCAN = make_scanner(JSONDecoder())
+_SCAN = make_scanner(JSONDecoder())  # type: ignore[arg-type]
 STEP = 256 * 1024
 """Characters parsed between two pauses: ~5-15 ms."""
 
