@@ -26,8 +26,8 @@ from json.scanner import make_scanner
 from typing import Any
 
 _SCAN = make_scanner(JSONDecoder())  # type: ignore[arg-type]
-STEP = 256 * 1024
-"""Characters parsed between two pauses: ~5-15 ms."""
+STEP = 64 * 1024
+"""Characters parsed between two pauses: ~1-4 ms."""
 
 
 class NotSliceable(Exception):

@@ -64,6 +64,8 @@ ENTRY_BYTES = 64
 SLICED_ABOVE = 1024 * 1024
 """A stored document larger than this is parsed a slice at a time, others running in between
 (`parse`): orjson takes ~15 ms per MB in one call that holds the interpreter."""
+PARSED_AT_ONCE = 2
+"""Large documents one process parses at once; more wait their turn (`parse`)."""
 _MISSING = object()
 
 
@@ -84,32 +86,36 @@ def loads(data: bytes, key: str) -> Any:
         raise DataCorruption(f"stored object {key!r} is not valid JSON") from exc
 
 
-async def parse(data: bytes, key: str) -> Any:
+async def parse(data: bytes, key: str, gate: asyncio.Semaphore) -> Any:
     """`loads`, in slices with other tasks running between them for a large document (a group
-    of many links: docs/security.md, "Tenth attack pass"); the same value either way."""
+    of many links: docs/security.md, "Tenth attack pass"); the same value either way. At most
+    large documents are parsed at once (``gate``): the event loop runs each ready task in turn,
+    so a request waits a slice of every parse in progress at each of its steps."""
     if len(data) <= SLICED_ABOVE:
         return loads(data, key)
-    steps = parse_in_slices(data)
-    try:
-        while True:
-            next(steps)
-            await asyncio.sleep(0)
-    except StopIteration as done:
-        return done.value
-    except NotSliceable:
-        return loads(data, key)
+    async with gate:
+        steps = parse_in_slices(data)
+        try:
+            while True:
+                next(steps)
+                await asyncio.sleep(0)
+        except StopIteration as done:
+            return done.value
+        except NotSliceable:
+            return loads(data, key)
 
 
 class Documents:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.memo = DocumentMemo()
+        self.parsing = asyncio.Semaphore(PARSED_AT_ONCE)  # large documents parsed at once (`parse`)
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
         if blob is None:
             return None
-        return Versioned(await parse(blob.data, key), blob.etag)
+        return Versioned(await parse(blob.data, key, self.parsing), blob.etag)
 
     async def require(self, key: str, what: str) -> Versioned:
         found = await self.get(key)
