@@ -7,7 +7,7 @@ folder of many domains) and, while one client makes the big request, a second cl
 big request's own time. ``--only NAME`` runs one case (names as printed); ``--links N`` sets the
 width of the wide group.
 
-    python bench/wide.py [--links 200000] [--only get-group]
+    python bench/wide.py [--links 200000] [--only links --case get-group --repeat 3]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def measured(ep: str, name: str) -> Iterator[None]:
           f"max {max(w.waits):.3f} s ({len(w.waits)} asks)", flush=True)
 
 
-def wide_group(c: Client, ep: str, n: int, only: set[str] | None) -> None:
+def wide_group(c: Client, ep: str, n: int, only: set[str] | None, repeat: int) -> None:
     dom = f"{HOME}/wide.h5"
     root = c.call("PUT", "/", dom).json()["root"]
     gid = c.call("POST", "/groups", dom, json={"link": {"id": root, "name": "g"}}).json()["id"]
@@ -125,8 +125,9 @@ def wide_group(c: Client, ep: str, n: int, only: set[str] | None) -> None:
     }
     for name, fn in cases.items():
         if only is None or name.split()[0] in only:
-            with measured(ep, name):
-                fn()
+            for _ in range(repeat):
+                with measured(ep, name):
+                    fn()
     if only is None or "h5pyd" in only:
         with measured(ep, "h5pyd list(g) + items()"), h5pyd.File(dom, "r", endpoint=ep, username=AUTH[0],
                                                                   password=AUTH[1]) as f:
@@ -205,6 +206,7 @@ def main() -> None:
     ap.add_argument("--domains", type=int, default=2_000)
     ap.add_argument("--only", action="append", help="cases to run: links, attrs, chunks, objects, domains")
     ap.add_argument("--case", action="append", help="within links: get-group, get-links, h5pyd, ...")
+    ap.add_argument("--repeat", type=int, default=1, help="times each request of the links cases is measured")
     args = ap.parse_args()
     parts = set(args.only or ["links", "attrs", "chunks", "objects", "domains"])
     with tempfile.TemporaryDirectory(prefix="h5lake-wide-") as tmp:
@@ -213,7 +215,7 @@ def main() -> None:
             c = Client(srv.endpoint)
             c.call("PUT", "/", f"{HOME}/", json={"folder": 1})
             if "links" in parts:
-                wide_group(c, srv.endpoint, args.links, set(args.case) if args.case else None)
+                wide_group(c, srv.endpoint, args.links, set(args.case) if args.case else None, args.repeat)
             if "attrs" in parts:
                 many_attributes(c, srv.endpoint, None)
             if "chunks" in parts:
