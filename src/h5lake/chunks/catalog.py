@@ -58,6 +58,7 @@ from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
 from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked, span_count
+from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
@@ -69,6 +70,10 @@ _CATALOGS = {c.value: name for c, name in ids.CATALOG_FILES.items()}
 _MAX_ATTEMPTS = 50
 HEAD_CONCURRENCY = 32
 GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to this many chunks
+OFF_LOOP_LINES = 1024
+"""A catalog of more lines (or an intent of more chunks) is parsed, rendered and summed on a
+thread: a dataset of 100,000 chunks made every merge of its catalog cost ~0.6 s of the event
+loop (docs/security.md, "Tenth attack pass")."""
 
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line
@@ -139,8 +144,19 @@ def parse_lines(data: bytes, *, chunks: bool = False) -> Lines:
 
 
 def _render(lines: Lines, chunks: bool) -> bytes:
-    names = sorted(lines, key=_index_of) if chunks else sorted(lines)
+    names = sorted_in_runs(lines, key=_index_of if chunks else None)
     return "".join(lines[n] + "\n" for n in names).encode()
+
+
+async def _off_loop(count: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, on a thread when it works through more than `OFF_LOOP_LINES` lines."""
+    if count <= OFF_LOOP_LINES:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
+
+
+async def _parsed(data: bytes, chunks: bool) -> Lines:
+    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))  # type: ignore[no-any-return]
 
 
 def _totals(lines: Lines) -> tuple[int, int, float]:
@@ -156,9 +172,9 @@ async def _edit(store: Store, key: str, edit: Callable[[Lines], Awaitable[None]]
     write it back if unchanged since the read; retry on a lost race. Returns (lines, etag)."""
     for attempt in range(_MAX_ATTEMPTS):
         blob = await store.get(key)
-        lines = parse_lines(blob.data, chunks=chunks) if blob is not None else {}
+        lines = await _parsed(blob.data, chunks) if blob is not None else {}
         await edit(lines)
-        after = _render(lines, chunks)
+        after = await _off_loop(len(lines), _render, lines, chunks)
         if blob is None and not lines or blob is not None and after == blob.data:
             return lines, blob.etag if blob else None
         try:
@@ -186,29 +202,42 @@ async def _merge_chunks(store: Store, domain: str, dataset_id: str,
                         indexes: Iterable[Index]) -> tuple[str | None, int, int]:
     """Bring the lines of ``indexes`` in the dataset's chunk catalog up to date with storage (a
     missing chunk loses its line); returns (catalog etag, chunk count, bytes)."""
-    wanted = {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes}
+    indexes = list(indexes)
+    wanted: dict[str, str] = await _off_loop(
+        len(indexes), lambda: {index_name(i): ids.chunk_key(dataset_id, i) for i in indexes})
 
     async def edit(lines: Lines) -> None:
         infos = await _head_all(store, wanted.values())
-        for name, key in wanted.items():
-            if (info := infos[key]) is None:
-                lines.pop(name, None)
-            else:
-                lines[name] = _line(name, info)
+
+        def apply() -> None:
+            for name, key in wanted.items():
+                if (info := infos[key]) is None:
+                    lines.pop(name, None)
+                else:
+                    lines[name] = _line(name, info)
+
+        await _off_loop(len(wanted), apply)
 
     lines, etag = await _edit(store, ids.chunk_catalog_key(domain, dataset_id), edit, chunks=True)
-    count, size, _ = _totals(lines)
+    count, size, _ = await _off_loop(len(lines), _totals, lines)
     return etag, count, size
 
 
 async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines:
     blob = await store.get(ids.chunk_catalog_key(domain, dataset_id))
-    return {} if blob is None else parse_lines(blob.data, chunks=True)
+    return {} if blob is None else await _parsed(blob.data, True)
+
+
+async def _listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
+    """`_totals` of the dataset's chunk catalog."""
+    lines = await _read_chunk_lines(store, domain, dataset_id)
+    return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
 
 
 async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
     """The chunk indexes the dataset's chunk catalog lists (it lags writes by about its delay)."""
-    return [_index_of(name) for name in await _read_chunk_lines(store, domain, dataset_id)]
+    names = list(await _read_chunk_lines(store, domain, dataset_id))
+    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])  # type: ignore[no-any-return]
 
 
 async def _chunk_totals(store: Store, domain: str, dataset_id: str,
@@ -219,7 +248,7 @@ async def _chunk_totals(store: Store, domain: str, dataset_id: str,
         etag, count, size = known[dataset_id]
         if (info.etag if info else None) == etag:
             return count, size
-    count, size, _ = _totals(await _read_chunk_lines(store, domain, dataset_id))
+    count, size, _ = await _listed_totals(store, domain, dataset_id)
     return count, size
 
 
@@ -278,7 +307,8 @@ class ChunkCatalog:
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
         chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
-        region = region_json(indexes)
+        indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
+        region = await _off_loop(len(indexes), region_json, indexes)
         if region == {"chunks": []}:
             return Intent(None)
         if self._heartbeat is not None and self.alive.due():
@@ -515,18 +545,28 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     (those found from its root bucket), and its ``.maps.txt`` line. Returns the number of chunk
     keys deleted (present or not)."""
     dataset_id = dataset_doc["id"]
-    keys: set[str] = {ids.chunk_key(dataset_id, i) for i in more}
+    more = list(more)
+    listed: Lines = {}
+    grid = None
     if dataset_id.startswith("m-"):
         listed = await _read_chunk_lines(store, domain, dataset_id)
-        keys.update(ids.chunk_key(dataset_id, _index_of(n)) for n in listed)
     elif not is_linked(dataset_doc):
+        more = []
         listed = await _read_chunk_lines(store, domain, dataset_id)
-        keys = {ids.chunk_key(dataset_id, _index_of(n)) for n in listed}
         grid = logical_grid(dataset_doc)
-        if grid is not None and span_count(grid) <= GRID_PROBE_LIMIT:
-            # A blind delete costs one request, as a HEAD would; deleting a missing key is fine.
+        if grid is not None and span_count(grid) > GRID_PROBE_LIMIT:
+            grid = None
+
+    def every_key() -> list[str]:
+        keys = {ids.chunk_key(dataset_id, i) for i in more}
+        keys.update(ids.chunk_key(dataset_id, _index_of(n)) for n in listed)
+        if grid is not None:  # a blind delete costs one request, as a HEAD would; deleting a missing key is fine
             keys.update(ids.chunk_key(dataset_id, i) for i in itertools.product(*grid))
-    await bounded(sorted(keys), store.delete, HEAD_CONCURRENCY)
+        return sorted_in_runs(keys)
+
+    count = len(more) + len(listed) + (span_count(grid) if grid is not None else 0)
+    keys = await _off_loop(count, every_key)
+    await bounded(keys, store.delete, HEAD_CONCURRENCY)
     await store.delete(ids.chunk_catalog_key(domain, dataset_id))
 
     async def drop(lines: Lines) -> None:  # even while a domain delete still has the object
@@ -554,7 +594,7 @@ async def dataset_chunk_totals(store: Store, domain: str,
         elif len(fields) >= 6:
             at, count, size = 0, int(fields[4]), int(fields[5])
         else:
-            at, (count, size, _) = 0, _totals(await _read_chunk_lines(store, domain, doc["id"]))
+            at, (count, size, _) = 0, await _listed_totals(store, domain, doc["id"])
         totals[at] += count
         totals[at + 1] += size
 
@@ -577,7 +617,7 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
         count, size = _compact_chunks(dataset_doc)
         storage = "compact"
     else:
-        count, size, newest = _totals(await _read_chunk_lines(store, domain, dataset_doc["id"]))
+        count, size, newest = await _listed_totals(store, domain, dataset_doc["id"])
         last = max(last, newest)
     logical_count = 0 if grid is None else span_count(grid)
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size

@@ -31,7 +31,7 @@ from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, ite
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, PutOutcome, Unchanged, Versioned
+from h5lake.service.documents import ENTRY_BYTES, Doc, PutOutcome, Unchanged, Versioned
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
@@ -388,7 +388,10 @@ async def get_attributes(
     attrs = await _attributes_of(svc, caller, domain_path, obj_id)
     if skip_missing and names is not None:
         names = [n for n in names if n in attrs]
-    return _listed(attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size)
+    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Tenth attack pass")
+        _listed, attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size,
+        size=len(attrs) * ENTRY_BYTES,
+    )
 
 
 def _listed(

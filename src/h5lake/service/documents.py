@@ -46,6 +46,7 @@ from typing import Any, Self
 import orjson
 
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
+from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.storage import PreconditionFailed, Store
 
 Doc = dict[str, Any]
@@ -56,6 +57,15 @@ _MAX_ATTEMPTS = 50
 MEMO_DOCS = 256  # documents remembered by an update (DocumentMemo)
 MEMO_BYTES = 2 * 1024 * 1024  # their serialized size together (parsed: ~7x that, and their pieces ~1x: ~16 MiB at most)
 MEMO_DOC_BYTES = 256 * 1024  # a larger document is not remembered
+ENTRY_BYTES = 64
+"""About what one link or attribute costs to select and show, as bytes of work for
+`Workers.cpu`: a listing or description of more than ~1,000 of them is made on a pool thread
+(docs/security.md, "Tenth attack pass")."""
+SLICED_ABOVE = 1024 * 1024
+"""A stored document larger than this is parsed a slice at a time, others running in between
+(`parse`): orjson takes ~15 ms per MB in one call that holds the interpreter."""
+PARSED_AT_ONCE = 2
+"""Large documents one process parses at once; more wait their turn (`parse`)."""
 _MISSING = object()
 
 
@@ -76,16 +86,36 @@ def loads(data: bytes, key: str) -> Any:
         raise DataCorruption(f"stored object {key!r} is not valid JSON") from exc
 
 
+async def parse(data: bytes, key: str, gate: asyncio.Semaphore) -> Any:
+    """`loads`, in slices with other tasks running between them for a large document (a group
+    of many links: docs/security.md, "Tenth attack pass"); the same value either way. At most
+    large documents are parsed at once (``gate``): the event loop runs each ready task in turn,
+    so a request waits a slice of every parse in progress at each of its steps."""
+    if len(data) <= SLICED_ABOVE:
+        return loads(data, key)
+    async with gate:
+        steps = parse_in_slices(data)
+        try:
+            while True:
+                next(steps)
+                await asyncio.sleep(0)
+        except StopIteration as done:
+            return done.value
+        except NotSliceable:
+            return loads(data, key)
+
+
 class Documents:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.memo = DocumentMemo()
+        self.parsing = asyncio.Semaphore(PARSED_AT_ONCE)  # large documents parsed at once (`parse`)
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
         if blob is None:
             return None
-        return Versioned(loads(blob.data, key), blob.etag)
+        return Versioned(await parse(blob.data, key, self.parsing), blob.etag)
 
     async def require(self, key: str, what: str) -> Versioned:
         found = await self.get(key)

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import binascii
 from collections.abc import Awaitable, Callable
+from operator import itemgetter
 from typing import Any, NoReturn
 
 from h5lake.errors import Conflict, Gone, InvalidInput, NotFound
@@ -13,10 +14,11 @@ from h5lake.model.acl import Permission
 from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
 from h5lake.model.links import LinkClass
+from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.types import CharSet
 from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, PutOutcome, Unchanged
+from h5lake.service.documents import ENTRY_BYTES, Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
@@ -267,6 +269,10 @@ async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc
     await _put_links(svc, domain, parent, {validate_name(request["name"]): link})
 
 
+def _created_order(kv: tuple[str, Doc]) -> tuple[Any, str]:
+    return (kv[1].get("created", 0), kv[0])
+
+
 def _select(
     links: dict[str, Doc],
     *,
@@ -278,11 +284,8 @@ def _select(
 ) -> list[tuple[str, Doc]]:
     if titles is not None:
         return [(t, links[t]) for t in titles if t in links]
-    items = list(links.items())
-    if create_order:
-        items.sort(key=lambda kv: (kv[1].get("created", 0), kv[0]))
-    else:
-        items.sort(key=lambda kv: kv[0])
+    # a sort of many names holds the interpreter; this runs on a pool thread (`get_links`)
+    items = sorted_in_runs(links.items(), _created_order if create_order else itemgetter(0))
     if pattern:
         check_pattern(pattern)
         items = [kv for kv in items if matches(kv[0], pattern)]
@@ -333,10 +336,13 @@ async def get_links(
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
     opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
 
+    def shown(have: dict[str, Doc]) -> list[Doc]:
+        return [link_json(l, t) for t, l in _select(have, **opts)]  # type: ignore[arg-type]
+
     async def links_of(gid: str) -> list[Doc]:
         parse_id(gid, Collection.GROUPS)
-        group = (await load_object(svc, domain, gid)).doc
-        return [link_json(l, t) for t, l in _select(group.get("links", {}), **opts)]  # type: ignore[arg-type]
+        have = (await load_object(svc, domain, gid)).doc.get("links", {})
+        return await svc.workers.cpu(shown, have, size=len(have) * ENTRY_BYTES)
 
     if titles_must_exist and titles is not None and grp_ids is None and not follow_links:
         group = (await load_object(svc, domain, group_id)).doc
@@ -344,7 +350,7 @@ async def get_links(
         for title in titles:
             if title not in have:
                 _missing_link(svc, domain, group_id, title)
-        return {"links": [link_json(l, t) for t, l in _select(have, **opts)]}  # type: ignore[arg-type]
+        return {"links": shown(have)}
     if grp_ids is not None and len(grp_ids) == 1 and not follow_links:
         return {"links": await links_of(grp_ids[0])}  # one group: its list, as HSDS answers
     if grp_ids is not None or follow_links:

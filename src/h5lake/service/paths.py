@@ -9,10 +9,10 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import Doc
+from h5lake.service.documents import ENTRY_BYTES, Doc
 from h5lake.service.domains import domain_json, open_domain
 from h5lake.service.links import OpenExternal, resolve_path_in
-from h5lake.service.objects import object_json
+from h5lake.service.objects import object_json, shown_object
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
 from h5lake.service.walk import TooMany, walk_objects
@@ -44,7 +44,7 @@ async def describe(
         where, target = await resolve_path_in(
             svc, domain, h5path, start=parent_id, open_external=opener, follow_soft=follow_soft_links
         )
-        found = object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+        found = await shown_object(svc, where, target, include_links=include_links, include_attrs=include_attrs)
         for name in ("key_type", "value_type"):  # a map's types, as clients see types
             if name in found:
                 found[name] = client_type(found[name])
@@ -71,7 +71,8 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     walk = walk_objects(svc, domain, limit)
     try:
         async for doc in walk:
-            out[doc["id"]] = _described(domain, doc)
+            shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
+            out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)  # as shown_object
     except TooMany:
         return None
     finally:
@@ -114,7 +115,7 @@ async def object_at_path(
     )
     if parse_id(target["id"]) is not collection:
         raise NotFound(f"{h5path} is not one of the domain's {collection.path}")
-    return object_json(where, target, include_links=include_links, include_attrs=include_attrs)
+    return await shown_object(svc, where, target, include_links=include_links, include_attrs=include_attrs)
 
 
 _CLASS = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype",

@@ -48,7 +48,7 @@ from h5lake.service.value_requests import (
     ValuesRead,
     ValueWrite,
 )
-from h5lake.service.value_writes import chunks_of, recorded, register_linked_files, wire_size, write_stream
+from h5lake.service.value_writes import chunks_in, recorded, register_linked_files, wire_size, write_stream
 
 STREAM_BLOCK_BYTES = 32 * 1024 * 1024
 MAX_QUERY_UPDATE_CHUNKS = 100_000  # chunks one query update may rewrite (each is in its intent)
@@ -372,7 +372,7 @@ async def _write(
         work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
         work = lambda at: writes.write_selection(at, sel, values, svc.workers)
-    await recorded(svc, ds, layout, chunks_of(layout, sel), work)
+    await recorded(svc, ds, layout, await chunks_in(svc, layout, sel), work)
 
 
 async def _write_fields(
