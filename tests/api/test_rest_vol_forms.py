@@ -548,6 +548,22 @@ def test_plugin_filters_come_back_as_the_connector_sent_them(vol: VolRest) -> No
         assert vol.get(f"/datasets/{did}/value", binary=True).content == raw
 
 
+def test_plugin_filter_with_null_parameters(vol: VolRest) -> None:
+    # "parameters": null beside H5Z_FILTER_USER is no list of cd_values: the filter is taken
+    # by its id (as without the key), not echoed in the connector's form; it was a 500
+    root = root_of(vol)
+    props = {"filters": [{"class": "H5Z_FILTER_USER", "id": 32004, "parameters": None}],
+             "layout": {"class": "H5D_CHUNKED", "dims": [8]}}
+    r = vol.post("/datasets", json.dumps({"type": I32, "shape": [16], "creationProperties": props,
+                                          "link": {"id": root, "name": "nullparams"}}))
+    assert r.status_code == 201, r.text
+    (got,) = vol.found("/nullparams")["creationProperties"]["filters"]
+    assert got["id"] == 32004 and got.get("parameters") is None, got
+    raw = np.arange(16, dtype="<i4").tobytes()
+    assert vol.put(f"/datasets/{r.json()['id']}/value", raw, binary=True).status_code == 200
+    assert vol.get(f"/datasets/{r.json()['id']}/value", binary=True).content == raw
+
+
 def test_scalar_null_and_variable_length_datasets(vol: VolRest) -> None:
     root = root_of(vol)
     scalar = create_dataset(vol, root, "scalar", I32)  # no shape: scalar
