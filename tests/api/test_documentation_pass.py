@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from tests.conftest import Client
 
+from h5lake.service.values import MAX_QUERY_UPDATE_CHUNKS
+
 pytestmark = pytest.mark.one_backend  # request and answer forms, the same on every store
 
 COMPOUND = {"class": "H5T_COMPOUND", "fields": [
@@ -102,6 +104,30 @@ def test_query_update_changes_only_the_selected_elements(client: Client) -> None
     did = fresh()
     r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", "select": "[0:73]"}, json={"temp": -1})
     assert r.status_code == 400 and "message" in r.json()["error"]
+
+
+def test_query_update_of_a_sparse_selection_reads_only_its_chunks(client: Client) -> None:
+    # a coordinate list, or a step longer than a chunk, holds elements of a few chunks far apart:
+    # the update looks at those chunks, not at every chunk between (it was 413 past
+    # MAX_QUERY_UPDATE_CHUNKS chunks, for two elements)
+    n = MAX_QUERY_UPDATE_CHUNKS + 2
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [n],
+                                       "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}}})
+    assert r.status_code == 201, r.text
+    did = r.json()["id"]
+    for at in (0, n - 1):
+        r = client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
+        assert r.status_code == 200, r.text
+    for select, limit in ((f"[[{n - 1},0]]", None), (f"[0:{n}:{n - 1}]", None), (f"[0:{n}:{n - 1}]", "1")):
+        params = {"query": "date == 23", "select": select, **({"Limit": limit} if limit else {})}
+        r = client.put(f"/datasets/{did}/value", params=params, json={"temp": -1})
+        assert r.status_code == 200, (select, r.text)
+        want = [0] if limit else [0, n - 1]
+        assert r.json()["index"] == want, select
+        r = client.get(f"/datasets/{did}/value", params={"query": "temp == -1"})
+        assert r.json()["index"] == want, select
+        for at in (0, n - 1):
+            client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
 
 
 def test_limit_zero_lists_everything(client: Client, home_folder: str) -> None:
