@@ -106,6 +106,25 @@ def test_query_update_changes_only_the_selected_elements(client: Client) -> None
     assert r.status_code == 400 and "message" in r.json()["error"]
 
 
+def test_query_update_honours_start_stop_step_beside_value(client: Client) -> None:
+    # start/stop/step beside "value" select as in a value write's body (and as HSDS's _getSelect
+    # reads them); the whole dataset was updated
+    rows = [[23, i] for i in range(20)]
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [20]})
+    did = r.json()["id"]
+    assert client.put(f"/datasets/{did}/value", json={"value": rows}).status_code == 200
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -1}, "start": 4, "stop": 12, "step": 3})
+    assert r.status_code == 200, r.text
+    assert r.json()["index"] == [4, 7, 10]
+    now = client.get(f"/datasets/{did}/value").json()["value"]
+    assert [i for i, row in enumerate(now) if row[1] == -1] == [4, 7, 10]
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -2}, "start": 4, "select": "[0:2]"})
+    assert r.status_code == 400 and "message" in r.json()["error"]
+    assert [row[1] for row in client.get(f"/datasets/{did}/value").json()["value"]].count(-2) == 0
+
+
 def test_query_update_of_a_sparse_selection_reads_only_its_chunks(client: Client) -> None:
     # a coordinate list, or a step longer than a chunk, holds elements of a few chunks far apart:
     # the update looks at those chunks, not at every chunk between (it was 413 past
