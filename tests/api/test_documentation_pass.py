@@ -149,6 +149,28 @@ def test_query_update_of_a_sparse_selection_reads_only_its_chunks(client: Client
             client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
 
 
+def test_query_update_with_a_long_coordinate_list(client: Client) -> None:
+    # a selection of 100,000 coordinates (a body select) over 2,000 chunks: each chunk looks up
+    # its own coordinates; every chunk searched the whole list (numpy.isin), and this update
+    # ran past the client's timeout
+    n, step = 2_000_000, 20
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [n],
+                                       "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1000]}}})
+    assert r.status_code == 201, r.text
+    did = r.json()["id"]
+    matching = (0, 20, 25, 1, n - step, n - 1)
+    for at in matching:
+        r = client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
+        assert r.status_code == 200, r.text
+    coords = list(range(0, n, step))
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -1}, "select": [coords]})
+    assert r.status_code == 200, r.text
+    want = [at for at in sorted(matching) if at % step == 0]
+    assert r.json()["index"] == want
+    assert client.get(f"/datasets/{did}/value", params={"query": "temp == -1"}).json()["index"] == want
+
+
 def test_limit_zero_lists_everything(client: Client, home_folder: str) -> None:
     # openapi.yaml: Limit "must be an integer N >= 0"; HSDS takes 0 as no limit (links and
     # attributes pass it on only when non-zero, collections and domain lists test it so)

@@ -543,13 +543,19 @@ def _chunks_holding(part: Slice | Coords, lead: int, per_chunk: int) -> tuple[in
 
 
 def _positions_in(part: Slice | Coords) -> Callable[[int, int], np.ndarray]:
-    """For a one-dimensional selection: which of the positions ``start..stop-1`` it holds."""
+    """For a one-dimensional selection: which of the positions ``start..stop-1`` it holds (a
+    coordinate list is sorted once, and each call looks up only its own range of it)."""
+    held = np.unique(part.index) if isinstance(part, Coords) else None
 
     def mask(start: int, stop: int) -> np.ndarray:
+        if held is not None:
+            lo, hi = np.searchsorted(held, (start, stop))
+            out = np.zeros(stop - start, dtype=bool)
+            out[held[lo:hi] - start] = True
+            return out
+        assert isinstance(part, Slice)
         positions = np.arange(start, stop, dtype=np.int64)
-        if isinstance(part, Slice):
-            return (positions >= part.start) & (positions < part.stop) & ((positions - part.start) % part.step == 0)
-        return np.isin(positions, part.index)
+        return (positions >= part.start) & (positions < part.stop) & ((positions - part.start) % part.step == 0)
 
     return mask
 
