@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from tests.conftest import Client
 
+from h5lake.service.values import MAX_QUERY_UPDATE_CHUNKS
+
 pytestmark = pytest.mark.one_backend  # request and answer forms, the same on every store
 
 COMPOUND = {"class": "H5T_COMPOUND", "fields": [
@@ -102,6 +104,71 @@ def test_query_update_changes_only_the_selected_elements(client: Client) -> None
     did = fresh()
     r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", "select": "[0:73]"}, json={"temp": -1})
     assert r.status_code == 400 and "message" in r.json()["error"]
+
+
+def test_query_update_honours_start_stop_step_beside_value(client: Client) -> None:
+    # start/stop/step beside "value" select as in a value write's body (and as HSDS's _getSelect
+    # reads them); the whole dataset was updated
+    rows = [[23, i] for i in range(20)]
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [20]})
+    did = r.json()["id"]
+    assert client.put(f"/datasets/{did}/value", json={"value": rows}).status_code == 200
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -1}, "start": 4, "stop": 12, "step": 3})
+    assert r.status_code == 200, r.text
+    assert r.json()["index"] == [4, 7, 10]
+    now = client.get(f"/datasets/{did}/value").json()["value"]
+    assert [i for i, row in enumerate(now) if row[1] == -1] == [4, 7, 10]
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -2}, "start": 4, "select": "[0:2]"})
+    assert r.status_code == 400 and "message" in r.json()["error"]
+    assert [row[1] for row in client.get(f"/datasets/{did}/value").json()["value"]].count(-2) == 0
+
+
+def test_query_update_of_a_sparse_selection_reads_only_its_chunks(client: Client) -> None:
+    # a coordinate list, or a step longer than a chunk, holds elements of a few chunks far apart:
+    # the update looks at those chunks, not at every chunk between (it was 413 past
+    # MAX_QUERY_UPDATE_CHUNKS chunks, for two elements)
+    n = MAX_QUERY_UPDATE_CHUNKS + 2
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [n],
+                                       "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}}})
+    assert r.status_code == 201, r.text
+    did = r.json()["id"]
+    for at in (0, n - 1):
+        r = client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
+        assert r.status_code == 200, r.text
+    for select, limit in ((f"[[{n - 1},0]]", None), (f"[0:{n}:{n - 1}]", None), (f"[0:{n}:{n - 1}]", "1")):
+        params = {"query": "date == 23", "select": select, **({"Limit": limit} if limit else {})}
+        r = client.put(f"/datasets/{did}/value", params=params, json={"temp": -1})
+        assert r.status_code == 200, (select, r.text)
+        want = [0] if limit else [0, n - 1]
+        assert r.json()["index"] == want, select
+        r = client.get(f"/datasets/{did}/value", params={"query": "temp == -1"})
+        assert r.json()["index"] == want, select
+        for at in (0, n - 1):
+            client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
+
+
+def test_query_update_with_a_long_coordinate_list(client: Client) -> None:
+    # a selection of 100,000 coordinates (a body select) over 2,000 chunks: each chunk looks up
+    # its own coordinates; every chunk searched the whole list (numpy.isin), and this update
+    # ran past the client's timeout
+    n, step = 2_000_000, 20
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [n],
+                                       "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1000]}}})
+    assert r.status_code == 201, r.text
+    did = r.json()["id"]
+    matching = (0, 20, 25, 1, n - step, n - 1)
+    for at in matching:
+        r = client.put(f"/datasets/{did}/value", params={"select": f"[{at}:{at + 1}]"}, json={"value": [[23, at]]})
+        assert r.status_code == 200, r.text
+    coords = list(range(0, n, step))
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                   json={"value": {"temp": -1}, "select": [coords]})
+    assert r.status_code == 200, r.text
+    want = [at for at in sorted(matching) if at % step == 0]
+    assert r.json()["index"] == want
+    assert client.get(f"/datasets/{did}/value", params={"query": "temp == -1"}).json()["index"] == want
 
 
 def test_limit_zero_lists_everything(client: Client, home_folder: str) -> None:

@@ -67,3 +67,13 @@ def test_checker_catches_a_broken_response() -> None:
     )
     good_error = b'{"error": {"status": 404, "message": "no"}}'
     assert not conformance.problems_of("GET", "http://127.0.0.1:1/groups/g-1", 404, json_type, good_error)
+
+
+def test_limit_is_documented_where_a_query_takes_it() -> None:
+    # a query update (PUT value?query=) takes Limit as a query read does (h5pyd's
+    # Table.update_where sends it), and 0 means no limit on both
+    doc = openapi.document()
+    for method in ("get", "put"):
+        params = {p["name"]: p for p in doc["paths"]["/datasets/{id}/value"][method]["parameters"]}
+        assert "query" in params and "Limit" in params, method
+        assert params["Limit"]["schema"]["minimum"] == 0, method

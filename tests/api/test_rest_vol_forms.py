@@ -548,6 +548,22 @@ def test_plugin_filters_come_back_as_the_connector_sent_them(vol: VolRest) -> No
         assert vol.get(f"/datasets/{did}/value", binary=True).content == raw
 
 
+def test_plugin_filter_with_null_parameters(vol: VolRest) -> None:
+    # "parameters": null beside H5Z_FILTER_USER is no list of cd_values: the filter is taken
+    # by its id (as without the key), not echoed in the connector's form; it was a 500
+    root = root_of(vol)
+    props = {"filters": [{"class": "H5Z_FILTER_USER", "id": 32004, "parameters": None}],
+             "layout": {"class": "H5D_CHUNKED", "dims": [8]}}
+    r = vol.post("/datasets", json.dumps({"type": I32, "shape": [16], "creationProperties": props,
+                                          "link": {"id": root, "name": "nullparams"}}))
+    assert r.status_code == 201, r.text
+    (got,) = vol.found("/nullparams")["creationProperties"]["filters"]
+    assert got["id"] == 32004 and got.get("parameters") is None, got
+    raw = np.arange(16, dtype="<i4").tobytes()
+    assert vol.put(f"/datasets/{r.json()['id']}/value", raw, binary=True).status_code == 200
+    assert vol.get(f"/datasets/{r.json()['id']}/value", binary=True).content == raw
+
+
 def test_scalar_null_and_variable_length_datasets(vol: VolRest) -> None:
     root = root_of(vol)
     scalar = create_dataset(vol, root, "scalar", I32)  # no shape: scalar
@@ -662,3 +678,34 @@ def test_a_domain_made_by_the_connector_exports(vol: VolRest, tmp_path: Any) -> 
     with h5py.File(target, "r") as f:
         assert f["g/d"][...].tolist() == [1.0, 2.0] + [-7.5] * 6
         assert f["g/d"].fillvalue == -7.5
+
+
+def test_filters_sent_as_h5z_filter_user_export_as_applied(vol: VolRest, tmp_path: Any) -> None:
+    # the parameters echoed as sent are not the filter h5lake applies when it filled in defaults
+    # (szip's pixels per block here): export writes the filter h5lake applied; it raised
+    # IndexError on the echoed [4] (one cd_value where szip needs two)
+    root = root_of(vol)
+    sent = {"szip": {"class": "H5Z_FILTER_USER", "id": 4, "parameters": [4]},
+            "zstd": {"class": "H5Z_FILTER_USER", "id": 32015, "parameters": [7]}}
+    raw = np.arange(16, dtype="<i4")
+    applied = {}
+    for name, f in sent.items():
+        did = create_dataset(vol, root, name, I32, shape=[16],
+                             props={"filters": [f], "layout": {"class": "H5D_CHUNKED", "dims": [8]}})
+        assert vol.put(f"/datasets/{did}/value", raw.tobytes(), binary=True).status_code == 200
+        (applied[name],) = vol.found(f"/{name}")["creationProperties"]["filters"]
+    target = tmp_path / "out.h5"
+    creds = ["-e", vol.endpoint, "-u", "test_user1", "-p", USERS["test_user1"]]
+    done = CliRunner().invoke(main, ["export", vol.domain, str(target), *creds])
+    assert done.exit_code == 0, done.output
+    with h5py.File(target, "r") as f:
+        for name in sent:
+            assert f[name][...].tolist() == raw.tolist(), name
+            plist = f[name].id.get_create_plist()
+            assert plist.get_nfilters() == 1
+            fid, _flags, cd, _name = plist.get_filter(0)
+            assert fid == sent[name]["id"], name
+            if name == "szip":
+                assert cd[1] == applied[name]["pixelsPerBlock"], cd
+            else:
+                assert cd[0] == applied[name]["level"], cd

@@ -157,7 +157,7 @@ OPS: tuple[Op, ...] = (
     Op("POST", "/datasets/{id}/value", "postValue", "Read points, or a long selection",
        {200: s.ValueRead}, _obj_params(_FIELDS), body=s.ValueSelect, binary_body=True, body_required=True),
     Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query",
-       {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, Param("append", _INT, "append this many elements"),
+       {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
                                    Param("append_dim", {"type": "integer", "minimum": 0}, "along this axis")),
        body=s.ValueWrite, binary_body=True, body_required=True),
     # links

@@ -136,8 +136,8 @@ def _user_form(spec: Any, normalized: Doc) -> Doc:
     connector's form for every filter but deflate, shuffle, fletcher32, szip, n-bit,
     scale-offset and LZF) is kept in that form beside h5lake's named parameters: the connector
     reopens such a dataset only from that class and those parameters, as HSDS echoes them."""
-    if not isinstance(spec, dict) or spec.get("class") != "H5Z_FILTER_USER" or "parameters" not in spec:
-        return normalized
+    if not isinstance(spec, dict) or spec.get("class") != "H5Z_FILTER_USER" or not isinstance(spec.get("parameters"), list):
+        return normalized  # "parameters": null is taken as absent, as the pipeline takes it
     return {**normalized, "class": "H5Z_FILTER_USER", "parameters": list(spec["parameters"])}
 
 

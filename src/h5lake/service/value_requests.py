@@ -161,16 +161,21 @@ class QueryUpdate:
     query: Query
     values: dict[str, Any]
     fields: str | None = None  # a ``fields`` parameter, checked though a query update ignores it
-    select: str | list[Any] | None = None  # only the selected elements are looked at (HSDS)
+    select: str | list[Any] | Bounds | None = None  # only the selected elements are looked at (HSDS)
 
     @classmethod
     def from_body(cls, query: Query, body: Any, fields: str | None = None, select: str | None = None) -> QueryUpdate:
-        """``{"value": {field: value}}`` (beside it a ``select``, as in other value bodies), or
-        HSDS's bare ``{field: value}``; a ``select`` query parameter wins over the body's."""
+        """``{"value": {field: value}}`` (beside it a ``select`` or ``start``/``stop``/``step``,
+        as in other value bodies), or HSDS's bare ``{field: value}``; a ``select`` query
+        parameter wins over the body's."""
         if not isinstance(body, dict) or not body:
             raise InvalidInput(QUERY_UPDATE_SHAPE)
         if isinstance(body.get("value"), dict):
-            return cls(query, body["value"], fields, select if select is not None else body.get("select"))
+            bounds = Bounds.from_body(body)
+            if bounds is not None and "select" in body:
+                raise InvalidInput("start/stop/step cannot be combined with select")
+            in_body = bounds if bounds is not None else body.get("select")
+            return cls(query, body["value"], fields, select if select is not None else in_body)
         return cls(query, body, fields, select)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -443,19 +443,16 @@ async def update_where(
     # a selection (HSDS honours it) limits the elements the query looks at, and the chunks read
     selected = _hyperslab(_selection(layout, request.select), "a query")
     sel_part = selected.parts[0] if selected is not None else None
-    first_chunk, end_chunk = 0, chunks
+    # the chunks read (counted from the grid's first): how many, and a window of them
+    chunks_looked_at = chunks
+    chunk_window: Callable[[int, int], Sequence[int]] = lambda i, j: range(chunks)[i:j]
     if sel_part is not None:
         if sel_part.count == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=layout.dtype), ds.type_json
-        if isinstance(sel_part, Slice):
-            low, high = sel_part.start, sel_part.last
-        else:
-            low, high = int(sel_part.index.min()), int(sel_part.index.max())
-        first_chunk, end_chunk = (low + lead) // per_chunk, (high + lead) // per_chunk + 1
+        chunks_looked_at, chunk_window = _chunks_holding(sel_part, lead, per_chunk)
         rows_looked_at = sel_part.count
     else:
         rows_looked_at = rows
-    chunks_looked_at = end_chunk - first_chunk
     most = rows_looked_at if limit is None else min(rows_looked_at, limit)
     if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
         raise TooLarge(
@@ -502,8 +499,8 @@ async def update_where(
     total = 0
     # windows of chunks, each between its own intent and note, so neither lists more than
     # MAX_QUERY_UPDATE_CHUNKS chunks; with a Limit the windows stop once enough matched
-    for first in range(first_chunk, end_chunk, MAX_QUERY_UPDATE_CHUNKS):
-        grid: list[tuple[int, ...]] = [(base + i,) for i in range(first, min(end_chunk, first + MAX_QUERY_UPDATE_CHUNKS))]
+    for first in range(0, chunks_looked_at, MAX_QUERY_UPDATE_CHUNKS):
+        grid: list[tuple[int, ...]] = [(base + i,) for i in chunk_window(first, first + MAX_QUERY_UPDATE_CHUNKS)]
         written.clear()
 
         async def work(target: DatasetLayout, grid: list[tuple[int, ...]] = grid, before: int = total) -> None:
@@ -531,14 +528,34 @@ async def update_where(
     return index, np.concatenate(changed) if changed else np.empty(0, dtype=layout.dtype), ds.type_json
 
 
+def _chunks_holding(part: Slice | Coords, lead: int, per_chunk: int) -> tuple[int, Callable[[int, int], Sequence[int]]]:
+    """The chunks (counted from the grid's first) holding an element of a one-dimensional
+    selection: how many, and those numbered ``i..j-1`` of them in order. A coordinate list, or a
+    step of a chunk or more, skips the chunks between its elements."""
+    if isinstance(part, Coords):
+        found = np.unique((part.index + lead) // per_chunk).tolist()
+        return len(found), lambda i, j: found[i:j]
+    if part.step < per_chunk:  # every chunk from the first element's to the last's holds one
+        run = range((part.start + lead) // per_chunk, (part.last + lead) // per_chunk + 1)
+        return len(run), lambda i, j: run[i:j]
+    # each element in a chunk of its own
+    return part.count, lambda i, j: ((part.start + lead + part.step * np.arange(i, min(j, part.count), dtype=np.int64)) // per_chunk).tolist()
+
+
 def _positions_in(part: Slice | Coords) -> Callable[[int, int], np.ndarray]:
-    """For a one-dimensional selection: which of the positions ``start..stop-1`` it holds."""
+    """For a one-dimensional selection: which of the positions ``start..stop-1`` it holds (a
+    coordinate list is sorted once, and each call looks up only its own range of it)."""
+    held = np.unique(part.index) if isinstance(part, Coords) else None
 
     def mask(start: int, stop: int) -> np.ndarray:
+        if held is not None:
+            lo, hi = np.searchsorted(held, (start, stop))
+            out = np.zeros(stop - start, dtype=bool)
+            out[held[lo:hi] - start] = True
+            return out
+        assert isinstance(part, Slice)
         positions = np.arange(start, stop, dtype=np.int64)
-        if isinstance(part, Slice):
-            return (positions >= part.start) & (positions < part.stop) & ((positions - part.start) % part.step == 0)
-        return np.isin(positions, part.index)
+        return (positions >= part.start) & (positions < part.stop) & ((positions - part.start) % part.step == 0)
 
     return mask
 

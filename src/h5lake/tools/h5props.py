@@ -237,7 +237,7 @@ def filter_triples(filters: list[Doc], type_json: TypeJson, chunk: list[int] | N
     element: Any = 1 if is_variable(type_json) else to_dtype(type_json)
     for spec in filters:
         fid = int(spec.get("id", 0))
-        if "parameters" in spec:
+        if "parameters" in spec and not _applied_user_form(spec, element, chunk):
             flags = int(spec.get("flags", OPTIONAL))
             out.append((fid, flags, tuple(int(v) for v in spec["parameters"])))
             continue
@@ -249,6 +249,19 @@ def filter_triples(filters: list[Doc], type_json: TypeJson, chunk: list[int] | N
             cd = cd[:2]  # the user's options mask and pixels per block; HDF5 works out the rest
         out.append((fid, flags, tuple(cd)))
     return out
+
+
+def _applied_user_form(spec: Doc, element: Any, chunk: list[int] | None) -> bool:
+    """Is this a filter the service applies, sent as ``H5Z_FILTER_USER`` (the HDF5 REST VOL
+    connector's form)? Its ``parameters`` are kept as sent, beside the named parameters the
+    service filled in and applied; recorded filters (import) have ``flags``."""
+    if spec.get("class") != "H5Z_FILTER_USER" or "flags" in spec:
+        return False
+    try:
+        FilterPipeline.from_json([spec], element, chunk)
+    except InvalidInput:
+        return False
+    return True
 
 
 def make_dcpl(props: Doc, type_json: TypeJson, fill: bytes | np.ndarray | None, fill_tid: Any) -> Any:
