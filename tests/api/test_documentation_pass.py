@@ -125,6 +125,26 @@ def test_query_update_honours_start_stop_step_beside_value(client: Client) -> No
     assert [row[1] for row in client.get(f"/datasets/{did}/value").json()["value"]].count(-2) == 0
 
 
+def test_query_update_honours_a_limit_beside_value(client: Client) -> None:
+    # HSDS reads Limit from the body of a query update too (the body's wins over the query
+    # parameter); h5lake ignored it there and changed every match
+    rows = [[23, i] for i in range(10)]
+    r = client.post("/datasets", json={"type": COMPOUND, "shape": [10]})
+    did = r.json()["id"]
+    assert client.put(f"/datasets/{did}/value", json={"value": rows}).status_code == 200
+    r = client.put(f"/datasets/{did}/value", params={"query": "date == 23", "Limit": "5"},
+                   json={"value": {"temp": -1}, "Limit": 2})
+    assert r.status_code == 200, r.text
+    assert r.json()["index"] == [0, 1]
+    now = client.get(f"/datasets/{did}/value").json()["value"]
+    assert [i for i, row in enumerate(now) if row[1] == -1] == [0, 1]
+    for bad in (-1, "2", True, 1.5):
+        r = client.put(f"/datasets/{did}/value", params={"query": "date == 23"},
+                       json={"value": {"temp": -2}, "Limit": bad})
+        assert r.status_code == 400 and "message" in r.json()["error"], bad
+    assert [row[1] for row in client.get(f"/datasets/{did}/value").json()["value"]].count(-2) == 0
+
+
 def test_query_update_of_a_sparse_selection_reads_only_its_chunks(client: Client) -> None:
     # a coordinate list, or a step longer than a chunk, holds elements of a few chunks far apart:
     # the update looks at those chunks, not at every chunk between (it was 413 past

@@ -166,8 +166,8 @@ class QueryUpdate:
     @classmethod
     def from_body(cls, query: Query, body: Any, fields: str | None = None, select: str | None = None) -> QueryUpdate:
         """``{"value": {field: value}}`` (beside it a ``select`` or ``start``/``stop``/``step``,
-        as in other value bodies), or HSDS's bare ``{field: value}``; a ``select`` query
-        parameter wins over the body's."""
+        as in other value bodies, and a ``Limit``, which wins over the query parameter as in
+        HSDS), or HSDS's bare ``{field: value}``; a ``select`` query parameter wins over the body's."""
         if not isinstance(body, dict) or not body:
             raise InvalidInput(QUERY_UPDATE_SHAPE)
         if isinstance(body.get("value"), dict):
@@ -175,6 +175,11 @@ class QueryUpdate:
             if bounds is not None and "select" in body:
                 raise InvalidInput("start/stop/step cannot be combined with select")
             in_body = bounds if bounds is not None else body.get("select")
+            if "Limit" in body:
+                limit = body["Limit"]
+                if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+                    raise InvalidInput("Limit must be an integer of at least 0 (0: no limit)")
+                query = Query(query.expression, limit or None)
             return cls(query, body["value"], fields, select if select is not None else in_body)
         return cls(query, body, fields, select)
 
