@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from h5lake.chunks.catalog import (
 )
 from h5lake.model.ids import (
     Collection,
+    alive_key,
     catalog_key,
     chunk_catalog_key,
     chunk_key,
@@ -421,3 +423,35 @@ async def test_new_dataset_without_chunks_is_listed_with_zero_totals(store: Stor
     catalog.note_object(DOMAIN, ds["id"])
     await catalog.flush()
     assert (await read_catalog(store, catalog_key(DOMAIN, ".datasets.txt")))[ds["id"]][4:] == ["0", "0"]
+
+
+async def test_a_live_writer_whose_clock_runs_behind_keeps_its_intent(store: Store) -> None:
+    """A heartbeat is judged by when the store took it, not only by the clock of the process
+    that wrote it: a live writer whose clock ran a minute behind had its intent recovered."""
+    ds = await new_dataset(store, new_root_id())
+    writer = ChunkCatalog(store, autostart=False)
+    await writer.begin(DOMAIN, ds["id"], [(2, 3)])
+    # the heartbeat that writer puts just now, its clock a minute behind this one's
+    beat = {"renew": writer.alive.renew, "at": time.time() - 60}
+    await store.put(alive_key(writer.alive.owner), orjson.dumps(beat))
+    other = ChunkCatalog(store, autostart=False)
+    assert await other.recover(older_than=0) == 0
+    assert len(await pending(store)) == 1
+
+
+async def test_a_dead_writer_whose_clock_ran_ahead_has_its_intent_recovered() -> None:
+    """The other way round: a writer whose clock ran an hour ahead, killed a minute ago, kept
+    its intent from recovery for another hour."""
+    store = MemoryStore()
+    ds = await new_dataset(store, new_root_id())
+    crashed = ChunkCatalog(store, autostart=False)
+    await crashed.begin(DOMAIN, ds["id"], [(1, 1)])
+    await write_chunk(store, ds["id"], (1, 1), b"late")
+    key = alive_key(crashed.alive.owner)
+    await store.put(key, orjson.dumps({"renew": crashed.alive.renew, "at": time.time() + 3600}))
+    beat = await store.get(key)
+    assert beat is not None
+    # the store took that heartbeat, the writer's last, a minute ago
+    store._objects[key] = dataclasses.replace(beat, last_modified=time.time() - 60)
+    assert await ChunkCatalog(store, autostart=False).recover(older_than=0) == 1
+    assert set(await chunk_lines(store, ds["id"])) == {"1_1"}

@@ -5,7 +5,10 @@ An intent names its process (``owner``, 32 hex digits) and how often that proces
 alive (``renew``). Another process takes an intent for a dead process's only when the owner's
 heartbeat is absent or older than ``max(stale_after, 3 * renew)``: a write running longer
 than ``stale_after`` keeps its intent. The heartbeat carries its writer's clock (``at``): S3
-gives an object's time in whole seconds.
+gives an object's time in whole seconds. It counts only within the second after the store's
+time of the heartbeat: processes on other machines may keep other clocks (a writer whose clock
+ran behind had its live intents recovered; one whose clock ran ahead, killed, kept its intents
+from recovery as long).
 """
 
 from __future__ import annotations
@@ -61,10 +64,16 @@ class Liveness:
         if owner == self.owner or not isinstance(owner, str) or not _OWNER.fullmatch(owner):
             return False  # ours, left by `abort`: recovered as a dead process's
         beat = await self.store.get(ids.alive_key(owner))
+        if beat is None:
+            return False
         try:
-            at = float(orjson.loads(beat.data)["at"]) if beat is not None else -math.inf
+            at = float(orjson.loads(beat.data)["at"])
         except (ValueError, KeyError, TypeError):
-            at = beat.last_modified if beat is not None else -math.inf
+            at = beat.last_modified
+        # The writer's clock only within the second the store says it took the heartbeat (S3
+        # rounds down to whole seconds): a writer whose clock runs behind stays alive, one whose
+        # clock runs ahead is not alive for longer than it ran ahead.
+        at = min(max(at, beat.last_modified), beat.last_modified + 1)
         return time.time() - at < max(limit, 3 * renew)
 
     async def forget_dead(self, limit: float) -> None:
