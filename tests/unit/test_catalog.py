@@ -22,6 +22,7 @@ from h5lake.chunks.catalog import (
     region_indexes,
     region_json,
 )
+from h5lake.chunks.liveness import DEAD_HEARTBEAT, SWEEP_EVERY
 from h5lake.model.ids import (
     Collection,
     alive_key,
@@ -455,3 +456,29 @@ async def test_a_dead_writer_whose_clock_ran_ahead_has_its_intent_recovered() ->
     store._objects[key] = dataclasses.replace(beat, last_modified=time.time() - 60)
     assert await ChunkCatalog(store, autostart=False).recover(older_than=0) == 1
     assert set(await chunk_lines(store, ds["id"])) == {"1_1"}
+
+
+async def test_dead_heartbeats_are_swept_at_most_every_sweep_period() -> None:
+    """Heartbeats left by processes that died long ago are deleted by a recovery pass, but one
+    process looks for them only every ``SWEEP_EVERY`` seconds, not at every pass: a look HEADs
+    every heartbeat, so with N processes on S3 each pass cost N * N HEADs."""
+    store = MemoryStore()
+
+    async def dead_heartbeat(owner: str) -> str:
+        key = alive_key(owner)
+        await store.put(key, orjson.dumps({"renew": 1.0, "at": 0.0}))
+        beat = await store.get(key)
+        assert beat is not None
+        store._objects[key] = dataclasses.replace(beat, last_modified=time.time() - 2 * DEAD_HEARTBEAT)
+        return key
+
+    first = await dead_heartbeat("a" * 32)
+    catalog = ChunkCatalog(store, autostart=False)
+    await catalog.recover()
+    assert await store.head(first) is None
+    second = await dead_heartbeat("b" * 32)
+    await catalog.recover()  # within the sweep period: not looked for
+    assert await store.head(second) is not None
+    catalog.alive._last_sweep -= SWEEP_EVERY
+    await catalog.recover()
+    assert await store.head(second) is None

@@ -24,6 +24,7 @@ from h5lake.model import ids
 from h5lake.storage.base import Store
 
 DEAD_HEARTBEAT = 3600.0  # seconds after which a heartbeat's process is long gone
+SWEEP_EVERY = 600.0  # seconds between one process's looks for such heartbeats (each a HEAD of every heartbeat)
 _OWNER = re.compile(r"[0-9a-f]{32}")
 
 
@@ -35,6 +36,7 @@ class Liveness:
         self.owner = uuid.uuid4().hex  # names this process in its intents and its heartbeat
         self.renew = max(stale_after / 4, 0.05)  # seconds between heartbeats while intents are held
         self._last_beat = -math.inf  # time.monotonic() of the last heartbeat put
+        self._last_sweep = -math.inf  # time.monotonic() of the last look for dead heartbeats
 
     def stamp(self) -> dict[str, object]:
         """The fields an intent carries."""
@@ -78,7 +80,12 @@ class Liveness:
 
     async def forget_dead(self, limit: float) -> None:
         """Delete heartbeats left by processes that died holding intents (long after any
-        intent of theirs was recovered)."""
+        intent of theirs was recovered), at most every ``SWEEP_EVERY`` seconds: every
+        process's recovery pass comes here, and a look HEADs every heartbeat (with N processes
+        on S3, N * N HEADs a pass)."""
+        if time.monotonic() - self._last_sweep < SWEEP_EVERY:
+            return
+        self._last_sweep = time.monotonic()
         mine = ids.alive_key(self.owner)
         for key in [k async for k in self.store.list(ids.ALIVE_PREFIX, delimiter="/")]:
             info = None if key == mine else await self.store.head(key)
