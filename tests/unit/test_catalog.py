@@ -16,13 +16,12 @@ import pytest
 from h5lake.chunks.catalog import (
     PENDING_PREFIX,
     ChunkCatalog,
-    dataset_chunk_totals,
-    dataset_stats,
     delete_dataset_chunks,
     region_indexes,
     region_json,
 )
 from h5lake.chunks.liveness import DEAD_HEARTBEAT, SWEEP_EVERY
+from h5lake.chunks.stats import dataset_chunk_totals, dataset_stats
 from h5lake.model.ids import (
     Collection,
     alive_key,

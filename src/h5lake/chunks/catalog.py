@@ -1,5 +1,5 @@
 """Catalogs of a domain's objects and of each dataset's chunks (seed 001, "Domain catalog" and
-"Dataset catalog"), and the dataset statistics computed from them. One line per entry:
+"Dataset catalog"); what they add up to is `h5lake.chunks.stats`. One line per entry:
 
 * ``<domain>/.groups.txt``, ``.datatypes.txt``: ``id etag lastmodified size`` (no root group);
 * ``<domain>/.datasets.txt``: ``id etag lastmodified size allocated_chunks allocated_bytes``;
@@ -39,7 +39,6 @@ would miss them for good had the writer died before its flush).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import itertools
 import logging
@@ -57,16 +56,16 @@ from h5lake.chunks.fanout import bounded
 from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
 from h5lake.model import ids
-from h5lake.model.layout import COMPACT_KEY, chunk_span, is_linked, span_count
+from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import to_dtype
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
 
 log = logging.getLogger(__name__)
 
 PENDING_PREFIX = ids.PENDING_PREFIX
 _CATALOGS = {c.value: name for c, name in ids.CATALOG_FILES.items()}
+DATASETS_CATALOG = _CATALOGS["d"]  # .datasets.txt
 _MAX_ATTEMPTS = 50
 HEAD_CONCURRENCY = 32
 GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to this many chunks
@@ -228,7 +227,7 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
     return {} if blob is None else await _parsed(blob.data, True)
 
 
-async def _listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
+async def listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
     """`_totals` of the dataset's chunk catalog."""
     lines = await _read_chunk_lines(store, domain, dataset_id)
     return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
@@ -248,7 +247,7 @@ async def _chunk_totals(store: Store, domain: str, dataset_id: str,
         etag, count, size = known[dataset_id]
         if (info.etag if info else None) == etag:
             return count, size
-    count, size, _ = await _listed_totals(store, domain, dataset_id)
+    count, size, _ = await listed_totals(store, domain, dataset_id)
     return count, size
 
 
@@ -508,7 +507,7 @@ class ChunkCatalog:
         await bounded(touched.items(), lambda d: record_objects(self.store, d[0], d[1], known), 8)
 
 
-# --- datasets: deletion, totals, stats ----------------------------------------------------------
+# --- datasets: deletion ----------------------------------------------------------
 
 
 
@@ -521,20 +520,6 @@ def logical_grid(doc: dict[str, Any]) -> tuple[range, ...] | None:
     layout = doc.get("layout", {})
     chunk_shape = layout.get("dims") or [max(1, d) for d in space.dims]
     return chunk_span(space.dims, chunk_shape, layout.get("origin") or ())
-
-
-def _compact_chunks(doc: dict[str, Any]) -> tuple[int, int]:
-    """Chunk count and stored bytes of values kept in the dataset's document."""
-    listed = doc[COMPACT_KEY].get("chunks", {})
-    return len(listed), sum(len(base64.b64decode(text)) for text in listed.values())
-
-
-def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
-    """Chunk count and bytes from a linked layout's ``chunks`` table (``"i_j": [offset, size]``)."""
-    table = doc.get("layout", {}).get("chunks")
-    if not isinstance(table, dict):
-        return 0, 0
-    return len(table), sum(int(v[1]) for v in table.values() if isinstance(v, list) and len(v) > 1)
 
 
 async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str, Any],
@@ -574,52 +559,3 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
 
     await _edit(store, ids.catalog_key(domain, _CATALOGS[dataset_id[0]]), drop)
     return len(keys)
-
-
-async def dataset_chunk_totals(store: Store, domain: str,
-                               datasets: list[dict[str, Any]]) -> tuple[int, int, int, int]:
-    """(num_chunks, allocated_bytes, num_linked_chunks, linked_bytes) over ``datasets``: native
-    totals from their ``.datasets.txt`` lines (one read), or from the chunk catalog of a dataset
-    without a line yet; linked ones from the layout's chunk table."""
-    blob = await store.get(ids.catalog_key(domain, _CATALOGS["d"]))
-    lines = parse_lines(blob.data) if blob is not None else {}
-    totals = [0, 0, 0, 0]
-
-    async def one(doc: dict[str, Any]) -> None:
-        fields = lines.get(doc["id"], "").split()
-        if is_linked(doc):
-            at, (count, size) = 2, _linked_chunks(doc)
-        elif COMPACT_KEY in doc:
-            at, (count, size) = 0, _compact_chunks(doc)
-        elif len(fields) >= 6:
-            at, count, size = 0, int(fields[4]), int(fields[5])
-        else:
-            at, (count, size, _) = 0, await _listed_totals(store, domain, doc["id"])
-        totals[at] += count
-        totals[at + 1] += size
-
-    await bounded(datasets, one, HEAD_CONCURRENCY)
-    return totals[0], totals[1], totals[2], totals[3]
-
-
-async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
-                        item_size: int | None = None) -> dict[str, Any]:
-    """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""
-    grid = logical_grid(dataset_doc)
-    if item_size is None:
-        item_size = to_dtype(dataset_doc["type"]).itemsize
-    last = float(dataset_doc.get("lastModified", 0.0))
-    storage = "chunks"
-    if is_linked(dataset_doc):
-        count, size = _linked_chunks(dataset_doc)
-        storage = "linked"
-    elif COMPACT_KEY in dataset_doc:
-        count, size = _compact_chunks(dataset_doc)
-        storage = "compact"
-    else:
-        count, size, newest = await _listed_totals(store, domain, dataset_doc["id"])
-        last = max(last, newest)
-    logical_count = 0 if grid is None else span_count(grid)
-    logical_size = space_from_json(dataset_doc["shape"]).count * item_size
-    return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
-            "logicalSize": logical_size, "allocatedSize": size, "lastModified": last, "storage": storage}

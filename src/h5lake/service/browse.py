@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from h5lake.chunks.catalog import dataset_stats
+from h5lake.chunks.stats import dataset_stats
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key

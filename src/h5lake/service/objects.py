@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from h5lake.chunks.catalog import dataset_stats
 from h5lake.chunks.inline import KEY as COMPACT_KEY
+from h5lake.chunks.stats import dataset_stats
 from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection, object_key, parse_id, tombstone_key

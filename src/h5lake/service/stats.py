@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from h5lake.chunks.catalog import dataset_chunk_totals
+from h5lake.chunks.stats import dataset_chunk_totals
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.views import Domain
