@@ -224,6 +224,28 @@ class DocumentMemo:
         return len(self._docs)
 
 
+class ByEtag:
+    """Values derived from documents, each by the document's key and the ETag it was read with.
+
+    The ETag names the stored bytes (their MD5 here), so a value derived from a document read
+    with it is the value derived from any later read that gives the same ETag: a caller that
+    reads the document again (the store's own freshness check) and finds the ETag unchanged
+    reuses the value instead of deriving it again. Nothing is trusted without that read.
+    Values are shared between requests: they must not be changed after they are kept."""
+
+    def __init__(self, most: int = 8192) -> None:
+        self._values: dict[tuple[str, str], Any] = {}
+        self._most = most
+
+    def get(self, key: str, etag: str) -> Any:
+        return self._values.get((key, etag))
+
+    def keep(self, key: str, etag: str, value: Any) -> None:
+        if len(self._values) >= self._most:
+            self._values.clear()  # simpler than an LRU; each is derived again at its next use
+        self._values[(key, etag)] = value
+
+
 class _Tracked(dict):  # type: ignore[type-arg]
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
     mutation sets in it (``added``, in the order first set: the order new keys take in the

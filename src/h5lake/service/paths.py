@@ -9,13 +9,13 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import Doc
+from h5lake.service.documents import Doc, Versioned
 from h5lake.service.domains import domain_json, open_domain
 from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
-from h5lake.service.walk import TooMany, walk_objects
+from h5lake.service.walk import TooMany, walk_versioned
 
 
 async def describe(
@@ -68,15 +68,31 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     the server reading and the client parsing every object at every open (1,000 groups: ~70 ms
     of server CPU and more of h5pyd's, for a `list(g.keys())` that needs two small GETs)."""
     out: Doc = {}
-    walk = walk_objects(svc, domain, limit)
+    walk = walk_versioned(svc, domain, limit)
     try:
-        async for doc in walk:
-            out[doc["id"]] = _described(domain, doc)
+        async for item in walk:
+            out[item.doc["id"]] = _remembered(svc, domain, item)
     except TooMany:
         return None
     finally:
         await walk.aclose()
     return out
+
+
+def _remembered(svc: Service, domain: Domain, item: Versioned) -> Doc:
+    """`_described`, or what it gave for this document's bytes (by ETag) at an earlier open:
+    each object was read again to get here, so the description is as fresh as a new one, and
+    a reopen of an unchanged domain derives none again. A description depends on the document
+    and the domain's path alone; a version's view (read-only) gives documents as they were
+    committed, under the ETags they had, and is not remembered."""
+    if not domain.view.writable:
+        return _described(domain, item.doc)
+    key = domain.path + "\0" + item.doc["id"]
+    found = svc.described.get(key, item.etag)
+    if found is None:
+        found = _described(domain, item.doc)
+        svc.described.keep(key, item.etag, found)
+    return found
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:
