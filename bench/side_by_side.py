@@ -24,6 +24,7 @@ Operations (h5pyd 1.0, as a user runs them; every read checked):
   points           1000-point selection (3 a round)
   groups           200 groups x 2 attributes in a new file, open .. close (bench/metadata.py's)
   list1000         fresh ``File`` + ``list(f["many"].keys())`` of 1,000 links (5 a round)
+  walk1000         fresh ``File`` + every object of ``f["many"].values()`` (bench/metadata.py's walk)
   open             fresh ``File`` + ``f[name]`` on the 200-group file (20 a round)
   attr_put         one attribute through h5pyd, ``g.attrs[n] = v`` then ``f.flush()`` (50 a round)
   attr_get         one attribute read through h5pyd, not cached (``g.attrs[n]``, 50 a round)
@@ -191,6 +192,18 @@ def op_list1000(job: Job, data: np.ndarray, rnd: int) -> None:
             assert len(names) == 1000
 
     measured(job, "list1000", 5, run)
+
+
+def op_walk1000(job: Job, data: np.ndarray, rnd: int) -> None:
+    def run(meter: CpuMeter) -> None:
+        for _ in range(5):
+            meter.start()
+            with h5pyd.File(job.links, "r", **job.t.h5pyd_opts()) as f:
+                count = sum(obj.id.id is not None for obj in f["many"].values())
+            meter.stop()
+            assert count == 1000
+
+    measured(job, "walk1000", 5, run)
 
 
 def op_open(job: Job, data: np.ndarray, rnd: int) -> None:
@@ -576,6 +589,7 @@ OPS: dict[str, Callable[[Job, np.ndarray, int], None]] = {
     "points": op_points,
     "groups": op_groups,
     "list1000": op_list1000,
+    "walk1000": op_walk1000,
     "open": op_open,
     "attr_put": op_attr_put,
     "attr_get": op_attr_get,
