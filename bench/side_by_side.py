@@ -341,6 +341,23 @@ def op_conc8(job: Job, data: np.ndarray, rnd: int) -> None:
     job.record("conc8", meter, 1)
 
 
+@contextlib.contextmanager
+def dataset_made(job: Job, name: str) -> Any:
+    """The dataset ``name`` of the job's values domain, opened fresh. HSDS lists a domain's
+    objects at an open from a summary its background scan writes, which can lag a dataset made
+    a moment ago (h5pyd then raises KeyError): wait for it, outside any measurement."""
+    for _ in range(30):
+        f = h5pyd.File(job.values, "a", **job.t.h5pyd_opts())
+        try:
+            if name in f:
+                yield f[name]
+                return
+        finally:
+            f.close()
+        time.sleep(1)
+    raise AssertionError(f"{job.name}: {name} not listed after 30 s")
+
+
 def smooth() -> np.ndarray:
     if "smooth" not in _MADE:
         _MADE["smooth"] = make_data("smooth")
@@ -361,8 +378,7 @@ def op_gzip_read(job: Job, data: np.ndarray, rnd: int) -> None:
     if not job.zipped:
         op_gzip_write(job, data, rnd)
         job.figures.pop("gzip_write")
-    with h5pyd.File(job.values, "a", **job.t.h5pyd_opts()) as f:  # "r" lists from HSDS's summary, stale here
-        d = f[job.zipped]
+    with dataset_made(job, job.zipped) as d:
 
         def run(meter: CpuMeter) -> None:
             meter.start()
@@ -404,8 +420,7 @@ def op_vlen_read(job: Job, data: np.ndarray, rnd: int) -> None:
     if not job.vlen:
         op_vlen_write(job, data, rnd)
         job.figures.pop("vlen_write")
-    with h5pyd.File(job.values, "a", **job.t.h5pyd_opts()) as f:  # "r" lists from HSDS's summary, stale here
-        d = f[job.vlen]
+    with dataset_made(job, job.vlen) as d:
 
         def run(meter: CpuMeter) -> None:
             meter.start()
@@ -451,8 +466,7 @@ def op_cmpd_read(job: Job, data: np.ndarray, rnd: int) -> None:
     if not job.cmpd:
         op_cmpd_write(job, data, rnd)
         job.figures.pop("cmpd_write")
-    with h5pyd.File(job.values, "a", **job.t.h5pyd_opts()) as f:  # "r" lists from HSDS's summary, stale here
-        d = f[job.cmpd]
+    with dataset_made(job, job.cmpd) as d:
 
         def run(meter: CpuMeter) -> None:
             meter.start()
@@ -467,8 +481,7 @@ def op_cmpd_field(job: Job, data: np.ndarray, rnd: int) -> None:
     if not job.cmpd:
         op_cmpd_write(job, data, rnd)
         job.figures.pop("cmpd_write")
-    with h5pyd.File(job.values, "a", **job.t.h5pyd_opts()) as f:  # "r" lists from HSDS's summary, stale here
-        d = f[job.cmpd]
+    with dataset_made(job, job.cmpd) as d:
 
         def run(meter: CpuMeter) -> None:
             meter.start()
