@@ -684,6 +684,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", help="comma-separated operations (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated operations to leave out")
+    parser.add_argument("--progress", action="store_true", help="print each figure as it is measured")
     args = parser.parse_args()
     ops = args.only.split(",") if args.only else list(OPS)
     ops = [op for op in ops if op not in args.skip.split(",")]
@@ -721,6 +722,9 @@ def main() -> None:
             for op in ops:
                 for job in order:
                     OPS[op](job, data, rnd)
+                    if args.progress and job.figures.get(op):
+                        w, c, k = job.figures[op][-1]
+                        print(f"  {op:<14} {job.name:<8} round {rnd + 1}: {w * 1000:.2f};{c * 1000:.2f};{k * 1000:.2f}", flush=True)
             load = os.getloadavg()[0]
             print(f"# round {rnd + 1} done in {time.perf_counter() - start:.0f} s, load {load:.1f}", flush=True)
         report(jobs, ops)
