@@ -9,7 +9,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import Doc, Versioned
+from h5lake.service.documents import Doc, Versioned, dumps
 from h5lake.service.domains import domain_json, open_domain
 from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json
@@ -91,7 +91,7 @@ def _remembered(svc: Service, domain: Domain, item: Versioned) -> Doc:
     found = svc.described.get(key, item.etag)
     if found is None:
         found = _described(domain, item.doc)
-        svc.described.keep(key, item.etag, found)
+        svc.described.keep(key, item.etag, found, len(dumps(found)))  # (its size, once per change)
     return found
 
 
