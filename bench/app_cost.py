@@ -3,13 +3,16 @@ uvicorn and no sockets, so the figures move less with a busy machine than bench/
 
     python bench/app_cost.py                          # group GETs and attribute PUTs
     python bench/app_cost.py --profile PUT            # and a cProfile of one case (CPU time)
+    python bench/app_cost.py --gets 0 --puts 0 --objects 1000 --opens 50   # GET /?getobjs=1 only
 
 The app is the one `h5lake serve` runs (`create_app`, its lifespan, a local store in a temporary
 folder, Basic authentication with a passwd file), called with one request at a time. Cases, as in
 bench/server_cost.py: ``GET /groups/{root}`` and durable ``PUT /groups/{root}/attributes/a{i}`` of a
 scalar int32 (``--attrs`` names, each PUT a new value, so every PUT replaces one and writes). For
 each it prints the process CPU per request and its split between the event loop's thread and the
-others (the store's thread pool: the durable writes), and the collector's share. Add the HTTP
+others (the store's thread pool: the durable writes), and the collector's share. With ``--objects
+N``: ``GET /?getobjs=1`` (h5pyd's open) of a domain whose group ``many`` links N empty groups,
+``--opens`` times. Add the HTTP
 floor of uvicorn (a bare ASGI app: ~0.13-0.16 ms here, see docs/performance.md) for a server.
 """
 
@@ -169,10 +172,33 @@ async def run(args: argparse.Namespace) -> None:
                     if status >= 300:
                         raise RuntimeError(f"attribute PUT: {status} {reply[:200]!r}")
 
-            await measure("group GET", gets, args.gets, "GET" in args.profile, args)
-            await measure("attribute PUT", puts, args.puts, "PUT" in args.profile, args)
+            if args.gets:
+                await measure("group GET", gets, args.gets, "GET" in args.profile, args)
+            if args.puts:
+                await measure("attribute PUT", puts, args.puts, "PUT" in args.profile, args)
+            if args.objects:
+                await measure("getobjs", await listed(app, root, domain, args), args.opens, "OBJS" in args.profile, args)
         finally:
             await app.stop()
+
+
+async def listed(app: App, root: str, domain: str, args: argparse.Namespace) -> Callable[[], Awaitable[None]]:
+    """The domain's group ``many`` with ``args.objects`` groups linked in it; the opens that list them."""
+    status, reply = await app.call("POST", "/groups", domain, orjson.dumps({"link": {"id": root, "name": "many"}}))
+    many = orjson.loads(reply)["id"]
+    for i in range(args.objects):
+        link = orjson.dumps({"link": {"id": many, "name": f"m{i:04d}"}})
+        status, reply = await app.call("POST", "/groups", domain, link)
+        if status != 201:
+            raise RuntimeError(f"group POST: {status} {reply[:200]!r}")
+
+    async def opens() -> None:
+        for _ in range(args.opens):
+            status, reply = await app.call("GET", "/", domain + "&getobjs=1&include_attrs=1")
+            if status != 200 or len(orjson.loads(reply).get("domain_objs", ())) != args.objects + 2:
+                raise RuntimeError(f"getobjs: {status} {reply[:200]!r}")
+
+    return opens
 
 
 def main() -> None:
@@ -182,8 +208,10 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=4000, help="group GETs per pass [4000]")
     parser.add_argument("--puts", type=int, default=500, help="attribute PUTs per pass [500]")
     parser.add_argument("--attrs", type=int, default=250, help="attribute names the PUTs cycle through [250]")
+    parser.add_argument("--objects", type=int, default=0, help="groups in the domain GET /?getobjs=1 lists [0: no such case]")
+    parser.add_argument("--opens", type=int, default=50, help="GET /?getobjs=1 per pass [50]")
     parser.add_argument(
-        "--profile", action="append", default=[], choices=["GET", "PUT"], help="cProfile this case"
+        "--profile", action="append", default=[], choices=["GET", "PUT", "OBJS"], help="cProfile this case"
     )
     parser.add_argument("--sort", default="tottime", help="cProfile order: tottime, cumtime, ... [tottime]")
     parser.add_argument("--lines", type=int, default=30, help="cProfile lines shown [30]")

@@ -72,3 +72,24 @@ def test_a_limit_of_zero_never_lists(small_limit: Server, tmp_path: Path) -> Non
         assert "domain_objs" not in getobjs(srv, domain)
     finally:
         srv.stop()
+
+
+def test_a_listing_follows_every_change_between_opens(small_limit: Server) -> None:
+    """Each open describes every object as it is stored now, though a process remembers the
+    descriptions it gave (by the document's ETag): changes by a writer between two opens all
+    show in the next listing."""
+    domain = make(small_limit, "changes", 2)
+    opts = {"endpoint": small_limit.endpoint, "username": USER, "password": USERS[USER]}
+    for _ in range(2):  # remembered after the first
+        with h5pyd.File(domain, "r", **opts) as f:
+            assert f["g1"].attrs["index"] == 1 and sorted(f) == ["g0", "g1"]
+    with h5pyd.File(domain, "a", **opts) as f:
+        f["g1"].attrs["index"] = np.int32(41)
+        f["g0"].attrs["note"] = "added"
+        f.create_group("g2")
+    body = getobjs(small_limit, domain)
+    objs = body["domain_objs"]
+    assert isinstance(objs, dict) and len(objs) == 4
+    with h5pyd.File(domain, "r", **opts) as f:
+        assert sorted(f) == ["g0", "g1", "g2"]
+        assert f["g1"].attrs["index"] == 41 and f["g0"].attrs["note"] == "added"

@@ -17,7 +17,7 @@ from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
 from h5lake.service.deleted_names import DeletedNames
-from h5lake.service.documents import Documents
+from h5lake.service.documents import ByEtag, Documents
 from h5lake.service.fences import DomainFences
 from h5lake.service.views import HeadView
 from h5lake.sources.files import SourceRegistry, default_registry
@@ -66,6 +66,7 @@ class Service:
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
+        self.described = ByEtag()  # objects as domain_objs describes them (service.paths)
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
         self.head = HeadView(self.docs, self.store, self.cas)
         self.fences = DomainFences()  # versions: a commit against this process's own changes

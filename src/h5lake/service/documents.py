@@ -254,6 +254,38 @@ class DocumentMemo:
         return len(self._docs)
 
 
+class ByEtag:
+    """Values derived from documents, each by the document's key and the ETag it was read with.
+
+    The ETag names the stored bytes (their MD5 here), so a value derived from a document read
+    with it is the value derived from any later read that gives the same ETag: a caller that
+    reads the document again (the store's own freshness check) and finds the ETag unchanged
+    reuses the value instead of deriving it again. Nothing is trusted without that read.
+    Values are shared between requests: they must not be changed after they are kept. At most
+    ``most`` values and ``most_bytes`` of them together, by the size the caller gives (their
+    JSON's; parsed they take ~7x that: ~30 MiB at most), none above ``most_one``; cleared when
+    full."""
+
+    def __init__(self, most: int = 8192, most_bytes: int = 4 * 1024 * 1024, most_one: int = 64 * 1024) -> None:
+        self._values: dict[tuple[str, str], Any] = {}
+        self._most = most
+        self._most_bytes = most_bytes
+        self._most_one = most_one
+        self._bytes = 0
+
+    def get(self, key: str, etag: str) -> Any:
+        return self._values.get((key, etag))
+
+    def keep(self, key: str, etag: str, value: Any, size: int) -> None:
+        if size > self._most_one:
+            return
+        if len(self._values) >= self._most or self._bytes + size > self._most_bytes:
+            self._values.clear()  # simpler than an LRU; each is derived again at its next use
+            self._bytes = 0
+        self._values[(key, etag)] = value
+        self._bytes += size
+
+
 class _Tracked(dict):  # type: ignore[type-arg]
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
     mutation sets in it (``added``, in the order first set: the order new keys take in the

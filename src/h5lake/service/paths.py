@@ -9,13 +9,17 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import ENTRY_BYTES, Doc
+from h5lake.service.documents import ENTRY_BYTES, Doc, Versioned, dumps
 from h5lake.service.domains import domain_json, open_domain
 from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json, shown_object
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
-from h5lake.service.walk import TooMany, walk_objects
+from h5lake.service.walk import TooMany, walk_versioned
+
+KEEP_SHOWN_BYTES = 64 * 1024
+"""Descriptions of objects showing more entries than this estimates (``ENTRY_BYTES`` each) are
+not remembered (`ByEtag` keeps none above 64 KiB of JSON)."""
 
 
 async def describe(
@@ -68,16 +72,35 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     the server reading and the client parsing every object at every open (1,000 groups: ~70 ms
     of server CPU and more of h5pyd's, for a `list(g.keys())` that needs two small GETs)."""
     out: Doc = {}
-    walk = walk_objects(svc, domain, limit)
+    walk = walk_versioned(svc, domain, limit)
     try:
-        async for doc in walk:
-            shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
-            out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)  # as shown_object
+        async for item in walk:
+            out[item.doc["id"]] = await _remembered(svc, domain, item)
     except TooMany:
         return None
     finally:
         await walk.aclose()
     return out
+
+
+async def _remembered(svc: Service, domain: Domain, item: Versioned) -> Doc:
+    """`_described`, or what it gave for this document's bytes (by ETag) at an earlier open:
+    each object was read again to get here, so the description is as fresh as a new one, and
+    a reopen of an unchanged domain derives none again. A description depends on the document
+    and the domain's path alone; a version's view (read-only) gives documents as they were
+    committed, under the ETags they had, and is not remembered. One of many links or
+    attributes is derived on a pool thread, as `objects.shown_object` does, and not kept."""
+    doc = item.doc
+    shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
+    if not domain.view.writable:
+        return await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)  # type: ignore[no-any-return]
+    key = domain.path + "\0" + doc["id"]
+    found: Doc | None = svc.described.get(key, item.etag)
+    if found is None:
+        found = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
+        if shown * ENTRY_BYTES <= KEEP_SHOWN_BYTES:  # a wide one is not kept: no serialization to size it
+            svc.described.keep(key, item.etag, found, len(dumps(found)))  # (its size, once per change)
+    return found
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from h5lake.service.context import Service
-from h5lake.service.documents import Doc
+from h5lake.service.documents import Doc, Versioned
 from h5lake.service.views import Domain
 
 _BATCH = 64
@@ -17,7 +17,20 @@ class TooMany(Exception):
 
 async def walk_objects(svc: Service, domain: Domain, limit: int | None = None) -> AsyncGenerator[Doc, None]:
     """Yield every object reachable from the root once (groups, datasets, datatypes), as the
-    domain's view sees them.
+    domain's view sees them (`walk_versioned`, its documents alone)."""
+    walk = walk_versioned(svc, domain, limit)
+    try:
+        async for item in walk:
+            yield item.doc
+    finally:
+        await walk.aclose()
+
+
+async def walk_versioned(
+    svc: Service, domain: Domain, limit: int | None = None
+) -> AsyncGenerator[Versioned, None]:
+    """Yield every object reachable from the root once (groups, datasets, datatypes), as the
+    domain's view sees them, each with the ETag it was read with.
 
     Objects are fetched in bounded concurrent batches; a dangling link is skipped. With a
     ``limit``, :class:`TooMany` is raised as soon as more distinct ids than that have been
@@ -36,7 +49,7 @@ async def walk_objects(svc: Service, domain: Domain, limit: int | None = None) -
             if item is None or item.doc.get("root") != root:
                 continue
             doc = item.doc
-            yield doc
+            yield item
             targets = [l.get("id") for l in doc.get("links", {}).values()]
             type_ref = doc.get("type", {}).get("id") if isinstance(doc.get("type"), dict) else None
             for target in targets + [type_ref]:

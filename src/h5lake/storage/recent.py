@@ -20,8 +20,10 @@ from h5lake.storage.base import Blob
 from h5lake.storage.posix import ETAG_XATTR, file_identity
 
 RECENT_MAX_OBJECT_BYTES = 64 * 1024  # documents, not chunks
-RECENT_BYTES = 8 * 1024 * 1024
-RECENT_OBJECTS = 1024
+# a few domains' documents each: a walk or listing of a 1,000-object domain beside another
+# must not empty it at every open (cleared when full: docs/performance.md, session 10)
+RECENT_BYTES = 16 * 1024 * 1024
+RECENT_OBJECTS = 8192
 
 
 @dataclass(frozen=True, slots=True)
