@@ -231,12 +231,16 @@ class Selection:
         flat = np.asarray(flat, dtype=np.int64)
         if not self.parts:
             return np.zeros(flat.shape, dtype=np.int64)
-        axes = [np.arange(p.start, p.stop, p.step, dtype=np.int64) if isinstance(p, Slice) else p.index
-                for p in self.parts]
-        if len(axes) == 1:
-            return axes[0][flat]
-        coords = np.unravel_index(flat, self.shape)
-        return np.ravel_multi_index(tuple(a[c] for a, c in zip(axes, coords)), tuple(int(n) for n in shape)).astype(np.int64)
+        # each axis's k-th selected index, found for the k asked only (a slice is never spelled
+        # out: a query of a Limit over billions of rows asks for a few)
+        coords = np.unravel_index(flat, self.shape) if len(self.parts) > 1 else (flat,)
+        at = tuple(
+            p.start + np.asarray(k, dtype=np.int64) * p.step if isinstance(p, Slice) else np.asarray(p.index, dtype=np.int64)[k]
+            for p, k in zip(self.parts, coords)
+        )
+        if len(at) == 1:
+            return at[0]
+        return np.ravel_multi_index(at, tuple(int(n) for n in shape)).astype(np.int64)
 
     def __str__(self) -> str:
         """The ``select`` string h5pyd would send for this selection."""
