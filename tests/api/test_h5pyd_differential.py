@@ -108,3 +108,21 @@ def test_negative_slice_starts_beside_an_index_list(endpoint: str, domain: str) 
         data[[3, 5, 6], -2:, :] = -1
     with open_file(endpoint, domain, "r") as f:
         np.testing.assert_array_equal(f["d"][...], data)
+
+
+def test_a_null_object_reference_in_an_attribute(endpoint: str, domain: str) -> None:
+    """h5pyd 1.0 sends a null element of an object-reference attribute as the text ``"None"``
+    (HSDS stores it): it was refused (400), so the flush, and every later one, failed."""
+    dt = h5pyd.special_dtype(ref=h5pyd.Reference)
+    with open_file(endpoint, domain, "w") as f:
+        g = f.create_group("g")
+        v = np.empty(3, dtype=dt)
+        v[0], v[1], v[2] = g.ref, None, f.ref
+        f.attrs["refs"] = v
+        f.flush()
+        g.attrs["one"] = 5
+    with open_file(endpoint, domain, "r") as f:
+        got = f.attrs["refs"]
+        assert f[got[0]].name == "/g" and f[got[2]].name == "/"
+        assert not got[1]  # the null reference (h5pyd reads it as b"")
+        assert f["g"].attrs["one"] == 5

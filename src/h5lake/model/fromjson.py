@@ -330,8 +330,8 @@ def _read_ascii(v: Any) -> bytes:
 
 
 def _read_obj_ref(v: Any) -> bytes:
-    if v is None or v == "":
-        return b""  # the null reference
+    if v is None or v == "" or v == "None":
+        return b""  # the null reference ("None": h5pyd 1.0's text for it in an attribute, which HSDS stores)
     if not isinstance(v, str):
         raise InvalidInput(f"expected an object id, got {_brief(v)}")
     bare = strip_collection_prefix(v)
