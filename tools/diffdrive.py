@@ -1,11 +1,13 @@
 """Differential run: random operations on an h5py file and on an h5pyd file served by a server
 of this tree, every result and exception compared (tests/support/differential.py).
 
-    python tools/diffdrive.py --seeds 0-19 --steps 120 [--endpoint URL] [--all]
+    python tools/diffdrive.py --seeds 0-19 --steps 120 [--more 0.15] [--endpoint URL] [--all]
 
 Starts ``h5lake serve`` on a loopback port unless ``--endpoint`` is given, runs each seed on a
 fresh domain and a fresh local file, and prints each difference with the operation that made it
-(seed and step reproduce it). Differences that are h5pyd's own (``known`` below) are counted
+(seed and step reproduce it; ``--more`` is the share of operations drawn from the scales,
+references, committed types, null spaces, lookups and names of ``differential.op_more``, and
+is part of what a seed means). Differences that are h5pyd's own (``known`` below) are counted
 apart and shown only with ``--all``.
 """
 
@@ -37,6 +39,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--more", type=float, default=0.15)
     ap.add_argument("--endpoint")
     ap.add_argument("--all", action="store_true", help="show the known h5pyd differences too")
     args = ap.parse_args()
@@ -59,7 +62,8 @@ def main() -> int:
 
             reached: list[int] = [0]
             diffs = differential.run(seed, args.steps, str(work / f"local-{seed}.h5"), open_remote,
-                                     differential.known_difference, reached=reached)
+                                     differential.known_difference, reached=reached,
+                                     more=args.more)
             steps += reached[0]
             for d in diffs:
                 total += 1

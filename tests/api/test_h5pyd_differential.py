@@ -7,6 +7,7 @@ from pathlib import Path
 
 import h5pyd
 import numpy as np
+import pytest
 from tests.api.test_h5pyd_metadata import open_file
 from tests.support import differential
 
@@ -65,10 +66,24 @@ def test_a_seeded_differential_run(endpoint: str, domain: str, tmp_path: Path) -
     whole at the end): every difference must be one of h5pyd's own."""
     reached: list[int] = [0]
     diffs = differential.run(
-        220, 150, str(tmp_path / "local.h5"), lambda mode: open_file(endpoint, domain, mode),
+        240, 150, str(tmp_path / "local.h5"), lambda mode: open_file(endpoint, domain, mode),
         differential.known_difference, reached=reached,
     )
     assert reached == [150]
+    assert [d.show() for d in diffs if not d.known] == []
+
+
+@pytest.mark.parametrize("seed", [28, 29, 42])
+def test_seeded_runs_of_scales_references_and_types(endpoint: str, domain: str, tmp_path: Path, seed: int) -> None:
+    """Seeds drawn mostly from ``differential.op_more`` (dimension scales, object and region
+    references, committed types, null and scalar spaces, lookups, long and non-ASCII names),
+    60 operations each: every difference must be one of h5pyd's own."""
+    reached: list[int] = [0]
+    diffs = differential.run(
+        seed, 60, str(tmp_path / "local.h5"), lambda mode: open_file(endpoint, domain, mode),
+        differential.known_difference, reached=reached, more=0.6,
+    )
+    assert reached == [60]
     assert [d.show() for d in diffs if not d.known] == []
 
 
