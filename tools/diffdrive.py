@@ -14,6 +14,7 @@ apart and shown only with ``--all``.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import uuid
@@ -75,6 +76,7 @@ def main() -> int:
     finally:
         if server:
             server.stop()
+        shutil.rmtree(work, ignore_errors=True)
     print(f"# {steps} steps, {total} differences, {known} known h5pyd ones, {total - known} left")
     return 1 if total - known else 0
 
