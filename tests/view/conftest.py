@@ -36,6 +36,15 @@ def make_file(path: Path) -> Path:
         f.create_dataset("table", data=rows)
         f.create_dataset("names", data=["red", "green", "blue"], dtype=h5py.string_dtype())
         f.create_dataset("scalar", data=3.25)
+        spiky = np.cos(np.linspace(0, 9, 500)) * 3
+        spiky[[40, 41]] = np.inf
+        spiky[300] = -np.inf
+        spiky[100:120] = np.nan
+        f.create_dataset("spiky", data=spiky)
+        f.create_dataset("matrix", data=np.arange(12 * 130, dtype="i4").reshape(12, 130))
+        many = f.create_group("many")  # more members than the tree shows open
+        for i in range(150):
+            many.create_group(f"m{i:03d}")
         f["mytype"] = np.dtype("<i8")
         f["alias"] = h5py.SoftLink("/line")
     return path
