@@ -41,6 +41,9 @@ def make_file(path: Path) -> Path:
         spiky[300] = -np.inf
         spiky[100:120] = np.nan
         f.create_dataset("spiky", data=spiky)
+        waves = f.create_dataset("waves", data=np.array([1 + 2j, 3 - 4.5j, -0.5 + 0j]))
+        waves.attrs["notes"] = "Sample 7, beam at 12 keV; " * 200  # a long text
+        waves.attrs["gain"] = 2 - 1.5j
         f.create_dataset("matrix", data=np.arange(12 * 130, dtype="i4").reshape(12, 130))
         many = f.create_group("many")  # more members than the tree shows open
         for i in range(150):

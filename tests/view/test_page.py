@@ -330,3 +330,29 @@ def test_large_group_starts_collapsed_and_opens_to_a_member(browser: Browser, vi
     expect(member).to_have_class("node group selected")
     expect(member).to_be_in_viewport()
     page.context.close()
+
+
+def complex_text(z: complex) -> str:
+    part = lambda x: str(float(x)).removesuffix(".0")
+    return f"{part(z.real)} {'−' if z.imag < 0 else '+'} {part(abs(z.imag))}i"
+
+
+def test_complex_numbers_read_as_a_plus_bi(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/waves")
+    expect(page.locator("table#values tbody td")).to_have_text([complex_text(z) for z in h5(view_domain, "/waves")])
+    with h5py.File(view_domain.file) as f:
+        gain = complex(f["waves"].attrs["gain"])
+    expect(page.locator("#attributes tr", has_text="gain").locator("td.value")).to_have_text(complex_text(gain))
+    page.context.close()
+
+
+def test_long_attribute_is_all_readable(browser: Browser, view_domain: ViewDomain) -> None:
+    """A long text attribute wraps (and scrolls) instead of being cut at the cell's edge."""
+    page = open_page(browser)
+    visit(page, view_domain, "/waves")
+    cell = page.locator("#attributes tr", has_text="notes").locator("td.value")
+    with h5py.File(view_domain.file) as f:
+        expect(cell).to_have_text(f["waves"].attrs["notes"])
+    assert cell.evaluate("(td) => [...td.querySelectorAll('*'), td].every((e) => e.scrollWidth <= e.clientWidth + 1)")
+    page.context.close()

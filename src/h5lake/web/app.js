@@ -4,7 +4,7 @@
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
 import { ApiError, apiUrl, getJson, getPreview } from './api.js';
-import { bytes, el, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
+import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
 import { drawHeatmap } from './heatmap.js';
 import { drawLine } from './line.js';
 
@@ -228,7 +228,7 @@ function attributesCard(attributes) {
     el('thead', {}, el('tr', {}, ['name', 'type', 'shape', 'value'].map((h) => el('th', {}, h)))),
     el('tbody', {}, attributes.map((a) => el('tr', {},
       el('td', {}, a.name), el('td', {}, typeText(a.type)), el('td', {}, shapeText(a.shape)),
-      el('td', { class: 'value' }, valueText(a.value)))))));
+      el('td', { class: 'value' }, el('div', { class: 'clip' }, valueText(a.value, a.type))))))));
 }
 
 function filtersText(filters) {
@@ -246,7 +246,7 @@ function datasetParts(domain, entity) {
     ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
     ['layout', d.layout ?? '—'],
     ['filters', filtersText(d.filters)],
-    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue)],
+    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
     s && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
     s && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
     d.linked && ['linked file', `${d.linked.file_uri ?? '?'} (${d.linked.class})`],
@@ -293,7 +293,7 @@ function showValues(domain, entity) {
 
 async function showScalar(vis, domain, path) {
   const found = await getJson('values', { domain, path });
-  vis.replaceChildren(el('h3', {}, 'Value'), el('div', { id: 'scalar-value', class: 'scalar' }, valueText(found.value)));
+  vis.replaceChildren(el('h3', {}, 'Value'), el('div', { id: 'scalar-value', class: 'scalar' }, valueText(found.value, found.type)));
 }
 
 // For a view that loads again on every control: a ticket per load, so that only the answer to
@@ -427,19 +427,19 @@ async function showTable({ domain, path, dims, type, host, fixed }) {
     const selection = (rank > 1 ? [...fixed, rowSel, colSel] : [rowSel]).join(',');
     const found = await getJson('values', { domain, path, selection });
     if (stale()) return;
-    const fields = type.class === 'H5T_COMPOUND' ? type.fields.map((f) => f.name) : null;
+    const fields = type.class === 'H5T_COMPOUND' && !isComplexType(type) ? type.fields.map((f) => f.name) : null;
     const rows = found.value;
     let head;
     let cells;
     if (rank > 1) {
       head = rows[0].map((_, j) => String(colStart + j));
-      cells = (row) => row.map((v) => el('td', {}, valueText(v)));
+      cells = (row) => row.map((v) => el('td', {}, valueText(v, type)));
     } else if (fields) {
       head = fields;
       cells = (row) => row.map((v) => el('td', {}, valueText(v)));
     } else {
       head = ['value'];
-      cells = (v) => [el('td', {}, valueText(v))];
+      cells = (v) => [el('td', {}, valueText(v, type))];
     }
     tableHost.replaceChildren(el('table', { id: 'values', class: 'grid' },
       el('thead', {}, el('tr', {}, el('th', {}, '#'), head.map((h) => el('th', {}, h)))),
