@@ -44,6 +44,10 @@ def make_file(path: Path) -> Path:
         waves = f.create_dataset("waves", data=np.array([1 + 2j, 3 - 4.5j, -0.5 + 0j]))
         waves.attrs["notes"] = "Sample 7, beam at 12 keV; " * 200  # a long text
         waves.attrs["gain"] = 2 - 1.5j
+        rows, cols = np.meshgrid(np.arange(20) * 12, np.arange(30) * 8, indexing="ij")
+        photo = f.create_dataset("photo", data=np.stack([rows, cols, np.full((20, 30), 200)], axis=-1).astype("u1"))
+        photo.attrs["CLASS"] = np.bytes_("IMAGE")  # HDF5's image convention, as h5py users write it
+        photo.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
         f.create_dataset("matrix", data=np.arange(12 * 130, dtype="i4").reshape(12, 130))
         many = f.create_group("many")  # more members than the tree shows open
         for i in range(150):

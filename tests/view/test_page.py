@@ -356,3 +356,18 @@ def test_long_attribute_is_all_readable(browser: Browser, view_domain: ViewDomai
         expect(cell).to_have_text(f["waves"].attrs["notes"])
     assert cell.evaluate("(td) => [...td.querySelectorAll('*'), td].every((e) => e.scrollWidth <= e.clientWidth + 1)")
     page.context.close()
+
+
+def test_true_colour_image_shows_its_colours(browser: Browser, view_domain: ViewDomain) -> None:
+    """A rows x columns x 3 image marked as HDF5 images are (CLASS=IMAGE, IMAGE_TRUECOLOR)."""
+    page = open_page(browser)
+    visit(page, view_domain, "/photo")
+    canvas = page.locator("#rgb-image")
+    expect(canvas).to_be_visible()
+    photo = h5(view_domain, "/photo")
+    size = canvas.evaluate("(c) => [c.width, c.height]")
+    for r, c in ((0, 0), (7, 11), (19, 29), (12, 3)):
+        x, y = int((c + 0.5) * size[0] / 30), int((r + 0.5) * size[1] / 20)
+        pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3)]")
+        assert pixel == list(photo[r, c]), (r, c)
+    page.context.close()

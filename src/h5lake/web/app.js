@@ -272,11 +272,12 @@ function showValues(domain, entity) {
   if (dims.some((n) => n === 0)) { vis.replaceChildren(el('p', { class: 'muted' }, 'No values (empty).')); return; }
   const numeric = isNumericType(type);
   const views = numeric ? (dims.length === 1 ? ['line', 'table'] : ['image', 'table']) : ['table'];
+  if (numeric && isTrueColor(dims, entity.attributes)) views.unshift('rgb');
   const body = el('div', { class: 'vis-body' });
   const tabs = el('div', { class: 'tabs' }, views.map((v) => el('button', {
     class: 'tab', 'data-view': v,
     onclick: () => choose(v),
-  }, { line: 'Line plot', image: 'Image', table: 'Table' }[v])));
+  }, { line: 'Line plot', image: 'Image', table: 'Table', rgb: 'RGB image' }[v])));
   vis.replaceChildren(el('h3', {}, 'Values'), tabs, body);
   // the indexes of the dimensions that are not shown, shared by the image and the table
   const fixed = dims.slice(0, Math.max(0, dims.length - 2)).map(() => 0);
@@ -285,7 +286,7 @@ function showValues(domain, entity) {
     const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
     body.replaceChildren(host);
     const ctx = { domain, path: entity.path, dims, type, host, fixed };
-    const run = { line: showLine, image: showImage, table: showTable }[view];
+    const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
     run(ctx).catch(reporter(host));
   };
   choose(views[0]);
@@ -395,6 +396,44 @@ async function showImage({ domain, path, dims, host, fixed }) {
 
 // Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
 // sliders' indexes), a page at a time; a row number jumps there.
+// HDF5's image convention (as H5Web reads it): rows x columns x 3 channels, pixel-interlaced.
+function isTrueColor(dims, attributes) {
+  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
+  return dims.length === 3 && dims[2] === 3 && attr.CLASS === 'IMAGE' && attr.IMAGE_SUBCLASS === 'IMAGE_TRUECOLOR'
+    && (attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL') === 'INTERLACE_PIXEL';
+}
+
+// The three channels, each reduced as an image is, painted as colours (0-255; floats 0-1).
+async function showRgb({ domain, path, dims, type, host }) {
+  const plotHost = el('div', { class: 'plot' });
+  const info = status('');
+  host.replaceChildren(plotHost, info);
+  const width = Math.max(200, plotHost.clientWidth - 90);
+  const height = Math.round(width * 0.75);
+  const channels = await Promise.all([0, 1, 2].map((k) => getPreview({
+    domain, path, selection: `0:${dims[0]},0:${dims[1]},${k}`, width, height,
+  })));
+  if (!host.isConnected) return;
+  const { header } = channels[0];
+  const [rows, cols] = header.dims;
+  const scale = type.class === 'H5T_FLOAT' ? 255 : 1;
+  const image = new ImageData(cols, rows);
+  for (let i = 0; i < rows * cols; i += 1) {
+    for (let c = 0; c < 3; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, channels[c].data[i] * scale));
+    image.data[i * 4 + 3] = 255;
+  }
+  const source = el('canvas', { width: cols, height: rows });
+  source.getContext('2d').putImageData(image, 0, 0);
+  const shown = Math.min(height, Math.round(width * (header.shape[0] / header.shape[1])));
+  const canvas = el('canvas', { id: 'rgb-image', width: Math.round(shown * (header.shape[1] / header.shape[0])), height: shown });
+  const ctx = canvas.getContext('2d');
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
+  plotHost.replaceChildren(canvas);
+  const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
+  info.textContent = `${dims[0]} × ${dims[1]} pixels: ${modeText({ ...header, bytes: sent })} (3 channels)`;
+}
+
 async function showTable({ domain, path, dims, type, host, fixed }) {
   const rank = dims.length;
   const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
