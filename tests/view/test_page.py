@@ -371,3 +371,26 @@ def test_true_colour_image_shows_its_colours(browser: Browser, view_domain: View
         pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3)]")
         assert pixel == list(photo[r, c]), (r, c)
     page.context.close()
+
+
+def test_tree_keys_move_open_and_close(browser: Browser, view_domain: ViewDomain) -> None:
+    """Arrow keys move through the tree, open and close groups; Enter opens the object."""
+    page = open_page(browser)
+    visit(page, view_domain)
+    page.locator("#tree .node[data-path='/images']").focus()
+    page.keyboard.press("ArrowLeft")  # close /images
+    expect(page.locator("#tree .node[data-path='/images/cube']")).to_be_hidden()
+    page.keyboard.press("ArrowRight")  # open it again
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#tree .node[data-path='/images/image']")).to_be_focused()
+    page.keyboard.press("ArrowLeft")  # a dataset: to its group
+    expect(page.locator("#tree .node[data-path='/images']")).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    with h5py.File(view_domain.file) as f:
+        names = sorted(f.keys())
+    before = "/" + names[names.index("images") - 1]  # the member listed above /images
+    expect(page.locator("h2")).to_contain_text(before)
+    expect(page.locator("#tree .node.selected")).to_have_attribute("data-path", before)
+    page.context.close()

@@ -180,6 +180,27 @@ function showInTree(path) {
   node?.scrollIntoView({ block: 'nearest' });
 }
 
+// Keys, as the tree role promises: up and down move between the visible items, right opens
+// a group (or moves into it), left closes it (or moves to its parent); Enter opens the item.
+$('tree').addEventListener('keydown', (e) => {
+  const item = e.target.closest?.('.node');
+  if (!item || !['ArrowDown', 'ArrowUp', 'ArrowRight', 'ArrowLeft'].includes(e.key)) return;
+  e.preventDefault();
+  const visible = [...document.querySelectorAll('#tree .node')].filter((n) => n.offsetParent !== null);
+  const at = visible.indexOf(item);
+  const node = treeNodes.get(item.dataset.path);
+  const list = item.parentElement.querySelector(':scope > ul');
+  let target = null;
+  if (e.key === 'ArrowDown') target = visible[at + 1];
+  else if (e.key === 'ArrowUp') target = visible[at - 1];
+  else if (e.key === 'ArrowRight') {
+    if (node?.expand && (!list || list.hidden)) node.expand(true);
+    else target = visible[at + 1];
+  } else if (list && !list.hidden) node.expand(false);
+  else target = item.parentElement.parentElement.closest('li')?.querySelector(':scope > .node');
+  target?.focus();
+});
+
 $('search').addEventListener('input', () => {
   const query = $('search').value.trim().toLowerCase();
   const box = $('search-results');
