@@ -36,6 +36,22 @@ def make_file(path: Path) -> Path:
         f.create_dataset("table", data=rows)
         f.create_dataset("names", data=["red", "green", "blue"], dtype=h5py.string_dtype())
         f.create_dataset("scalar", data=3.25)
+        spiky = np.cos(np.linspace(0, 9, 500)) * 3
+        spiky[[40, 41]] = np.inf
+        spiky[300] = -np.inf
+        spiky[100:120] = np.nan
+        f.create_dataset("spiky", data=spiky)
+        waves = f.create_dataset("waves", data=np.array([1 + 2j, 3 - 4.5j, -0.5 + 0j]))
+        waves.attrs["notes"] = "Sample 7, beam at 12 keV; " * 200  # a long text
+        waves.attrs["gain"] = 2 - 1.5j
+        rows, cols = np.meshgrid(np.arange(20) * 12, np.arange(30) * 8, indexing="ij")
+        photo = f.create_dataset("photo", data=np.stack([rows, cols, np.full((20, 30), 200)], axis=-1).astype("u1"))
+        photo.attrs["CLASS"] = np.bytes_("IMAGE")  # HDF5's image convention, as h5py users write it
+        photo.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
+        f.create_dataset("matrix", data=np.arange(12 * 130, dtype="i4").reshape(12, 130))
+        many = f.create_group("many")  # more members than the tree shows open
+        for i in range(150):
+            many.create_group(f"m{i:03d}")
         f["mytype"] = np.dtype("<i8")
         f["alias"] = h5py.SoftLink("/line")
     return path

@@ -71,6 +71,7 @@ def canvas_pixels(page: Page) -> list[int]:
 def test_tree_shows_every_object(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
     page = open_page(browser)
     visit(page, view_domain)
+    page.get_by_role("button", name="members of many").click()  # starts collapsed: 150 members
     expected = {"/"}
     with h5py.File(view_domain.file) as f:
         f.id.links.visit(lambda name: expected.add("/" + name.decode()))
@@ -235,3 +236,161 @@ def test_no_credentials_get_a_login_prompt(view_domain: ViewDomain) -> None:
         assert r.status_code == 401, url
         assert r.headers["www-authenticate"] == 'Basic realm="h5lake"'
     assert requests.get(view_domain.endpoint + "/view/static/app.js", timeout=10).status_code == 200
+
+
+def test_line_with_infinities_is_drawn(browser: Browser, view_domain: ViewDomain) -> None:
+    """An infinity among the values leaves a gap, as NaN does; the axis spans the finite values."""
+    page = open_page(browser)
+    visit(page, view_domain, "/spiky")
+    expect(page.locator("#lineplot")).to_be_visible()
+    spiky = h5(view_domain, "/spiky")
+    finite = spiky[np.isfinite(spiky)]
+    # the line's blue pixels (an infinity left the plot empty)
+    page.wait_for_function(
+        """() => { const c = document.querySelector('#lineplot canvas'); const d = c.getContext('2d')
+            .getImageData(0, 0, c.width, c.height).data; let n = 0;
+            for (let i = 0; i < d.length; i += 4) if (d[i + 2] > d[i] + 60) n += 1; return n > 200; }""",
+        timeout=10_000,
+    )
+    # the value axis spans about the finite values
+    low, high = (float(v) for v in str(page.locator("#lineplot").get_attribute("data-y-range")).split(","))
+    assert finite.min() - 1 <= low <= finite.min() and finite.max() <= high <= finite.max() + 1
+    page.context.close()
+
+
+def test_late_answer_for_an_earlier_click_is_not_shown(browser: Browser, view_domain: ViewDomain) -> None:
+    """Clicking one object, then another before the first arrived, shows the second."""
+    page = open_page(browser)
+    visit(page, view_domain, "/scalar")
+    held: list = []
+    page.route("**/view/api/object?*images%2Fimage*", lambda route: held.append(route))
+    page.locator("#tree .node[data-path='/images/image']").click()
+    page.locator("#tree .node[data-path='/names']").click()
+    expect(page.locator("table#values tbody td")).to_have_text(["red", "green", "blue"])
+    assert len(held) == 1
+    with page.expect_response(lambda r: "images%2Fimage" in r.url) as late:
+        held[0].continue_()
+    late.value.finished()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 100))")  # let the page handle it
+    expect(page.locator("h2")).to_contain_text("/names")
+    assert page.locator("#heatmap").count() == 0
+    page.context.close()
+
+
+def test_missing_object_replaces_the_previous_one(browser: Browser, view_domain: ViewDomain) -> None:
+    """Opening a path that is gone says so, and does not leave the previous object on screen."""
+    page = open_page(browser)
+    visit(page, view_domain, "/line")
+    expect(page.locator("#lineplot")).to_be_visible()
+    page.evaluate("() => { history.pushState(null, '', location.search.replace(/path=[^&]*/, 'path=/gone')); "
+                  "dispatchEvent(new PopStateEvent('popstate')); }")
+    expect(page.locator("#message")).to_contain_text("/gone")
+    assert page.locator("#lineplot").count() == 0 and page.locator("h2").count() == 0
+    page.context.close()
+
+
+def test_table_pages_columns_and_jumps_to_a_row(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/matrix")
+    page.locator(".tab[data-view='table']").click()
+    matrix = h5(view_domain, "/matrix")
+    first = page.locator("table#values tbody tr").first.locator("td")
+    expect(first).to_have_count(50)
+    page.get_by_role("button", name="columns ▶").click()
+    expect(page.locator("table#values thead th").nth(1)).to_have_text("50")
+    expect(first.first).to_have_text(str(matrix[0, 50]))
+    page.locator("#goto-row").fill("7")
+    page.locator("#goto-row").dispatch_event("change")
+    expect(page.locator("table#values tbody th").first).to_have_text("7")
+    expect(first.first).to_have_text(str(matrix[7, 50]))
+    page.context.close()
+
+
+def test_table_of_a_stack_follows_the_slider(browser: Browser, view_domain: ViewDomain) -> None:
+    """A 3-D dataset's table is the 2-D slice the slider picks, as the image is."""
+    page = open_page(browser)
+    visit(page, view_domain, "/images/cube")
+    page.locator(".tab[data-view='table']").click()
+    cube = h5(view_domain, "/images/cube")
+    slider = page.locator("input.dim-slider[data-dim='0']")
+    slider.fill("2")
+    slider.dispatch_event("change")
+    expect(page.locator("table#values tbody tr").nth(5).locator("td")).to_have_text([str(v) for v in cube[2, 5]])
+    page.context.close()
+
+
+def test_large_group_starts_collapsed_and_opens_to_a_member(browser: Browser, view_domain: ViewDomain) -> None:
+    """The 150 members of /many do not push the rest of the tree out of sight; a link to one
+    of them opens the group and shows that member."""
+    page = open_page(browser)
+    visit(page, view_domain)
+    expect(page.locator("#tree .node[data-path='/names']")).to_be_in_viewport()
+    visit(page, view_domain, "/many/m149")
+    member = page.locator("#tree .node[data-path='/many/m149']")
+    expect(member).to_have_class("node group selected")
+    expect(member).to_be_in_viewport()
+    page.context.close()
+
+
+def complex_text(z: complex) -> str:
+    part = lambda x: str(float(x)).removesuffix(".0")
+    return f"{part(z.real)} {'−' if z.imag < 0 else '+'} {part(abs(z.imag))}i"
+
+
+def test_complex_numbers_read_as_a_plus_bi(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/waves")
+    expect(page.locator("table#values tbody td")).to_have_text([complex_text(z) for z in h5(view_domain, "/waves")])
+    with h5py.File(view_domain.file) as f:
+        gain = complex(f["waves"].attrs["gain"])
+    expect(page.locator("#attributes tr", has_text="gain").locator("td.value")).to_have_text(complex_text(gain))
+    page.context.close()
+
+
+def test_long_attribute_is_all_readable(browser: Browser, view_domain: ViewDomain) -> None:
+    """A long text attribute wraps (and scrolls) instead of being cut at the cell's edge."""
+    page = open_page(browser)
+    visit(page, view_domain, "/waves")
+    cell = page.locator("#attributes tr", has_text="notes").locator("td.value")
+    with h5py.File(view_domain.file) as f:
+        expect(cell).to_have_text(f["waves"].attrs["notes"])
+    assert cell.evaluate("(td) => [...td.querySelectorAll('*'), td].every((e) => e.scrollWidth <= e.clientWidth + 1)")
+    page.context.close()
+
+
+def test_true_colour_image_shows_its_colours(browser: Browser, view_domain: ViewDomain) -> None:
+    """A rows x columns x 3 image marked as HDF5 images are (CLASS=IMAGE, IMAGE_TRUECOLOR)."""
+    page = open_page(browser)
+    visit(page, view_domain, "/photo")
+    canvas = page.locator("#rgb-image")
+    expect(canvas).to_be_visible()
+    photo = h5(view_domain, "/photo")
+    size = canvas.evaluate("(c) => [c.width, c.height]")
+    for r, c in ((0, 0), (7, 11), (19, 29), (12, 3)):
+        x, y = int((c + 0.5) * size[0] / 30), int((r + 0.5) * size[1] / 20)
+        pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3)]")
+        assert pixel == list(photo[r, c]), (r, c)
+    page.context.close()
+
+
+def test_tree_keys_move_open_and_close(browser: Browser, view_domain: ViewDomain) -> None:
+    """Arrow keys move through the tree, open and close groups; Enter opens the object."""
+    page = open_page(browser)
+    visit(page, view_domain)
+    page.locator("#tree .node[data-path='/images']").focus()
+    page.keyboard.press("ArrowLeft")  # close /images
+    expect(page.locator("#tree .node[data-path='/images/cube']")).to_be_hidden()
+    page.keyboard.press("ArrowRight")  # open it again
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#tree .node[data-path='/images/image']")).to_be_focused()
+    page.keyboard.press("ArrowLeft")  # a dataset: to its group
+    expect(page.locator("#tree .node[data-path='/images']")).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    with h5py.File(view_domain.file) as f:
+        names = sorted(f.keys())
+    before = "/" + names[names.index("images") - 1]  # the member listed above /images
+    expect(page.locator("h2")).to_contain_text(before)
+    expect(page.locator("#tree .node.selected")).to_have_attribute("data-path", before)
+    page.context.close()

@@ -4,7 +4,7 @@
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
 import { ApiError, apiUrl, getJson, getPreview } from './api.js';
-import { bytes, el, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
+import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
 import { drawHeatmap } from './heatmap.js';
 import { drawLine } from './line.js';
 
@@ -13,8 +13,11 @@ const ICONS = { group: 'G', dataset: 'D', datatype: 'T', soft_link: 'S', externa
 const icon = (kind) => el('span', { class: `icon ${kind}`, 'aria-hidden': 'true' }, ICONS[kind] ?? '?');
 const TABLE_ROWS = 100;
 const TABLE_COLS = 50;
+const TREE_OPEN_MAX = 100; // a group of more members starts collapsed (its members drawn on opening)
 let openDomainPath = null;
 let domainPaths = [];
+let treeNodes = new Map(); // path -> {path, kind, children, expand(open)}
+let navigation = 0; // bumped by every route(): an answer for an older one is dropped
 
 // --- navigation --------------------------------------------------------------------------
 
@@ -46,11 +49,16 @@ window.addEventListener('popstate', () => route());
 
 async function route() {
   const { domain, path, folder } = state();
+  const current = navigation + 1;
+  navigation = current;
+  const stale = () => current !== navigation;
   $('message').hidden = true;
   try {
-    if (domain) await openDomain(domain, path);
-    else await openFolder(folder || '/home');
+    if (domain) await openDomain(domain, path, stale);
+    else await openFolder(folder || '/home', stale);
   } catch (error) {
+    if (stale()) return;
+    $('panel').replaceChildren(); // what was shown before is not what the error is about
     showError(error);
   }
 }
@@ -82,13 +90,14 @@ function crumbs(path, domain) {
 
 // --- folders -----------------------------------------------------------------------------
 
-async function openFolder(folder) {
+async function openFolder(folder, stale) {
   openDomainPath = null;
   crumbs(folder, false);
   $('search').hidden = true;
   $('search-results').hidden = true;
   $('tree').replaceChildren();
   const { entries } = await getJson('folder', { folder });
+  if (stale()) return;
   const rows = entries.map((e) => el('tr', {},
     el('td', {}, icon(e.kind), ' ',
       anchor(e.kind === 'folder' ? { folder: e.name } : { domain: e.name }, e.name.split('/').pop())),
@@ -108,10 +117,15 @@ async function openFolder(folder) {
 
 // --- a domain: tree and search --------------------------------------------------------------
 
-async function openDomain(domain, path) {
+async function openDomain(domain, path, stale) {
   crumbs(domain, true);
   if (openDomainPath !== domain) {
+    openDomainPath = null; // another domain's tree is no guide to this one, even if it fails
+    $('tree').replaceChildren();
+    $('search').hidden = true;
+    $('search-results').hidden = true;
     const found = await getJson('paths', { domain });
+    if (stale()) return;
     domainPaths = found.paths;
     openDomainPath = domain;
     renderTree(domain);
@@ -119,10 +133,9 @@ async function openDomain(domain, path) {
     $('search').value = '';
     $('search-results').hidden = true;
   }
-  for (const node of document.querySelectorAll('#tree .node')) {
-    node.classList.toggle('selected', node.dataset.path === path);
-  }
+  showInTree(path);
   const entity = await getJson('object', { domain, path });
+  if (stale()) return;
   renderEntity(domain, entity);
 }
 
@@ -134,20 +147,59 @@ function renderTree(domain) {
     const parent = nodes.get(node.path.replace(/\/[^/]*$/, '') || '/');
     parent?.children.push(node);
   }
+  treeNodes = nodes;
   const item = (node) => {
     const name = node.path === '/' ? domain.split('/').pop() : node.path.split('/').pop();
     const label = anchor({ domain, path: node.path }, [icon(node.kind), ` ${name}`],
       { class: `node ${node.kind}`, 'data-path': node.path, 'data-kind': node.kind, role: 'treeitem' });
-    if (!node.children.length) return el('li', {}, label);
-    const list = el('ul', { role: 'group' }, node.children.map(item));
-    const caret = el('button', {
-      class: 'caret', 'aria-label': 'collapse',
-      onclick: () => { list.hidden = !list.hidden; caret.textContent = list.hidden ? '▸' : '▾'; },
-    }, '▾');
-    return el('li', {}, caret, label, list);
+    const li = el('li', {}, label);
+    if (!node.children.length) return li;
+    let list = null;
+    const caret = el('button', { class: 'caret', 'aria-label': `members of ${name}`, 'aria-expanded': 'false' }, '▸');
+    node.expand = (open) => {
+      if (open && !list) { list = el('ul', { role: 'group' }, node.children.map(item)); li.append(list); }
+      if (list) list.hidden = !open;
+      caret.textContent = open ? '▾' : '▸';
+      caret.setAttribute('aria-expanded', String(open));
+    };
+    caret.addEventListener('click', () => node.expand(!list || list.hidden));
+    li.prepend(caret);
+    if (node.path === '/' || node.children.length <= TREE_OPEN_MAX) node.expand(true);
+    return li;
   };
   $('tree').replaceChildren(item(nodes.get('/')));
 }
+
+// Marks ``path`` in the tree, opening the groups above it and scrolling it into sight.
+function showInTree(path) {
+  const parts = path.split('/').filter(Boolean);
+  for (let i = 0; i < parts.length; i += 1) treeNodes.get('/' + parts.slice(0, i).join('/'))?.expand?.(true);
+  for (const node of document.querySelectorAll('#tree .node.selected')) node.classList.remove('selected');
+  const node = document.querySelector(`#tree .node[data-path="${CSS.escape(path)}"]`);
+  node?.classList.add('selected');
+  node?.scrollIntoView({ block: 'nearest' });
+}
+
+// Keys, as the tree role promises: up and down move between the visible items, right opens
+// a group (or moves into it), left closes it (or moves to its parent); Enter opens the item.
+$('tree').addEventListener('keydown', (e) => {
+  const item = e.target.closest?.('.node');
+  if (!item || !['ArrowDown', 'ArrowUp', 'ArrowRight', 'ArrowLeft'].includes(e.key)) return;
+  e.preventDefault();
+  const visible = [...document.querySelectorAll('#tree .node')].filter((n) => n.offsetParent !== null);
+  const at = visible.indexOf(item);
+  const node = treeNodes.get(item.dataset.path);
+  const list = item.parentElement.querySelector(':scope > ul');
+  let target = null;
+  if (e.key === 'ArrowDown') target = visible[at + 1];
+  else if (e.key === 'ArrowUp') target = visible[at - 1];
+  else if (e.key === 'ArrowRight') {
+    if (node?.expand && (!list || list.hidden)) node.expand(true);
+    else target = visible[at + 1];
+  } else if (list && !list.hidden) node.expand(false);
+  else target = item.parentElement.parentElement.closest('li')?.querySelector(':scope > .node');
+  target?.focus();
+});
 
 $('search').addEventListener('input', () => {
   const query = $('search').value.trim().toLowerCase();
@@ -197,7 +249,7 @@ function attributesCard(attributes) {
     el('thead', {}, el('tr', {}, ['name', 'type', 'shape', 'value'].map((h) => el('th', {}, h)))),
     el('tbody', {}, attributes.map((a) => el('tr', {},
       el('td', {}, a.name), el('td', {}, typeText(a.type)), el('td', {}, shapeText(a.shape)),
-      el('td', { class: 'value' }, valueText(a.value)))))));
+      el('td', { class: 'value' }, el('div', { class: 'clip' }, valueText(a.value, a.type))))))));
 }
 
 function filtersText(filters) {
@@ -215,7 +267,7 @@ function datasetParts(domain, entity) {
     ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
     ['layout', d.layout ?? '—'],
     ['filters', filtersText(d.filters)],
-    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue)],
+    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
     s && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
     s && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
     d.linked && ['linked file', `${d.linked.file_uri ?? '?'} (${d.linked.class})`],
@@ -241,25 +293,43 @@ function showValues(domain, entity) {
   if (dims.some((n) => n === 0)) { vis.replaceChildren(el('p', { class: 'muted' }, 'No values (empty).')); return; }
   const numeric = isNumericType(type);
   const views = numeric ? (dims.length === 1 ? ['line', 'table'] : ['image', 'table']) : ['table'];
+  if (numeric && isTrueColor(dims, entity.attributes)) views.unshift('rgb');
   const body = el('div', { class: 'vis-body' });
   const tabs = el('div', { class: 'tabs' }, views.map((v) => el('button', {
     class: 'tab', 'data-view': v,
     onclick: () => choose(v),
-  }, { line: 'Line plot', image: 'Image', table: 'Table' }[v])));
+  }, { line: 'Line plot', image: 'Image', table: 'Table', rgb: 'RGB image' }[v])));
   vis.replaceChildren(el('h3', {}, 'Values'), tabs, body);
+  // the indexes of the dimensions that are not shown, shared by the image and the table
+  const fixed = dims.slice(0, Math.max(0, dims.length - 2)).map(() => 0);
   const choose = (view) => {
     for (const t of tabs.children) t.classList.toggle('active', t.dataset.view === view);
-    const ctx = { domain, path: entity.path, dims, type, host: body };
-    const run = { line: showLine, image: showImage, table: showTable }[view];
-    run(ctx).catch(showError);
+    const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
+    body.replaceChildren(host);
+    const ctx = { domain, path: entity.path, dims, type, host, fixed };
+    const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
+    run(ctx).catch(reporter(host));
   };
   choose(views[0]);
 }
 
 async function showScalar(vis, domain, path) {
   const found = await getJson('values', { domain, path });
-  vis.replaceChildren(el('h3', {}, 'Value'), el('div', { id: 'scalar-value', class: 'scalar' }, valueText(found.value)));
+  vis.replaceChildren(el('h3', {}, 'Value'), el('div', { id: 'scalar-value', class: 'scalar' }, valueText(found.value, found.type)));
 }
+
+// For a view that loads again on every control: a ticket per load, so that only the answer to
+// the latest one is drawn (an older answer arriving last would contradict the controls), and
+// none once the view has been replaced.
+function latest(host) {
+  let count = 0;
+  return () => {
+    const mine = ++count;
+    return () => mine !== count || !host.isConnected;
+  };
+}
+
+const reporter = (host) => (error) => { if (host.isConnected) showError(error); };
 
 function status(text) {
   return el('div', { class: 'status muted' }, text);
@@ -278,10 +348,13 @@ async function showLine({ domain, path, dims, host }) {
   const info = status('');
   const controls = el('div', { class: 'controls' });
   host.replaceChildren(controls, plotHost, info, el('div', { id: 'dl' }));
+  const ticket = latest(host);
   const load = async () => {
+    const stale = ticket();
     const selection = `${range[0]}:${range[1]}`;
     const preview = await getPreview({ domain, path, selection, width: plotHost.clientWidth || 800 });
-    drawLine(plotHost, preview, { onRange: (lo, hi) => { range = [Math.max(0, lo), Math.min(n, hi)]; load().catch(showError); } });
+    if (stale()) return;
+    drawLine(plotHost, preview, { onRange: (lo, hi) => { range = [Math.max(0, lo), Math.min(n, hi)]; load().catch(reporter(host)); } });
     info.textContent = `indexes ${range[0]}–${range[1] - 1}: ${modeText(preview.header)}`;
     host.querySelector('#dl').replaceChildren(downloads(domain, path, selection));
   };
@@ -289,44 +362,50 @@ async function showLine({ domain, path, dims, host }) {
     const w = range[1] - range[0];
     const lo = Math.max(0, Math.min(n - w, range[0] + Math.round(f * w)));
     range = [lo, lo + w];
-    load().catch(showError);
+    load().catch(reporter(host));
   };
   controls.replaceChildren(
     el('button', { onclick: () => pan(-0.5), title: 'pan left' }, '◀'),
     el('button', { onclick: () => pan(0.5), title: 'pan right' }, '▶'),
-    el('button', { onclick: () => { range = [0, n]; load().catch(showError); } }, 'Reset zoom'),
+    el('button', { onclick: () => { range = [0, n]; load().catch(reporter(host)); } }, 'Reset zoom'),
     el('span', { class: 'muted' }, ' drag across the plot to zoom in'),
   );
   await load();
 }
 
-async function showImage({ domain, path, dims, host }) {
+// A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
+function sliders(dims, fixed, onChange) {
+  return el('div', { class: 'sliders' }, fixed.map((_, d) => {
+    const out = el('output', { id: `dim-${d}-value` }, String(fixed[d]));
+    const input = el('input', {
+      type: 'range', min: 0, max: dims[d] - 1, value: fixed[d], class: 'dim-slider', 'data-dim': d,
+      'aria-label': `index in dimension ${d}`,
+      oninput: () => { out.textContent = input.value; },
+      onchange: () => { fixed[d] = Number(input.value); onChange(); },
+    });
+    return el('label', {}, `dim ${d} (of ${dims[d]}): `, input, ' ', out);
+  }));
+}
+
+async function showImage({ domain, path, dims, host, fixed }) {
   const rank = dims.length;
-  const fixed = dims.slice(0, rank - 2).map(() => 0);
   let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
   const hover = status('');
   hover.id = 'hover';
-  const sliders = el('div', { class: 'sliders' }, fixed.map((_, d) => {
-    const out = el('output', { id: `dim-${d}-value` }, '0');
-    const input = el('input', {
-      type: 'range', min: 0, max: dims[d] - 1, value: 0, class: 'dim-slider', 'data-dim': d,
-      'aria-label': `index in dimension ${d}`,
-      oninput: () => { out.textContent = input.value; },
-      onchange: () => { fixed[d] = Number(input.value); load().catch(showError); },
-    });
-    return el('label', {}, `dim ${d} (of ${dims[d]}): `, input, ' ', out);
-  }));
-  host.replaceChildren(sliders, el('div', { class: 'controls' },
-    el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(showError); } }, 'Reset zoom'),
+  host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host))), el('div', { class: 'controls' },
+    el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(reporter(host)); } }, 'Reset zoom'),
     el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), plotHost, info, hover, el('div', { id: 'dl' }));
+  const ticket = latest(host);
   const load = async () => {
+    const stale = ticket();
     const selection = [...fixed, `${region.rows[0]}:${region.rows[1]}`, `${region.cols[0]}:${region.cols[1]}`].join(',');
     const width = Math.max(200, plotHost.clientWidth - 90);
     const preview = await getPreview({ domain, path, selection, width, height: Math.round(width * 0.75) });
+    if (stale()) return;
     drawHeatmap(plotHost, preview, {
-      onZoom: (r) => { region = r; load().catch(showError); },
+      onZoom: (r) => { region = r; load().catch(reporter(host)); },
       onHover: (r, c, v) => { hover.textContent = `[${[...fixed, r, c].join(', ')}] ≈ ${num(v)}`; },
     });
     plotHost.dataset.selection = selection;
@@ -336,29 +415,102 @@ async function showImage({ domain, path, dims, host }) {
   await load();
 }
 
-async function showTable({ domain, path, dims, type, host }) {
-  let start = 0;
+// Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
+// sliders' indexes), a page at a time; a row number jumps there.
+// HDF5's image convention (as H5Web reads it): rows x columns x 3 channels, pixel-interlaced.
+function isTrueColor(dims, attributes) {
+  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
+  return dims.length === 3 && dims[2] === 3 && attr.CLASS === 'IMAGE' && attr.IMAGE_SUBCLASS === 'IMAGE_TRUECOLOR'
+    && (attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL') === 'INTERLACE_PIXEL';
+}
+
+// The three channels, each reduced as an image is, painted as colours (0-255; floats 0-1).
+async function showRgb({ domain, path, dims, type, host }) {
+  const plotHost = el('div', { class: 'plot' });
+  const info = status('');
+  host.replaceChildren(plotHost, info);
+  const width = Math.max(200, plotHost.clientWidth - 90);
+  const height = Math.round(width * 0.75);
+  const channels = await Promise.all([0, 1, 2].map((k) => getPreview({
+    domain, path, selection: `0:${dims[0]},0:${dims[1]},${k}`, width, height,
+  })));
+  if (!host.isConnected) return;
+  const { header } = channels[0];
+  const [rows, cols] = header.dims;
+  const scale = type.class === 'H5T_FLOAT' ? 255 : 1;
+  const image = new ImageData(cols, rows);
+  for (let i = 0; i < rows * cols; i += 1) {
+    for (let c = 0; c < 3; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, channels[c].data[i] * scale));
+    image.data[i * 4 + 3] = 255;
+  }
+  const source = el('canvas', { width: cols, height: rows });
+  source.getContext('2d').putImageData(image, 0, 0);
+  const shown = Math.min(height, Math.round(width * (header.shape[0] / header.shape[1])));
+  const canvas = el('canvas', { id: 'rgb-image', width: Math.round(shown * (header.shape[1] / header.shape[0])), height: shown });
+  const ctx = canvas.getContext('2d');
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
+  plotHost.replaceChildren(canvas);
+  const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
+  info.textContent = `${dims[0]} × ${dims[1]} pixels: ${modeText({ ...header, bytes: sent })} (3 channels)`;
+}
+
+async function showTable({ domain, path, dims, type, host, fixed }) {
   const rank = dims.length;
+  const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
+  const colCount = rank > 1 ? dims[rank - 1] : 1;
+  let start = 0;
+  let colStart = 0;
   const tableHost = el('div', { class: 'table-wrap' });
   const info = status('');
-  const prev = el('button', { onclick: () => { start = Math.max(0, start - TABLE_ROWS); load().catch(showError); } }, '◀ previous');
-  const next = el('button', { onclick: () => { start += TABLE_ROWS; load().catch(showError); } }, 'next ▶');
-  host.replaceChildren(el('div', { class: 'controls' }, prev, next), info, tableHost, el('div', { id: 'dl' }));
+  const reload = () => load().catch(reporter(host));
+  const button = (text, title, onclick) => el('button', { title, onclick: () => { onclick(); reload(); } }, text);
+  const prev = button('◀ rows', 'previous rows', () => { start = Math.max(0, start - TABLE_ROWS); });
+  const next = button('rows ▶', 'next rows', () => { start += TABLE_ROWS; });
+  const left = button('◀ columns', 'previous columns', () => { colStart = Math.max(0, colStart - TABLE_COLS); });
+  const right = button('columns ▶', 'next columns', () => { colStart += TABLE_COLS; });
+  const goto = el('input', {
+    type: 'number', id: 'goto-row', min: 0, max: rowCount - 1, placeholder: 'row', 'aria-label': 'go to row',
+    onchange: () => {
+      const row = Math.floor(Number(goto.value));
+      if (Number.isFinite(row)) { start = Math.max(0, Math.min(rowCount - 1, row)); reload(); }
+    },
+  });
+  host.replaceChildren(sliders(dims, fixed, reload),
+    el('div', { class: 'controls' }, prev, next, colCount > TABLE_COLS ? [left, right] : [], 'go to row ', goto),
+    info, tableHost, el('div', { id: 'dl' }));
+  const ticket = latest(host);
   const load = async () => {
-    const rowSel = `${start}:${Math.min(dims[0], start + TABLE_ROWS)}`;
-    const rest = rank > 1 ? [...dims.slice(1, rank - 1).map(() => 0), `0:${Math.min(dims[rank - 1], TABLE_COLS)}`] : [];
-    const selection = [rowSel, ...rest].join(',');
+    const stale = ticket();
+    const rowSel = `${start}:${Math.min(rowCount, start + TABLE_ROWS)}`;
+    const colSel = `${colStart}:${Math.min(colCount, colStart + TABLE_COLS)}`;
+    const selection = (rank > 1 ? [...fixed, rowSel, colSel] : [rowSel]).join(',');
     const found = await getJson('values', { domain, path, selection });
-    const fields = type.class === 'H5T_COMPOUND' ? type.fields.map((f) => f.name) : null;
+    if (stale()) return;
+    const fields = type.class === 'H5T_COMPOUND' && !isComplexType(type) ? type.fields.map((f) => f.name) : null;
     const rows = found.value;
-    const head = fields ?? (rank > 1 ? rows[0].map((_, j) => String(j)) : ['value']);
-    const cells = (row) => (fields ? row : rank > 1 ? row : [row]).map((v) => el('td', {}, valueText(v)));
+    let head;
+    let cells;
+    if (rank > 1) {
+      head = rows[0].map((_, j) => String(colStart + j));
+      cells = (row) => row.map((v) => el('td', {}, valueText(v, type)));
+    } else if (fields) {
+      head = fields;
+      cells = (row) => row.map((v) => el('td', {}, valueText(v)));
+    } else {
+      head = ['value'];
+      cells = (v) => [el('td', {}, valueText(v, type))];
+    }
     tableHost.replaceChildren(el('table', { id: 'values', class: 'grid' },
       el('thead', {}, el('tr', {}, el('th', {}, '#'), head.map((h) => el('th', {}, h)))),
-      el('tbody', {}, rows.map((row, i) => el('tr', {}, el('th', {}, String(start + i)), cells(rank > 2 ? row : row))))));
-    info.textContent = `rows ${start}–${start + rows.length - 1} of ${dims[0]}` + (rank > 2 ? ` (other dimensions at index 0)` : '');
+      el('tbody', {}, rows.map((row, i) => el('tr', {}, el('th', {}, String(start + i)), cells(row))))));
+    const colText = rank > 1 ? `, columns ${colStart}–${colStart + head.length - 1} of ${colCount}` : '';
+    const at = fixed.length ? ` (at [${fixed.join(', ')}, …])` : '';
+    info.textContent = `rows ${start}–${start + rows.length - 1} of ${rowCount}${colText}${at}`;
     prev.disabled = start === 0;
-    next.disabled = start + TABLE_ROWS >= dims[0];
+    next.disabled = start + TABLE_ROWS >= rowCount;
+    left.disabled = colStart === 0;
+    right.disabled = colStart + TABLE_COLS >= colCount;
     host.querySelector('#dl').replaceChildren(downloads(domain, path, selection));
   };
   await load();

@@ -95,9 +95,25 @@ export function when(seconds) {
   return new Date(seconds * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
 }
 
-export function valueText(v) {
+// h5py writes a complex number as a compound of two floats named r and i (as H5Web reads it)
+export function isComplexType(t) {
+  return t?.class === 'H5T_COMPOUND' && t.fields.length === 2 && t.fields[0].name === 'r'
+    && t.fields[1].name === 'i' && t.fields.every((f) => f.type?.class === 'H5T_FLOAT');
+}
+
+function complexText([re, im]) {
+  const negative = Number(im) < 0 || Object.is(im, -0);
+  return `${num(re)} ${negative ? '−' : '+'} ${num(Math.abs(Number(im)))}i`;
+}
+
+// A value as text; ``type`` (when given) shows complex numbers as a + bi, also inside arrays.
+export function valueText(v, type) {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'number') return num(v);
   if (typeof v === 'string') return v;
+  if (isComplexType(type) && Array.isArray(v)) {
+    if (v.length === 2 && !Array.isArray(v[0])) return complexText(v);
+    return `[${v.map((x) => valueText(x, type)).join(', ')}]`;
+  }
   return JSON.stringify(v);
 }

@@ -14,6 +14,7 @@ export function drawLine(host, preview, { onRange }) {
     series: [{ label: 'index' }, { label: 'value', stroke: '#2a6f97', width: 1, spanGaps: false }],
     cursor: { drag: { x: true, y: false, setScale: false } },
     hooks: {
+      setScale: [(u, key) => { if (key === 'y') u.root.dataset.yRange = `${u.scales.y.min},${u.scales.y.max}`; }],
       setSelect: [
         (u) => {
           if (u.select.width < 3) return;
@@ -26,7 +27,10 @@ export function drawLine(host, preview, { onRange }) {
     },
   };
   host.replaceChildren();
-  const plot = new uPlot(opts, [Array.from(x), Array.from(y)], host);
+  // an infinity would stretch the value axis to nothing (uPlot draws an empty plot): like NaN,
+  // it is left out of the line (a gap)
+  const values = Array.from(y, (v) => (Number.isFinite(v) ? v : null));
+  const plot = new uPlot(opts, [Array.from(x), values], host);
   plot.root.id = 'lineplot';
   plot.root.dataset.points = String(x.length);
   plot.root.dataset.mode = header.mode;
