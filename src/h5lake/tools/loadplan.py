@@ -30,7 +30,7 @@ from h5lake.tools.h5props import (
     datatype_properties,
     group_properties,
 )
-from h5lake.tools.h5source import S3_FILES, ExternalFilesMissing
+from h5lake.tools.h5source import S3_FILES, ExternalFilesMissing, Unreadable
 from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_json
 
 
@@ -190,6 +190,10 @@ class Planner:
                 self._fill(node)
             except Unrepresentable as exc:
                 raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+            except h5native.NativeUnavailable:
+                raise
+            except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
+                raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
             done += 1
         if self.missing_external:
             listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
