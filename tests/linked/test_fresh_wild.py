@@ -227,3 +227,23 @@ def test_metadata_hdf5_cannot_read_is_named(where: str, mode: str, lc: Client, s
     with pytest.raises(ToolError, match=named):
         load_file(path, client, link_step=step, workers=2)
     assert not client.domain_exists()  # deleted when the upload stopped
+
+
+@pytest.mark.parametrize("what", ["link", "attribute"])
+def test_name_longer_than_kept_is_refused_before_sending(what: str, lc: Client, sources: Path) -> None:
+    """HDF5 holds names of any length (h5py writes a 5000-byte one); the server keeps at most
+    4096 bytes. The load stopped at the server's 400 halfway through its upload, naming three
+    objects and no attribute; it now refuses before sending anything, naming the name."""
+    path = _folder(sources) / "long_names.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("before", data=np.arange(3))
+        g = f.create_group("g")
+        if what == "link":
+            g.create_group("n" * 5000)
+        else:
+            g.attrs["n" * 5000] = 1
+        g.attrs["fine"] = 2
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-long.h5")
+    with pytest.raises(ToolError, match=rf"group /g: {what} 'n{{40}}'\.\.\. has a name of 5000 bytes \(h5lake keeps names of at most 4096\); nothing was loaded"):
+        load_file(path, client, workers=2)
+    assert not client.domain_exists()

@@ -16,7 +16,7 @@ from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.model.ids import Collection
-from h5lake.model.links import LinkClass
+from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import CharSet, TypeJson
 from h5lake.model.values import array_to_json, bytes_to_array
@@ -245,6 +245,7 @@ class Planner:
         base = node.path.rstrip("/")
         for raw, info in infos:
             name = _name(raw)
+            _check_name_length("link", name)
             where = f"{base}/{name}"
             body: dict[str, Any]
             target = None
@@ -284,6 +285,7 @@ class Planner:
             infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
         for raw, info in infos:
             name = _name(raw)
+            _check_name_length("attribute", name)
             try:
                 aid = h5a.open(oid, raw)
                 tid = aid.get_type()
@@ -360,6 +362,12 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _check_name_length(what: str, name: str) -> None:
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:
+        raise Unrepresentable(f"{what} {name[:40]!r}... has a name of {size} bytes (h5lake keeps names of at most {MAX_NAME_BYTES})")
 
 
 def _check_filters_kept(dsid: Any) -> None:
