@@ -247,3 +247,22 @@ def test_name_longer_than_kept_is_refused_before_sending(what: str, lc: Client, 
     with pytest.raises(ToolError, match=rf"group /g: {what} 'n{{40}}'\.\.\. has a name of 5000 bytes \(h5lake keeps names of at most 4096\); nothing was loaded"):
         load_file(path, client, workers=2)
     assert not client.domain_exists()
+
+
+@pytest.mark.parametrize("size", [1, 16])
+def test_fill_value_string_bytes_not_utf8_are_refused(size: int, lc: Client, sources: Path) -> None:
+    """A fixed-length string fill value holding bytes that are not UTF-8 (Latin-1 text, a
+    sentinel byte): its JSON form has U+FFFD in their place. A 1-byte string was refused halfway
+    through the upload ("string of 3 bytes is longer than the type's 1", naming neither the
+    dataset nor the cause) and a 16-byte one loaded with another fill value; both are now
+    refused before anything is sent."""
+    path = _folder(sources) / "fill_bytes.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fine", shape=(3,), dtype="S4", fillvalue=b"ok", chunks=(2,))
+        f.create_dataset("latin1", shape=(5,), dtype=f"S{size}", fillvalue=b"\xff" if size == 1 else b"a\xe9b\xffcd", chunks=(2,))
+    with h5py.File(path, "r") as f:
+        assert f["latin1"].fillvalue == (b"\xff" if size == 1 else b"a\xe9b\xffcd")
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
+    with pytest.raises(ToolError, match=r"dataset /latin1: its fill value holds string bytes that are not UTF-8"):
+        load_file(path, client, workers=2)
+    assert not client.domain_exists()
