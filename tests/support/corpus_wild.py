@@ -1044,6 +1044,35 @@ def storage_odds(path: Path) -> None:
         f.create_dataset("f_nan_fill", shape=(5,), dtype=">f4", fillvalue=np.nan, chunks=(2,))[0] = 1
 
 
+
+@wild("types_odds")
+def types_odds(path: Path) -> None:
+    """Small odd cases: 2-D and empty vlen string attributes, an empty vlen attribute, bool and
+    enum fill values, a committed vlen string type used by an attribute, an opaque type without
+    a tag, a dataset 60 groups deep, rank-32 datasets (HDF5's largest rank; chunked with gzip
+    too), 1-byte UTF-8 strings, a scalar vlen, float specials (inf, -0.0, NaN, subnormals) in a
+    dataset and an attribute. (A maximum extent of 0 comes back unlimited: docs/fidelity.md.)"""
+    with h5py.File(path, "w", libver="latest") as f:
+        f.attrs.create("vstr_2d", data=np.array([["a", "bb"], ["", "dddd"]], dtype=object), dtype=h5py.string_dtype())
+        f.attrs.create("vstr_empty", data=np.array([], dtype=object), dtype=h5py.string_dtype())
+        f.attrs.create("vlen_empty_shape", data=np.empty(0, dtype=object), dtype=h5py.vlen_dtype("<i4"))
+        f.create_dataset("bool_fill", shape=(5,), dtype="?", fillvalue=True, chunks=(2,))[0] = False
+        et = h5py.enum_dtype({"lo": -1, "hi": 7}, basetype="<i2")
+        f.create_dataset("enum_fill", shape=(5,), dtype=et, fillvalue=7, chunks=(2,))[0] = -1
+        f["vstr_t"] = h5py.string_dtype()
+        f.attrs.create("uses_vstr_t", data=["x", "yy"], dtype=f["vstr_t"])
+        raw_dataset(f, "opaque_notag", h5t.create(h5t.OPAQUE, 3), (2,), b"abcdef")
+        g = f
+        for i in range(60):
+            g = g.create_group(f"level{i}")
+        g.create_dataset("deep", data=[1])
+        f.create_dataset("rank32", data=np.arange(2, dtype="<i2").reshape((2,) + (1,) * 31))
+        f.create_dataset("rank32_chunked", data=np.arange(4, dtype="<i2").reshape((2, 2) + (1,) * 30), chunks=(1,) * 32, compression="gzip")
+        raw_dataset(f, "utf8_1", string_type(1, h5t.STR_NULLTERM, h5t.CSET_UTF8), (3,), b"a\0b")
+        f.create_dataset("scalar_vlen", shape=(), dtype=h5py.vlen_dtype("<i8"))[()] = np.array([1, 2, 3], "<i8")
+        f.create_dataset("float_specials", data=np.array([np.inf, -np.inf, -0.0, np.nan, 5e-324, np.finfo("f8").max]))
+        f.attrs["float_specials"] = np.array([np.inf, -np.inf, -0.0, np.nan, 5e-324], "<f4")
+
 def build_wild(directory: Path, optional: bool = False) -> dict[str, Path]:
     """Every builder's file in ``directory``; with ``optional`` also those of OPTIONAL whose
     library imports (the others are left out, and named on stderr)."""
