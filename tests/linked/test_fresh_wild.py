@@ -10,7 +10,10 @@ object (tests/roundtrip/compare.py):
 * an extendible dataset that is not chunked in h5lake (external storage written as an
   ordinary dataset, a virtual dataset loaded as one) could not be exported: "extendible
   contiguous non-external dataset not allowed";
-* linking a huge, sparse chunked dataset built and sent a chunk table of its whole grid.
+* linking a huge, sparse chunked dataset built and sent a chunk table of its whole grid;
+* a file whose metadata HDF5 cannot read (a damaged global heap holding a fill value or an
+  attribute's string) stopped the load with "unexpected RuntimeError ... a bug in h5lake"
+  instead of naming the object.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pytest
 from h5py import h5d, h5p, h5s, h5t
 
 from h5lake.tools import link as linking
+from h5lake.tools.common import ToolError
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
@@ -194,3 +198,71 @@ def test_extendible_compact_and_contiguous_datasets_export(client: Client, endpo
         for name in ("compact", "contiguous"):
             assert f[name].chunks is not None and f[name].maxshape == (10,)
             assert f[name][...].tolist() == [1, 2, 3, 4]
+
+
+def _damaged_heap(path: Path, where: str) -> None:
+    """A file with one variable-length string in its global heap (a dataset's fill value or an
+    attribute's value), whose heap object is then renumbered: HDF5 opens the file but cannot
+    read that string ("bad heap pointer")."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fine", data=[1, 2])
+        d = f.create_dataset("s", shape=(4,), dtype=h5py.string_dtype(), chunks=(2,), fillvalue="fill value text" if where == "fill" else None)
+        if where == "attribute":
+            d.attrs.create("note", "attribute text", dtype=h5py.string_dtype())
+    data = bytearray(path.read_bytes())
+    heap = data.find(b"GCOL")
+    assert heap > 0 and data.count(b"GCOL") == 1
+    data[heap + 16 : heap + 18] = b"\x77\x77"  # the first object's index
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["fill", "attribute"])
+@pytest.mark.parametrize("mode", MODES)
+def test_metadata_hdf5_cannot_read_is_named(where: str, mode: str, lc: Client, sources: Path) -> None:
+    path = _folder(sources) / "damaged.h5"
+    _damaged_heap(path, where)
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-damaged.h5")
+    step = linking.Linker(str(path.resolve())) if mode == "link" else None
+    named = r"dataset /s: HDF5 cannot read it \(.*heap.*\); nothing was loaded" if where == "fill" else r"attribute 'note' of dataset /s: cannot read its value: .*heap"
+    with pytest.raises(ToolError, match=named):
+        load_file(path, client, link_step=step, workers=2)
+    assert not client.domain_exists()  # deleted when the upload stopped
+
+
+@pytest.mark.parametrize("what", ["link", "attribute"])
+def test_name_longer_than_kept_is_refused_before_sending(what: str, lc: Client, sources: Path) -> None:
+    """HDF5 holds names of any length (h5py writes a 5000-byte one); the server keeps at most
+    4096 bytes. The load stopped at the server's 400 halfway through its upload, naming three
+    objects and no attribute; it now refuses before sending anything, naming the name."""
+    path = _folder(sources) / "long_names.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("before", data=np.arange(3))
+        g = f.create_group("g")
+        if what == "link":
+            g.create_group("n" * 5000)
+        else:
+            g.attrs["n" * 5000] = 1
+        g.attrs["fine"] = 2
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-long.h5")
+    with pytest.raises(ToolError, match=rf"group /g: {what} 'n{{40}}'\.\.\. has a name of 5000 bytes \(h5lake keeps names of at most 4096\); nothing was loaded"):
+        load_file(path, client, workers=2)
+    assert not client.domain_exists()
+
+
+@pytest.mark.parametrize("size", [1, 16])
+def test_fill_value_string_bytes_not_utf8_are_refused(size: int, lc: Client, sources: Path) -> None:
+    """A fixed-length string fill value holding bytes that are not UTF-8 (Latin-1 text, a
+    sentinel byte): its JSON form has U+FFFD in their place. A 1-byte string was refused halfway
+    through the upload ("string of 3 bytes is longer than the type's 1", naming neither the
+    dataset nor the cause) and a 16-byte one loaded with another fill value; both are now
+    refused before anything is sent."""
+    path = _folder(sources) / "fill_bytes.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fine", shape=(3,), dtype="S4", fillvalue=b"ok", chunks=(2,))
+        f.create_dataset("latin1", shape=(5,), dtype=f"S{size}", fillvalue=b"\xff" if size == 1 else b"a\xe9b\xffcd", chunks=(2,))
+    with h5py.File(path, "r") as f:
+        assert f["latin1"].fillvalue == (b"\xff" if size == 1 else b"a\xe9b\xffcd")
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
+    with pytest.raises(ToolError, match=r"dataset /latin1: its fill value holds string bytes that are not UTF-8"):
+        load_file(path, client, workers=2)
+    assert not client.domain_exists()

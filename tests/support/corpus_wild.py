@@ -17,9 +17,9 @@ from pathlib import Path
 import h5py
 import hdf5plugin
 import numpy as np
-from h5py import h5t
+from h5py import h5d, h5p, h5s, h5t
 
-from tests.roundtrip.corpus import raw_attr, raw_dataset, string_type
+from tests.roundtrip.corpus import MATLAB_HEADER, _write_user_block, raw_attr, raw_dataset, string_type
 
 Builder = Callable[[Path], None]
 WILD: dict[str, Builder] = {}
@@ -688,6 +688,390 @@ def hdf5_tools_output(path: Path) -> None:
     block.write_bytes(b"USER BLOCK TEXT\n" * 70)
     subprocess.run(["h5jam", "-i", str(paged), "-u", str(block), "-o", str(path)], check=True, capture_output=True)
 
+
+# -- a second pass: families of files not covered above (docs/fidelity.md) ----------------------
+
+STRUCT_METADATA = """GROUP=SwathStructure
+\tGROUP=SWATH_1
+\t\tSwathName="Swath1"
+\t\tGROUP=Dimension
+\t\t\tOBJECT=Dimension_1
+\t\t\t\tDimensionName="nTimes"
+\t\t\t\tSize=4
+\t\t\tEND_OBJECT=Dimension_1
+\t\t\tOBJECT=Dimension_2
+\t\t\t\tDimensionName="nXtrack"
+\t\t\t\tSize=5
+\t\t\tEND_OBJECT=Dimension_2
+\t\tEND_GROUP=Dimension
+\tEND_GROUP=SWATH_1
+END_GROUP=SwathStructure
+GROUP=GridStructure
+\tGROUP=GRID_1
+\t\tGridName="Grid1"
+\t\tXDim=6
+\t\tYDim=3
+\t\tUpperLeftPointMtrs=(-180000000.000000,90000000.000000)
+\t\tLowerRightMtrs=(180000000.000000,-90000000.000000)
+\t\tProjection=HE5_GCTP_GEO
+\t\tGridOrigin=HE5_HDFE_GD_UL
+\tEND_GROUP=GRID_1
+END_GROUP=GridStructure
+END
+"""
+
+@wild("hdfeos5")
+def hdfeos5(path: Path) -> None:
+    """HDF-EOS5 as the HE5 library writes it: /HDFEOS/{SWATHS,GRIDS}, /HDFEOS INFORMATION with
+    StructMetadata.0 as a 32000-byte NULLTERM scalar string dataset, HDFEOSVersion, swath
+    Geolocation/Data Fields with _FillValue, MissingValue, ScaleFactor attributes of their own
+    types, a grid field with chunked deflate, a dimension-list-free layout, names with spaces."""
+    with h5py.File(path, "w") as f:
+        info = f.create_group("HDFEOS INFORMATION")
+        raw_attr(info, "HDFEOSVersion", string_type(32, h5t.STR_NULLTERM), (), b"HDFEOS_5.1.16".ljust(32, b"\0"))
+        raw_dataset(info, "StructMetadata.0", string_type(32000, h5t.STR_NULLTERM), (), STRUCT_METADATA.encode().ljust(32000, b"\0"))
+        eos = f.create_group("HDFEOS")
+        add = eos.create_group("ADDITIONAL/FILE_ATTRIBUTES")
+        add.attrs["InstrumentName"] = np.bytes_("OMI")
+        add.attrs.create("OrbitNumber", np.array([12345], ">i4"))
+        sw = eos.create_group("SWATHS/Swath1")
+        geo = sw.create_group("Geolocation Fields")
+        lat = geo.create_dataset("Latitude", data=np.linspace(-80, 80, 20, dtype="f4").reshape(4, 5), chunks=(2, 5), compression="gzip")
+        lat.attrs["_FillValue"] = np.float32(-1.0e30)
+        lat.attrs["Units"] = np.bytes_("deg")
+        lat.attrs["Title"] = np.bytes_("Geodetic Latitude")
+        geo.create_dataset("Time", data=np.arange(4, dtype=">f8") * 2.5e8)
+        dfl = sw.create_group("Data Fields")
+        packed = dfl.create_dataset("Radiance", data=(np.arange(20, dtype="i2").reshape(4, 5) * 37) - 300, fillvalue=-32767, chunks=(4, 5), shuffle=True, compression="gzip")
+        packed.attrs["ScaleFactor"] = np.float64(0.01)
+        packed.attrs["Offset"] = np.float64(0.0)
+        packed.attrs["MissingValue"] = np.array([-32767], "i2")
+        packed.attrs["_FillValue"] = np.array([-32767], "i2")
+        packed.attrs["UniqueFieldDefinition"] = np.bytes_("OMI-Specific")
+        gr = eos.create_group("GRIDS/Grid1/Data Fields")
+        gf = gr.create_dataset("Temperature", data=np.arange(18, dtype="<f4").reshape(3, 6), chunks=(3, 3), compression="gzip", compression_opts=6, fillvalue=-9999.0)
+        gf.attrs["_FillValue"] = np.float32(-9999.0)
+        eos.create_group("ZAS")
+        eos.create_group("POINTS")
+
+
+@wild("matlab_v73")
+def matlab_v73(path: Path) -> None:
+    """A MATLAB v7.3 .mat file as MATLAB writes it: the 512-byte user block; doubles stored
+    transposed with MATLAB_class; a char array as uint16 with MATLAB_int_decode 2; logical as
+    uint8; complex as a compound (real, imag); a struct as a group (MATLAB_class struct,
+    MATLAB_fields a vlen of 1-char strings); a struct array with fields of references; a
+    sparse matrix (data, ir, jc, MATLAB_sparse); empty arrays (MATLAB_empty, a shape array);
+    a cell of cells through /#refs#; int8, uint64 and single classes."""
+    vchar = h5py.vlen_dtype(np.dtype("S1"))
+    def fields(names):
+        arr = np.empty(len(names), dtype=object)
+        for i, n in enumerate(names):
+            arr[i] = np.array(list(n.encode()), dtype="S1").view("S1")
+        return arr
+    with h5py.File(path, "w", userblock_size=512, libver="earliest") as f:
+        refs = f.create_group("#refs#")
+        a = refs.create_dataset("a", data=np.array([0, 0], "<u8"))
+        a.attrs["MATLAB_class"] = np.bytes_("canonical empty")
+        a.attrs["MATLAB_empty"] = np.uint8(1)
+        x = f.create_dataset("x", data=np.arange(12, dtype="<f8").reshape(4, 3).T)
+        x.attrs["MATLAB_class"] = np.bytes_("double")
+        s = f.create_dataset("s", data=np.array([[ord(c)] for c in "hello"], "<u2").T)
+        s.attrs["MATLAB_class"] = np.bytes_("char")
+        s.attrs["MATLAB_int_decode"] = np.int32(2)
+        b = f.create_dataset("flag", data=np.array([[1, 0, 1]], "u1"))
+        b.attrs["MATLAB_class"] = np.bytes_("logical")
+        b.attrs["MATLAB_int_decode"] = np.int32(1)
+        cplx = np.zeros((2, 2), dtype=[("real", "<f8"), ("imag", "<f8")])
+        cplx["real"], cplx["imag"] = [[1, 2], [3, 4]], [[-1, 0], [0.5, 9]]
+        c = f.create_dataset("z", data=cplx)
+        c.attrs["MATLAB_class"] = np.bytes_("double")
+        for name, dt in (("i8", "<i1"), ("u64", "<u8"), ("single", "<f4")):
+            d = f.create_dataset(name, data=np.arange(6, dtype=dt).reshape(2, 3))
+            d.attrs["MATLAB_class"] = np.bytes_({"i8": "int8", "u64": "uint64", "single": "single"}[name])
+        st = f.create_group("st")
+        st.attrs["MATLAB_class"] = np.bytes_("struct")
+        st.attrs.create("MATLAB_fields", data=fields(["alpha", "b"]), dtype=vchar)
+        st.create_dataset("alpha", data=np.array([[3.5]])).attrs["MATLAB_class"] = np.bytes_("double")
+        e = st.create_dataset("b", data=np.array([0, 0], "<u8"))
+        e.attrs["MATLAB_class"] = np.bytes_("double")
+        e.attrs["MATLAB_empty"] = np.uint8(1)
+        # struct array: each field a (1, n) array of references into #refs#
+        sa = f.create_group("sa")
+        sa.attrs["MATLAB_class"] = np.bytes_("struct")
+        sa.attrs.create("MATLAB_fields", data=fields(["v"]), dtype=vchar)
+        items = [refs.create_dataset(f"v{i}", data=np.full((1, i + 1), float(i))) for i in range(3)]
+        for it in items:
+            it.attrs["MATLAB_class"] = np.bytes_("double")
+        sa.create_dataset("v", data=np.array([[it.ref for it in items]], dtype=h5py.ref_dtype))
+        # sparse 3x4 with 3 nonzeros
+        sp = f.create_group("sp")
+        sp.attrs["MATLAB_class"] = np.bytes_("double")
+        sp.attrs["MATLAB_sparse"] = np.uint64(3)
+        sp.create_dataset("data", data=np.array([1.0, 2.0, 3.0]))
+        sp.create_dataset("ir", data=np.array([0, 2, 1], "<u8"))
+        sp.create_dataset("jc", data=np.array([0, 1, 1, 2, 3], "<u8"))
+        # cell of cells
+        inner = refs.create_dataset("inner", data=np.array([[items[0].ref, a.ref]], dtype=h5py.ref_dtype))
+        inner.attrs["MATLAB_class"] = np.bytes_("cell")
+        outer = f.create_dataset("cc", data=np.array([[inner.ref], [items[2].ref]], dtype=h5py.ref_dtype))
+        outer.attrs["MATLAB_class"] = np.bytes_("cell")
+        em = f.create_dataset("empty_str", data=np.array([0, 0], "<u8"))
+        em.attrs["MATLAB_class"] = np.bytes_("char")
+        em.attrs["MATLAB_empty"] = np.uint8(1)
+    _write_user_block(path, MATLAB_HEADER)
+
+
+@wild("xarray_cf")
+def xarray_cf(path: Path) -> None:
+    """xarray's CF encodings through netCDF4 and h5netcdf: packed int16 with scale_factor,
+    add_offset and _FillValue, times as 'days since' int64 with calendar, timedeltas, a string
+    dimension coordinate, a bool (int8 with dtype attribute), NaN fills, a 2-D coordinate,
+    a grouped dataset, chunked and compressed encodings."""
+    import pandas as pd
+    import xarray as xr
+    t = pd.date_range("2000-01-01", periods=5, freq="D")
+    temp = np.linspace(-5, 30, 15).reshape(5, 3)
+    temp[1, 1] = np.nan
+    ds = xr.Dataset(
+        {
+            "temp": (("time", "station"), temp, {"units": "degC", "long_name": "temperature"}),
+            "ok": (("time",), np.array([True, False, True, True, False])),
+            "lag": (("time",), pd.to_timedelta(np.arange(5), unit="h")),
+            "grid": (("y", "x"), np.arange(6.0).reshape(2, 3)),
+        },
+        coords={"time": t, "station": ["north", "süd", "e"], "lon": (("y", "x"), np.arange(6.0).reshape(2, 3) + 100)},
+        attrs={"Conventions": "CF-1.8", "history": "made by xarray"},
+    )
+    enc = {
+        "temp": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 10.0, "_FillValue": -32768, "zlib": True, "chunksizes": (2, 3)},
+        "time": {"units": "days since 1999-12-31", "calendar": "proleptic_gregorian", "dtype": "int64"},
+        "grid": {"_FillValue": None},
+    }
+    ds.to_netcdf(path, engine="netcdf4", encoding=enc)
+    sub = xr.Dataset({"v": (("n",), np.array([1.5, np.nan], "f4"))}, coords={"n": [10, 20]})
+    sub.to_netcdf(path, mode="a", group="sub/deeper", engine="h5netcdf", encoding={"v": {"compression": "gzip", "_FillValue": np.float32(-1)}})
+
+
+@wild("keras3_weights")
+def keras3_weights(path: Path) -> None:
+    """Keras 3 files as its saving code writes them with h5py: a ``.weights.h5`` tree of
+    ``layers/<name>/vars/<i>`` with empty ``vars`` groups for layers without weights, the
+    optimizer's variables, and a legacy ``.h5`` whose layer_names/weight_names attributes are
+    byte-string arrays long enough to be split (``weight_names0``, ``weight_names1``: Keras
+    splits attributes over 64 KiB), and a top-level attribute of a JSON model config."""
+    with h5py.File(path, "w") as f:
+        layers = f.create_group("layers")
+        for name, shapes in (("dense", [(4, 3), (3,)]), ("dropout", []), ("dense_1", [(3, 1), (1,)])):
+            vars_ = layers.create_group(name).create_group("vars")
+            for i, shape in enumerate(shapes):
+                vars_.create_dataset(str(i), data=np.arange(int(np.prod(shape)), dtype="f4").reshape(shape))
+        opt = f.create_group("optimizer").create_group("vars")
+        opt.create_dataset("0", data=np.int64(7))
+        for i in range(1, 5):
+            opt.create_dataset(str(i), data=np.zeros((2,), "f4"))
+        f.create_group("vars")
+        legacy = f.create_group("legacy")
+        names = [f"layer_with_a_long_name_{i:05d}".encode() for i in range(3000)]
+        legacy.attrs["layer_names0"] = np.array(names[:2000], dtype="S30")
+        legacy.attrs["layer_names1"] = np.array(names[2000:], dtype="S30")
+        legacy.attrs["model_config"] = json.dumps({"class_name": "Functional", "layers": [{"n": i} for i in range(200)]})
+        legacy.attrs["keras_version"] = "3.15.1"
+
+
+@wild("attribute_sizes")
+def attribute_sizes(path: Path) -> None:
+    """Attributes of every size class (libver latest): tiny ones in the object header, one just
+    under the 64 KiB header-message limit, and ones over it (100 KiB, 400 KiB) that HDF5 keeps
+    only in dense storage (a fractal heap), on a group, a dataset and the root; h5py Empty
+    attributes of every kind of type; a large vlen string attribute."""
+    with h5py.File(path, "w", libver="latest") as f:
+        for obj in (f, f.create_group("g"), f.create_dataset("d", data=np.arange(4))):
+            obj.attrs["tiny"] = np.int8(1)
+            obj.attrs["near_64k"] = np.arange(8000, dtype="<f8")  # 64000 bytes
+            obj.attrs["over_64k"] = np.arange(100_000 // 8, dtype="<f8")
+            obj.attrs["big_ints"] = np.arange(100_000, dtype="<u4")
+        f["g"].attrs["long_text"] = "x" * 200_000
+        f["g"].attrs["long_fixed"] = np.bytes_(b"y" * 70_000)
+        e = f.create_group("empties")
+        for name, dt in (("f4", "<f4"), ("i8", ">i8"), ("S5", "S5"), ("vstr", h5py.string_dtype()), ("bytes_vstr", h5py.string_dtype("ascii")),
+                         ("cmp", np.dtype([("a", "<i4"), ("b", "S2")])), ("enum", h5py.enum_dtype({"a": 0, "b": 1}, "u1")), ("vlen", h5py.vlen_dtype("<i2")),
+                         ("bool", "?"), ("c16", "<c16"), ("opaque", "V3"), ("ref", h5py.ref_dtype)):
+            e.attrs.create(name, h5py.Empty(np.dtype(dt)))
+        raw_attr(e, "arr", h5t.array_create(h5t.STD_I16LE, (2,)), None)
+
+
+@wild("link_storage")
+def link_storage(path: Path, links: int = 3000) -> None:
+    """Link storage at scale and in odd shapes: a group of 3000 links (12 000 in tools/corpus_check.py runs: same forms) with tracked,
+    indexed order
+    (dense storage, a fractal heap and two v2 B-trees), compact-to-dense phase change thresholds
+    set by hand, soft-link loops (a to b to a, a self loop, a chain through a group), external
+    links to a missing file and to a missing object, object headers grown into continuation
+    blocks (attributes added after later objects) in both file formats."""
+    with h5py.File(path, "w", libver=("v110", "latest"), track_order=True) as f:
+        big = f.create_group("big", track_order=True)
+        for i in range(links):
+            big[f"l{links - 1 - i:05d}"] = h5py.SoftLink(f"/t{i % 3}")
+        for i in range(3):
+            f.create_dataset(f"t{i}", data=[i])
+        gcpl = h5p.create(h5p.GROUP_CREATE)
+        gcpl.set_attr_phase_change(2, 1)
+        gcpl.set_link_creation_order(h5p.CRT_ORDER_TRACKED | h5p.CRT_ORDER_INDEXED)
+        ph = h5py.Group(h5py.h5g.create(f.id, b"phase", gcpl=gcpl))
+        for i in range(5):
+            ph.create_group(f"p{4 - i}")
+        f["loop_a"] = h5py.SoftLink("/loop_b")
+        f["loop_b"] = h5py.SoftLink("/loop_a")
+        f["self"] = h5py.SoftLink("/self")
+        g = f.create_group("chain")
+        g["back"] = h5py.SoftLink("/chain/through/back")
+        g["through"] = h5py.SoftLink("/chain")
+        f["ext_missing_file"] = h5py.ExternalLink("no_such_file.h5", "/x")
+        f["ext_missing_obj"] = h5py.ExternalLink(path.name, "/no/such/object")
+        objs = [f.create_dataset(f"grow{i}", data=np.arange(3)) for i in range(4)]
+        for round_ in range(6):
+            for o in objs:
+                o.attrs[f"r{round_}"] = np.arange(20 * round_, dtype="<i4")
+
+
+@wild("vlen_edges")
+def vlen_edges(path: Path) -> None:
+    """Variable-length data at its edges: datasets whose every element is of length 0 (vlen of
+    ints, vlen strings, chunked with gzip), a ragged vlen of compounds (with a string member and
+    an empty element) chunked and contiguous, a vlen of compounds in an attribute, vlen strings
+    with a fill value, a 2-D vlen of big-endian floats, fixed strings NULLPAD and SPACEPAD with
+    their padding bytes and UTF-8, datasets allocated early (H5D_ALLOC_TIME_EARLY) with fill
+    values, chunked and contiguous, never written."""
+    pair = np.dtype([("id", "<i4"), ("x", ">f8"), ("tag", "S3")])
+    with h5py.File(path, "w", libver="v110") as f:
+        zero = np.empty(5, dtype=object)
+        for i in range(5):
+            zero[i] = np.array([], "<i4")
+        f.create_dataset("zero_len_ints", data=zero, dtype=h5py.vlen_dtype("<i4"), chunks=(2,), compression="gzip")
+        f.create_dataset("zero_len_strs", data=[""] * 4, dtype=h5py.string_dtype())
+        f.create_dataset("zero_len_bytes", data=[b""] * 3, dtype=h5py.string_dtype("ascii"), chunks=(3,))
+        rag = np.empty(4, dtype=object)
+        rag[0] = np.array([(1, 1.5, b"a"), (2, -2.5, b"bcd")], pair)
+        rag[1] = np.array([], pair)
+        rag[2] = np.array([(3, np.nan, b"")], pair)
+        rag[3] = np.array([(i, i / 3, b"zz") for i in range(50)], pair)
+        f.create_dataset("ragged_cmp_chunked", data=rag, dtype=h5py.vlen_dtype(pair), chunks=(2,), compression="gzip", shuffle=True)
+        f.create_dataset("ragged_cmp_contig", data=rag, dtype=h5py.vlen_dtype(pair))
+        f.attrs.create("ragged_cmp", data=rag[:3], dtype=h5py.vlen_dtype(pair))
+        f.create_dataset("vstr_fill", shape=(4,), dtype=h5py.string_dtype(), fillvalue="none", chunks=(2,))[:] = ["", "one", "two", ""]
+        v2 = np.empty((2, 2), dtype=object)
+        for i in range(4):
+            v2.flat[i] = np.arange(i, dtype=">f4")
+        f.create_dataset("vlen_2d_be", data=v2, dtype=h5py.vlen_dtype(">f4"))
+        raw_dataset(f, "nullpad", string_type(5, h5t.STR_NULLPAD), (3,), b"ab\0\0\0abcde\0\0\0\0\0")
+        raw_dataset(f, "spacepad", string_type(5, h5t.STR_SPACEPAD), (3,), b"ab   abcde     ")
+        raw_dataset(f, "spacepad_utf8", string_type(6, h5t.STR_SPACEPAD, h5t.CSET_UTF8), (2,), "é     ".encode()[:6] + "ñé    ".encode()[:6])
+        raw_attr(f, "spacepad_attr", string_type(4, h5t.STR_SPACEPAD), (2,), b"a   bb  ")
+        for layout in ("chunked", "contig"):
+            dcpl = h5p.create(h5p.DATASET_CREATE)
+            if layout == "chunked":
+                dcpl.set_chunk((3,))
+            dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+            dcpl.set_fill_value(np.array(-5, "<i2"))
+            raw_dataset(f, f"early_{layout}", h5t.STD_I16LE, (7,), None, dcpl)
+            dcpl2 = h5p.create(h5p.DATASET_CREATE)
+            if layout == "chunked":
+                dcpl2.set_chunk((3,))
+            dcpl2.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+            dcpl2.set_fill_value(np.array((1, 2.0, b"f"), pair))
+            raw_dataset(f, f"early_cmp_{layout}", h5t.py_create(pair), (4,), None, dcpl2)
+
+
+@wild("storage_odds")
+def storage_odds(path: Path) -> None:
+    """The 1.8 file format (libver earliest): a chunk far larger than its unlimited extent,
+    chunks allocated early with gzip and never (or partly) written, compact datasets of vlen
+    strings and of a compound holding one, scale-offset with shuffle, a 4000-byte attribute
+    name and a 3000-byte group name, object headers grown into continuation blocks, one
+    dataset hard-linked from 200 groups, a partly written chunked compound with a vlen string,
+    an empty extendible vlen dataset with gzip, a uint64 fill of 2**64 - 1 and a NaN fill of a
+    big-endian float. (h5py 3.16 writes a compound fill value holding a vlen string as a bad
+    heap pointer: HDF5 then cannot read that dataset's creation properties, which the load now
+    names, tests/linked/test_fresh_wild.py.)"""
+    pair = np.dtype([("id", "<i4"), ("s", h5py.string_dtype())])
+    with h5py.File(path, "w", libver="earliest") as f:
+        # chunks larger than the extent, unlimited
+        f.create_dataset("big_chunk", data=np.arange(3, dtype="<f8"), chunks=(1000,), maxshape=(None,), compression="gzip")
+        # early alloc, gzip, never written
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_deflate(5)
+        dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_value(np.array(7, "<i4"))
+        raw_dataset(f, "early_gzip", h5t.STD_I32LE, (10,), None, dcpl)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_deflate(5)
+        dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_value(np.array(7, "<i4"))
+        raw_dataset(f, "early_gzip_part", h5t.STD_I32LE, (10,), None, dcpl)
+        f["early_gzip_part"][5] = 1
+        # compact vlen strings and compact compound with vlen
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_layout(h5d.COMPACT)
+        d = h5d.create(f.id, b"compact_vstr", h5t.py_create(h5py.string_dtype(), logical=True), h5s.create_simple((3,)), dcpl=dcpl)
+        h5py.Dataset(d)[:] = ["a", "", "ccc"]
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_layout(h5d.COMPACT)
+        d = h5d.create(f.id, b"compact_cmp_vstr", h5t.py_create(pair, logical=True), h5s.create_simple((2,)), dcpl=dcpl)
+        h5py.Dataset(d)[:] = np.array([(1, "x"), (2, "yy")], pair)
+        # scaleoffset + fletcher32
+        f.create_dataset("so_fletcher", data=np.arange(100, dtype="<i4"), chunks=(30,), scaleoffset=0, shuffle=True)
+        # long names
+        f.attrs["n" * 4000] = 1
+        f.create_group("g" * 3000)
+        # object header continuation in the 1.8 format
+        objs = [f.create_dataset(f"grow{i}", data=np.arange(3)) for i in range(3)]
+        for r in range(8):
+            for o in objs:
+                o.attrs[f"r{r}"] = np.arange(50 * r, dtype="<i4")
+        # a dataset linked from many groups
+        shared = f.create_dataset("shared", data=[1, 2])
+        for i in range(200):
+            f.create_group(f"h/{i}")["x"] = shared
+        # fill value of a vlen compound and a chunked vlen-compound dataset partly written
+        f.create_dataset("cmp_vstr_part", shape=(6,), chunks=(2,), dtype=pair, compression="gzip")[0:2] = np.array([(1, "a"), (2, "b")], pair)
+        # zero-extent with unlimited, vlen, gzip
+        f.create_dataset("empty_vlen", shape=(0,), maxshape=(None,), chunks=(4,), dtype=h5py.vlen_dtype("<i2"), compression="gzip")
+        # integer with a fill outside its sign range written as bytes, uint64 max fill
+        f.create_dataset("u64fill", shape=(5,), dtype="<u8", fillvalue=2**64 - 1, chunks=(2,))
+        f.create_dataset("f_nan_fill", shape=(5,), dtype=">f4", fillvalue=np.nan, chunks=(2,))[0] = 1
+
+
+
+@wild("types_odds")
+def types_odds(path: Path) -> None:
+    """Small odd cases: 2-D and empty vlen string attributes, an empty vlen attribute, bool and
+    enum fill values, a committed vlen string type used by an attribute, an opaque type without
+    a tag, a dataset 60 groups deep, rank-32 datasets (HDF5's largest rank; chunked with gzip
+    too), 1-byte UTF-8 strings, a scalar vlen, float specials (inf, -0.0, NaN, subnormals) in a
+    dataset and an attribute. (A maximum extent of 0 comes back unlimited: docs/fidelity.md.)"""
+    with h5py.File(path, "w", libver="latest") as f:
+        f.attrs.create("vstr_2d", data=np.array([["a", "bb"], ["", "dddd"]], dtype=object), dtype=h5py.string_dtype())
+        f.attrs.create("vstr_empty", data=np.array([], dtype=object), dtype=h5py.string_dtype())
+        f.attrs.create("vlen_empty_shape", data=np.empty(0, dtype=object), dtype=h5py.vlen_dtype("<i4"))
+        f.create_dataset("bool_fill", shape=(5,), dtype="?", fillvalue=True, chunks=(2,))[0] = False
+        et = h5py.enum_dtype({"lo": -1, "hi": 7}, basetype="<i2")
+        f.create_dataset("enum_fill", shape=(5,), dtype=et, fillvalue=7, chunks=(2,))[0] = -1
+        f["vstr_t"] = h5py.string_dtype()
+        f.attrs.create("uses_vstr_t", data=["x", "yy"], dtype=f["vstr_t"])
+        raw_dataset(f, "opaque_notag", h5t.create(h5t.OPAQUE, 3), (2,), b"abcdef")
+        g = f
+        for i in range(60):
+            g = g.create_group(f"level{i}")
+        g.create_dataset("deep", data=[1])
+        f.create_dataset("rank32", data=np.arange(2, dtype="<i2").reshape((2,) + (1,) * 31))
+        f.create_dataset("rank32_chunked", data=np.arange(4, dtype="<i2").reshape((2, 2) + (1,) * 30), chunks=(1,) * 32, compression="gzip")
+        raw_dataset(f, "utf8_1", string_type(1, h5t.STR_NULLTERM, h5t.CSET_UTF8), (3,), b"a\0b")
+        f.create_dataset("scalar_vlen", shape=(), dtype=h5py.vlen_dtype("<i8"))[()] = np.array([1, 2, 3], "<i8")
+        f.create_dataset("float_specials", data=np.array([np.inf, -np.inf, -0.0, np.nan, 5e-324, np.finfo("f8").max]))
+        f.attrs["float_specials"] = np.array([np.inf, -np.inf, -0.0, np.nan, 5e-324], "<f4")
 
 def build_wild(directory: Path, optional: bool = False) -> dict[str, Path]:
     """Every builder's file in ``directory``; with ``optional`` also those of OPTIONAL whose

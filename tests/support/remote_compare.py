@@ -457,6 +457,8 @@ class _Walker:
 
 
 def _as_complex(value: Any) -> Any:
+    if isinstance(value, h5py.Empty | h5pyd.Empty):  # a null-space attribute has no values to convert
+        return value
     if isinstance(value, list):
         return [_as_complex(v) for v in value]
     value = np.asarray(value)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 
+MAX_NAME_BYTES = 4096
+"""The longest link or attribute name the service keeps, in UTF-8 bytes (HDF5 allows longer ones:
+``h5lake load`` refuses such a file before sending anything)."""
+
 
 class LinkClass(enum.Enum):
     """A link's ``class`` as the HDF REST API writes it."""

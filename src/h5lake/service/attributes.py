@@ -26,6 +26,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
+from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, item_size, type_class
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
@@ -43,8 +44,8 @@ def validate_name(name: Any) -> str:
         raise InvalidInput("attribute name must be a non-empty string")
     if "\x00" in name:  # HDF5 keeps names as C strings: the file could not hold it
         raise InvalidInput(f"attribute name {name[:40]!r} may not contain a NUL character")
-    if len(name.encode()) > 4096:
-        raise InvalidInput("attribute name is too long")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidInput(f"attribute name is too long (at most {MAX_NAME_BYTES} bytes)")
     return name
 
 

@@ -13,7 +13,7 @@ from h5lake.errors import Conflict, Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
-from h5lake.model.links import LinkClass
+from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.types import CharSet
 from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
@@ -33,8 +33,8 @@ def validate_name(name: Any) -> str:
         raise InvalidInput(f"link name {name!r} may not contain '/'")
     if "\x00" in name:  # HDF5 keeps names as C strings: the file could not hold it
         raise InvalidInput(f"link name {name[:40]!r} may not contain a NUL character")
-    if len(name.encode()) > 4096:
-        raise InvalidInput("link name is too long")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidInput(f"link name is too long (at most {MAX_NAME_BYTES} bytes)")
     return name
 
 

@@ -25,6 +25,10 @@ class ExternalFilesMissing(Exception):
     """External raw data files a dataset needs are not where HDF5 would look for them."""
 
 
+class Unreadable(Exception):
+    """HDF5 cannot read an object's metadata (a damaged object header, heap or B-tree)."""
+
+
 ORIGIN = "${ORIGIN}"
 
 

@@ -38,6 +38,7 @@ from h5lake.tools.h5source import (
     ExternalFilesMissing,
     S3Settings,
     Source,
+    Unreadable,
     external_folder,
     open_source,
     source_uri,
@@ -71,7 +72,7 @@ def load_file(
         planner = Planner(f, link_step, folder)
         try:
             plan = planner.plan()
-        except ExternalFilesMissing as exc:
+        except (ExternalFilesMissing, Unreadable) as exc:
             raise ToolError(f"{source}: {exc}; nothing was loaded") from None
         except Unrepresentable as exc:
             raise ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded") from None

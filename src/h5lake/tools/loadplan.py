@@ -12,14 +12,17 @@ from typing import Any, Protocol
 
 import h5py
 import numpy as np
+import orjson
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.chunks.filters import KNOWN_FILTER_IDS
+from h5lake.errors import InvalidInput
+from h5lake.model.fromjson import json_to_array
 from h5lake.model.ids import Collection
-from h5lake.model.links import LinkClass
+from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import CharSet, TypeJson
-from h5lake.model.values import array_to_json, bytes_to_array
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools import link as linking
 from h5lake.tools.common import (
@@ -30,7 +33,7 @@ from h5lake.tools.h5props import (
     datatype_properties,
     group_properties,
 )
-from h5lake.tools.h5source import S3_FILES, ExternalFilesMissing
+from h5lake.tools.h5source import S3_FILES, ExternalFilesMissing, Unreadable
 from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_json
 
 
@@ -190,6 +193,10 @@ class Planner:
                 self._fill(node)
             except Unrepresentable as exc:
                 raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+            except h5native.NativeUnavailable:
+                raise
+            except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
+                raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
             done += 1
         if self.missing_external:
             listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
@@ -241,6 +248,7 @@ class Planner:
         base = node.path.rstrip("/")
         for raw, info in infos:
             name = _name(raw)
+            _check_name_length("link", name)
             where = f"{base}/{name}"
             body: dict[str, Any]
             target = None
@@ -280,6 +288,7 @@ class Planner:
             infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
         for raw, info in infos:
             name = _name(raw)
+            _check_name_length("attribute", name)
             try:
                 aid = h5a.open(oid, raw)
                 tid = aid.get_type()
@@ -341,10 +350,16 @@ class Planner:
         dcpl = dsid.get_create_plist()
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
             return None
-        try:
-            if h5values.is_raw(t):
+        if h5values.is_raw(t):
+            try:
                 wire = h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t)
-                return array_to_json(bytes_to_array(wire, t, ()), t)
+                value = array_to_json(bytes_to_array(wire, t, ()), t)
+            except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
+                raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+            if not _fill_json_is_exact(value, t, wire):  # it was sent altered, or refused mid-upload
+                raise Unrepresentable("its fill value holds string bytes that are not UTF-8, which a fill value (kept as JSON) cannot hold")
+            return value
+        try:
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
             if h5values.has_reference(t):
@@ -356,6 +371,24 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t)
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
+    """Whether a fill value's JSON gives back its bytes, as far as strings go: bytes that are
+    not UTF-8 become U+FFFD (and may then not fit the string); a NaN's payload may change too,
+    which HDF5 and h5lake read as the same NaN."""
+    if "\ufffd" not in orjson.dumps(value).decode():
+        return True
+    try:
+        return array_to_bytes(json_to_array(value, t, ()), t) == wire
+    except InvalidInput:
+        return False
+
+
+def _check_name_length(what: str, name: str) -> None:
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:
+        raise Unrepresentable(f"{what} {name[:40]!r}... has a name of {size} bytes (h5lake keeps names of at most {MAX_NAME_BYTES})")
 
 
 def _check_filters_kept(dsid: Any) -> None:

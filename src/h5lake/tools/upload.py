@@ -251,8 +251,11 @@ class Uploader:
                 if a.name_cset:
                     item["nameCharSet"] = a.name_cset
                 if a.space["class"] != "H5S_NULL":
-                    aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
-                    wire = h5values.read_attribute(aid, a.type, a.dims, refs)
+                    try:
+                        aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
+                        wire = h5values.read_attribute(aid, a.type, a.dims, refs)
+                    except (OSError, RuntimeError) as exc:  # h5py's classes for HDF5's own errors (a damaged heap)
+                        raise ToolError(f"attribute {a.name!r} of {node.describe()}: cannot read its value: {exc}") from None
                     item["value_base64"] = base64.b64encode(wire).decode()
                 attrs[a.name] = item
             body[self.ids[node.index]] = {"attributes": attrs}
