@@ -289,12 +289,14 @@ async def test_a_live_process_keeps_its_intent_however_long_its_write_runs(store
     """Another process recovers an intent only once its owner stops saying it is alive (its
     heartbeat); before session 10 a write running past ``stale_after`` lost its intent."""
     ds = await new_dataset(store, new_root_id())
-    writer = ChunkCatalog(store, stale_after=0.2)
+    # heartbeats every 0.3 s, judged stale after 0.9 s: a writer whose heartbeat task a loaded
+    # machine delays by 0.1 s is still alive (at 0.05 s and 0.15 s the test failed under load)
+    writer = ChunkCatalog(store, stale_after=1.2)
     await writer.start()
     await writer.begin(DOMAIN, ds["id"], [(3, 3)])
-    other = ChunkCatalog(store, stale_after=0.2, autostart=False)
+    other = ChunkCatalog(store, stale_after=1.2, autostart=False)
     for _ in range(4):  # well past the writer's stale_after and three heartbeat periods
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.4)
         assert await other.recover(older_than=0) == 0
         assert len(await pending(store)) == 1
     await write_chunk(store, ds["id"], (3, 3), b"late")
