@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from h5py import h5d, h5p, h5s, h5t
 
+from h5lake.tools import h5native
 from h5lake.tools import link as linking
 from h5lake.tools.common import ToolError
 from h5lake.tools.export import export_domain
@@ -266,3 +267,28 @@ def test_fill_value_string_bytes_not_utf8_are_refused(size: int, lc: Client, sou
     with pytest.raises(ToolError, match=r"dataset /latin1: its fill value holds string bytes that are not UTF-8"):
         load_file(path, client, workers=2)
     assert not client.domain_exists()
+
+
+def test_fill_value_nullterm_string_ends_at_its_nul(lc: Client, sources: Path) -> None:
+    """A null-terminated fixed-length string fill value ends at its first NUL, as HDF5 reads it:
+    bytes after it (a C buffer's leftovers, not UTF-8) are no part of the value. Such a file
+    loaded before the UTF-8 check of fill values, which refused it."""
+    path = _folder(sources) / "fill_nullterm.h5"
+    with h5py.File(path, "w") as f:
+        tid = h5t.C_S1.copy()
+        tid.set_size(6)
+        tid.set_strpad(h5t.STR_NULLTERM)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((2,))
+        # with the dataset's own type: h5py's set_fill_value converts from its NULLPAD S6
+        lib = h5native._lib()
+        assert lib.H5Pset_fill_value(h5native.hid_t(dcpl.id), h5native.hid_t(tid.id), b"ab\x00\xff\xfe\x00") >= 0
+        h5d.create(f.id, b"leftovers", tid, h5s.create_simple((4,)), dcpl=dcpl)
+    with h5py.File(path, "r") as f:
+        assert f["leftovers"][...].tolist() == [b"ab"] * 4  # HDF5 reads the string up to its NUL
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
+    load_file(path, client, workers=2)
+    with _h5pyd(lc, client.domain) as f:
+        dset = f["leftovers"]
+        assert dset.fillvalue == b"ab"
+        assert dset[...].tolist() == [b"ab"] * 4

@@ -44,6 +44,7 @@ def make_file(path: Path) -> Path:
         waves = f.create_dataset("waves", data=np.array([1 + 2j, 3 - 4.5j, -0.5 + 0j]))
         waves.attrs["notes"] = "Sample 7, beam at 12 keV; " * 200  # a long text
         waves.attrs["gain"] = 2 - 1.5j
+        f.create_dataset("impedance", data=np.complex128(3 - 0.25j))  # a complex scalar
         rows, cols = np.meshgrid(np.arange(20) * 12, np.arange(30) * 8, indexing="ij")
         photo = f.create_dataset("photo", data=np.stack([rows, cols, np.full((20, 30), 200)], axis=-1).astype("u1"))
         photo.attrs["CLASS"] = np.bytes_("IMAGE")  # HDF5's image convention, as h5py users write it

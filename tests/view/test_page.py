@@ -347,6 +347,13 @@ def test_complex_numbers_read_as_a_plus_bi(browser: Browser, view_domain: ViewDo
     page.context.close()
 
 
+def test_complex_scalar_reads_as_a_plus_bi(browser: Browser, view_domain: ViewDomain) -> None:
+    page = open_page(browser)
+    visit(page, view_domain, "/impedance")
+    expect(page.locator("#scalar-value")).to_have_text(complex_text(complex(h5(view_domain, "/impedance"))))
+    page.context.close()
+
+
 def test_long_attribute_is_all_readable(browser: Browser, view_domain: ViewDomain) -> None:
     """A long text attribute wraps (and scrolls) instead of being cut at the cell's edge."""
     page = open_page(browser)

@@ -352,7 +352,7 @@ class Planner:
             return None
         if h5values.is_raw(t):
             try:
-                wire = h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t)
+                wire = _nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
                 value = array_to_json(bytes_to_array(wire, t, ()), t)
             except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
                 raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
@@ -383,6 +383,14 @@ def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
         return array_to_bytes(json_to_array(value, t, ()), t) == wire
     except InvalidInput:
         return False
+
+
+def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
+    """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
+    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed."""
+    if t.get("class") == "H5T_STRING" and t.get("strPad") == "H5T_STR_NULLTERM" and isinstance(t.get("length"), int):
+        return wire.split(b"\0", 1)[0].ljust(len(wire), b"\0")
+    return wire
 
 
 def _check_name_length(what: str, name: str) -> None:
