@@ -806,8 +806,8 @@ def op_refs(rng: random.Random, m: Model, f: Any) -> Op | None:
         ixs = [rand_index(rng, f[t].shape, write=True) for _ in range(rng.randint(1, 3))]
         name = m.name(rng, "r")
         m.other.append(name)
-        # (not in an attribute: h5pyd 1.0 sends a region reference there as h5json's JSON dict,
-        # which h5lake refuses (400) and HSDS stores; docs/fidelity.md "Differential runs")
+        # (not in an attribute: not drawn yet, docs/fidelity.md "Differential runs"; h5pyd 1.0
+        # fails to send some there, e.g. regionref[[1, 4], 2])
         to_attr = False
 
         def mk(s: Side) -> Any:

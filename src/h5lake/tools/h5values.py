@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -393,9 +394,13 @@ def region_blob(target_id: str, space: Any) -> bytes:
 
 
 def select_region(space: Any, blob: dict[str, Any]) -> None:
-    """Make ``space`` (the target dataset's dataspace) select what a region blob describes."""
+    """Make ``space`` (the target dataset's dataspace) select what a region blob describes: one
+    h5lake load made, or h5json's object as h5pyd sends it (docs/fidelity.md), which may have no
+    selection (the whole dataset) or a ``selection_dict``."""
     kind = blob.get("select_type")
-    if kind == "H5S_SEL_ALL":
+    if "selection_dict" in blob:
+        _select_h5json_dict(space, blob["selection_dict"])
+    elif kind is None or kind == "H5S_SEL_ALL":
         space.select_all()
     elif kind == "H5S_SEL_NONE":
         space.select_none()
@@ -407,9 +412,37 @@ def select_region(space: Any, blob: dict[str, Any]) -> None:
         space.select_none()
         for lo, hi in blob["selection"]:
             size = tuple(h - l + 1 for l, h in zip(lo, hi, strict=True))
-            space.select_hyperslab(tuple(lo), (1,) * len(lo), None, size, op=h5s.SELECT_OR)
+            if min(size) > 0:  # h5json writes an empty slice as a block ending before its start
+                space.select_hyperslab(tuple(lo), (1,) * len(lo), None, size, op=h5s.SELECT_OR)
     else:
         raise ValueError(f"unknown region selection {kind!r}")
+
+
+def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
+    """h5json's ``Selection.to_dict()``, which h5pyd sends for a selection its region form cannot
+    hold (a stepped slice, a slice beside an index list): each dimension a slice, an int or a list;
+    the selection is their outer product, slices clipped to the extent as numpy clips them."""
+    if d.get("select_type") == 1:  # h5json's H5S_SEL_ALL
+        space.select_all()
+        return
+    dims = space.shape
+    axes: list[list[int]] = []
+    for s, extent in zip(d["slices"], dims, strict=True):
+        if s["type"] == "slice":
+            axes.append(list(range(s["start"], min(s["stop"], extent), s["step"])))
+        elif s["type"] == "int":
+            axes.append([s["value"]])
+        else:
+            axes.append(list(s["values"]))
+    if not all(axes):
+        space.select_none()
+    elif all(s["type"] != "list" for s in d["slices"]):
+        start = tuple(a[0] for a in axes)
+        stride = tuple(a[1] - a[0] if len(a) > 1 else 1 for a in axes)
+        space.select_hyperslab(start, tuple(len(a) for a in axes), stride)
+    else:
+        points = np.array(list(itertools.product(*axes)), dtype=np.uint64)
+        space.select_elements(points.reshape(len(points), len(axes)))
 
 
 def decode_region_blob(value: bytes) -> dict[str, Any]:
