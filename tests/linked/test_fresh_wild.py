@@ -292,3 +292,35 @@ def test_fill_value_nullterm_string_ends_at_its_nul(lc: Client, sources: Path) -
         dset = f["leftovers"]
         assert dset.fillvalue == b"ab"
         assert dset[...].tolist() == [b"ab"] * 4
+
+
+def test_fill_value_nullterm_string_members_end_at_their_nul(lc: Client, sources: Path) -> None:
+    """As above for the string members of a compound fill value (and the strings of an array
+    member): each ends at its first NUL. The file was refused ("its fill value holds string bytes
+    that are not UTF-8") for the leftovers after the NULs."""
+    path = _folder(sources) / "fill_nullterm_compound.h5"
+    with h5py.File(path, "w") as f:
+        name = h5t.C_S1.copy()
+        name.set_size(6)
+        name.set_strpad(h5t.STR_NULLTERM)
+        codes = h5t.array_create(name, (2,))
+        tid = h5t.create(h5t.COMPOUND, 4 + 6 + 12)
+        tid.insert(b"n", 0, h5t.STD_I32LE)
+        tid.insert(b"name", 4, name)
+        tid.insert(b"codes", 10, codes)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((2,))
+        fill = (7).to_bytes(4, "little") + b"ab\x00\xff\xfe\x00" + b"x\x00\xe9\xe9\xe9\x00" + b"yz\x00\xff\x00\x00"
+        lib = h5native._lib()
+        assert lib.H5Pset_fill_value(h5native.hid_t(dcpl.id), h5native.hid_t(tid.id), fill) >= 0
+        h5d.create(f.id, b"rows", tid, h5s.create_simple((3,)), dcpl=dcpl)
+    with h5py.File(path, "r") as f:
+        row = f["rows"][0]
+        assert (row["n"], row["name"], row["codes"].tolist()) == (7, b"ab", [b"x", b"yz"])  # HDF5 stops at the NULs
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
+    load_file(path, client, workers=2)
+    with _h5pyd(lc, client.domain) as f:
+        rows = f["rows"][...]
+        assert [(int(r["n"]), bytes(r["name"]), [bytes(c) for c in r["codes"]]) for r in rows] == [(7, b"ab", [b"x", b"yz"])] * 3
+        fill = f["rows"].fillvalue
+        assert (int(fill["n"]), bytes(fill["name"])) == (7, b"ab")

@@ -21,7 +21,7 @@ from h5lake.model.fromjson import json_to_array
 from h5lake.model.ids import Collection
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import CharSet, TypeJson
+from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools import link as linking
@@ -387,10 +387,28 @@ def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
 
 def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
     """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
-    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed."""
-    if t.get("class") == "H5T_STRING" and t.get("strPad") == "H5T_STR_NULLTERM" and isinstance(t.get("length"), int):
-        return wire.split(b"\0", 1)[0].ljust(len(wire), b"\0")
-    return wire
+    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed,
+    also in the members of compounds and the elements of arrays (one element, packed)."""
+    buf = bytearray(wire)
+    _cut_strings(buf, t, 0)
+    return bytes(buf)
+
+
+def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
+    match type_class(t):
+        case TypeClass.STRING if t.get("strPad") == StrPad.NULLTERM and isinstance(t.get("length"), int):
+            end = at + t["length"]
+            nul = buf.find(b"\0", at, end)
+            if nul >= 0:
+                buf[nul:end] = bytes(end - nul)
+        case TypeClass.COMPOUND:
+            for f in t["fields"]:
+                _cut_strings(buf, f["type"], at)
+                at += wire_dtype(f["type"]).itemsize
+        case TypeClass.ARRAY:
+            size = wire_dtype(t["base"]).itemsize
+            for k in range(math.prod(t["dims"])):
+                _cut_strings(buf, t["base"], at + k * size)
 
 
 def _check_name_length(what: str, name: str) -> None:
