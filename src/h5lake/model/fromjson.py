@@ -402,6 +402,13 @@ def _vlen_reader(base: TypeJson) -> Reader:
     return read
 
 
+EXACT_FILL = "fillValue_base64"
+"""The creation property holding a fill value's packed bytes in base64, kept beside
+``fillValue`` where its JSON form does not give them back (string bytes that are not UTF-8,
+shown as U+FFFD; a NaN's payload): the chunk engine, the answers in base64 and the export use
+them, and ``fillValue`` is then only shown (docs/api.md)."""
+
+
 def fill_value_array(t: TypeJson, fill_json: Any = None) -> np.ndarray[Any, Any]:
     """One element of ``t`` holding the dataset fill value, as a 0-d array of ``to_dtype(t)``.
 
