@@ -255,7 +255,8 @@ def test_string_fill_value_bytes_not_utf8_are_kept(client: Client) -> None:
                 assert shown["fillValue_base64"] == given
     t = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 2}
     for bad in ({"fillValue_base64": "!!"}, {"fillValue_base64": base64.b64encode(b"abc").decode()},
-                {"fillValue": "AA==", "fillValue_encoding": "base64", "fillValue_base64": "AAA="}):
+                {"fillValue": "AA==", "fillValue_encoding": "base64", "fillValue_base64": "AAA="},
+                {"fillValue": None, "fillValue_base64": "AAA="}):
         r = client.post("/datasets", json={"type": t, "shape": [3], "creationProperties": bad})
         assert r.status_code == 400, (bad, r.text)
     vstr = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}

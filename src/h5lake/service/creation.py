@@ -232,6 +232,8 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
         del out["fillValue"]
         out["fillValueUndefined"] = True
     raw = _fill_bytes(out, type_json)
+    if raw is not None and out.get("fillValueUndefined"):
+        raise InvalidInput("a fill value given as bytes and no fill value (fillValue null) at once")
     if raw is not None:
         # kept as its JSON form, and as its bytes too where that form does not give them back
         shown = array_to_json(bytes_to_array(raw, type_json, ()), type_json)
