@@ -135,3 +135,27 @@ def test_bad_region_reference_objects_are_refused(settings: Settings, new_domain
         r = requests.put(f"{settings.endpoint}/groups/{root}/attributes/a", params={"domain": domain, "replace": 1},
                          json=body, auth=auth, timeout=30)
         assert r.status_code in (200, 201), r.text
+
+
+def test_region_references_h5pyd_wrote_to_a_dataset_export_to_hdf5(tmp_path: Path, settings: Settings, new_domain: Callable[[str], str]) -> None:
+    """h5pyd 1.0 writes a dataset of region references in binary, each in h5json's own binary
+    form (``RegionReference.tobytes``); export stopped at them ("not in h5lake's format")."""
+    domain = new_domain("regiondset")
+    picks = [np.s_[1:3, 2:5], np.s_[[1, 4], [2, 5]], np.s_[0:10:3, 1], np.s_[...], np.s_[2, [1, 3, 8]]]
+    with _open(settings, domain, "w") as f:
+        d = f.create_dataset("d", data=DATA)
+        dt = h5pyd.special_dtype(ref=h5pyd.RegionReference)
+        refs = np.empty(len(picks) + 1, dtype=dt)
+        for i, ix in enumerate(picks):
+            refs[i] = d.regionref[ix]
+        refs[-1] = None
+        f.create_dataset("refs", data=refs)
+    target = tmp_path / "out.h5"
+    export_domain(RestClient(settings, domain), target, workers=2)
+    with h5py.File(target, "r") as f:
+        d, refs = f["d"], f["refs"][...]
+        expect = [DATA[1:3, 2:5], [12, 45], DATA[0:10:3, 1], DATA, DATA[2, [1, 3, 8]]]
+        for ref, want in zip(refs, expect, strict=False):
+            assert f[ref].name == "/d"
+            np.testing.assert_array_equal(np.ravel(d[ref]), np.ravel(want))
+        assert not refs[-1]

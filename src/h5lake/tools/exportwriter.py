@@ -552,7 +552,7 @@ class ExportRefs:
         try:
             blob = h5values.decode_region_blob(value)
         except ValueError:
-            raise ToolError("a region reference is not in h5lake's format (written by another client?)") from None
+            raise ToolError("a region reference is in neither h5lake's form nor h5pyd's (written by another client?)") from None
         target_id = bare_id(blob["id"])
         if not is_valid_id(target_id):
             raise ToolError(f"a region reference names {blob['id']!r}, which is not a dataset id")

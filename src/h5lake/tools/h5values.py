@@ -22,6 +22,7 @@ import functools
 import io
 import itertools
 import math
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -422,8 +423,23 @@ def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
     """h5json's ``Selection.to_dict()``, which h5pyd sends for a selection its region form cannot
     hold (a stepped slice, a slice beside an index list): each dimension a slice, an int or a list;
     the selection is their outer product, slices clipped to the extent as numpy clips them."""
-    if d.get("select_type") == 1:  # h5json's H5S_SEL_ALL
+    kind = d.get("select_type")
+    if kind == _H5JSON_ALL:
         space.select_all()
+        return
+    if kind == _H5JSON_NONE:
+        space.select_none()
+        return
+    if kind == _H5JSON_POINTS:  # paired coordinates: the n-th of every list, an int for all
+        lists = [s["values"] for s in d["slices"] if s["type"] == "list"]
+        n = len(lists[0]) if lists else 1
+        if any(s["type"] == "slice" for s in d["slices"]) or any(len(v) != n for v in lists):
+            raise ValueError("a point selection of h5json's with slices or lists of different lengths")
+        if not n:
+            space.select_none()
+            return
+        points = [[s["values"][i] if s["type"] == "list" else s["value"] for s in d["slices"]] for i in range(n)]
+        space.select_elements(np.array(points, dtype=np.uint64).reshape(n, len(d["slices"])))
         return
     dims = space.shape
     axes: list[list[int]] = []
@@ -446,10 +462,82 @@ def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
 
 
 def decode_region_blob(value: bytes) -> dict[str, Any]:
+    """A region blob as the dict :func:`select_region` takes: h5lake's (JSON), or the binary
+    form h5pyd 1.0 writes to datasets (h5json's ``RegionReference.tobytes``), made the object
+    h5pyd would send for it in JSON (``{"id", "selection_dict"}``). ValueError for anything else."""
+    if value[:4] == _HRRF:
+        return _decode_h5json_blob(value)
     doc = orjson.loads(value)
     if not isinstance(doc, dict) or "id" not in doc:
         raise ValueError("not an h5lake region reference")
     return doc
+
+
+# h5json's binary forms (h5json 2.0, as h5pyd 1.0 writes them): a region reference is b"HRRF",
+# a version byte (1), the dataset id (u16 length, ASCII), its selection (u32 length, bytes) and
+# b"\xff"; a selection is b"HSEL", version (1), class (0: simple), select_type, an integer width
+# code (u16, u32, u64), the rank (u16), the shape, a fields flag (and names), then per dimension
+# a slice (0: start, stop, step), a list (1: u32 count, values) or an int (2: value).
+_HRRF, _HSEL = b"HRRF", b"HSEL"
+_H5JSON_NONE, _H5JSON_POINTS, _H5JSON_ALL = 0, 1, 3
+_WIDTHS = {0: "<u2", 1: "<u4", 2: "<u8"}
+
+
+def _decode_h5json_blob(value: bytes) -> dict[str, Any]:
+    try:
+        if value[4] != 1:
+            raise ValueError(f"h5json region reference version {value[4]}")
+        (id_len,) = struct.unpack_from("<H", value, 5)
+        target = value[7:7 + id_len].decode("ascii")
+        (sel_len,) = struct.unpack_from("<I", value, 7 + id_len)
+        sel = value[11 + id_len:11 + id_len + sel_len]
+        doc: dict[str, Any] = {"id": target if target.startswith("datasets/") else f"datasets/{target}"}
+        if sel:
+            doc["selection_dict"] = _decode_h5json_selection(sel)
+        return doc
+    except (struct.error, IndexError, UnicodeDecodeError, KeyError) as exc:
+        raise ValueError(f"a damaged h5json region reference ({exc})") from None
+
+
+def _decode_h5json_selection(sel: bytes) -> dict[str, Any]:
+    if sel[:4] != _HSEL:
+        raise ValueError("not an h5json selection")
+    version, cls, kind, width, rank = struct.unpack_from("<BBBBH", sel, 4)
+    if version != 1 or cls != 0:
+        raise ValueError(f"h5json selection version {version} class {cls}")
+    dt = np.dtype(_WIDTHS[width])
+    at = 10
+    shape = np.frombuffer(sel, dt, rank, at).tolist()
+    at += dt.itemsize * rank
+    if sel[at]:  # field names (compound members): a region is of whole elements
+        (count,) = struct.unpack_from("<H", sel, at + 1)
+        at += 3
+        for _ in range(count):
+            at += 2 + struct.unpack_from("<H", sel, at)[0]
+    else:
+        at += 1
+    out: dict[str, Any] = {"shape": shape, "select_type": kind}
+    if kind == _H5JSON_ALL:
+        return out
+    slices = []
+    for _ in range(rank):
+        tag = sel[at]
+        at += 1
+        if tag == 0:
+            start, stop, step = np.frombuffer(sel, dt, 3, at).tolist()
+            at += 3 * dt.itemsize
+            slices.append({"type": "slice", "start": start, "stop": stop, "step": step})
+        elif tag == 1:
+            (n,) = struct.unpack_from("<I", sel, at)
+            slices.append({"type": "list", "values": np.frombuffer(sel, dt, n, at + 4).tolist()})
+            at += 4 + n * dt.itemsize
+        elif tag == 2:
+            slices.append({"type": "int", "value": int(np.frombuffer(sel, dt, 1, at)[0])})
+            at += dt.itemsize
+        else:
+            raise ValueError(f"h5json selection dimension kind {tag}")
+    out["slices"] = slices
+    return out
 
 
 def null_reference(region: bool) -> Any:
