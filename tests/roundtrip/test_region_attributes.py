@@ -35,6 +35,7 @@ def _write_with_h5pyd(settings: Settings, domain: str) -> None:
         f.attrs["points"] = d.regionref[[1, 4], [2, 5]]
         f.attrs["stepped"] = d.regionref[0:10:3, 1]  # h5json's selection_dict form
         f.attrs["whole"] = d.regionref[...]
+        f.attrs["empty"] = d.regionref[0:0, :]  # h5json: a block ending before its start, [[0, 0], [-1, 9]]
         f["g"] = f["d"]  # a second name; the references name the dataset by id
         f.attrs.create("two", [d.regionref[0, 0:2], d.regionref[9, 8:]], dtype=h5pyd.special_dtype(ref=h5pyd.RegionReference))
 
@@ -59,6 +60,7 @@ def test_h5pyd_writes_and_reads_region_reference_attributes(settings: Settings, 
         assert two.shape == (2,)
         np.testing.assert_array_equal(np.ravel(d[two[1]]), [98, 99])
         assert f.attrs["stepped"].id == d.id.uuid
+        assert d[f.attrs["empty"]].size == 0
     # in JSON: h5json's object, the id as h5lake names datasets elsewhere
     value = _root_attribute(settings, domain, "box").json()["value"]
     assert value["select_type"] == "H5S_SEL_HYPERSLABS" and value["selection"] == [[[1, 2], [2, 4]]]
@@ -78,6 +80,7 @@ def test_region_references_h5pyd_wrote_export_to_hdf5(tmp_path: Path, settings: 
             assert isinstance(ref, h5r.RegionReference) and f[ref].name in ("/d", "/g"), name
             np.testing.assert_array_equal(np.ravel(d[ref]), np.ravel(expect), err_msg=name)
         np.testing.assert_array_equal(np.ravel(d[f.attrs["two"][0]]), [0, 1])
+        assert d[f.attrs["empty"]].size == 0
 
 
 def test_h5pyd_reads_region_reference_attributes_of_a_loaded_file(tmp_path: Path, settings: Settings, new_domain: Callable[[str], str]) -> None:

@@ -44,9 +44,10 @@ def _dataset_id(value: Any) -> str:
     return f"{Collection.DATASETS.path}/{bare}"
 
 
-def _ints(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
-        raise InvalidInput(f"a region reference's {what} must be a list of non-negative integers")
+def _ints(value: Any, what: str, least: int = 0) -> list[int]:
+    if not isinstance(value, list) or not all(type(v) is int and v >= least for v in value):
+        kind = "non-negative integers" if least == 0 else f"integers of at least {least}"
+        raise InvalidInput(f"a region reference's {what} must be a list of {kind}")
     return value
 
 
@@ -65,7 +66,8 @@ def _check_selection(kind: Any, selection: Any) -> None:
     else:
         if not all(isinstance(b, list) and len(b) == 2 for b in selection):
             raise InvalidInput("a region reference's hyperslab selection must list [start, end] blocks")
-        ranks = {len(_ints(c, "block corners")) for b in selection for c in b}
+        # h5json writes an empty slice as a block ending before its start ([[0], [-1]] for 0:0)
+        ranks = {len(_ints(b[0], "block starts")) for b in selection} | {len(_ints(b[1], "block ends", -1)) for b in selection}
     if len(ranks) > 1 or 0 in ranks:
         raise InvalidInput("a region reference's selection mixes ranks")
 
