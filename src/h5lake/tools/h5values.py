@@ -457,8 +457,8 @@ def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
         stride = tuple(a[1] - a[0] if len(a) > 1 else 1 for a in axes)
         space.select_hyperslab(start, tuple(len(a) for a in axes), stride)
     else:
-        points = np.array(list(itertools.product(*axes)), dtype=np.uint64)
-        space.select_elements(points.reshape(len(points), len(axes)))
+        product = np.array(list(itertools.product(*axes)), dtype=np.uint64)
+        space.select_elements(product.reshape(len(product), len(axes)))
 
 
 def decode_region_blob(value: bytes) -> dict[str, Any]:
