@@ -233,6 +233,37 @@ def test_dataset_initializer_and_fill_values(client: Client) -> None:
     assert client.post("/datasets", json={"type": I32, "shape": [2], "creationProperties": bad}).status_code == 400
 
 
+def test_string_fill_value_bytes_not_utf8_are_kept(client: Client) -> None:
+    """A fixed-string fill value whose bytes are not UTF-8, given as packed bytes (HSDS's
+    ``fillValue_encoding``, the HDF5 REST VOL connector's form, or h5lake's ``fillValue_base64``):
+    kept byte for byte. It was kept as JSON, where they became U+FFFD: a 1-byte string was
+    refused (400, three bytes of U+FFFD do not fit) and a longer one filled with other bytes."""
+    for length, raw in ((1, b"\xff"), (8, b"a\xe9b\xffcd\x00\x00")):
+        t = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": length}
+        given = base64.b64encode(raw).decode()
+        for props in ({"fillValue": given, "fillValue_encoding": "base64"}, {"fillValue": "?", "fillValue_base64": given}):
+            r = client.post("/datasets", json={"type": t, "shape": [3], "creationProperties": props})
+            assert r.status_code == 201, r.text
+            d = r.json()["id"]
+            got = client.get(f"/datasets/{d}/value", headers={"Accept": "application/octet-stream"})
+            assert got.status_code == 200 and got.content == raw * 3
+            shown = client.get(f"/datasets/{d}").json()["creationProperties"]
+            if "fillValue_encoding" in props:
+                assert (shown["fillValue"], shown["fillValue_encoding"]) == (given, "base64")
+            else:  # JSON as attributes show such bytes, the exact bytes beside it
+                assert shown["fillValue"] == raw.rstrip(b"\0").decode("utf-8", "replace")
+                assert shown["fillValue_base64"] == given
+    t = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 2}
+    for bad in ({"fillValue_base64": "!!"}, {"fillValue_base64": base64.b64encode(b"abc").decode()},
+                {"fillValue": "AA==", "fillValue_encoding": "base64", "fillValue_base64": "AAA="},
+                {"fillValue": None, "fillValue_base64": "AAA="}):
+        r = client.post("/datasets", json={"type": t, "shape": [3], "creationProperties": bad})
+        assert r.status_code == 400, (bad, r.text)
+    vstr = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}
+    r = client.post("/datasets", json={"type": vstr, "shape": [3], "creationProperties": {"fillValue_base64": "/w=="}})
+    assert r.status_code == 400, r.text
+
+
 def test_null_space_dataset_and_attribute_shapes(client: Client) -> None:
     r = client.post("/datasets", json={"type": I32, "shape": "H5S_NULL"})
     assert r.status_code == 201

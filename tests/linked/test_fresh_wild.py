@@ -251,22 +251,32 @@ def test_name_longer_than_kept_is_refused_before_sending(what: str, lc: Client, 
 
 
 @pytest.mark.parametrize("size", [1, 16])
-def test_fill_value_string_bytes_not_utf8_are_refused(size: int, lc: Client, sources: Path) -> None:
+def test_fill_value_string_bytes_not_utf8_are_kept(size: int, lc: Client, sources: Path, tmp_path: Path) -> None:
     """A fixed-length string fill value holding bytes that are not UTF-8 (Latin-1 text, a
-    sentinel byte): its JSON form has U+FFFD in their place. A 1-byte string was refused halfway
-    through the upload ("string of 3 bytes is longer than the type's 1", naming neither the
-    dataset nor the cause) and a 16-byte one loaded with another fill value; both are now
-    refused before anything is sent."""
+    sentinel byte), also in a compound: its JSON form has U+FFFD in their place, so it was
+    refused (before anything was sent). It is now sent as its bytes too (``fillValue_base64``)
+    and kept byte for byte: unwritten elements read as them, and export writes them back."""
+    fill = b"\xff" if size == 1 else b"a\xe9b\xffcd"
+    row = np.dtype([("n", "<i4"), ("s", "S3")])
     path = _folder(sources) / "fill_bytes.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("fine", shape=(3,), dtype="S4", fillvalue=b"ok", chunks=(2,))
-        f.create_dataset("latin1", shape=(5,), dtype=f"S{size}", fillvalue=b"\xff" if size == 1 else b"a\xe9b\xffcd", chunks=(2,))
+        f.create_dataset("latin1", shape=(5,), dtype=f"S{size}", fillvalue=fill, chunks=(2,))
+        f["latin1"][0] = b"z"
+        f.create_dataset("rows", shape=(3,), dtype=row, fillvalue=np.array((5, b"\xe9\xe9"), row), chunks=(2,))
     with h5py.File(path, "r") as f:
-        assert f["latin1"].fillvalue == (b"\xff" if size == 1 else b"a\xe9b\xffcd")
+        assert f["latin1"].fillvalue == fill
     client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
-    with pytest.raises(ToolError, match=r"dataset /latin1: its fill value holds string bytes that are not UTF-8"):
-        load_file(path, client, workers=2)
-    assert not client.domain_exists()
+    load_file(path, client, workers=2)
+    with _h5pyd(lc, client.domain) as f:
+        assert f["latin1"][...].tolist() == [b"z"] + [fill] * 4
+        assert [(int(r["n"]), bytes(r["s"])) for r in f["rows"][...]] == [(5, b"\xe9\xe9")] * 3
+        assert f["fine"].fillvalue == b"ok"
+    target = tmp_path / "out.h5"
+    export_domain(client, target, workers=2)
+    with h5py.File(target, "r") as f:
+        assert f["latin1"].fillvalue == fill and f["latin1"][...].tolist() == [b"z"] + [fill] * 4
+        assert f["rows"].fillvalue.tobytes() == np.array((5, b"\xe9\xe9"), row).tobytes()
 
 
 def test_fill_value_nullterm_string_ends_at_its_nul(lc: Client, sources: Path) -> None:
@@ -292,3 +302,35 @@ def test_fill_value_nullterm_string_ends_at_its_nul(lc: Client, sources: Path) -
         dset = f["leftovers"]
         assert dset.fillvalue == b"ab"
         assert dset[...].tolist() == [b"ab"] * 4
+
+
+def test_fill_value_nullterm_string_members_end_at_their_nul(lc: Client, sources: Path) -> None:
+    """As above for the string members of a compound fill value (and the strings of an array
+    member): each ends at its first NUL. The file was refused ("its fill value holds string bytes
+    that are not UTF-8") for the leftovers after the NULs."""
+    path = _folder(sources) / "fill_nullterm_compound.h5"
+    with h5py.File(path, "w") as f:
+        name = h5t.C_S1.copy()
+        name.set_size(6)
+        name.set_strpad(h5t.STR_NULLTERM)
+        codes = h5t.array_create(name, (2,))
+        tid = h5t.create(h5t.COMPOUND, 4 + 6 + 12)
+        tid.insert(b"n", 0, h5t.STD_I32LE)
+        tid.insert(b"name", 4, name)
+        tid.insert(b"codes", 10, codes)
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((2,))
+        fill = (7).to_bytes(4, "little") + b"ab\x00\xff\xfe\x00" + b"x\x00\xe9\xe9\xe9\x00" + b"yz\x00\xff\x00\x00"
+        lib = h5native._lib()
+        assert lib.H5Pset_fill_value(h5native.hid_t(dcpl.id), h5native.hid_t(tid.id), fill) >= 0
+        h5d.create(f.id, b"rows", tid, h5s.create_simple((3,)), dcpl=dcpl)
+    with h5py.File(path, "r") as f:
+        row = f["rows"][0]
+        assert (row["n"], row["name"], row["codes"].tolist()) == (7, b"ab", [b"x", b"yz"])  # HDF5 stops at the NULs
+    client = RestClient(_settings(lc), f"/home/test_user1/{uuid.uuid4().hex[:10]}-fill.h5")
+    load_file(path, client, workers=2)
+    with _h5pyd(lc, client.domain) as f:
+        rows = f["rows"][...]
+        assert [(int(r["n"]), bytes(r["name"]), [bytes(c) for c in r["codes"]]) for r in rows] == [(7, b"ab", [b"x", b"yz"])] * 3
+        fill = f["rows"].fillvalue
+        assert (int(fill["n"]), bytes(fill["name"])) == (7, b"ab")

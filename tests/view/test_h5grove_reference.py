@@ -24,7 +24,7 @@ import requests
 import tifffile
 from h5grove.content import DatasetContent, get_content_from_file
 from h5grove.encoders import encode
-from h5py import h5d, h5s, h5t
+from h5py import h5a, h5d, h5s, h5t
 from tests.conftest import auth
 from tests.support.server import USERS
 from tests.view.conftest import ViewDomain
@@ -204,6 +204,15 @@ def make_unusual(path: Path) -> Path:
             d = h5d.create(f.id, name.encode(), t, h5s.create_simple((3,)))
             d.write(h5s.ALL, h5s.ALL, np.frombuffer(bytes(range(3 * n)), f"V{n}"), mtype=t)  # the file's bytes, unconverted
         f["ldouble2d"] = (np.arange(12).reshape(3, 4) / 7).astype(np.longdouble)
+        wide = h5t.STD_I64LE.copy()
+        wide.set_size(16)
+        row = h5t.create(h5t.COMPOUND, 4 + 16)
+        row.insert(b"n", 0, h5t.STD_I32LE)
+        row.insert(b"wide", 4, wide)
+        d = h5d.create(f.id, b"rows", row, h5s.create_simple((2,)))
+        d.write(h5s.ALL, h5s.ALL, np.frombuffer(bytes(range(40)), "V20"), mtype=row)
+        a = h5a.create(d, b"when", h5t.UNIX_D32LE, h5s.create_simple((2,)))
+        a.write(np.frombuffer(bytes(range(8)), "V4"), mtype=h5t.UNIX_D32LE)
     return path
 
 
@@ -235,6 +244,28 @@ def test_types_h5grove_cannot_read_are_opaque(unusual: ViewDomain, path: str, si
         dsid.read(h5s.ALL, h5s.ALL, want, mtype=dsid.get_type().copy())
     assert body.status_code == 200 and body.content == want.tobytes()
     assert get(unusual, "stats", path=path).status_code == 422
+
+
+def test_members_and_attributes_h5grove_cannot_read_are_opaque(unusual: ViewDomain) -> None:
+    """The same types as a compound member and as an attribute: h5grove fails on the path (its
+    ``meta`` lists attribute types; ``attr`` reads the values); h5lake describes them as opaque and
+    gives attribute values in base64, as for opaque attributes, and no other answer fails."""
+    with pytest.raises(TypeError):
+        reference(unusual.file, "/rows", "meta")
+    meta = get(unusual, "meta", path="/rows").json()
+    assert meta["type"]["members"][1] == {"name": "wide", "class": 5, "dtype": "|V16", "size": 16, "tag": ""}
+    assert meta["attributes"] == [{"name": "when", "shape": [2], "type": {"class": 5, "dtype": "|V4", "size": 4, "tag": ""}}]
+    attr = get(unusual, "attr", path="/rows")
+    assert attr.status_code == 200 and attr.json() == {"when": ["AAECAw==", "BAUGBw=="]}
+    body = get(unusual, "data", path="/rows", format="bin")
+    assert body.status_code == 200 and body.content == bytes(range(40))
+    for fmt in ("npy", "csv", "tiff"):
+        assert get(unusual, "data", path="/rows", format=fmt).status_code == 422
+    assert get(unusual, "data", path="/rows", dtype="safe").status_code == 422
+    assert get(unusual, "stats", path="/rows").status_code == 422
+    with pytest.raises(TypeError):  # h5grove's listing of the group describes each child's type
+        reference(unusual.file, "/", "meta")
+    assert get(unusual, "meta", path="/").status_code == 200
 
 
 def test_tiff_of_a_long_double_is_its_float64_values(unusual: ViewDomain) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.errors import InvalidInput
+from h5lake.model import regionrefs
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.types import (
     INT_BASES,
@@ -343,8 +344,10 @@ def _read_obj_ref(v: Any) -> bytes:
 def _read_region_ref(v: Any) -> bytes:
     if v is None or v == "":
         return b""  # the null reference
+    if isinstance(v, dict):
+        return regionrefs.blob_of_json(v)  # h5json's object form, as h5pyd 1.0 sends it
     if not isinstance(v, str):
-        raise InvalidInput(f"expected a base64 string for a region reference, got {_brief(v)}")
+        raise InvalidInput(f"expected a region reference object or base64 blob, got {_brief(v)}")
     try:
         return base64.b64decode(v, validate=True)
     except (binascii.Error, ValueError):
@@ -397,6 +400,13 @@ def _vlen_reader(base: TypeJson) -> Reader:
         return _from_json(v, base, (len(v),))
 
     return read
+
+
+EXACT_FILL = "fillValue_base64"
+"""The creation property holding a fill value's packed bytes in base64, kept beside
+``fillValue`` where its JSON form does not give them back (string bytes that are not UTF-8,
+shown as U+FFFD; a NaN's payload): the chunk engine, the answers in base64 and the export use
+them, and ``fillValue`` is then only shown (docs/api.md)."""
 
 
 def fill_value_array(t: TypeJson, fill_json: Any = None) -> np.ndarray[Any, Any]:

@@ -256,6 +256,19 @@ def is_variable(t: TypeJson) -> bool:
             return False
 
 
+def holds_region_reference(t: TypeJson) -> bool:
+    """True if a region reference is an element of ``t`` or nested in it (compound, array, vlen)."""
+    match type_class(t):
+        case TypeClass.REFERENCE:
+            return bool(t["base"] == RefKind.REGION)
+        case TypeClass.ARRAY | TypeClass.VLEN:
+            return holds_region_reference(t["base"])
+        case TypeClass.COMPOUND:
+            return any(holds_region_reference(f["type"]) for f in t["fields"])
+        case _:
+            return False
+
+
 def is_bool(t: TypeJson) -> bool:
     """True for h5py's bool convention, stored as ``numpy.bool_``: an enum over a one-byte
     signed integer whose members are exactly ``FALSE=0`` and ``TRUE=1``, in either order."""

@@ -5,8 +5,9 @@ an array nested lists; a compound element is a list of its fields (a dict keyed 
 accepted too); an enum is its int (a member name is accepted too) and a bool ``true``/``false``;
 an H5T_ARRAY element is a nested list and a vlen a list; an object reference is its id, bare
 (``g-...``) or prefixed (``groups/g-...``), kept as sent, with ``""`` or null for a null
-reference; a region reference is its opaque blob (the binary element, see :mod:`vlen`) in base64,
-null for a null reference; an opaque element is base64 (``""`` when all zero, as h5json writes it); integers are
+reference; a region reference is h5json's object (``{"id", "select_type", "selection"}``,
+:mod:`regionrefs`) where its blob is h5lake's, else its opaque blob (the binary element, see
+:mod:`vlen`) in base64, null for a null reference; an opaque element is base64 (``""`` when all zero, as h5json writes it); integers are
 exact, uint64 included. A float that is not finite is written as ``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"`` (the form documents keep: strict JSON has no such numbers); REST answers carry
 them as HSDS does, bare or null (:mod:`h5lake.api.nonfinite`, :func:`map_non_finite`). Both
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.errors import InvalidInput
-from h5lake.model import vlen
+from h5lake.model import regionrefs, vlen
 from h5lake.model.fromjson import shape_of
 from h5lake.model.types import (
     NUMERIC_CLASSES,
@@ -135,11 +136,11 @@ def _write_obj_ref(x: Any) -> str:
     return bytes(x).rstrip(b"\0").decode("ascii", "replace")
 
 
-def _write_region_ref(x: Any) -> str | None:
+def _write_region_ref(x: Any) -> dict[str, Any] | str | None:
     if x is None or (isinstance(x, int) and x == 0) or x == b"":
         return None  # the null reference
     if isinstance(x, bytes | bytearray | memoryview | np.bytes_):
-        return base64.b64encode(bytes(x)).decode("ascii")
+        return regionrefs.json_of_blob(bytes(x))
     raise InvalidInput(f"expected a region reference blob, got {type(x).__name__}")
 
 

@@ -28,7 +28,15 @@ from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
 from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
-from h5lake.model.types import CharSet, TypeClass, client_type, empty_array, item_size, type_class
+from h5lake.model.types import (
+    CharSet,
+    TypeClass,
+    client_type,
+    empty_array,
+    holds_region_reference,
+    item_size,
+    type_class,
+)
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
@@ -291,10 +299,24 @@ def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool
             out["value"] = base64.b64encode(attribute_bytes(attr)).decode()
             out["encoding"] = "base64"
         else:
-            out["value"] = value
+            out["value"] = shown_value(attr)
             if "value_base64" in attr:
                 out["value_base64"] = attr["value_base64"]
     return out
+
+
+def shown_value(attr: Doc) -> Any:
+    """An attribute's stored JSON value with its region references in h5json's object form,
+    which h5pyd 1.0 reads: attributes stored before that form was answered keep them as base64
+    blobs (docs/fidelity.md, "Region references")."""
+    value, type_json, shape = attr.get("value"), attr.get("type"), attr.get("shape")
+    if value is None or not isinstance(type_json, dict) or not holds_region_reference(type_json):
+        return value
+    dims = tuple(shape.get("dims") or ()) if isinstance(shape, dict) else ()
+    try:
+        return array_to_json(json_to_array(value, type_json, dims), type_json)
+    except InvalidInput:  # as stored: shown as it is
+        return value
 
 
 def attribute_bytes(attr: Doc) -> bytes:

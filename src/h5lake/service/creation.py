@@ -11,7 +11,7 @@ from typing import Any
 from h5lake.chunks.filters import FilterId, FilterPipeline
 from h5lake.chunks.layout import pipeline_item_size
 from h5lake.errors import InvalidInput
-from h5lake.model.fromjson import json_to_array
+from h5lake.model.fromjson import EXACT_FILL, json_to_array
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape
 from h5lake.model.shapes import Space, SpaceClass
 from h5lake.model.types import is_variable, to_dtype
@@ -168,14 +168,43 @@ def group_creation_properties(props: Any) -> Doc | str:
 
 def answered_creation_properties(props: Any, type_json: Any) -> Any:
     """A dataset's stored creation properties as answered: a fill value given in base64
-    (``fillValue_encoding``) in that form again, the packed bytes of its stored JSON value."""
+    (``fillValue_encoding``) in that form again, its exact bytes (``fillValue_base64``) or the
+    packed bytes of its stored JSON value."""
     if not isinstance(props, dict) or props.get("fillValue_encoding") != "base64":
         return props
     fill = props.get("fillValue")
     if fill is None or not isinstance(type_json, dict):
         return props
-    raw = array_to_bytes(json_to_array(fill, type_json, ()), type_json)
-    return {**props, "fillValue": base64.b64encode(raw).decode("ascii")}
+    exact = props.get(EXACT_FILL)
+    out = {k: v for k, v in props.items() if k != EXACT_FILL}
+    out["fillValue"] = exact if exact is not None else base64.b64encode(array_to_bytes(json_to_array(fill, type_json, ()), type_json)).decode("ascii")
+    return out
+
+
+def _fill_bytes(out: Doc, type_json: Doc) -> bytes | None:
+    """The fill value given as packed bytes: HSDS's ``fillValue`` with ``fillValue_encoding``
+    ``base64``, or h5lake's ``fillValue_base64`` (then ``fillValue`` is only what a client shows);
+    None for a fill value given as JSON."""
+    encoding = out.pop("fillValue_encoding", None)
+    if encoding not in (None, "None", "base64"):
+        raise InvalidInput(f"fillValue_encoding must be base64, got {encoding!r}")
+    exact = out.pop(EXACT_FILL, None)
+    if exact is not None and encoding == "base64":
+        raise InvalidInput(f"give the fill value's bytes either as {EXACT_FILL} or with fillValue_encoding, not both")
+    text = exact if exact is not None else out.get("fillValue") if encoding == "base64" else None
+    if text is None:
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        raise InvalidInput(f"{EXACT_FILL if exact is not None else 'fillValue'} is not valid base64") from None
+    if is_variable(type_json):
+        raise InvalidInput("a base64 fill value needs a fixed-size type")
+    if encoding == "base64":
+        # kept as a mark: the fill value is answered in the form it was given (HSDS keeps the
+        # base64 text; the HDF5 REST VOL connector decodes nothing else)
+        out["fillValue_encoding"] = "base64"
+    return raw
 
 
 def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[int] | None = None) -> Doc:
@@ -202,21 +231,20 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
         # h5lake's mark for it, so the answer holds no null it would take for a base64 text
         del out["fillValue"]
         out["fillValueUndefined"] = True
-    encoding = out.pop("fillValue_encoding", None)
-    if encoding not in (None, "None", "base64"):
-        raise InvalidInput(f"fillValue_encoding must be base64, got {encoding!r}")
-    if encoding == "base64" and out.get("fillValue") is not None:
-        # HSDS's form: the fill value's packed bytes in base64; kept as its JSON form
+    raw = _fill_bytes(out, type_json)
+    if raw is not None and out.get("fillValueUndefined"):
+        raise InvalidInput("a fill value given as bytes and no fill value (fillValue null) at once")
+    if raw is not None:
+        # kept as its JSON form, and as its bytes too where that form does not give them back
+        shown = array_to_json(bytes_to_array(raw, type_json, ()), type_json)
+        out["fillValue"] = shown
         try:
-            raw = base64.b64decode(out["fillValue"], validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise InvalidInput("fillValue is not valid base64") from None
-        if is_variable(type_json):
-            raise InvalidInput("a base64 fillValue needs a fixed-size type")
-        out["fillValue"] = array_to_json(bytes_to_array(raw, type_json, ()), type_json)
-        # kept as a mark: the fill value is answered in the form it was given (HSDS keeps the
-        # base64 text; the HDF5 REST VOL connector decodes nothing else), stored as JSON
-        out["fillValue_encoding"] = "base64"
+            exact = array_to_bytes(json_to_array(shown, type_json, ()), type_json) == raw
+        except InvalidInput:  # U+FFFD longer than the string's room
+            exact = False
+        if not exact:
+            out[EXACT_FILL] = base64.b64encode(raw).decode("ascii")
+            return out
     if out.get("fillValue") is not None:
         # kept in its canonical JSON form: a NaN from a Python client is stored as "NaN", which
         # strict JSON (our documents) can hold, instead of becoming null

@@ -19,7 +19,7 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
-from h5lake.service.attributes import ordered_attributes, parse_attributes
+from h5lake.service.attributes import ordered_attributes, parse_attributes, shown_value
 from h5lake.service.context import Caller, Service
 from h5lake.service.creation import answered_creation_properties, group_creation_properties
 from h5lake.service.documents import ENTRY_BYTES, Doc
@@ -51,9 +51,16 @@ def object_json(
         out["type"] = client_type(out["type"])
     if include_attrs:
         attrs = ordered_attributes(doc.get("attributes", {}), create_order)
-        out["attributes"] = {name: {**a, "type": client_type(a.get("type"))} for name, a in attrs}
+        out["attributes"] = {name: _shown_attribute(a) for name, a in attrs}
     out["domain"] = domain.path
     return out
+
+
+def _shown_attribute(a: Doc) -> Doc:
+    shown = {**a, "type": client_type(a.get("type"))}
+    if "value" in a:
+        shown["value"] = shown_value(a)
+    return shown
 
 
 async def shown_object(

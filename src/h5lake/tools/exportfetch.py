@@ -7,6 +7,7 @@ import base64
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.layout import native_layout
 from h5lake.model.links import LinkClass
 from h5lake.model.values import array_to_json, bytes_to_array
@@ -51,9 +52,10 @@ class Fetcher:
             doc["creationProperties"] = {}
         elif props.get("fillValue_encoding") == "base64" and isinstance(props.get("fillValue"), str) \
                 and isinstance(doc.get("type"), dict):
-            t = doc["type"]  # a fill value answered as its packed bytes in base64
+            t = doc["type"]  # a fill value answered as its packed bytes in base64: kept as such
             raw = base64.b64decode(props["fillValue"])
-            doc["creationProperties"] = {**props, "fillValue": array_to_json(bytes_to_array(raw, t, ()), t)}
+            doc["creationProperties"] = {**props, "fillValue": array_to_json(bytes_to_array(raw, t, ()), t),
+                                         EXACT_FILL: props["fillValue"]}
         return doc
 
     def _attributes(self, col: str, obj_id: str, listed: Any) -> Doc:

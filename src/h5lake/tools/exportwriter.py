@@ -18,7 +18,7 @@ import numpy as np
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.chunks.filters import KNOWN_FILTER_IDS
-from h5lake.model.fromjson import fill_value_array, json_to_array
+from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
 from h5lake.model.layout import guess_chunk_shape
 from h5lake.model.links import LinkClass
@@ -304,6 +304,8 @@ class Writer:
         parts or references) as a one-element array h5py converts."""
         if props.get("fillValue") is None:
             return None
+        if props.get(EXACT_FILL) is not None and h5values.is_raw(t):  # bytes its JSON form does not keep
+            return h5values.wire_to_raw(base64.b64decode(props[EXACT_FILL]), t)
         arr = json_to_array(props["fillValue"], t, ())
         if type_class(t) is TypeClass.REFERENCE and t["base"] == "H5T_STD_REF_OBJ":
             # an hobj_ref_t is the address of the object's header (h5py's Reference objects
@@ -448,6 +450,8 @@ class Writer:
 
     def _fill_wire(self, t: TypeJson, props: Doc) -> bytes:
         try:
+            if props.get(EXACT_FILL) is not None:
+                return base64.b64decode(props[EXACT_FILL])
             return array_to_bytes(fill_value_array(t, props.get("fillValue")), t)
         except Exception:  # noqa: BLE001 - an odd fill value only disables the shortcut
             return b"\x00\x00\x00\x00" if is_variable(t) else b"\x00"
@@ -548,7 +552,7 @@ class ExportRefs:
         try:
             blob = h5values.decode_region_blob(value)
         except ValueError:
-            raise ToolError("a region reference is not in h5lake's format (written by another client?)") from None
+            raise ToolError("a region reference is in neither h5lake's form nor h5pyd's (written by another client?)") from None
         target_id = bare_id(blob["id"])
         if not is_valid_id(target_id):
             raise ToolError(f"a region reference names {blob['id']!r}, which is not a dataset id")

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import math
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -393,9 +395,13 @@ def region_blob(target_id: str, space: Any) -> bytes:
 
 
 def select_region(space: Any, blob: dict[str, Any]) -> None:
-    """Make ``space`` (the target dataset's dataspace) select what a region blob describes."""
+    """Make ``space`` (the target dataset's dataspace) select what a region blob describes: one
+    h5lake load made, or h5json's object as h5pyd sends it (docs/fidelity.md), which may have no
+    selection (the whole dataset) or a ``selection_dict``."""
     kind = blob.get("select_type")
-    if kind == "H5S_SEL_ALL":
+    if "selection_dict" in blob:
+        _select_h5json_dict(space, blob["selection_dict"])
+    elif kind is None or kind == "H5S_SEL_ALL":
         space.select_all()
     elif kind == "H5S_SEL_NONE":
         space.select_none()
@@ -407,16 +413,131 @@ def select_region(space: Any, blob: dict[str, Any]) -> None:
         space.select_none()
         for lo, hi in blob["selection"]:
             size = tuple(h - l + 1 for l, h in zip(lo, hi, strict=True))
-            space.select_hyperslab(tuple(lo), (1,) * len(lo), None, size, op=h5s.SELECT_OR)
+            if min(size) > 0:  # h5json writes an empty slice as a block ending before its start
+                space.select_hyperslab(tuple(lo), (1,) * len(lo), None, size, op=h5s.SELECT_OR)
     else:
         raise ValueError(f"unknown region selection {kind!r}")
 
 
+def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
+    """h5json's ``Selection.to_dict()``, which h5pyd sends for a selection its region form cannot
+    hold (a stepped slice, a slice beside an index list): each dimension a slice, an int or a list;
+    the selection is their outer product, slices clipped to the extent as numpy clips them."""
+    kind = d.get("select_type")
+    if kind == _H5JSON_ALL:
+        space.select_all()
+        return
+    if kind == _H5JSON_NONE:
+        space.select_none()
+        return
+    if kind == _H5JSON_POINTS:  # paired coordinates: the n-th of every list, an int for all
+        lists = [s["values"] for s in d["slices"] if s["type"] == "list"]
+        n = len(lists[0]) if lists else 1
+        if any(s["type"] == "slice" for s in d["slices"]) or any(len(v) != n for v in lists):
+            raise ValueError("a point selection of h5json's with slices or lists of different lengths")
+        if not n:
+            space.select_none()
+            return
+        points = [[s["values"][i] if s["type"] == "list" else s["value"] for s in d["slices"]] for i in range(n)]
+        space.select_elements(np.array(points, dtype=np.uint64).reshape(n, len(d["slices"])))
+        return
+    dims = space.shape
+    axes: list[list[int]] = []
+    for s, extent in zip(d["slices"], dims, strict=True):
+        if s["type"] == "slice":
+            axes.append(list(range(s["start"], min(s["stop"], extent), s["step"])))
+        elif s["type"] == "int":
+            axes.append([s["value"]])
+        else:
+            axes.append(list(s["values"]))
+    if not all(axes):
+        space.select_none()
+    elif all(s["type"] != "list" for s in d["slices"]):
+        start = tuple(a[0] for a in axes)
+        stride = tuple(a[1] - a[0] if len(a) > 1 else 1 for a in axes)
+        space.select_hyperslab(start, tuple(len(a) for a in axes), stride)
+    else:
+        product = np.array(list(itertools.product(*axes)), dtype=np.uint64)
+        space.select_elements(product.reshape(len(product), len(axes)))
+
+
 def decode_region_blob(value: bytes) -> dict[str, Any]:
+    """A region blob as the dict :func:`select_region` takes: h5lake's (JSON), or the binary
+    form h5pyd 1.0 writes to datasets (h5json's ``RegionReference.tobytes``), made the object
+    h5pyd would send for it in JSON (``{"id", "selection_dict"}``). ValueError for anything else."""
+    if value[:4] == _HRRF:
+        return _decode_h5json_blob(value)
     doc = orjson.loads(value)
     if not isinstance(doc, dict) or "id" not in doc:
         raise ValueError("not an h5lake region reference")
     return doc
+
+
+# h5json's binary forms (h5json 2.0, as h5pyd 1.0 writes them): a region reference is b"HRRF",
+# a version byte (1), the dataset id (u16 length, ASCII), its selection (u32 length, bytes) and
+# b"\xff"; a selection is b"HSEL", version (1), class (0: simple), select_type, an integer width
+# code (u16, u32, u64), the rank (u16), the shape, a fields flag (and names), then per dimension
+# a slice (0: start, stop, step), a list (1: u32 count, values) or an int (2: value).
+_HRRF, _HSEL = b"HRRF", b"HSEL"
+_H5JSON_NONE, _H5JSON_POINTS, _H5JSON_ALL = 0, 1, 3
+_WIDTHS = {0: "<u2", 1: "<u4", 2: "<u8"}
+
+
+def _decode_h5json_blob(value: bytes) -> dict[str, Any]:
+    try:
+        if value[4] != 1:
+            raise ValueError(f"h5json region reference version {value[4]}")
+        (id_len,) = struct.unpack_from("<H", value, 5)
+        target = value[7:7 + id_len].decode("ascii")
+        (sel_len,) = struct.unpack_from("<I", value, 7 + id_len)
+        sel = value[11 + id_len:11 + id_len + sel_len]
+        doc: dict[str, Any] = {"id": target if target.startswith("datasets/") else f"datasets/{target}"}
+        if sel:
+            doc["selection_dict"] = _decode_h5json_selection(sel)
+        return doc
+    except (struct.error, IndexError, UnicodeDecodeError, KeyError) as exc:
+        raise ValueError(f"a damaged h5json region reference ({exc})") from None
+
+
+def _decode_h5json_selection(sel: bytes) -> dict[str, Any]:
+    if sel[:4] != _HSEL:
+        raise ValueError("not an h5json selection")
+    version, cls, kind, width, rank = struct.unpack_from("<BBBBH", sel, 4)
+    if version != 1 or cls != 0:
+        raise ValueError(f"h5json selection version {version} class {cls}")
+    dt = np.dtype(_WIDTHS[width])
+    at = 10
+    shape = np.frombuffer(sel, dt, rank, at).tolist()
+    at += dt.itemsize * rank
+    if sel[at]:  # field names (compound members): a region is of whole elements
+        (count,) = struct.unpack_from("<H", sel, at + 1)
+        at += 3
+        for _ in range(count):
+            at += 2 + struct.unpack_from("<H", sel, at)[0]
+    else:
+        at += 1
+    out: dict[str, Any] = {"shape": shape, "select_type": kind}
+    if kind == _H5JSON_ALL:
+        return out
+    slices = []
+    for _ in range(rank):
+        tag = sel[at]
+        at += 1
+        if tag == 0:
+            start, stop, step = np.frombuffer(sel, dt, 3, at).tolist()
+            at += 3 * dt.itemsize
+            slices.append({"type": "slice", "start": start, "stop": stop, "step": step})
+        elif tag == 1:
+            (n,) = struct.unpack_from("<I", sel, at)
+            slices.append({"type": "list", "values": np.frombuffer(sel, dt, n, at + 4).tolist()})
+            at += 4 + n * dt.itemsize
+        elif tag == 2:
+            slices.append({"type": "int", "value": int(np.frombuffer(sel, dt, 1, at)[0])})
+            at += dt.itemsize
+        else:
+            raise ValueError(f"h5json selection dimension kind {tag}")
+    out["slices"] = slices
+    return out
 
 
 def null_reference(region: bool) -> Any:

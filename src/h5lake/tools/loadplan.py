@@ -17,11 +17,11 @@ from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
 from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.errors import InvalidInput
-from h5lake.model.fromjson import json_to_array
+from h5lake.model.fromjson import EXACT_FILL, json_to_array
 from h5lake.model.ids import Collection
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import CharSet, TypeJson
+from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
 from h5lake.tools import h5native, h5values
 from h5lake.tools import link as linking
@@ -315,8 +315,10 @@ class Planner:
         node.type = type_json(tid)
         node.committed = self._committed(tid)
         node.space, dims = space_json(dsid.get_space())
-        fill_json = self._fill_value(dsid, tid, node)
+        fill_json, fill_bytes = self._fill_value(dsid, tid, node)
         node.props = dataset_properties(dsid, fill_json, self.notes)
+        if fill_bytes is not None:
+            node.props[EXACT_FILL] = fill_bytes
         if "externalStorage" in node.props.get("layout", {}):
             files = node.props["layout"]["externalStorage"]
             gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
@@ -344,21 +346,23 @@ class Planner:
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
 
-    def _fill_value(self, dsid: Any, tid: Any, node: Node) -> Any:
+    def _fill_value(self, dsid: Any, tid: Any, node: Node) -> tuple[Any, str | None]:
+        """The fill value's JSON form, and its packed bytes in base64 where that form does not
+        give them back (string bytes that are not UTF-8), which the server then keeps."""
         t = node.type
         assert t is not None
         dcpl = dsid.get_create_plist()
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
-            return None
+            return None, None
         if h5values.is_raw(t):
             try:
                 wire = _nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
                 value = array_to_json(bytes_to_array(wire, t, ()), t)
             except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
                 raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
-            if not _fill_json_is_exact(value, t, wire):  # it was sent altered, or refused mid-upload
-                raise Unrepresentable("its fill value holds string bytes that are not UTF-8, which a fill value (kept as JSON) cannot hold")
-            return value
+            if not _fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
+                return value, base64.b64encode(wire).decode("ascii")
+            return value, None
         try:
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
@@ -367,8 +371,8 @@ class Planner:
                 value = array_to_json(h5values.to_model(arr, t, fill).reshape(()), t)
                 if fill.found:  # the ids are chosen by the upload: it makes the JSON again with them
                     node.fill_refs = arr
-                return value
-            return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t)
+                return value, None
+            return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t), None
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
 
@@ -387,10 +391,28 @@ def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
 
 def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
     """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
-    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed."""
-    if t.get("class") == "H5T_STRING" and t.get("strPad") == "H5T_STR_NULLTERM" and isinstance(t.get("length"), int):
-        return wire.split(b"\0", 1)[0].ljust(len(wire), b"\0")
-    return wire
+    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed,
+    also in the members of compounds and the elements of arrays (one element, packed)."""
+    buf = bytearray(wire)
+    _cut_strings(buf, t, 0)
+    return bytes(buf)
+
+
+def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
+    match type_class(t):
+        case TypeClass.STRING if t.get("strPad") == StrPad.NULLTERM and isinstance(t.get("length"), int):
+            end = at + t["length"]
+            nul = buf.find(b"\0", at, end)
+            if nul >= 0:
+                buf[nul:end] = bytes(end - nul)
+        case TypeClass.COMPOUND:
+            for f in t["fields"]:
+                _cut_strings(buf, f["type"], at)
+                at += wire_dtype(f["type"]).itemsize
+        case TypeClass.ARRAY:
+            size = wire_dtype(t["base"]).itemsize
+            for k in range(math.prod(t["dims"])):
+                _cut_strings(buf, t["base"], at + k * size)
 
 
 def _check_name_length(what: str, name: str) -> None:
