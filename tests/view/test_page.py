@@ -528,3 +528,16 @@ def test_scalar_that_cannot_be_read_says_why(browser: Browser, view_domain: View
     page.wait_for_load_state("networkidle")
     assert errors == []
     page.context.close()
+
+
+def test_long_double_reads_as_numbers(browser: Browser, h5web_domain: ViewDomain) -> None:
+    """A long double dataset (kept as an opaque carrier of HDF5's float) shows the numbers h5py
+    reads, not the carrier's bytes in base64."""
+    page = open_page(browser)
+    visit(page, h5web_domain, "/data/ldouble")
+    cells = page.locator("table#values tbody td")
+    expected = h5(h5web_domain, "/data/ldouble")
+    expect(cells).to_have_count(expected.size)
+    got = [float(t) for t in cells.all_inner_texts()]
+    np.testing.assert_allclose(got, expected.astype(np.float64), rtol=1e-6)
+    page.context.close()
