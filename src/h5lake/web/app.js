@@ -347,7 +347,8 @@ function status(text) {
 function modeText(h) {
   const what = { full: 'every value', mean: 'block means', minmax: 'min/max per pixel', stride: 'sampled' }[h.mode];
   const step = h.step.some((s) => s > 1) ? `, step ${h.step.join(' × ')}` : '';
-  return `${what}${step} — ${bytes(h.bytes)} transferred`;
+  const gaps = h.mode === 'stride' ? ' (too large to read whole: values between samples are not shown; zoom in)' : '';
+  return `${what}${step}${gaps} — ${bytes(h.bytes)} transferred`;
 }
 
 async function showLine({ domain, path, dims, host }) {
