@@ -32,6 +32,15 @@ def test_min_max_keeps_the_envelope_in_index_order() -> None:
     assert np.nanmax(y) == 50.0
 
 
+def test_min_max_of_integers_nan_bins_and_a_short_last_bin() -> None:
+    ints = np.array([5, -3, 7, 7, 2, 9, -1], dtype="i2")
+    x, y = min_max(ints, 3)
+    assert x.tolist() == [1, 2, 4, 5, 6, 6] and y.tolist() == [-3, 7, 2, 9, -1, -1]
+    floats = np.array([np.nan, np.nan, 1.0, np.inf, -np.inf, np.nan])
+    x, y = min_max(floats, 2)
+    assert np.isnan(y[:2]).all() and y[2:].tolist() == [1.0, np.inf, -np.inf, -np.inf]
+
+
 def test_block_mean_matches_numpy_and_skips_nan() -> None:
     data = np.arange(7 * 9, dtype="f4").reshape(7, 9)
     got = block_mean(data, (3, 4))

@@ -17,6 +17,8 @@ from tests.conftest import auth
 from tests.support.h5web_file import make_file as make_h5web_file
 from tests.support.server import USERS
 
+LONG_SPIKES = [3_333_337, 6_666_673]
+
 
 def make_file(path: Path) -> Path:
     with h5py.File(path, "w") as f:
@@ -50,6 +52,20 @@ def make_file(path: Path) -> Path:
         photo.attrs["CLASS"] = np.bytes_("IMAGE")  # HDF5's image convention, as h5py users write it
         photo.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
         f.create_dataset("matrix", data=np.arange(12 * 130, dtype="i4").reshape(12, 130))
+        # 10^7 points (76 MiB, more than one read takes whole) with spikes no stride lands on
+        long = np.tile(np.sin(np.linspace(0, 2 * np.pi, 1000, endpoint=False)), 10_000)
+        long[LONG_SPIKES] = (1000.0, -800.0)
+        long[1_234_567] = np.inf
+        long[5_000_000:5_020_000] = np.nan
+        f.create_dataset("long", data=long, chunks=(1 << 20,), compression="gzip", compression_opts=1, shuffle=True)
+        for name, values in (("photo16", rows * 256 + cols), ("photo_i8", rows - 128), ("photo_f", rows / 255.0)):
+            # true-colour images of other types: 16-bit, signed 8-bit, floats
+            planes = np.stack([values, np.flip(values, axis=1), np.full((20, 30), values.max())], axis=-1)
+            dtype = {"photo16": "u2", "photo_i8": "i1", "photo_f": "f4"}[name]
+            image = f.create_dataset(name, data=planes.astype(dtype))
+            image.attrs["CLASS"] = np.bytes_("IMAGE")
+            image.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
+        f.create_dataset("big_scalar", shape=(), dtype=("f8", (1500, 1500)))  # one 18 MB value: too big to show
         many = f.create_group("many")  # more members than the tree shows open
         for i in range(150):
             many.create_group(f"m{i:03d}")

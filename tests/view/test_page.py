@@ -7,6 +7,7 @@ saved under the pytest temporary directory (the path is printed; ``-s`` shows it
 from __future__ import annotations
 
 import io
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,7 +91,7 @@ def test_folder_listing_shows_owner_and_size(browser: Browser, view_domain: View
     name = view_domain.domain.rsplit("/", 1)[-1]
     row = page.locator("#folder tr", has_text=name)
     expect(row).to_contain_text("test_user1")
-    expect(row).to_contain_text("KiB")
+    expect(row).to_contain_text(re.compile(r"\d (KiB|MiB)"))
     row.locator("a").click()
     expect(page.locator("#tree .node[data-path='/images/cube']")).to_be_visible()
     page.screenshot(path=shots / "folder.png")
@@ -400,4 +401,144 @@ def test_tree_keys_move_open_and_close(browser: Browser, view_domain: ViewDomain
     before = "/" + names[names.index("images") - 1]  # the member listed above /images
     expect(page.locator("h2")).to_contain_text(before)
     expect(page.locator("#tree .node.selected")).to_have_attribute("data-path", before)
+    page.context.close()
+
+
+def test_long_series_keeps_its_spikes(browser: Browser, view_domain: ViewDomain) -> None:
+    """A 10^7-point series (76 MiB) opens as the minimum and maximum of each pixel's share, so
+    one-sample spikes between any stride's samples show; infinities and NaN still leave gaps
+    (the value axis spans the finite values) and the answer stays small."""
+    page = open_page(browser)
+    with page.expect_response(lambda r: "/view/api/preview" in r.url) as answer:
+        visit(page, view_domain, "/long")
+    plot = page.locator("#lineplot")
+    expect(plot).to_have_attribute("data-mode", "minmax")
+    expect(page.locator(".status").first).to_contain_text("min/max per pixel")
+    series = h5(view_domain, "/long")
+    finite = series[np.isfinite(series)]
+    low, high = (float(v) for v in str(plot.get_attribute("data-y-range")).split(","))
+    assert low <= finite.min() and finite.max() <= high and high - low <= 2 * (finite.max() - finite.min())
+    assert len(answer.value.body()) < 64 * 1024
+    page.context.close()
+
+
+def test_long_series_envelope_is_exact(view_domain: ViewDomain) -> None:
+    """The reduced series (read in windows on the server) is each bin's minimum and maximum,
+    in index order, as numpy finds them over the whole series (NaN skipped)."""
+    width = 777
+    r = requests.get(view_domain.endpoint + "/view/api/preview", auth=("test_user1", USERS["test_user1"]), timeout=60,
+                     params={"domain": view_domain.domain, "path": "/long", "width": width})
+    assert r.status_code == 200, r.text
+    length = int.from_bytes(r.content[:4], "little")
+    body = np.frombuffer(r.content[4 + length :], "<f8")
+    x, y = body[: body.size // 2], body[body.size // 2 :]
+    series = h5(view_domain, "/long")
+    step = -(-series.size // width)
+    assert x.size == 2 * width and np.all(np.diff(x) >= 0)
+    np.testing.assert_array_equal(y, series[x.astype(np.int64)])
+    for b in range(width):
+        chunk = series[b * step : (b + 1) * step]
+        if np.isnan(chunk).all():
+            assert np.isnan(y[2 * b : 2 * b + 2]).all()
+        else:
+            assert set(y[2 * b : 2 * b + 2]) == {np.nanmin(chunk), np.nanmax(chunk)}, b
+
+
+def colour_bar(page: Page) -> list[list[int]]:
+    """The colour bar's colours, lowest value first."""
+    return page.evaluate(
+        """() => { const c = document.querySelector('canvas.colorbar'); const d = c.getContext('2d')
+            .getImageData(0, 0, 1, c.height).data; const out = [];
+            for (let i = c.height - 1; i >= 0; i -= 1) out.push([d[i * 4], d[i * 4 + 1], d[i * 4 + 2]]); return out; }"""
+    )
+
+
+def heatmap_cell(page: Page, r: int, c: int, rows: int, cols: int) -> list[int]:
+    """RGBA of the canvas at the centre of data cell (r, c) of a rows x cols image."""
+    return page.locator("#heatmap").evaluate(
+        f"""(c) => [...c.getContext('2d').getImageData(Math.floor(({c} + 0.5) * c.width / {cols}),
+            Math.floor(({r} + 0.5) * c.height / {rows}), 1, 1).data]"""
+    )
+
+
+def test_image_log_colour_scale(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """A log colour scale, as H5Web has: its range runs from the smallest value above 0 to the
+    largest, values at or below 0 are left transparent (as NaN is); symlog shows them all."""
+    page = open_page(browser)
+    visit(page, view_domain, "/images/image")
+    expect(page.locator("#heatmap")).to_be_visible()
+    image = h5(view_domain, "/images/image").astype(np.float64)
+    rows, cols = image.shape
+    page.locator("#colour-scale").select_option("log")
+    lo, hi = image[image > 0].min(), image.max()
+    expect(page.locator("#cbar-min")).to_have_text(str(lo))
+    expect(page.locator("#cbar-max")).to_have_text(str(hi))
+    bar = colour_bar(page)
+    cells = [(0, 0), (0, 30), (1, 2), (13, 45), (39, 59), (20, 11)]
+    assert any(image[rc] <= 0 for rc in cells) and any(image[rc] > 0 for rc in cells)
+    for r, c in cells:
+        pixel = heatmap_cell(page, r, c, rows, cols)
+        v = image[r, c]
+        if v <= 0:
+            assert pixel[3] == 0, (r, c, v)
+        else:
+            k = round((np.log10(v) - np.log10(lo)) / (np.log10(hi) - np.log10(lo)) * 255)
+            assert pixel[3] == 255 and pixel[:3] in bar[max(0, k - 1) : k + 2], (r, c, v)
+    page.screenshot(path=shots / "image-log.png", full_page=True)
+    page.locator("#colour-scale").select_option("symlog")
+    expect(page.locator("#cbar-min")).to_have_text(str(image.min()))
+    assert all(heatmap_cell(page, r, c, rows, cols)[3] == 255 for r, c in cells)
+    page.context.close()
+
+
+def test_true_colour_images_of_other_types_follow_h5web(browser: Browser, view_domain: ViewDomain) -> None:
+    """H5Web's convention for true-colour images: integers are 0-255 (signed 8-bit ones shifted
+    by 128), floats 0-1; nothing is rescaled. Values outside the range are clipped, and the page
+    says so."""
+    page = open_page(browser)
+    for path, to_byte, clipped in (
+        ("/photo_i8", lambda v: v.astype(int) + 128, False),
+        ("/photo16", lambda v: np.minimum(v.astype(int), 255), True),
+        ("/photo_f", lambda v: np.round(np.clip(v.astype(np.float64), 0, 1) * 255).astype(int), False),
+    ):
+        visit(page, view_domain, path)
+        canvas = page.locator("#rgb-image")
+        expect(canvas).to_be_visible()
+        photo = h5(view_domain, path)
+        size = canvas.evaluate("(c) => [c.width, c.height]")
+        for r, c in ((0, 0), (7, 11), (19, 29), (12, 3)):
+            x, y = int((c + 0.5) * size[0] / 30), int((r + 0.5) * size[1] / 20)
+            pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3)]")
+            assert pixel == list(to_byte(photo[r, c])), (path, r, c)
+        note = page.locator("#rgb-clipped")
+        if clipped:
+            expect(note).to_contain_text(f"up to {photo.max()}")
+        else:
+            expect(note).to_have_count(0)
+    page.context.close()
+
+
+def test_scalar_that_cannot_be_read_says_why(browser: Browser, view_domain: ViewDomain) -> None:
+    """A scalar whose value the server refuses to send (one 18 MB array) shows the server's
+    reason, as the other views do, instead of an empty card."""
+    page = open_page(browser)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    visit(page, view_domain, "/big_scalar")
+    expect(page.locator("#message.error")).to_contain_text("18000000 bytes")
+    page.wait_for_load_state("networkidle")
+    assert errors == []
+    page.context.close()
+
+
+def test_long_double_reads_as_numbers(browser: Browser, h5web_domain: ViewDomain) -> None:
+    """A long double dataset (kept as an opaque carrier of HDF5's float) shows the numbers h5py
+    reads, not the carrier's bytes in base64."""
+    page = open_page(browser)
+    visit(page, h5web_domain, "/data/ldouble")
+    cells = page.locator("table#values tbody td")
+    expected = h5(h5web_domain, "/data/ldouble")
+    expect(cells).to_have_count(expected.size)
+    got = [float(t) for t in cells.all_inner_texts()]
+    np.testing.assert_allclose(got, expected.astype(np.float64), rtol=1e-6)
     page.context.close()

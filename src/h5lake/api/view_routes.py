@@ -12,6 +12,7 @@ import time
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import orjson
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -22,6 +23,7 @@ from h5lake.api.arrays import csv_text, npy_bytes
 from h5lake.api.errors import CHALLENGE
 from h5lake.api.http import caller, int_param, ok, service
 from h5lake.errors import InvalidInput, Unauthorized
+from h5lake.model.h5pynumbers import as_numbers, is_long_double
 from h5lake.model.types import client_type
 from h5lake.model.values import array_to_json
 from h5lake.service import browse, preview
@@ -30,6 +32,7 @@ from h5lake.service.browse import Entity
 JSON_VALUES_LIMIT = 16 * 1024 * 1024
 """Bytes of values one JSON (table) answer may read; the page pages through larger data."""
 CSV_LIMIT = 64 * 1024 * 1024
+FLOAT64 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
 
 
 def _param(request: Request, name: str, required: bool = True) -> str:
@@ -171,9 +174,12 @@ async def region_values(request: Request) -> Response:
         text = await cpu(csv_text, found.values, size=found.values.nbytes)
         return _download(text.encode(), f"{name}.csv", "text/csv")
     value = None
+    values, type_json = found.values, found.dataset.type_json
+    if is_long_double(type_json):  # numbers, as h5py reads them (kept as an opaque carrier)
+        values, type_json = as_numbers(values, type_json).astype(np.float64), FLOAT64
     if found.dataset.layout is not None:
-        value = await cpu(array_to_json, found.values, found.dataset.type_json, size=found.values.nbytes)
-    return ok({"shape": list(found.region.shape), "value": value, "type": client_type(found.dataset.type_json)})
+        value = await cpu(array_to_json, values, type_json, size=values.nbytes)
+    return ok({"shape": list(found.region.shape), "value": value, "type": client_type(type_json)})
 
 
 def _download(data: bytes, filename: str, media_type: str) -> Response:

@@ -7,8 +7,9 @@ then needs no more values than it has pixels, so a region is reduced before it i
 * a line keeps, per pixel column, the minimum and the maximum (in index order), so the drawn
   envelope is exactly that of the full data;
 * an image keeps the mean of each block of elements one pixel covers;
-* when the region is too large to read whole in one request, both sample it with a stride
-  instead (every ``step``-th element), which reads a fraction of the bytes.
+* when the region is too large to read whole (a line: to read at all, window by window, see
+  ``service.preview``), both sample it with a stride instead (every ``step``-th element), which
+  reads a fraction of the bytes.
 """
 
 from __future__ import annotations
@@ -106,6 +107,17 @@ def strided(region: Region, steps: tuple[int, ...]) -> Region:
     return Region(Selection(tuple(parts)), region.kept)
 
 
+def window(region: Region, first: int, count: int) -> Region:
+    """``count`` elements of a 1-D region from its ``first`` on (same step)."""
+    (dim,) = region.kept
+    parts = list(region.selection.parts)
+    p = parts[dim]
+    assert isinstance(p, Slice)
+    start = p.start + first * p.step
+    parts[dim] = Slice(start, start + count * p.step, p.step)
+    return Region(Selection(tuple(parts)), region.kept)
+
+
 # --- reductions --------------------------------------------------------------------------------
 
 
@@ -128,26 +140,41 @@ def min_max(values: np.ndarray, step: int, start: int = 0, stride: int = 1) -> t
     in index order, two per bin: a line through them draws the data's exact envelope.
 
     ``x`` is the dataset index of each point (``start + i * stride``). NaNs are skipped; a bin
-    of NaNs gives NaN points (a gap in the line).
+    of NaNs gives NaN points (a gap in the line). Infinities are values like any other (the
+    page leaves a gap for them). Works on views of ``values`` (no float copy of integers, no
+    padded copy), so a window of a long series costs little more memory than itself.
     """
-    data = np.asarray(values, dtype=np.float64).reshape(-1)
+    data = np.asarray(values).reshape(-1)
+    if data.dtype.kind not in "iuf":
+        data = data.astype(np.float64)
     n = data.size
-    nbins = math.ceil(n / step)
-    padded = np.full(nbins * step, np.nan)
-    padded[:n] = data
-    bins = padded.reshape(nbins, step)
-    empty = np.all(np.isnan(bins), axis=1)
-    safe_lo = np.where(np.isnan(bins), np.inf, bins)
-    safe_hi = np.where(np.isnan(bins), -np.inf, bins)
-    lo = np.argmin(safe_lo, axis=1)
-    hi = np.argmax(safe_hi, axis=1)
-    first = np.minimum(lo, hi)
-    second = np.maximum(lo, hi)
-    base = np.arange(nbins) * step
-    idx = np.stack((base + first, base + second), axis=1).reshape(-1)
-    y = padded[idx]
-    y[np.repeat(empty, 2)] = np.nan
+    whole = n // step
+    parts = [data[: whole * step].reshape(whole, step)] if whole else []
+    if whole * step < n:
+        parts.append(data[whole * step :].reshape(1, -1))
+    lows, highs, gaps = [], [], []
+    for bins in parts:
+        lo, hi, empty = _extremes(bins)
+        lows.append(lo)
+        highs.append(hi)
+        gaps.append(empty)
+    lo, hi = np.concatenate(lows), np.concatenate(highs)
+    base = np.arange(lo.size, dtype=np.int64) * step
+    idx = np.stack((base + np.minimum(lo, hi), base + np.maximum(lo, hi)), axis=1).reshape(-1)
+    y = data[idx].astype(np.float64)
+    y[np.repeat(np.concatenate(gaps), 2)] = np.nan
     return (start + idx * stride).astype(np.float64), y
+
+
+def _extremes(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: where its minimum and its maximum are (NaN skipped), and whether it is all NaN."""
+    if bins.dtype.kind == "f":
+        nan = np.isnan(bins)
+        if nan.any():
+            lo = np.argmin(np.where(nan, np.inf, bins), axis=1)
+            hi = np.argmax(np.where(nan, -np.inf, bins), axis=1)
+            return lo, hi, nan.all(axis=1)
+    return np.argmin(bins, axis=1), np.argmax(bins, axis=1), np.zeros(bins.shape[0], dtype=bool)
 
 
 def finite_range(values: np.ndarray) -> tuple[float | None, float | None]:

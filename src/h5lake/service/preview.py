@@ -1,10 +1,13 @@
 """Reading a region of a dataset for a viewer: whole, or reduced to the size of a plot.
 
-The reduction (see ``model.reduce``) keeps a plot of any dataset one small request: a region
-small enough to read whole (``READ_BUDGET``) is reduced exactly (min/max per pixel for lines, mean
-per pixel for images); a larger one is sampled with a stride. A stride over unfiltered chunks
-is read as points, which the chunk engine fetches as byte ranges of the rows it needs, so a
-sampled image of a 1 GiB dataset reads a few per cent of its bytes.
+The reduction (see ``model.reduce``) keeps a plot of any dataset one small request. A line is
+the minimum and maximum of each pixel's share, in index order, read and reduced a window at a
+time on the CPU pool, up to ``LINE_SCAN_BUDGET`` bytes (76 MiB of float64 takes ~70 ms), so a
+one-sample spike anywhere in a 10^7-point series shows; a longer region is sampled with a
+stride. An image small enough to read whole (``READ_BUDGET``) is reduced to block means; a
+larger one is sampled with a stride. A stride over unfiltered chunks is read as points, which
+the chunk engine fetches as byte ranges of the rows it needs, so a sampled image of a 1 GiB
+dataset reads a few per cent of its bytes.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from h5lake.model.reduce import (
     parse_index,
     steps_for,
     strided,
+    window,
 )
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.service.browse import PathNotFound, entity_at
@@ -37,10 +41,15 @@ from h5lake.service.context import Caller, Service
 from h5lake.service.opened import OpenDataset, open_dataset
 
 READ_BUDGET = 64 * 1024 * 1024
-"""Bytes of a region read whole to reduce it exactly; a larger region is sampled."""
+"""Bytes of an image region read whole to reduce it exactly; a larger one is sampled."""
 MAX_IMAGE_PIXELS = 480_000
 """Values in one reduced image (float32: under 2 MiB)."""
 MAX_LINE_WIDTH = 8192
+LINE_SCAN_BUDGET = 512 * 1024 * 1024
+"""Bytes of a 1-D region read whole (a window at a time) for its exact min/max envelope; a
+longer one is sampled with a stride (zooming in brings it within the budget)."""
+LINE_WINDOW = 16 * 1024 * 1024
+"""Bytes read and reduced at once for an envelope."""
 POINTS_MIN_STEP = 4
 """A sampled row step from which reading points (ranges) beats reading whole chunks."""
 
@@ -147,10 +156,9 @@ async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Pr
         data = (await _read(svc, ds, region.selection)).reshape(-1)
         x = part.start + np.arange(n) * part.step
         return _made("full", region, (1,), data.astype(np.float64), x.astype(np.float64), itemsize)
-    if n * itemsize <= READ_BUDGET:
-        data = (await _read(svc, ds, region.selection)).reshape(-1)
-        step = math.ceil(n / width)
-        x, y = min_max(data, step, part.start, part.step)
+    step = math.ceil(n / width)
+    if n * itemsize <= LINE_SCAN_BUDGET:
+        x, y = await _envelope(svc, ds, region, step, itemsize)
         return _made("minmax", region, (step,), y, x, itemsize)
     (step,) = steps_for((n,), (2 * width,))
     sampled = strided(region, (step,))
@@ -158,6 +166,24 @@ async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Pr
     (sp,) = sampled.slices()
     x = sp.start + np.arange(sp.count) * sp.step
     return _made("stride", region, (step,), data.astype(np.float64), x.astype(np.float64), itemsize)
+
+
+async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+    """``min_max`` of a 1-D region, read in windows of whole bins (about ``LINE_WINDOW`` bytes)
+    and reduced on the CPU pool window by window: memory stays at a window, whatever the length,
+    and the event loop serves others meanwhile. The result is that of ``min_max`` over the whole."""
+    (part,) = region.slices()
+    n = part.count
+    per = max(1, LINE_WINDOW // (step * itemsize)) * step
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for first in range(0, n, per):
+        count = min(per, n - first)
+        data = (await _read(svc, ds, window(region, first, count).selection)).reshape(-1)
+        x, y = await svc.workers.cpu(min_max, data, step, part.start + first * part.step, part.step, size=data.nbytes)
+        xs.append(x)
+        ys.append(y)
+    return np.concatenate(xs), np.concatenate(ys)
 
 
 async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, height: int) -> Preview:
@@ -170,7 +196,8 @@ async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, heig
         return _made("full", region, steps, data.astype(np.float32), None, itemsize)
     if math.prod(counts) * itemsize <= READ_BUDGET:
         data = (await _read(svc, ds, region.selection)).reshape(counts)
-        return _made("mean", region, steps, block_mean(data, steps).astype(np.float32), None, itemsize)  # type: ignore[arg-type]
+        means = await svc.workers.cpu(block_mean, data, steps, size=data.nbytes)
+        return _made("mean", region, steps, means.astype(np.float32), None, itemsize)
     sampled = strided(region, steps)
     data = (await _read_sampled(svc, ds, sampled)).reshape(sampled.shape)
     return _made("stride", region, steps, data.astype(np.float32), None, itemsize)

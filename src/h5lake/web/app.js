@@ -5,7 +5,7 @@
 
 import { ApiError, apiUrl, getJson, getPreview } from './api.js';
 import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
-import { drawHeatmap } from './heatmap.js';
+import { SCALES, drawHeatmap } from './heatmap.js';
 import { drawLine } from './line.js';
 
 const $ = (id) => document.getElementById(id);
@@ -288,7 +288,7 @@ function showValues(domain, entity) {
   const vis = $('vis');
   const { shape, type } = entity.dataset;
   if (shape.class === 'H5S_NULL') { vis.replaceChildren(el('p', { class: 'muted' }, 'No values (null dataspace).')); return; }
-  if (shape.class === 'H5S_SCALAR') { showScalar(vis, domain, entity.path); return; }
+  if (shape.class === 'H5S_SCALAR') { showScalar(vis, domain, entity.path).catch(scalarFailed(vis)); return; }
   const dims = shape.dims;
   if (dims.some((n) => n === 0)) { vis.replaceChildren(el('p', { class: 'muted' }, 'No values (empty).')); return; }
   const numeric = isNumericType(type);
@@ -318,6 +318,15 @@ async function showScalar(vis, domain, path) {
   vis.replaceChildren(el('h3', {}, 'Value'), el('div', { id: 'scalar-value', class: 'scalar' }, valueText(found.value, found.type)));
 }
 
+// A scalar that cannot be read says why, as the other views do.
+function scalarFailed(vis) {
+  return (error) => {
+    if (!vis.isConnected) return;
+    vis.replaceChildren(el('h3', {}, 'Value'), el('p', { class: 'muted' }, 'The value could not be read (see above).'));
+    showError(error);
+  };
+}
+
 // For a view that loads again on every control: a ticket per load, so that only the answer to
 // the latest one is drawn (an older answer arriving last would contradict the controls), and
 // none once the view has been replaced.
@@ -338,7 +347,8 @@ function status(text) {
 function modeText(h) {
   const what = { full: 'every value', mean: 'block means', minmax: 'min/max per pixel', stride: 'sampled' }[h.mode];
   const step = h.step.some((s) => s > 1) ? `, step ${h.step.join(' × ')}` : '';
-  return `${what}${step} — ${bytes(h.bytes)} transferred`;
+  const gaps = h.mode === 'stride' ? ' (too large to read whole: values between samples are not shown; zoom in)' : '';
+  return `${what}${step}${gaps} — ${bytes(h.bytes)} transferred`;
 }
 
 async function showLine({ domain, path, dims, host }) {
@@ -390,13 +400,28 @@ function sliders(dims, fixed, onChange) {
 async function showImage({ domain, path, dims, host, fixed }) {
   const rank = dims.length;
   let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
+  let shown = null; // the last preview drawn: a change of colour scale redraws it, unread
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
+  const note = status('');
+  note.id = 'scale-note';
   const hover = status('');
   hover.id = 'hover';
+  const scale = el('select', { id: 'colour-scale', 'aria-label': 'colour scale', onchange: () => draw() },
+    Object.entries(SCALES).map(([key, s]) => el('option', { value: key }, s.label)));
   host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host))), el('div', { class: 'controls' },
     el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(reporter(host)); } }, 'Reset zoom'),
-    el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), plotHost, info, hover, el('div', { id: 'dl' }));
+    el('label', {}, 'colour scale ', scale),
+    el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), plotHost, note, info, hover, el('div', { id: 'dl' }));
+  const draw = () => {
+    if (!shown) return;
+    const { preview, at } = shown;
+    note.textContent = drawHeatmap(plotHost, preview, {
+      scale: scale.value,
+      onZoom: (r) => { region = r; load().catch(reporter(host)); },
+      onHover: (r, c, v) => { hover.textContent = `[${[...at, r, c].join(', ')}] ≈ ${num(v)}`; },
+    }) ?? '';
+  };
   const ticket = latest(host);
   const load = async () => {
     const stale = ticket();
@@ -404,10 +429,8 @@ async function showImage({ domain, path, dims, host, fixed }) {
     const width = Math.max(200, plotHost.clientWidth - 90);
     const preview = await getPreview({ domain, path, selection, width, height: Math.round(width * 0.75) });
     if (stale()) return;
-    drawHeatmap(plotHost, preview, {
-      onZoom: (r) => { region = r; load().catch(reporter(host)); },
-      onHover: (r, c, v) => { hover.textContent = `[${[...fixed, r, c].join(', ')}] ≈ ${num(v)}`; },
-    });
+    shown = { preview, at: [...fixed] };
+    draw();
     plotHost.dataset.selection = selection;
     info.textContent = `rows ${region.rows[0]}–${region.rows[1] - 1}, columns ${region.cols[0]}–${region.cols[1] - 1}: ${modeText(preview.header)}`;
     host.querySelector('#dl').replaceChildren(downloads(domain, path, selection));
@@ -424,7 +447,16 @@ function isTrueColor(dims, attributes) {
     && (attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL') === 'INTERLACE_PIXEL';
 }
 
-// The three channels, each reduced as an image is, painted as colours (0-255; floats 0-1).
+// H5Web's convention for the values of a true-colour image, which it does not rescale: floats
+// are 0-1, signed 8-bit integers -128-127 (shifted by 128), other integers 0-255. Values outside
+// are clipped (H5Web's wider integers wrap around instead), and the page says so.
+function rgbConvention(type) {
+  if (type.class === 'H5T_FLOAT') return { toByte: (v) => v * 255, low: 0, high: 1 };
+  if (/^H5T_STD_I8(LE|BE)$/.test(type.base ?? '')) return { toByte: (v) => v + 128, low: -128, high: 127 };
+  return { toByte: (v) => v, low: 0, high: 255 };
+}
+
+// The three channels, each reduced as an image is, painted as colours by rgbConvention.
 async function showRgb({ domain, path, dims, type, host }) {
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
@@ -437,10 +469,10 @@ async function showRgb({ domain, path, dims, type, host }) {
   if (!host.isConnected) return;
   const { header } = channels[0];
   const [rows, cols] = header.dims;
-  const scale = type.class === 'H5T_FLOAT' ? 255 : 1;
+  const { toByte, low, high } = rgbConvention(type);
   const image = new ImageData(cols, rows);
   for (let i = 0; i < rows * cols; i += 1) {
-    for (let c = 0; c < 3; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, channels[c].data[i] * scale));
+    for (let c = 0; c < 3; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, toByte(channels[c].data[i])));
     image.data[i * 4 + 3] = 255;
   }
   const source = el('canvas', { width: cols, height: rows });
@@ -453,6 +485,14 @@ async function showRgb({ domain, path, dims, type, host }) {
   plotHost.replaceChildren(canvas);
   const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
   info.textContent = `${dims[0]} × ${dims[1]} pixels: ${modeText({ ...header, bytes: sent })} (3 channels)`;
+  const lo = Math.min(...channels.map((ch) => ch.header.min ?? low));
+  const hi = Math.max(...channels.map((ch) => ch.header.max ?? high));
+  if (lo < low || hi > high) {
+    const outside = [lo < low ? `down to ${num(lo)}` : null, hi > high ? `up to ${num(hi)}` : null].filter(Boolean).join(' and ');
+    plotHost.before(el('p', { id: 'rgb-clipped', class: 'note' },
+      `Values ${outside} lie outside ${num(low)}–${num(high)}, the range of a true-colour image of this type `
+      + '(as H5Web reads them: integers 0–255, floats 0–1; no rescaling); they are shown clipped.'));
+  }
 }
 
 async function showTable({ domain, path, dims, type, host, fixed }) {

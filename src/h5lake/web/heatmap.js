@@ -20,14 +20,44 @@ export const COLORMAP = (() => {
   return table;
 })();
 
-function paint(data, rows, cols, vmin, vmax) {
+// Colour scales, as H5Web has them: each maps a value to the axis the colours are spread on, or
+// to NaN where it has no place (log: at or below 0; sqrt: below 0), which is left transparent as
+// NaN is. Symlog is sign(v) log10(1 + |v|), H5Web's: every value has a place.
+export const SCALES = {
+  linear: { label: 'Linear', f: (v) => v },
+  log: { label: 'Log', f: (v) => (v > 0 ? Math.log10(v) : NaN), fits: (v) => v > 0, none: 'no value above 0' },
+  symlog: { label: 'Symlog', f: (v) => Math.sign(v) * Math.log10(1 + Math.abs(v)) },
+  sqrt: { label: 'Square root', f: (v) => (v >= 0 ? Math.sqrt(v) : NaN), fits: (v) => v >= 0, none: 'no value at or above 0' },
+};
+
+// The range of the colours, in values: the finite values' extremes, the smallest of those the
+// scale can place as its low end (as H5Web: log starts at the smallest value above 0). Null
+// when the scale can place none of them.
+export function scaleRange(data, header, scale) {
+  const fits = SCALES[scale].fits;
+  if (!fits) return header.min === null || header.min === undefined ? null : [header.min, header.max];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < data.length; i += 1) {
+    const v = data[i];
+    if (Number.isFinite(v) && fits(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+function paint(data, rows, cols, range, scale) {
   const image = new ImageData(cols, rows);
-  const span = vmax > vmin ? vmax - vmin : 1;
+  if (!range) return image; // nothing the scale can place: all transparent
+  const f = SCALES[scale].f;
+  const low = f(range[0]);
+  const span = f(range[1]) > low ? f(range[1]) - low : 1;
   for (let i = 0; i < rows * cols; i += 1) {
     const v = data[i];
     const o = i * 4;
-    if (!Number.isFinite(v)) { image.data[o + 3] = 0; continue; } // NaN: transparent
-    const k = Math.max(0, Math.min(255, Math.round(((v - vmin) / span) * 255))) * 3;
+    if (!Number.isFinite(v)) { image.data[o + 3] = 0; continue; } // NaN and infinities: transparent
+    const t = f(v);
+    if (Number.isNaN(t)) { image.data[o + 3] = 0; continue; } // no place on this scale
+    const k = Math.max(0, Math.min(255, Math.round(((t - low) / span) * 255))) * 3;
     image.data[o] = COLORMAP[k];
     image.data[o + 1] = COLORMAP[k + 1];
     image.data[o + 2] = COLORMAP[k + 2];
@@ -36,7 +66,7 @@ function paint(data, rows, cols, vmin, vmax) {
   return image;
 }
 
-function colorbar(vmin, vmax) {
+function colorbar(range, scale) {
   const bar = el('canvas', { class: 'colorbar', width: 16, height: 256 });
   const ctx = bar.getContext('2d');
   for (let i = 0; i < 256; i += 1) {
@@ -44,24 +74,25 @@ function colorbar(vmin, vmax) {
     ctx.fillStyle = `rgb(${COLORMAP[k]},${COLORMAP[k + 1]},${COLORMAP[k + 2]})`;
     ctx.fillRect(0, i, 16, 1);
   }
-  return el('div', { class: 'scale' },
-    el('span', { id: 'cbar-max', class: 'cbar-label', text: num(vmax) }),
+  return el('div', { class: 'scale', title: `${SCALES[scale].label} colour scale` },
+    el('span', { id: 'cbar-max', class: 'cbar-label', text: num(range?.[1]) }),
     bar,
-    el('span', { id: 'cbar-min', class: 'cbar-label', text: num(vmin) }));
+    el('span', { id: 'cbar-min', class: 'cbar-label', text: num(range?.[0]) }),
+    scale === 'linear' ? null : el('span', { class: 'cbar-kind muted', text: SCALES[scale].label.toLowerCase() }));
 }
 
 // preview: {header, data}; region: {rows: [start, stop], cols: [start, stop]} in dataset indexes.
-export function drawHeatmap(host, preview, { onZoom, onHover }) {
+// scale: a key of SCALES. Returns a note to show when the scale can place no value.
+export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear' }) {
   const { header, data } = preview;
   const [rows, cols] = header.dims;
-  const vmin = header.min ?? 0;
-  const vmax = header.max ?? 0;
+  const range = scaleRange(data, header, scale);
   const width = host.clientWidth - 90 || 600;
   const height = Math.max(200, Math.min(560, Math.round(width * (header.shape[0] / header.shape[1]))));
   const canvas = el('canvas', { id: 'heatmap', width, height, 'aria-label': 'image of the selected values' });
   const ctx = canvas.getContext('2d');
   const source = el('canvas', { width: cols, height: rows });
-  if (rows > 0 && cols > 0) source.getContext('2d').putImageData(paint(data, rows, cols, vmin, vmax), 0, 0);
+  if (rows > 0 && cols > 0) source.getContext('2d').putImageData(paint(data, rows, cols, range, scale), 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(source, 0, 0, width, height);
 
@@ -95,5 +126,6 @@ export function drawHeatmap(host, preview, { onZoom, onHover }) {
     onZoom?.({ rows: [r0, r1 + 1], cols: [c0, c1 + 1] });
   });
   const stage = el('div', { class: 'stage' }, canvas, box);
-  host.replaceChildren(el('div', { class: 'heatmap' }, stage, colorbar(vmin, vmax)));
+  host.replaceChildren(el('div', { class: 'heatmap' }, stage, colorbar(range, scale)));
+  return range || header.min === null ? null : `${SCALES[scale].none}: nothing to show on a ${scale} scale`;
 }
