@@ -23,6 +23,10 @@ deadline, or a hundred thousand of them, all buffered. A head over ``MAX_HEAD_BY
 more than ``MAX_HEADERS`` fields is answered 431 and the connection closed. Every answer the
 protocol gives itself (these, uvicorn's 400 for a request it cannot parse and its 503 over
 ``limit_concurrency``) is JSON in the shape of the application's errors.
+
+uvicorn writes a reply's head and its body in two sends: two loopback segments, two wake-ups of
+the client, a system call more per request. Here the head is held and written with the body's
+first piece in one ``writev`` (``_HeadWithBody``; docs/performance.md, "Session 11").
 """
 
 from __future__ import annotations
@@ -82,6 +86,62 @@ class _Fill:
 
     def __init__(self, view: memoryview, done: asyncio.Future[int]) -> None:
         self.view, self.filled, self.done = view, 0, done
+
+
+class _HeadWithBody:
+    """The transport of one request's cycle (`_OneSendCycle`): the response's head, which
+    uvicorn writes alone, is held and written with the first piece of the body, one
+    ``writev`` instead of two sends (each a loopback segment the client wakes for). Anything
+    else goes straight through; a close writes a held head first, as uvicorn would have."""
+
+    __slots__ = ("head", "holding", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.head: bytes | None = None
+        self.holding = False
+
+    def write(self, data: Any) -> None:
+        if self.holding:
+            self.head = data  # a new ``bytes`` (uvicorn joins the head's pieces)
+            return
+        head = self.head
+        if head is None:
+            self.transport.write(data)
+        else:
+            self.head = None
+            if data:
+                self.transport.writelines((head, data))
+            else:
+                self.transport.write(head)
+
+    def close(self) -> None:
+        if self.head is not None:
+            self.write(b"")
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+class _OneSendCycle(RequestResponseCycle):
+    """uvicorn's cycle, with the head of its response sent together with the body's first
+    piece (`_HeadWithBody`)."""
+
+    transport: _HeadWithBody  # type: ignore[assignment]
+
+    async def send(self, message: Any) -> None:
+        transport = self.transport
+        if message["type"] != "http.response.start" or self.response_started:
+            await super().send(message)
+            if transport.head is not None and not self.disconnected:
+                transport.write(b"")  # nothing written with it (a HEAD's reply): the head alone
+            return
+        transport.holding = True
+        try:
+            await super().send(message)
+        finally:
+            transport.holding = False
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):
@@ -224,6 +284,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._arm(self.body_timeout)
         if self.cycle is None or self.cycle.scope is not self.scope:
             return  # an upgrade: not ours to read
+        self.cycle.__class__ = _OneSendCycle  # the same object, with a `send` of its own
+        self.cycle.transport = _HeadWithBody(self.transport)  # type: ignore[assignment]
         extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
         extensions[READINTO] = partial(self._readinto, self.cycle)
         length = None
