@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 from numcodecs.shuffle import Shuffle as _ByteShuffle
 
 from h5lake.chunks.codecs.base import (
@@ -22,6 +23,7 @@ from h5lake.errors import DataCorruption
 
 PIECE_BYTES = 64 * 1024  # the stretch of input one probe stands for
 PROBE_BYTES = 4096  # deflated at the chunk's level to tell whether its piece compresses
+NOISE_BITS = 7.99  # order-0 entropy (bits a byte) above which a piece counts as noise
 STORED_MAX = 65535  # the most bytes one stored deflate block holds (RFC 1951, 3.2.4)
 
 
@@ -33,11 +35,19 @@ def _zlib_header(level: int) -> bytes:
 
 
 def _incompressible(piece: memoryview, level: int) -> bool:
-    """Whether deflate at ``level`` finds nothing to gain in the middle ``PROBE_BYTES`` of
-    ``piece`` (it then keeps the probe as a stored block, a few bytes longer than the probe)."""
+    """Whether deflate could gain nothing worth having on ``piece``: at ``level`` it finds
+    nothing to gain in the middle ``PROBE_BYTES`` (it keeps the probe as a stored block, a few
+    bytes longer), and the piece's bytes are spread so evenly that coding them one by one could
+    save under 0.125% (order-0 entropy at least ``NOISE_BITS`` bits a byte; noise of 64 KiB has
+    ~7.997). The second test catches a piece whose probe is too short for its gain to pay
+    for a Huffman table."""
     start = max(0, len(piece) // 2 - PROBE_BYTES // 2)
     probe = piece[start : start + PROBE_BYTES]
-    return len(codec_lib.deflate_encode(probe, level, raw=True)) >= len(probe)
+    if len(codec_lib.deflate_encode(probe, level, raw=True)) < len(probe):
+        return False
+    counts = np.bincount(np.frombuffer(piece, dtype=np.uint8), minlength=256)
+    shares = counts[counts > 0] / len(piece)
+    return float(-(shares * np.log2(shares)).sum()) >= NOISE_BITS
 
 
 def _stored_blocks(view: memoryview, final: bool) -> list[bytes | memoryview]:
@@ -59,7 +69,8 @@ def deflate_zlib(buf: Buffer, level: int) -> bytes:
     as stored blocks without searching it for matches. Shuffled floats are the common case: the
     low mantissa bytes come first and are noise, and libdeflate spent ~60% of a chunk's time
     searching them before storing them anyway. Each ``PIECE_BYTES`` piece from the start is
-    judged by deflating ``PROBE_BYTES`` of it at ``level``; the stored stretch ends at the first
+    judged by deflating ``PROBE_BYTES`` of it at ``level`` and by its bytes' entropy
+    (``_incompressible``); the stored stretch ends at the first
     piece whose probe compresses, and everything from there on is libdeflate's raw deflate
     stream (its first block begins on the byte after the last stored block, as RFC 1951 reads
     a stream). No match of the compressed part reaches back into the stored part, which costs
