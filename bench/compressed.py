@@ -18,6 +18,15 @@ rounds, then the server's CPU split by thread (from /proc/PID/task: the event lo
 ``MainThread``, the CPU pool ``h5lake-cpu``, the store's threads ``h5lake-*`` else) and the
 server's CPU over the wall time ("cores": 2.0 is both cores of this machine busy throughout).
 
+Against a running server (``--endpoint URL``, e.g. HSDS from bench/hsds_local.sh) its CPU is read
+from its process group with ``--pgid PGID``. ``--settle S`` waits S seconds after each write and
+prints the server CPU spent in that wait ("after"): HSDS answers a value PUT once the chunks are
+in its data nodes' memory and compresses and writes them later (its ``s3_sync_interval``, 1 s),
+so the CPU of its compression falls after the request; h5lake's 2xx is durable, nothing is left.
+
+    bench/hsds_local.sh start
+    python bench/compressed.py --endpoint http://localhost:5101 --pgid $HSDS_PGID --settle 3 --rounds 3
+
 ``--codec`` times the encode and decode of the 64 chunks in this process with h5lake's own
 filter pipeline, on one thread and on a pool of two (no server, no HTTP, no store).
 """
@@ -36,9 +45,8 @@ from typing import Any
 import h5pyd
 import numpy as np
 from common import CpuMeter, add_target_args, describe, target
-from values import CHUNKS, SHAPE, make_data, read_once, write_once
-
 from tests.support.procgroup import TICK, worker_pids
+from values import CHUNKS, SHAPE, make_data, read_once, write_once
 
 FILTERS: dict[str, dict[str, Any]] = {
     "gzip": {"compression": "gzip", "compression_opts": 4, "shuffle": True},
@@ -110,7 +118,10 @@ def served(args: argparse.Namespace, data: np.ndarray) -> None:
         h5pyd.File(domain, "w", **t.h5pyd_opts()).close()
         for name in names:  # first-touch costs (imports, pools, folders) of each codec
             write_once(t, domain, f"warm-{name}", data, **FILTERS[name])
+        if args.pgid:
+            t.server_pid = args.pgid
         walls: dict[tuple[str, str], list[float]] = {}
+        after: dict[str, list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
         splits: dict[tuple[str, str], Split] = {}
         for rnd in range(args.rounds):
@@ -124,6 +135,10 @@ def served(args: argparse.Namespace, data: np.ndarray) -> None:
                     else:
                         read_once(t, domain, f"{name}{rnd}", data, meter)
                     split.stop()
+                    if op == "write" and args.settle:
+                        late = CpuMeter(t.server_pid).start()
+                        time.sleep(args.settle)
+                        after.setdefault(name, []).append(late.stop().server)
                     walls.setdefault((name, op), []).append(meter.wall)
                     cpus.setdefault((name, op), []).append(meter.server)
                     if args.progress:
@@ -139,6 +154,8 @@ def served(args: argparse.Namespace, data: np.ndarray) -> None:
                 threads = ", ".join(f"{k} {v:.0f}" for k, v in per.items())
                 cores = sum(cpus[key]) / sum(walls[key])
                 print(f"{name:8} {op:6} {spread(walls[key]):>18} {spread(cpus[key]):>18}  {cores:4.2f}  {threads}")
+                if op == "write" and name in after:
+                    print(f"{'':8} {'after':6} {'':>18} {spread(after[name]):>18}  (server CPU in the {args.settle:g} s after each write)")
 
 
 def codec(args: argparse.Namespace, data: np.ndarray) -> None:
@@ -155,10 +172,10 @@ def codec(args: argparse.Namespace, data: np.ndarray) -> None:
             stored = [c.encode(v) for v in views]
             ratio = sum(len(s) for s in stored) / data.nbytes
             for label, fn in (
-                ("encode, 1 thread", lambda: [c.encode(v) for v in views]),
-                ("encode, 2 threads", lambda: list(pool.map(c.encode, views))),
-                ("decode, 1 thread", lambda: [c.decode(s) for s in stored]),
-                ("decode, 2 threads", lambda: list(pool.map(c.decode, stored))),
+                ("encode, 1 thread", lambda c=c: [c.encode(v) for v in views]),
+                ("encode, 2 threads", lambda c=c: list(pool.map(c.encode, views))),
+                ("decode, 1 thread", lambda c=c, stored=stored: [c.decode(s) for s in stored]),
+                ("decode, 2 threads", lambda c=c, stored=stored: list(pool.map(c.decode, stored))),
             ):
                 best = (float("inf"), 0.0)
                 for _ in range(args.rounds):
@@ -174,6 +191,8 @@ def main() -> None:
     parser.add_argument("--filters", default="gzip", help=f"comma-separated, of {', '.join(FILTERS)}")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--progress", action="store_true", help="print each figure as it is measured")
+    parser.add_argument("--pgid", type=int, help="process group of the --endpoint server, for its CPU")
+    parser.add_argument("--settle", type=float, default=0.0, help="seconds to wait after each write, CPU counted")
     parser.add_argument("--codec", action="store_true", help="time the filters alone, in this process")
     args = parser.parse_args()
     unknown = set(args.filters.split(",")) - set(FILTERS)

@@ -20,7 +20,6 @@ from h5lake.chunks.codecs.base import (
 )
 from h5lake.errors import DataCorruption
 
-
 PIECE_BYTES = 64 * 1024  # the stretch of input one probe stands for
 PROBE_BYTES = 4096  # deflated at the chunk's level to tell whether its piece compresses
 NOISE_BITS = 7.99  # order-0 entropy (bits a byte) above which a piece counts as noise
