@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
+import h5py
 import h5pyd
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from tests.api.test_h5pyd_metadata import open_file
+from tests.support.server import USERS
+
+from h5lake.cli import main
 
 
 def test_full_and_hyperslab(endpoint: str, domain: str) -> None:
@@ -107,6 +115,37 @@ def test_filters(endpoint: str, domain: str, opts: dict) -> None:  # type: ignor
     with open_file(endpoint, domain, "r") as f:
         np.testing.assert_array_equal(f["d"][...], data)
         np.testing.assert_array_equal(f["d"][3:40:3, 60:], data[3:40:3, 60:])
+
+
+@pytest.mark.parametrize("level", [1, 4, 9])
+def test_gzip_shuffle_of_noisy_floats_is_read_by_hdf5_after_export(
+    endpoint: str, domain: str, tmp_path: Path, level: int
+) -> None:
+    # chunks of 256 KiB whose shuffled low bytes are noise: the deflate encoder stores those
+    # as they are (chunks/codecs/deflate.py); HDF5 (h5py and h5dump) must read the chunks as
+    # exported, byte for byte, and h5pyd through the server
+    rng = np.random.default_rng(level)
+    y, x = np.mgrid[0:600, 0:700] / 64.0
+    data = (np.sin(x) * np.cos(y) + rng.normal(0, 0.01, (600, 700))).astype("<f4")
+    with open_file(endpoint, domain, "w") as f:
+        d = f.create_dataset("d", (600, 700), dtype="<f4", chunks=(256, 256),
+                             compression="gzip", compression_opts=level, shuffle=True)
+        d[...] = data
+    with open_file(endpoint, domain, "r") as f:
+        np.testing.assert_array_equal(f["d"][...], data)
+    target = tmp_path / "out.h5"
+    creds = ["-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]]
+    done = CliRunner().invoke(main, ["export", domain, str(target), *creds])
+    assert done.exit_code == 0, done.output
+    with h5py.File(target, "r") as f:
+        np.testing.assert_array_equal(f["d"][...], data)
+        assert f["d"].compression == "gzip" and f["d"].compression_opts == level and f["d"].shuffle
+        _, chunk = f["d"].id.read_direct_chunk((0, 0))
+        assert len(chunk) < 0.9 * 256 * 256 * 4  # compressed, not stored whole
+    dumped = tmp_path / "d.bin"
+    subprocess.run(["h5dump", "-d", "/d", "-b", "LE", "-o", str(dumped), str(target)],
+                   check=True, capture_output=True)
+    np.testing.assert_array_equal(np.fromfile(dumped, dtype="<f4").reshape(600, 700), data)
 
 
 def test_scalar_dataset(endpoint: str, domain: str) -> None:

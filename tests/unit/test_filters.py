@@ -128,6 +128,80 @@ def test_compression_actually_compresses() -> None:
         assert len(stored) < 0.9 * len(raw), name
 
 
+def noisy_floats(shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray:
+    """A smooth field with noise in its last digits, as measured data is: shuffled, its low
+    mantissa bytes (first, little-endian) are noise deflate cannot compress, the rest compresses."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0 : shape[0], 0 : shape[1]] / 64.0
+    return (np.sin(x) * np.cos(y) + rng.normal(0, 0.01, shape)).astype(dtype)
+
+
+def leading_stored_bytes(stream: bytes) -> int:
+    """How many bytes the stored deflate blocks at the start of a zlib stream hold."""
+    at, total = 2, 0
+    while at + 5 <= len(stream) and stream[at] & 0b110 == 0:  # BTYPE 00 (we write them aligned)
+        length, inverse = struct.unpack_from("<HH", stream, at + 1)
+        assert length ^ inverse == 0xFFFF
+        total += length
+        at += 5 + length
+        if stream[at - 5 - length] & 1:  # BFINAL
+            break
+    return total
+
+
+# Chunks larger than the 64 KiB pieces the deflate encoder judges: noise first (stored), then
+# compressible bytes (libdeflate), all noise (all stored, the last block final), a size that is
+# not a multiple of a piece, and an 8-byte type (six noise planes of eight).
+BIG = {
+    "f4-256x256": ("<f4", (256, 256)),
+    "f4-300x301": ("<f4", (300, 301)),
+    "f8-128x256": ("<f8", (128, 256)),
+}
+
+
+@pytest.mark.parametrize("level", [1, 4, 9])
+@pytest.mark.parametrize("kind", sorted(BIG))
+def test_shuffled_noise_is_stored_and_hdf5_reads_it(tmp_path: Path, kind: str, level: int) -> None:
+    dtype, chunk = BIG[kind]
+    data = noisy_floats((chunk[0] * 2, chunk[1]), dtype)
+    pipeline = FilterPipeline.from_json([SHUFFLE, gzip(level)], np.dtype(dtype), chunk)
+    first = data[: chunk[0]].tobytes()
+    stored = pipeline.encode(first)
+    assert pipeline.decode(stored) == first
+    # the noise planes (the low two of four bytes, five of eight) went in as stored blocks
+    planes = len(first) // np.dtype(dtype).itemsize
+    assert leading_stored_bytes(stored) >= planes * (2 if dtype == "<f4" else 5) - 65536
+    # and the chunk is as small as libdeflate makes it (within 0.1%)
+    shuffled = FilterPipeline.from_json([SHUFFLE], np.dtype(dtype), chunk).encode(first)
+    assert len(stored) <= 1.001 * len(imagecodecs.deflate_encode(shuffled, level))
+    write_with_pipeline(tmp_path / "ours.h5", pipeline, data, chunk)
+    with h5py.File(tmp_path / "ours.h5", "r") as f:
+        np.testing.assert_array_equal(f["d"][...], data)
+
+
+@pytest.mark.parametrize("size", [65536, 3 * 65536 + 7, 1 << 20])
+def test_deflate_of_noise_alone_is_stored_blocks_hdf5_reads(tmp_path: Path, size: int) -> None:
+    raw = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+    pipeline = FilterPipeline.from_json([gzip(6)], np.dtype("u1"), (size,))
+    stored = pipeline.encode(raw.tobytes())
+    # every whole 64 KiB piece stored as it is (a short last piece too little to judge goes to
+    # libdeflate, which stores it as well)
+    assert leading_stored_bytes(stored) >= size - size % 65536
+    assert len(stored) <= 2 + size + 5 * (-(-size // 65535) + 1) + 4
+    write_with_pipeline(tmp_path / "ours.h5", pipeline, raw, (size,))
+    with h5py.File(tmp_path / "ours.h5", "r") as f:
+        np.testing.assert_array_equal(f["d"][...], raw)
+
+
+def test_noise_then_zeros_stores_the_noise_and_compresses_the_rest() -> None:
+    raw = np.random.default_rng(5).bytes(3 * 65536) + bytes(5 * 65536)
+    pipeline = FilterPipeline.from_json([gzip(4)], np.dtype("u1"), (len(raw),))
+    stored = pipeline.encode(raw)
+    assert leading_stored_bytes(stored) == 3 * 65536
+    assert len(stored) < 3 * 65536 + 2000
+    assert pipeline.decode(stored) == raw
+
+
 def test_empty_pipeline_passes_bytes_through() -> None:
     pipeline = FilterPipeline.from_json([], 4)
     assert pipeline.encode(b"abcd") == b"abcd"

@@ -9,6 +9,7 @@ compression itself is done by well-kept codec libraries:
 filter          id     library
 ==============  =====  =======================================================================
 deflate/gzip    1      libdeflate to encode, zlib-ng to decode (both through imagecodecs)
+                       (noise at a chunk's start as stored blocks: ``codecs.deflate``)
 shuffle         2      numcodecs ``Shuffle``
 fletcher32      3      HDF5's own checksum code (imagecodecs ``h5checksum``)
 szip            4      libaec (imagecodecs), with HDF5's 4-byte size header
