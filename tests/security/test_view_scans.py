@@ -1,9 +1,9 @@
 """The web view's plots of long lines and large images against other clients. A line plot reads
 its whole region (up to 512 MiB) a window at a time to keep each pixel's minimum and maximum, and
 an image up to 64 MiB to average its blocks, reducing on the CPU pool that chunk codecs share:
-sixteen plots of a 458 MiB line at once kept that pool's queue full of their windows, and another
-client's small compressed write waited ~1.8 s, a small read ~0.9 s. Now the scans of all plots
-take turns a window at a time (``Service.scanning``): others wait a window at most, and the
+32 plots of a 229 MiB line at once kept that pool's queue full of their windows, and another
+client's small compressed write waited 1.1-1.2 s (median 0.5 s). Now the scans of all plots
+take turns a window at a time (``Service.scanning``): others waited 0.08 s at most, and the
 plots are as before."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -25,12 +24,13 @@ import requests
 from tests.security.conftest import PATIENCE
 from tests.support.server import USERS, Server, start_server
 
-pytestmark = pytest.mark.slow  # 16 scans of 458 MiB: ~10 CPU-seconds, left to CI by -m "not slow"
+pytestmark = pytest.mark.slow  # 32 scans of 229 MiB: ~10 CPU-seconds, left to CI by -m "not slow"
 
 A = ("admin", USERS["admin"])
 DOMAIN = "/home/admin/scans.h5"
-N = 60_000_000  # float64: 458 MiB, under the 512 MiB a line plot reads whole
-SPIKE = 41_234_567
+N = 30_000_000  # float64: 229 MiB, under the 512 MiB a line plot reads whole
+SPIKE = 21_234_567
+PLOTS = 32
 
 
 @dataclass
@@ -65,8 +65,8 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 
 
 def test_many_long_line_plots_leave_others_codec_work_served(target: Target) -> None:
-    """While 16 plots of a 458 MiB line run, another client reads and rewrites a small gzip
-    dataset (one 512 KiB chunk: its codec work runs on the shared pool) every 50 ms; its
+    """While 32 plots of a 229 MiB line run, another client rewrites half of a small gzip
+    dataset (one 512 KiB chunk, decoded and encoded on the shared pool) and reads it every 50 ms; its
     longest wait stays under the watchdog's patience, and every plot keeps the spike."""
     params = {"domain": DOMAIN}
     small = f"/datasets/{target.ids['small']}/value"
@@ -76,12 +76,14 @@ def test_many_long_line_plots_leave_others_codec_work_served(target: Target) -> 
 
     def other_client() -> None:
         rng = np.random.default_rng(1)
+        values = np.random.default_rng(0).random(1 << 16)
         with requests.Session() as s:
             s.auth = A
             while not stop.is_set():
-                values = rng.random(1 << 16)
+                values[: 1 << 15] = rng.random(1 << 15)  # half the chunk: decoded, then encoded again
                 started = time.monotonic()
-                put = s.put(target.ep + small, params=params, data=values.tobytes(), headers=binary, timeout=60)
+                put = s.put(target.ep + small, params={**params, "select": "[0:32768]"},
+                            data=values[: 1 << 15].tobytes(), headers=binary, timeout=60)
                 waits.append(time.monotonic() - started)
                 assert put.status_code in (200, 204), put.text
                 started = time.monotonic()
@@ -99,8 +101,8 @@ def test_many_long_line_plots_leave_others_codec_work_served(target: Target) -> 
     watcher = threading.Thread(target=other_client)
     watcher.start()
     try:
-        with ThreadPoolExecutor(16) as pool:
-            answers = list(pool.map(plot, range(16)))
+        with ThreadPoolExecutor(PLOTS) as pool:
+            answers = list(pool.map(plot, range(PLOTS)))
     finally:
         stop.set()
         watcher.join()

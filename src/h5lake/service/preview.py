@@ -31,9 +31,9 @@ from h5lake.model.reduce import (
     is_numeric,
     min_max,
     parse_index,
+    rows_of,
     steps_for,
     strided,
-    rows_of,
     window,
 )
 from h5lake.model.selection import PointSelection, Selection
