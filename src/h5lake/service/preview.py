@@ -218,6 +218,8 @@ async def _band_means(svc: Service, ds: OpenDataset, region: Region, steps: tupl
         async with svc.scanning:
             data = (await _read(svc, ds, rows_of(region, first, count).selection)).reshape(count, cols)
             bands.append(await svc.workers.cpu(block_mean, data, steps, size=data.nbytes))
+    if not bands:  # no rows: the means of nothing
+        return np.empty((0, math.ceil(cols / steps[1])), np.float32)
     return np.concatenate(bands).astype(np.float32)
 
 
