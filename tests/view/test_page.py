@@ -458,6 +458,21 @@ def test_image_of_no_rows_is_an_empty_image(view_domain: ViewDomain) -> None:
     assert head["min"] is None and r.content[4 + length :] == b""
 
 
+def test_64_bit_integers_show_every_digit(browser: Browser, view_domain: ViewDomain) -> None:
+    """Integers beyond 2^53 (a JavaScript number rounds them: -2^63 read as
+    -9223372036854776000) show exactly in tables, scalars and attributes."""
+    page = open_page(browser)
+    visit(page, view_domain, "/int64_min")
+    expect(page.locator("#scalar-value")).to_have_text(str(-(2**63)))
+    visit(page, view_domain, "/wide_ints")
+    expect(page.locator("#attributes tr", has_text="offset").locator("td.value")).to_have_text(str(-(2**62) - 3))
+    page.locator(".tab[data-view='table']").click()
+    cells = page.locator("table#values tbody tr").first.locator("td")
+    expect(cells).to_have_count(3)
+    assert cells.all_text_contents() == [str(v) for v in h5(view_domain, "/wide_ints")[0]]
+    page.context.close()
+
+
 def colour_bar(page: Page) -> list[list[int]]:
     """The colour bar's colours, lowest value first."""
     return page.evaluate(
