@@ -70,6 +70,10 @@ def make_file(path: Path) -> Path:
         for i in range(150):
             many.create_group(f"m{i:03d}")
         f["mytype"] = np.dtype("<i8")
+        # 64-bit integers a JavaScript number cannot hold exactly
+        wide = f.create_dataset("wide_ints", data=np.array([[2**63 + 12345, 2**64 - 1, 7]], dtype="<u8"))
+        wide.attrs["offset"] = np.int64(-(2**62) - 3)
+        f.create_dataset("int64_min", data=np.int64(-(2**63)))
         f["alias"] = h5py.SoftLink("/line")
     return path
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import orjson
 import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -442,6 +443,34 @@ def test_long_series_envelope_is_exact(view_domain: ViewDomain) -> None:
             assert np.isnan(y[2 * b : 2 * b + 2]).all()
         else:
             assert set(y[2 * b : 2 * b + 2]) == {np.nanmin(chunk), np.nanmax(chunk)}, b
+
+
+def test_image_of_no_rows_is_an_empty_image(view_domain: ViewDomain) -> None:
+    """An image region of no rows but more columns than the plot has pixels (block means of
+    nothing) is an empty image, not a server error."""
+    r = requests.get(view_domain.endpoint + "/view/api/preview", auth=("test_user1", USERS["test_user1"]), timeout=60,
+                     params={"domain": view_domain.domain, "path": "/matrix", "selection": "4:4,:", "width": 16,
+                             "height": 12})
+    assert r.status_code == 200, r.text
+    length = int.from_bytes(r.content[:4], "little")
+    head = orjson.loads(r.content[4 : 4 + length])
+    assert head["mode"] == "mean" and head["shape"] == [0, 130] and head["dims"] == [0, -(-130 // head["step"][1])]
+    assert head["min"] is None and r.content[4 + length :] == b""
+
+
+def test_64_bit_integers_show_every_digit(browser: Browser, view_domain: ViewDomain) -> None:
+    """Integers beyond 2^53 (a JavaScript number rounds them: -2^63 read as
+    -9223372036854776000) show exactly in tables, scalars and attributes."""
+    page = open_page(browser)
+    visit(page, view_domain, "/int64_min")
+    expect(page.locator("#scalar-value")).to_have_text(str(-(2**63)))
+    visit(page, view_domain, "/wide_ints")
+    expect(page.locator("#attributes tr", has_text="offset").locator("td.value")).to_have_text(str(-(2**62) - 3))
+    page.locator(".tab[data-view='table']").click()
+    cells = page.locator("table#values tbody tr").first.locator("td")
+    expect(cells).to_have_count(3)
+    assert cells.all_text_contents() == [str(v) for v in h5(view_domain, "/wide_ints")[0]]
+    page.context.close()
 
 
 def colour_bar(page: Page) -> list[list[int]]:

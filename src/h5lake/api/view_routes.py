@@ -7,6 +7,7 @@ with the same ACLs as the REST API.
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 from importlib import resources
@@ -33,6 +34,9 @@ JSON_VALUES_LIMIT = 16 * 1024 * 1024
 """Bytes of values one JSON (table) answer may read; the page pages through larger data."""
 CSV_LIMIT = 64 * 1024 * 1024
 FLOAT64 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
+JS_EXACT = 2**53
+"""Integers beyond this cannot be held exactly by a JavaScript number (the page's JSON)."""
+WIDE_INTEGER = re.compile(rb"H5T_STD_[IU]64")
 
 
 def _param(request: Request, name: str, required: bool = True) -> str:
@@ -98,7 +102,7 @@ def _entity_json(entity: Entity) -> dict[str, Any]:
         out["created"] = doc.get("created")
         out["lastModified"] = doc.get("lastModified")
         out["attributes"] = [
-            {"name": name, "type": client_type(a["type"]), "shape": a["shape"], "value": a.get("value")}
+            {"name": name, "type": client_type(a["type"]), "shape": a["shape"], "value": js_exact(a.get("value"))}
             for name, a in sorted(doc.get("attributes", {}).items())
         ]
     return out
@@ -178,8 +182,30 @@ async def region_values(request: Request) -> Response:
     if is_long_double(type_json):  # numbers, as h5py reads them (kept as an opaque carrier)
         values, type_json = as_numbers(values, type_json).astype(np.float64), FLOAT64
     if found.dataset.layout is not None:
-        value = await cpu(array_to_json, values, type_json, size=values.nbytes)
+        value = await cpu(_table_json, values, type_json, size=values.nbytes)
     return ok({"shape": list(found.region.shape), "value": value, "type": client_type(type_json)})
+
+
+def _table_json(values: np.ndarray, type_json: dict[str, Any]) -> Any:
+    out = array_to_json(values, type_json)
+    if not WIDE_INTEGER.search(orjson.dumps(type_json)):
+        return out  # no integer of 64 bits inside
+    if values.dtype.kind in "iu" and not ((values > JS_EXACT).any() or (values < -JS_EXACT).any()):
+        return out
+    return js_exact(out)
+
+
+def js_exact(value: Any) -> Any:
+    """``value`` (JSON) with the integers a JavaScript number would round (beyond 2^53) as
+    decimal strings, which the page shows as they are: -9223372036854775808 would read as
+    -9223372036854776000."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value) if abs(value) > JS_EXACT else value
+    if isinstance(value, list):
+        return [js_exact(v) for v in value]
+    if isinstance(value, dict):
+        return {k: js_exact(v) for k, v in value.items()}
+    return value
 
 
 def _download(data: bytes, filename: str, media_type: str) -> Response:

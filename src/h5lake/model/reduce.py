@@ -110,6 +110,15 @@ def strided(region: Region, steps: tuple[int, ...]) -> Region:
 def window(region: Region, first: int, count: int) -> Region:
     """``count`` elements of a 1-D region from its ``first`` on (same step)."""
     (dim,) = region.kept
+    return _part(region, dim, first, count)
+
+
+def rows_of(region: Region, first: int, count: int) -> Region:
+    """``count`` rows of a 2-D region from its ``first`` on (same steps)."""
+    return _part(region, region.kept[0], first, count)
+
+
+def _part(region: Region, dim: int, first: int, count: int) -> Region:
     parts = list(region.selection.parts)
     p = parts[dim]
     assert isinstance(p, Slice)

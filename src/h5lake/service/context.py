@@ -25,6 +25,9 @@ from h5lake.storage import Store
 
 log = logging.getLogger(__name__)
 
+SCANS_AT_ONCE = 1
+"""Windows of preview scanning (read and reduce) in progress at once, server-wide."""
+
 
 @dataclass(frozen=True, slots=True)
 class Caller:
@@ -74,6 +77,9 @@ class Service:
         # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
         # chunk engine runs on it (see h5lake.chunks.fanout).
         self.workers = Workers(self.chunk_concurrency, cpu_pool())
+        # The web view's scans (a long line's windows, an image's bands: service.preview) run one
+        # at a time, so however many plots are asked at once, the pool is never filled with them.
+        self.scanning = asyncio.Semaphore(SCANS_AT_ONCE)
         self.catalog = ChunkCatalog(
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )

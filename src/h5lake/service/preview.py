@@ -31,6 +31,7 @@ from h5lake.model.reduce import (
     is_numeric,
     min_max,
     parse_index,
+    rows_of,
     steps_for,
     strided,
     window,
@@ -162,7 +163,8 @@ async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Pr
         return _made("minmax", region, (step,), y, x, itemsize)
     (step,) = steps_for((n,), (2 * width,))
     sampled = strided(region, (step,))
-    data = (await _read_sampled(svc, ds, sampled)).reshape(-1)
+    async with svc.scanning:
+        data = (await _read_sampled(svc, ds, sampled)).reshape(-1)
     (sp,) = sampled.slices()
     x = sp.start + np.arange(sp.count) * sp.step
     return _made("stride", region, (step,), data.astype(np.float64), x.astype(np.float64), itemsize)
@@ -179,8 +181,10 @@ async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, it
     ys: list[np.ndarray] = []
     for first in range(0, n, per):
         count = min(per, n - first)
-        data = (await _read(svc, ds, window(region, first, count).selection)).reshape(-1)
-        x, y = await svc.workers.cpu(min_max, data, step, part.start + first * part.step, part.step, size=data.nbytes)
+        async with svc.scanning:  # one window at a time server-wide: other requests run between
+            data = (await _read(svc, ds, window(region, first, count).selection)).reshape(-1)
+            x, y = await svc.workers.cpu(min_max, data, step, part.start + first * part.step, part.step,
+                                         size=data.nbytes)
         xs.append(x)
         ys.append(y)
     return np.concatenate(xs), np.concatenate(ys)
@@ -195,12 +199,28 @@ async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, heig
         data = (await _read(svc, ds, region.selection)).reshape(counts)
         return _made("full", region, steps, data.astype(np.float32), None, itemsize)
     if math.prod(counts) * itemsize <= READ_BUDGET:
-        data = (await _read(svc, ds, region.selection)).reshape(counts)
-        means = await svc.workers.cpu(block_mean, data, steps, size=data.nbytes)
-        return _made("mean", region, steps, means.astype(np.float32), None, itemsize)
+        return _made("mean", region, steps, await _band_means(svc, ds, region, steps), None, itemsize)
     sampled = strided(region, steps)
-    data = (await _read_sampled(svc, ds, sampled)).reshape(sampled.shape)
+    async with svc.scanning:
+        data = (await _read_sampled(svc, ds, sampled)).reshape(sampled.shape)
     return _made("stride", region, steps, data.astype(np.float32), None, itemsize)
+
+
+async def _band_means(svc: Service, ds: OpenDataset, region: Region, steps: tuple[int, int]) -> np.ndarray:
+    """``block_mean`` of a 2-D region, read and reduced in bands of whole blocks of rows (about
+    ``LINE_WINDOW`` bytes of float64, which the mean works in), one band at a time server-wide;
+    the same as ``block_mean`` over the whole."""
+    rows, cols = region.shape
+    per = max(1, LINE_WINDOW // (8 * steps[0] * cols)) * steps[0]
+    bands: list[np.ndarray] = []
+    for first in range(0, rows, per):
+        count = min(per, rows - first)
+        async with svc.scanning:
+            data = (await _read(svc, ds, rows_of(region, first, count).selection)).reshape(count, cols)
+            bands.append(await svc.workers.cpu(block_mean, data, steps, size=data.nbytes))
+    if not bands:  # no rows: the means of nothing
+        return np.empty((0, math.ceil(cols / steps[1])), np.float32)
+    return np.concatenate(bands).astype(np.float32)
 
 
 def _made(mode: str, region: Region, steps: tuple[int, ...], data: np.ndarray, x: np.ndarray | None,
