@@ -1085,7 +1085,7 @@ def _stale_marked(attrs: Any, dset: Any, f: Any) -> Any:
         try:
             attached = any(s == dset for s in f[ref].dims[int(dim)].values())
         except Exception:  # noqa: BLE001 - a row naming nothing readable is left as it is
-            continue
+            attached = True
         row = rows[k]
         if not attached and isinstance(row, tuple) and row[:1] == ("void",) and row[2][0][:1] == ("ref",):
             rows[k] = (row[0], row[1], (("ref", ("stale", row[2][0][1])), *row[2][1:]))
