@@ -5,6 +5,8 @@ attribute, and h5pyd could not read one loaded from a file (docs/fidelity.md).""
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 import requests
 from h5py import h5r
 
+from h5lake.tools.common import ToolError
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
@@ -162,3 +165,37 @@ def test_region_references_h5pyd_wrote_to_a_dataset_export_to_hdf5(tmp_path: Pat
             assert f[ref].name == "/d"
             np.testing.assert_array_equal(np.ravel(d[ref]), np.ravel(want))
         assert not refs[-1]
+
+
+def _lists(n: int) -> dict[str, object]:
+    return {"shape": [10, 10], "slices": [{"type": "list", "values": [i % 10 for i in range(n)]}] * 2}
+
+
+@pytest.mark.parametrize("value, words", [
+    # two index lists of 2,100 indices: 4.4 million points, each made a Python tuple (the
+    # export's memory grew without bound with longer lists)
+    ({"id": "DSET", "selection_dict": _lists(2100)}, "more than 4194304 points"),
+    # blobs in base64, which any client may store: no id, no slices
+    (base64.b64encode(b'{"id": 5}').decode(), "neither h5lake's form nor h5pyd's"),
+    ("DSET-BLOB", "not a selection (KeyError"),
+])
+def test_regions_that_select_nothing_sane_end_the_export_with_a_message(
+        tmp_path: Path, settings: Settings, new_domain: Callable[[str], str], value: object, words: str) -> None:
+    """A region reference any client stored that is no selection, or one of millions of points,
+    ends the export with a ToolError naming the attribute (it raised KeyError or AttributeError
+    out of the export, or took memory without bound)."""
+    domain = new_domain("regionexport")
+    with _open(settings, domain, "w") as f:
+        dset = f.create_dataset("d", data=DATA).id.uuid
+    if isinstance(value, dict):
+        value = {**value, "id": dset}
+    elif value == "DSET-BLOB":
+        value = base64.b64encode(b'{"id": "datasets/%s", "selection_dict": {"shape": [10, 10]}}' % dset.encode()).decode()
+    auth = (settings.username, settings.password)
+    root = requests.get(f"{settings.endpoint}/", params={"domain": domain}, auth=auth, timeout=30).json()["root"]
+    body = {"type": {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}, "shape": "H5S_SCALAR", "value": value}
+    r = requests.put(f"{settings.endpoint}/groups/{root}/attributes/r", params={"domain": domain}, json=body, auth=auth, timeout=30)
+    assert r.status_code == 201, r.text
+    with pytest.raises(ToolError, match=re.escape(words)):
+        export_domain(RestClient(settings, domain), tmp_path / "out.h5", workers=2)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -267,3 +268,33 @@ def test_forked_dataset_shrunk_and_grown_shows_fill(client: Client, raw_store: R
         assert np.array_equal(f["x"][:], np.arange(n, dtype="f4") + 1)  # the version is untouched
     with _h5(ep, d) as f:
         assert np.array_equal(f["x"][:], np.arange(n, dtype="f4") + 1)  # so is the source's head
+
+
+def test_fork_renames_the_datasets_region_references_name(client: Client) -> None:
+    """A fork gives its objects new ids and renamed them in links, types and object references,
+    but not in region references (``{"id": "datasets/d-...", ...}``, nor in a blob stored in base64
+    before that form was answered): the fork's region references named the source's dataset, and
+    h5pyd refused them on the fork's ("Region reference must point to this dataset")."""
+    ep, d = client.endpoint, client.domain
+    data = np.arange(100).reshape(10, 10)
+    with _h5(ep, d, "a") as f:
+        dset = f.create_dataset("d", data=data)
+        f.attrs["box"] = dset.regionref[1:3, 2:5]
+        f.attrs["stepped"] = dset.regionref[0:10:3, 1]  # h5json's selection_dict
+        source_id = dset.id.id
+    blob = b'{"id":"datasets/%s","select_type":"H5S_SEL_POINTS","selection":[[9,9],[0,1]]}' % source_id.encode()
+    root = client.get("/").json()["root"]
+    body = {"type": {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}, "shape": "H5S_SCALAR",
+            "value": base64.b64encode(blob).decode()}  # a blob as stored before, in base64
+    assert client.put(f"/groups/{root}/attributes/points", json=body).status_code == 201
+    assert _commit(client).status_code == 201
+    fork = Client(ep, "test_user1", d.replace(".h5", "-regions.h5"))
+    assert fork.put("/", json={"from": d + "@v1"}).status_code == 201
+    with _h5(ep, fork.domain) as f:
+        dset = f["d"]
+        assert dset.id.id != source_id
+        np.testing.assert_array_equal(dset[f.attrs["box"]], data[1:3, 2:5])
+        np.testing.assert_array_equal(np.ravel(dset[f.attrs["stepped"]]), data[0:10:3, 1])  # (h5pyd: in its selection's shape)
+        np.testing.assert_array_equal(dset[f.attrs["points"]], [99, 1])
+    with _h5(ep, d + "@v1") as f:  # the source version still names its own dataset
+        np.testing.assert_array_equal(f["d"][f.attrs["box"]], data[1:3, 2:5])

@@ -313,10 +313,22 @@ def shown_value(attr: Doc) -> Any:
     if value is None or not isinstance(type_json, dict) or not holds_region_reference(type_json):
         return value
     dims = tuple(shape.get("dims") or ()) if isinstance(shape, dict) else ()
+    if type_class(type_json) is TypeClass.REFERENCE and not _any_text(value, len(dims)):
+        # region references stored as objects (or null) are answered as stored: made again,
+        # each checked, a 1 MB attribute took ~0.1 s of the event loop at every read
+        # (bench/region_attrs.py)
+        return value
     try:
         return array_to_json(json_to_array(value, type_json, dims), type_json)
     except InvalidInput:  # as stored: shown as it is
         return value
+
+
+def _any_text(value: Any, depth: int) -> bool:
+    """True if an element of ``value`` (lists ``depth`` deep) is a string: a blob in base64."""
+    if depth == 0:
+        return isinstance(value, str)
+    return isinstance(value, list) and any(_any_text(v, depth - 1) for v in value)
 
 
 def attribute_bytes(attr: Doc) -> bytes:

@@ -20,9 +20,11 @@ from h5lake.model.ids import (
     new_object_id,
     normalize_domain,
     object_key,
+    strip_collection_prefix,
 )
 from h5lake.model.versionref import parse_ref, split_domain
 from h5lake.service import versions
+from h5lake.service.attributes import shown_value
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import create_domain, open_domain
@@ -31,14 +33,29 @@ from h5lake.service.views import Domain
 
 
 def _rename(value: Any, ids: dict[str, str]) -> Any:
-    """Every object id in a document (links, types, references in attributes) renamed."""
+    """Every object id in a document (links, types, references in attributes) renamed, also one
+    with its collection in front (``datasets/d-...``: a region reference's id, an object
+    reference as h5pyd sends it)."""
     if isinstance(value, str):
+        bare = strip_collection_prefix(value)
+        if bare is not value and bare in ids:
+            return value[: len(value) - len(bare)] + ids[bare]
         return ids.get(value, value) if is_valid_id(value) else value
     if isinstance(value, list):
         return [_rename(v, ids) for v in value]
     if isinstance(value, dict):
         return {k: _rename(v, ids) for k, v in value.items()}
     return value
+
+
+def _regions_as_objects(doc: Doc) -> Doc:
+    """A document with the region references of its attributes in h5json's object form (a
+    domain loaded before that form kept them as base64 blobs), so their ids can be renamed."""
+    attrs = doc.get("attributes")
+    if not isinstance(attrs, dict):
+        return doc
+    shown = {name: {**a, "value": shown_value(a)} if isinstance(a, dict) and "value" in a else a for name, a in attrs.items()}
+    return {**doc, "attributes": shown}
 
 
 async def _source_version(svc: Service, caller: Caller, source: str) -> tuple[Domain, Doc]:
@@ -70,7 +87,7 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
         ts = now()
 
         def copy(old: str) -> Doc:
-            doc = _rename(trees[old]["doc"], ids)
+            doc = _rename(_regions_as_objects(trees[old]["doc"]), ids)
             doc.pop(FORKED, None)
             if "chunks" in trees[old]:
                 doc[FORKED] = objects[old]

@@ -394,10 +394,24 @@ def region_blob(target_id: str, space: Any) -> bytes:
     return orjson.dumps(doc)
 
 
+MAX_REGION_POINTS = 1 << 22
+"""Points a region given as h5json's index lists may select (their outer product, made point by
+point): any client can store such a region, and two lists of a few thousand indices made
+millions of points, exhausting memory (docs/fidelity.md, "Region references")."""
+
+
 def select_region(space: Any, blob: dict[str, Any]) -> None:
     """Make ``space`` (the target dataset's dataspace) select what a region blob describes: one
     h5lake load made, or h5json's object as h5pyd sends it (docs/fidelity.md), which may have no
-    selection (the whole dataset) or a ``selection_dict``."""
+    selection (the whole dataset) or a ``selection_dict``. ValueError for a blob that does not
+    describe a selection (any client may store any blob)."""
+    try:
+        _select_region(space, blob)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"a region reference that is not a selection ({type(exc).__name__}: {str(exc)[:80]})") from None
+
+
+def _select_region(space: Any, blob: dict[str, Any]) -> None:
     kind = blob.get("select_type")
     if "selection_dict" in blob:
         _select_h5json_dict(space, blob["selection_dict"])
@@ -442,10 +456,10 @@ def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
         space.select_elements(np.array(points, dtype=np.uint64).reshape(n, len(d["slices"])))
         return
     dims = space.shape
-    axes: list[list[int]] = []
+    axes: list[range | list[int]] = []  # a range, not its list: a slice may span a huge extent
     for s, extent in zip(d["slices"], dims, strict=True):
         if s["type"] == "slice":
-            axes.append(list(range(s["start"], min(s["stop"], extent), s["step"])))
+            axes.append(range(s["start"], min(s["stop"], extent), s["step"]))
         elif s["type"] == "int":
             axes.append([s["value"]])
         else:
@@ -457,6 +471,8 @@ def _select_h5json_dict(space: Any, d: dict[str, Any]) -> None:
         stride = tuple(a[1] - a[0] if len(a) > 1 else 1 for a in axes)
         space.select_hyperslab(start, tuple(len(a) for a in axes), stride)
     else:
+        if math.prod(len(a) for a in axes) > MAX_REGION_POINTS:
+            raise ValueError(f"a region of index lists selecting more than {MAX_REGION_POINTS} points")
         product = np.array(list(itertools.product(*axes)), dtype=np.uint64)
         space.select_elements(product.reshape(len(product), len(axes)))
 
@@ -468,8 +484,8 @@ def decode_region_blob(value: bytes) -> dict[str, Any]:
     if value[:4] == _HRRF:
         return _decode_h5json_blob(value)
     doc = orjson.loads(value)
-    if not isinstance(doc, dict) or "id" not in doc:
-        raise ValueError("not an h5lake region reference")
+    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
+        raise ValueError("not an h5lake region reference")  # noqa: TRY004 - the callers' "not a region blob"
     return doc
 
 
