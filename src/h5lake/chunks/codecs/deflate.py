@@ -27,8 +27,9 @@ STORED_MAX = 65535  # the most bytes one stored deflate block holds (RFC 1951, 3
 
 
 def _zlib_header(level: int) -> bytes:
-    """RFC 1950's two bytes: deflate with a 32 KiB window, FLEVEL as zlib and libdeflate set it."""
-    flevel = 0 if level < 2 else 1 if level < 6 else 2 if level == 6 else 3
+    """RFC 1950's two bytes: deflate with a 32 KiB window, FLEVEL as libdeflate sets it (zlib
+    says 3 for level 7, libdeflate 2), so that a chunk's header does not depend on its bytes."""
+    flevel = 0 if level < 2 else 1 if level < 6 else 2 if level < 8 else 3
     cmf, flg = 0x78, flevel << 6
     return bytes((cmf, flg | (31 - (cmf * 256 + flg) % 31)))
 
@@ -94,7 +95,7 @@ def deflate_zlib(buf: Buffer, level: int, plane: int = 0) -> bytes:
     view = memoryview(buf).cast("B")
     size = len(view)
     stored = 0
-    if level > 0:
+    if level > 0 and size:  # (an empty chunk has no pieces)
         for start, end in _pieces(size, plane):
             if not _incompressible(view[start:end], level):
                 break

@@ -1,0 +1,117 @@
+"""The deflate encoder's framing (stored blocks for leading noise, then libdeflate's raw stream,
+in one zlib stream) over random chunks: every zlib reader we rely on and HDF5 itself read them.
+
+A chunk is a mix of stretches of noise, zeros, repeats and measured-looking floats, 0 to 2 MiB,
+at every gzip level, with or without shuffle, for element sizes 1 to 8.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from typing import Any
+
+import h5py
+import imagecodecs
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from h5lake.chunks.filters import FilterPipeline
+
+SHUFFLE = {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}
+MIB = 1024 * 1024
+KINDS = ("noise", "zeros", "repeat", "floats")
+
+
+def gzip(level: int) -> dict[str, Any]:
+    return {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": level}
+
+
+def stretch(kind: str, length: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    if kind == "noise":
+        return rng.randbytes(length)
+    if kind == "zeros":
+        return bytes(length)
+    if kind == "repeat":
+        return (rng.randbytes(rng.randint(1, 300)) * (length + 1))[:length]
+    # a smooth field with noise in its last digits: shuffled, its low bytes are noise
+    x = np.arange(-(-length // 4), dtype=np.float64) / 500.0
+    noisy = np.sin(x) + np.random.default_rng(seed).normal(0, 1e-3, len(x))
+    return noisy.astype("<f4").tobytes()[:length]
+
+
+stretches = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.integers(0, 768 * 1024), st.integers(0, 2**32)), max_size=5
+)
+
+
+def chunk_of(parts: list[tuple[str, int, int]], itemsize: int) -> bytes:
+    raw = b"".join(stretch(kind, length, seed) for kind, length, seed in parts)[: 2 * MIB]
+    return raw[: len(raw) - len(raw) % itemsize]
+
+
+def final_block_seen(stream: bytes) -> bool:
+    """zlib reports a stream that lacks its final block as incomplete (Z_BUF_ERROR); a
+    decompressor object says so by ``eof``."""
+    d = zlib.decompressobj()
+    d.decompress(stream)
+    return d.eof and not d.unused_data
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(parts=stretches, level=st.integers(0, 9), shuffle=st.booleans(), itemsize=st.integers(1, 8))
+# every piece noise, so no libdeflate part follows (a whole number of 65535-byte stored blocks,
+# one byte more, a piece too short to judge); noise then zeros; an empty chunk
+@example(parts=[("noise", 2 * 65535, 1)], level=6, shuffle=False, itemsize=1)
+@example(parts=[("noise", 65536, 2)], level=1, shuffle=False, itemsize=1)
+@example(parts=[("noise", 16 * 1024, 3)], level=9, shuffle=False, itemsize=1)
+@example(parts=[("noise", 4 * 65536, 4)], level=4, shuffle=True, itemsize=8)
+@example(parts=[("noise", 3 * 65536, 5), ("zeros", 5 * 65536, 0)], level=4, shuffle=False, itemsize=1)
+@example(parts=[("floats", 2 * MIB, 6)], level=4, shuffle=True, itemsize=4)
+@example(parts=[], level=4, shuffle=False, itemsize=1)
+def test_every_reader_reads_what_deflate_wrote(
+    parts: list[tuple[str, int, int]], level: int, shuffle: bool, itemsize: int
+) -> None:
+    raw = chunk_of(parts, itemsize)
+    dtype = np.dtype(f"S{itemsize}")
+    count = len(raw) // itemsize
+    filters = [SHUFFLE, gzip(level)] if shuffle else [gzip(level)]
+    pipeline = FilterPipeline.from_json(filters, dtype, (count,) if count else None)
+    stored = pipeline.encode(raw)
+    deflated = stored  # gzip is the last filter: its output is what is stored
+    shuffled = bytes(pipeline.filters[0].encode(raw)) if shuffle else raw
+    assert zlib.decompress(deflated) == shuffled
+    assert final_block_seen(deflated)
+    # the header is the one libdeflate writes at this level, whatever the chunk holds
+    assert deflated[:2] == imagecodecs.deflate_encode(b"x", level)[:2]
+    (cmf, flg), adler = deflated[:2], struct.unpack(">I", deflated[-4:])[0]
+    assert cmf == 0x78 and (cmf * 256 + flg) % 31 == 0 and not flg & 0x20
+    assert adler == zlib.adler32(raw if not shuffle else shuffled)
+    # never much larger than deflate's own worst case: 5 bytes a 65535-byte stored block
+    assert len(deflated) <= len(raw) + 5 * (len(raw) // 65535 + 2) + 6
+    for decode in (imagecodecs.zlibng_decode, imagecodecs.deflate_decode):
+        assert bytes(decode(deflated, out=len(raw))) == shuffled
+    assert pipeline.decode(stored) == raw
+    if not count:
+        return  # HDF5 has no empty chunk
+    with h5py.File(f"chunk-{id(raw)}.h5", "w", driver="core", backing_store=False) as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((count,))
+        for filter_id, flags, cd_values in pipeline.hdf5_filters():
+            dcpl.set_filter(filter_id, flags, cd_values)
+        space = h5py.h5s.create_simple((count,))
+        dsid = h5py.h5d.create(f.id, b"d", h5py.h5t.py_create(dtype), space, dcpl=dcpl)
+        dsid.write_direct_chunk((0,), stored)
+        assert f["d"][...].tobytes() == raw
+
+
+@pytest.mark.parametrize("level", range(10))
+def test_empty_chunk_deflates_at_every_level(level: int) -> None:
+    pipeline = FilterPipeline.from_json([gzip(level)], np.dtype("u1"), (1024,))
+    stored = pipeline.encode(b"")
+    assert zlib.decompress(stored) == b""
+    assert imagecodecs.zlibng_decode(stored) == b""
