@@ -130,3 +130,20 @@ def test_repeats_longer_than_a_probe_still_compress(itemsize: int, period: int) 
     stored = pipeline.encode(raw)
     assert len(stored) <= 1.01 * len(imagecodecs.deflate_encode(shuffled, 4)) + 64
     assert pipeline.decode(stored) == raw
+
+
+@pytest.mark.parametrize(("fill", "run"), [(b"\0", 8192), (b"\xff", 3000), (struct.pack("<f", float("nan")), 11000)])
+def test_fill_between_probes_still_compresses(fill: bytes, run: int) -> None:
+    """Noise with a stretch of one value (fill values, a masked region) where no probe looks:
+    the four 4 KiB probes of a 64 KiB piece see noise, yet deflate saves most of the stretch."""
+    rng = random.Random(run)
+    pieces = []
+    for _ in range(16):
+        piece = bytearray(rng.randbytes(65536))
+        piece[11 * 1024 : 11 * 1024 + run] = (fill * run)[:run]  # between the first two probes
+        pieces.append(bytes(piece))
+    raw = b"".join(pieces)
+    pipeline = FilterPipeline.from_json([gzip(4)], np.dtype("u1"), (len(raw),))
+    stored = pipeline.encode(raw)
+    assert len(stored) <= 1.01 * len(imagecodecs.deflate_encode(raw, 4)) + 64
+    assert pipeline.decode(stored) == raw
