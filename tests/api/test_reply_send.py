@@ -5,12 +5,18 @@ follows its head), errors, pipelined requests."""
 from __future__ import annotations
 
 import base64
+import signal
 import socket
 import struct
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from tests.support.server import USERS, Server, start_server
+from tests.support.failing_app import STARTED
+from tests.support.server import USERS, Server, free_port, start_server, stop_group
 
 TCP_INFO_DATA_SEGS_IN = 152  # offset of tcpi_data_segs_in in Linux's struct tcp_info (since 4.6)
 
@@ -110,3 +116,39 @@ def test_replies_on_one_connection_are_whole_and_in_order(srv: Server) -> None:
         replies._more()  # nothing more than the five replies
     assert replies.buf == b""
     sock.close()
+
+
+def _wait_for(log: Path, text: str) -> str:
+    for _ in range(300):
+        content = log.read_text()
+        if text in content:
+            return content
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never appeared in the log:\n{log.read_text()}")
+
+
+def test_a_reply_failing_after_its_client_left_closes_quietly(tmp_path: Path) -> None:
+    """A reply started (its head held for the body), the client gone, then the application
+    fails: uvicorn closes the connection, and the held head must not be written to the closed
+    transport (uvloop raised, and the request's task ended in a second traceback)."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    code = (
+        "import uvicorn; from h5lake.api.connections import PROTOCOL_PATH; "
+        f"uvicorn.run('tests.support.failing_app:app', host='127.0.0.1', port={port}, http=PROTOCOL_PATH)"
+    )
+    with log.open("wb") as out:
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=out, start_new_session=True,
+                                   cwd=Path(__file__).resolve().parents[2])  # where ``tests`` imports from
+    try:
+        _wait_for(log, "Uvicorn running")
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        _wait_for(log, STARTED)
+        sock.close()
+        _wait_for(log, "failed after the client left")
+    finally:
+        stop_group(process, signal.SIGINT)
+    content = log.read_text()
+    assert "Exception in ASGI application" in content  # the application's own failure, logged
+    assert "handler is closed" not in content and "never retrieved" not in content, content

@@ -92,7 +92,8 @@ class _HeadWithBody:
     """The transport of one request's cycle (`_OneSendCycle`): the response's head, which
     uvicorn writes alone, is held and written with the first piece of the body, one
     ``writev`` instead of two sends (each a loopback segment the client wakes for). Anything
-    else goes straight through; a close writes a held head first, as uvicorn would have."""
+    else goes straight through; a close writes a held head first, as uvicorn would have (unless
+    the connection is closing already: the client gone, nothing to write it to)."""
 
     __slots__ = ("head", "holding", "transport")
 
@@ -110,6 +111,10 @@ class _HeadWithBody:
             self.transport.write(data)
         else:
             self.head = None
+            if self.transport.is_closing():
+                # closed meanwhile (the client left, a deadline passed): uvicorn had written the
+                # head while it was open; uvloop raises on a write once the handle has closed
+                return
             if data:
                 self.transport.writelines((head, data))
             else:
