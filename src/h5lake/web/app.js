@@ -489,7 +489,10 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
       const found = scales[k];
       if (!found) return index;
       let samples = found;
-      if (found.id) samples = await scaleSamples(domain, found, header.start[k], header.shape[k], dims[d]);
+      if (found.id) {
+        samples = await scaleSamples(domain, found, header.start[k], header.shape[k], dims[d])
+          .catch((error) => ({ why: `it could not be read: ${error.message}` }));
+      }
       if (samples.why) { why.push(`dim ${d}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
       return { label: found.label, scale: samples };
     }));

@@ -88,6 +88,7 @@ function colorbar(range, scale) {
 // the last step (as H5Web adds the edge after the last value); ticks are round scale values.
 export function axisModel(start, count, length, scale) {
   const target = Math.max(2, Math.round(length / 70));
+  if (count <= 0) return { valueAt: (e) => e, ticks: [] }; // no cells: no axis
   if (!scale) {
     return {
       valueAt: (e) => e,
