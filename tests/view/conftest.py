@@ -65,6 +65,33 @@ def make_file(path: Path) -> Path:
             image = f.create_dataset(name, data=planes.astype(dtype))
             image.attrs["CLASS"] = np.bytes_("IMAGE")
             image.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
+        # true colour with alpha (RGBA), and channels as planes (INTERLACE_PLANE: channels x rows x columns)
+        alpha = np.tile(np.linspace(0, 255, 30).round(), (20, 1))
+        rgba = f.create_dataset("photo_rgba", data=np.stack([rows, cols, np.full((20, 30), 90), alpha], axis=-1).astype("u1"))
+        planes = f.create_dataset("photo_planes", data=np.stack([cols, np.full((20, 30), 40), rows]).astype("u1"))
+        for image in (rgba, planes):
+            image.attrs["CLASS"] = np.bytes_("IMAGE")
+            image.attrs["IMAGE_SUBCLASS"] = np.bytes_("IMAGE_TRUECOLOR")
+        rgba.attrs["INTERLACE_MODE"] = np.bytes_("INTERLACE_PIXEL")
+        planes.attrs["INTERLACE_MODE"] = np.bytes_("INTERLACE_PLANE")
+        # six decades, with values a log scale cannot place (0 and a negative one)
+        decades = 10 ** np.linspace(-2, 4, 200)
+        decades[90:100] = 0
+        decades[150] = -5
+        f.create_dataset("decades", data=decades)
+        # an image with dimension scales: rows evenly spaced, columns not (their squares); and
+        # one whose column scale is of the wrong length
+        scaled = f.create_dataset("scaled", data=np.arange(12 * 16, dtype="f4").reshape(12, 16))
+        depth = f.create_dataset("depth", data=10 + 0.5 * np.arange(12))
+        depth.make_scale("depth (m)")
+        times = f.create_dataset("times", data=np.arange(16.0) ** 2)
+        times.make_scale("")
+        scaled.dims[0].attach_scale(depth)
+        scaled.dims[1].attach_scale(times)
+        scaled.dims[1].label = "time"
+        odd = f.create_dataset("odd_scale", data=np.arange(12 * 20, dtype="f4").reshape(12, 20))
+        odd.dims[0].attach_scale(depth)
+        odd.dims[1].attach_scale(times)  # 16 values for 20 columns
         f.create_dataset("big_scalar", shape=(), dtype=("f8", (1500, 1500)))  # one 18 MB value: too big to show
         many = f.create_group("many")  # more members than the tree shows open
         for i in range(150):

@@ -571,3 +571,185 @@ def test_long_double_reads_as_numbers(browser: Browser, h5web_domain: ViewDomain
     got = [float(t) for t in cells.all_inner_texts()]
     np.testing.assert_allclose(got, expected.astype(np.float64), rtol=1e-6)
     page.context.close()
+
+
+def line_columns(page: Page) -> list[float | None]:
+    """For each column of the line plot's canvas, the mean height of the line's (blue) pixels
+    there, or None where the line does not pass."""
+    return page.evaluate(
+        """() => { const c = document.querySelector('#lineplot canvas'); const d = c.getContext('2d')
+            .getImageData(0, 0, c.width, c.height).data; const out = [];
+            for (let x = 0; x < c.width; x += 1) { let n = 0; let sum = 0;
+              for (let y = 0; y < c.height; y += 1) { const i = (y * c.width + x) * 4;
+                if (d[i + 2] > d[i] + 60 && d[i + 3] > 0) { n += 1; sum += y; } }
+              out.push(n ? sum / n : null); } return out; }"""
+    )
+
+
+def gaps(columns: list[float | None]) -> tuple[int, int, list[int]]:
+    """The first and last columns the line passes and the widths of the runs it skips between."""
+    drawn = [i for i, v in enumerate(columns) if v is not None]
+    runs, run = [], 0
+    for v in columns[drawn[0] : drawn[-1] + 1]:
+        if v is None:
+            run += 1
+        elif run:
+            runs.append(run)
+            run = 0
+    return drawn[0], drawn[-1], runs
+
+
+def test_line_log_and_symlog_value_scales(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """A log value axis, as H5Web's line plot has: powers of ten, values from 10^-2 to 10^4 on
+    a straight line, and the values at or below 0 left out (gaps), which a note counts; symlog
+    places every value, negative ones too."""
+    page = open_page(browser)
+    visit(page, view_domain, "/decades")
+    plot = page.locator("#lineplot")
+    expect(plot).to_be_visible()
+    series = h5(view_domain, "/decades")
+    page.locator("#value-scale").select_option("log")
+    expect(page.locator("#lineplot")).to_have_attribute("data-y-scale", "log")
+    plot = page.locator("#lineplot")
+    hidden = int((series <= 0).sum())
+    expect(page.locator("#line-note")).to_contain_text(f"{hidden} of the {series.size} values are at or below 0")
+    ticks = [float(t) for t in str(plot.get_attribute("data-y-ticks")).split(",")]
+    assert ticks == pytest.approx([10.0**k for k in range(-2, 5)])
+    low, high = (float(v) for v in str(plot.get_attribute("data-y-range")).split(","))
+    assert 0 < low <= series[series > 0].min() and high >= series.max()
+    columns = line_columns(page)
+    first, last, skipped = gaps(columns)
+    # indexes 89-100 (zeros) and 149-151 (a negative value) have no segment
+    span = last - first
+    assert len(skipped) == 2, skipped
+    assert 9 / 199 * span <= max(skipped) <= 13 / 199 * span and min(skipped) <= 3 / 199 * span + 2
+    # 10^(linear) is a straight line on a log axis
+    xs = np.array([i for i in range(first, last + 1) if columns[i] is not None], dtype=float)
+    ys = np.array([columns[int(i)] for i in xs])
+    fit = np.polyval(np.polyfit(xs, ys, 1), xs)
+    assert np.abs(ys - fit).max() < 4, "the line is not straight on a log axis"
+    page.screenshot(path=shots / "line-log.png", full_page=True)
+    page.locator("#value-scale").select_option("symlog")
+    expect(page.locator("#lineplot")).to_have_attribute("data-y-scale", "symlog")
+    expect(page.locator("#line-note")).to_be_hidden()
+    plot = page.locator("#lineplot")
+    low, high = (float(v) for v in str(plot.get_attribute("data-y-range")).split(","))
+    assert low <= series.min() < 0 and high >= series.max()
+    ticks = [float(t) for t in str(plot.get_attribute("data-y-ticks")).split(",")]
+    assert 0 in ticks and any(t < 0 for t in ticks)
+    assert all(t == 0 or np.log10(abs(t)) == round(np.log10(abs(t))) for t in ticks), ticks
+    first, last, skipped = gaps(line_columns(page))
+    assert skipped == [] or max(skipped) <= 2, skipped
+    page.context.close()
+
+
+def axis_ticks(page: Page, axis: str) -> list[tuple[float, str, float]]:
+    """(value, label, position in the image's pixels) of each tick of a heatmap axis ("x" or
+    "y"), the position measured on screen from the image's edge."""
+    return page.evaluate(
+        f"""() => {{ const canvas = document.getElementById('heatmap').getBoundingClientRect();
+            return [...document.querySelectorAll('#heatmap-{axis}-axis .tick')].map((t) => {{
+              const b = t.getBoundingClientRect();
+              const at = '{axis}' === 'x' ? b.left + b.width / 2 - canvas.left : b.top + b.height / 2 - canvas.top;
+              return [Number(t.dataset.value), t.textContent, at]; }}); }}"""
+    )
+
+
+def check_axis(ticks: list[tuple[float, str, float]], length: float, edge_of: object) -> None:
+    assert len(ticks) >= 3, ticks
+    for value, text, at in ticks:
+        assert float(text) == pytest.approx(value)
+        assert at == pytest.approx(edge_of(value) * length, abs=2.5), (value, at)  # type: ignore[operator]
+
+
+def test_image_axes_show_indexes(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """Row and column axes with tick labels, as H5Web draws them: without dimension scales, the
+    indexes, a tick at index i marking the first edge of row (column) i."""
+    page = open_page(browser)
+    visit(page, view_domain, "/images/image")
+    canvas = page.locator("#heatmap")
+    expect(canvas).to_be_visible()
+    rows, cols = h5(view_domain, "/images/image").shape
+    box = canvas.bounding_box()
+    assert box is not None
+    x, y = axis_ticks(page, "x"), axis_ticks(page, "y")
+    assert all(float(t).is_integer() and 0 <= t <= cols for t, _, _ in x)
+    assert all(float(t).is_integer() and 0 <= t <= rows for t, _, _ in y)
+    check_axis(x, box["width"], lambda v: v / cols)
+    check_axis(y, box["height"], lambda v: v / rows)
+    expect(page.locator("#heatmap-x-title")).to_have_text("column index (dim 1)")
+    expect(page.locator("#axis-note")).to_be_hidden()
+    page.screenshot(path=shots / "image-axes.png", full_page=True)
+    page.context.close()
+
+
+def test_image_axes_follow_dimension_scales(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """With dimension scales attached (DIMENSION_LIST), the axes show their values, labelled by
+    DIMENSION_LABELS or the scale's name: a tick marks where its value lies between the cells'
+    first edges (the scale's values; past the last one, one more step of the same size), so an
+    uneven scale gives uneven ticks. A scale of the wrong length is not used, and a note says so."""
+    page = open_page(browser)
+    visit(page, view_domain, "/scaled")
+    canvas = page.locator("#heatmap")
+    expect(canvas).to_be_visible()
+    expect(page.locator("#heatmap-x-title")).to_have_text("time")
+    expect(page.locator("#heatmap-y-title")).to_have_text("depth (m)")
+    depth, times = h5(view_domain, "/depth"), h5(view_domain, "/times")
+    box = canvas.bounding_box()
+    assert box is not None
+    edges = lambda v: np.append(v, 2 * v[-1] - v[-2])
+    x = axis_ticks(page, "x")
+    check_axis(x, box["width"], lambda v: np.interp(v, edges(times), np.arange(times.size + 1)) / times.size)
+    assert max(t for t, _, _ in x) > times.size  # scale values, not indexes
+    check_axis(axis_ticks(page, "y"), box["height"], lambda v: (v - depth[0]) / (edges(depth)[-1] - depth[0]))
+    canvas.hover(position={"x": box["width"] * 10.5 / 16, "y": 2})
+    expect(page.locator("#hover")).to_contain_text(f"time = {int(times[10])}")
+    page.screenshot(path=shots / "image-scales.png", full_page=True)
+    visit(page, view_domain, "/odd_scale")
+    expect(page.locator("#axis-note")).to_contain_text("dim 1")
+    expect(page.locator("#axis-note")).to_contain_text("not the dimension's 20")
+    expect(page.locator("#heatmap-x-title")).to_have_text("column index (dim 1)")
+    expect(page.locator("#heatmap-y-title")).to_have_text("depth (m)")
+    box = page.locator("#heatmap").bounding_box()
+    assert box is not None
+    check_axis(axis_ticks(page, "x"), box["width"], lambda v: v / 20)
+    page.context.close()
+
+
+def test_true_colour_image_with_alpha(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """Four channels (RGBA), as H5Web shows them: the fourth is the opacity, read as the colours
+    are (0-255 for 8-bit integers)."""
+    page = open_page(browser)
+    visit(page, view_domain, "/photo_rgba")
+    canvas = page.locator("#rgb-image")
+    expect(canvas).to_be_visible()
+    expect(canvas).to_have_attribute("data-channels", "RGBA")
+    photo = h5(view_domain, "/photo_rgba").astype(int)
+    size = canvas.evaluate("(c) => [c.width, c.height]")
+    for r, c in ((0, 0), (7, 11), (19, 29), (12, 3), (5, 20)):
+        x, y = int((c + 0.5) * size[0] / 30), int((r + 0.5) * size[1] / 20)
+        pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data]")
+        assert pixel[3] == photo[r, c, 3], (r, c)
+        if photo[r, c, 3] >= 100:  # the canvas keeps colours premultiplied: a few units off
+            assert np.abs(np.array(pixel[:3]) - photo[r, c, :3]).max() <= 3, (r, c, pixel)
+    expect(page.locator(".status").first).to_contain_text("alpha")
+    page.screenshot(path=shots / "rgba.png", full_page=True)
+    page.context.close()
+
+
+def test_true_colour_image_of_planes(browser: Browser, view_domain: ViewDomain) -> None:
+    """INTERLACE_PLANE (channels x rows x columns), as the HDF5 image specification defines it:
+    shown as the image, its first dimension the channels."""
+    page = open_page(browser)
+    visit(page, view_domain, "/photo_planes")
+    canvas = page.locator("#rgb-image")
+    expect(canvas).to_be_visible()
+    planes = h5(view_domain, "/photo_planes")
+    size = canvas.evaluate("(c) => [c.width, c.height]")
+    assert size[0] > size[1]  # 30 columns by 20 rows
+    for r, c in ((0, 0), (7, 11), (19, 29), (12, 3)):
+        x, y = int((c + 0.5) * size[0] / 30), int((r + 0.5) * size[1] / 20)
+        pixel = canvas.evaluate(f"(c) => [...c.getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3)]")
+        assert pixel == list(planes[:, r, c]), (r, c)
+    expect(page.locator(".status").first).to_contain_text("INTERLACE_PLANE")
+    page.context.close()

@@ -17,7 +17,11 @@ export function apiUrl(route, params) {
 }
 
 async function request(route, params) {
-  const response = await fetch(apiUrl(route, params));
+  return fetched(apiUrl(route, params));
+}
+
+async function fetched(url) {
+  const response = await fetch(url);
   if (!response.ok) {
     let message = response.statusText;
     try {
@@ -27,6 +31,12 @@ async function request(route, params) {
     throw new ApiError(response.status, message);
   }
   return response;
+}
+
+// The HDF REST API itself (same origin, same login), for what the view's routes do not carry:
+// a dataset by id, as a dimension scale is referenced.
+export async function getRest(path, params) {
+  return (await fetched(`${path}?${new URLSearchParams(params)}`)).json();
 }
 
 export async function getJson(route, params) {

@@ -3,10 +3,10 @@
 // Hooks for later: versions would add ?domain=D@REF and a timeline panel; maps a kind "map"
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
-import { ApiError, apiUrl, getJson, getPreview } from './api.js';
+import { ApiError, apiUrl, getJson, getPreview, getRest } from './api.js';
 import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
 import { SCALES, drawHeatmap } from './heatmap.js';
-import { drawLine } from './line.js';
+import { VALUE_SCALES, drawLine } from './line.js';
 
 const $ = (id) => document.getElementById(id);
 const ICONS = { group: 'G', dataset: 'D', datatype: 'T', soft_link: 'S', external_link: 'E', other: '?', folder: 'F', domain: 'D' };
@@ -293,7 +293,8 @@ function showValues(domain, entity) {
   if (dims.some((n) => n === 0)) { vis.replaceChildren(el('p', { class: 'muted' }, 'No values (empty).')); return; }
   const numeric = isNumericType(type);
   const views = numeric ? (dims.length === 1 ? ['line', 'table'] : ['image', 'table']) : ['table'];
-  if (numeric && isTrueColor(dims, entity.attributes)) views.unshift('rgb');
+  const interlace = numeric ? trueColorLayout(dims, entity.attributes) : null;
+  if (interlace) views.unshift('rgb');
   const body = el('div', { class: 'vis-body' });
   const tabs = el('div', { class: 'tabs' }, views.map((v) => el('button', {
     class: 'tab', 'data-view': v,
@@ -306,7 +307,7 @@ function showValues(domain, entity) {
     for (const t of tabs.children) t.classList.toggle('active', t.dataset.view === view);
     const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
     body.replaceChildren(host);
-    const ctx = { domain, path: entity.path, dims, type, host, fixed };
+    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, attributes: entity.attributes };
     const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
     run(ctx).catch(reporter(host));
   };
@@ -354,17 +355,31 @@ function modeText(h) {
 async function showLine({ domain, path, dims, host }) {
   const n = dims[0];
   let range = [0, n];
+  let shown = null; // the last preview drawn: a change of value scale redraws it, unread
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
+  const note = el('p', { id: 'line-note', class: 'note', hidden: true });
   const controls = el('div', { class: 'controls' });
-  host.replaceChildren(controls, plotHost, info, el('div', { id: 'dl' }));
+  host.replaceChildren(controls, note, plotHost, info, el('div', { id: 'dl' }));
+  const scale = el('select', { id: 'value-scale', 'aria-label': 'value scale', onchange: () => draw() },
+    Object.entries(VALUE_SCALES).map(([key, s]) => el('option', { value: key }, s.label)));
+  const draw = () => {
+    if (!shown) return;
+    const text = drawLine(plotHost, shown, {
+      scale: scale.value,
+      onRange: (lo, hi) => { range = [Math.max(0, lo), Math.min(n, hi)]; load().catch(reporter(host)); },
+    });
+    note.textContent = text ?? '';
+    note.hidden = !text;
+  };
   const ticket = latest(host);
   const load = async () => {
     const stale = ticket();
     const selection = `${range[0]}:${range[1]}`;
     const preview = await getPreview({ domain, path, selection, width: plotHost.clientWidth || 800 });
     if (stale()) return;
-    drawLine(plotHost, preview, { onRange: (lo, hi) => { range = [Math.max(0, lo), Math.min(n, hi)]; load().catch(reporter(host)); } });
+    shown = preview;
+    draw();
     info.textContent = `indexes ${range[0]}–${range[1] - 1}: ${modeText(preview.header)}`;
     host.querySelector('#dl').replaceChildren(downloads(domain, path, selection));
   };
@@ -378,6 +393,7 @@ async function showLine({ domain, path, dims, host }) {
     el('button', { onclick: () => pan(-0.5), title: 'pan left' }, '◀'),
     el('button', { onclick: () => pan(0.5), title: 'pan right' }, '▶'),
     el('button', { onclick: () => { range = [0, n]; load().catch(reporter(host)); } }, 'Reset zoom'),
+    el('label', {}, 'value scale ', scale),
     el('span', { class: 'muted' }, ' drag across the plot to zoom in'),
   );
   await load();
@@ -397,14 +413,51 @@ function sliders(dims, fixed, onChange) {
   }));
 }
 
-async function showImage({ domain, path, dims, host, fixed }) {
+// The dimension scale attached to dimension ``d`` (HDF5's DIMENSION_LIST: the first one, as
+// h5py's dims[d][0]), if it can label the axis: 1-D, numeric, as long as the dimension. Answers
+// {id, label} or {why} (it cannot: the axis shows indexes), or null when none is attached.
+// H5Web plots against NeXus axes only (dimension scales: silx-kit/h5web#1313, open); the rules
+// follow its proposal (#2035): a missing, non-numeric or wrong-length scale leaves indexes.
+async function dimensionScale(domain, attributes, d, size) {
+  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
+  const ref = attr.DIMENSION_LIST?.[d]?.[0];
+  if (typeof ref !== 'string' || !ref.startsWith('datasets/')) return null;
+  const id = ref.slice('datasets/'.length);
+  const scale = await getRest(`/datasets/${encodeURIComponent(id)}`, { domain, include_attrs: 1 });
+  const label = attr.DIMENSION_LABELS?.[d] || scale.attributes?.NAME?.value || '';
+  const dims = scale.shape?.dims ?? [];
+  if (!isNumericType(scale.type) || isComplexType(scale.type)) return { why: 'its values are not numbers' };
+  if (dims.length !== 1 || dims[0] !== size) return { why: `its shape ${dims.join(' × ') || 'scalar'} is not the dimension's ${size}` };
+  return { id, label: label || 'dimension scale' };
+}
+
+// A scale's values over dataset indexes [start, start + count] (the edge after the region
+// too, when there is one), at most about 1024 of them: {idx, val}, or {why} when they are not
+// strictly monotonic (an axis cannot follow them).
+async function scaleSamples(domain, scale, start, count, size) {
+  const step = Math.max(1, Math.ceil(count / 1024));
+  const stop = Math.min(size, start + count + 1);
+  const found = await getRest(`/datasets/${encodeURIComponent(scale.id)}/value`, { domain, select: `[${start}:${stop}:${step}]` });
+  const val = found.value.map(Number);
+  const idx = val.map((_, j) => start + j * step);
+  const sign = Math.sign(val[val.length - 1] - val[0]);
+  const monotonic = val.every((v, j) => Number.isFinite(v) && (j === 0 || Math.sign(v - val[j - 1]) === sign));
+  return monotonic && (sign !== 0 || val.length === 1) ? { idx, val } : { why: 'its values are not strictly increasing or decreasing' };
+}
+
+async function showImage({ domain, path, dims, host, fixed, attributes }) {
   const rank = dims.length;
+  const shownDims = [rank - 2, rank - 1];
+  const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, attributes, d, dims[d])
+    .catch((error) => ({ why: `it could not be read: ${error.message}` }))));
+  if (!host.isConnected) return;
   let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
   let shown = null; // the last preview drawn: a change of colour scale redraws it, unread
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
   const note = status('');
   note.id = 'scale-note';
+  const axisNote = el('p', { id: 'axis-note', class: 'note', hidden: true });
   const hover = status('');
   hover.id = 'hover';
   const scale = el('select', { id: 'colour-scale', 'aria-label': 'colour scale', onchange: () => draw() },
@@ -412,24 +465,50 @@ async function showImage({ domain, path, dims, host, fixed }) {
   host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host))), el('div', { class: 'controls' },
     el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(reporter(host)); } }, 'Reset zoom'),
     el('label', {}, 'colour scale ', scale),
-    el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), plotHost, note, info, hover, el('div', { id: 'dl' }));
+    el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), axisNote, plotHost, note, info, hover,
+  el('div', { id: 'dl' }));
   const draw = () => {
     if (!shown) return;
-    const { preview, at } = shown;
+    const { preview, at, axes } = shown;
+    const names = ['y', 'x'];
     note.textContent = drawHeatmap(plotHost, preview, {
       scale: scale.value,
+      axes,
       onZoom: (r) => { region = r; load().catch(reporter(host)); },
-      onHover: (r, c, v) => { hover.textContent = `[${[...at, r, c].join(', ')}] ≈ ${num(v)}`; },
+      onHover: (r, c, v, y, x) => {
+        const where = [axes.rows, axes.cols].map((a, k) => (a.scale ? `, ${a.label || names[k]} = ${num([y, x][k])}` : '')).join('');
+        hover.textContent = `[${[...at, r, c].join(', ')}] ≈ ${num(v)}${where}`;
+      },
     }) ?? '';
+  };
+  // the axes of the region shown: a usable dimension scale's values there, or indexes
+  const axesFor = async (header) => {
+    const why = [];
+    const axes = await Promise.all(shownDims.map(async (d, k) => {
+      const index = { label: `${k ? 'column' : 'row'} index (dim ${d})`, scale: null };
+      const found = scales[k];
+      if (!found) return index;
+      let samples = found;
+      if (found.id) {
+        samples = await scaleSamples(domain, found, header.start[k], header.shape[k], dims[d])
+          .catch((error) => ({ why: `it could not be read: ${error.message}` }));
+      }
+      if (samples.why) { why.push(`dim ${d}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
+      return { label: found.label, scale: samples };
+    }));
+    axisNote.textContent = why.join(' ');
+    axisNote.hidden = !why.length;
+    return { rows: axes[0], cols: axes[1] };
   };
   const ticket = latest(host);
   const load = async () => {
     const stale = ticket();
     const selection = [...fixed, `${region.rows[0]}:${region.rows[1]}`, `${region.cols[0]}:${region.cols[1]}`].join(',');
-    const width = Math.max(200, plotHost.clientWidth - 90);
+    const width = Math.max(200, plotHost.clientWidth - 170);
     const preview = await getPreview({ domain, path, selection, width, height: Math.round(width * 0.75) });
+    const axes = await axesFor(preview.header);
     if (stale()) return;
-    shown = { preview, at: [...fixed] };
+    shown = { preview, at: [...fixed], axes };
     draw();
     plotHost.dataset.selection = selection;
     info.textContent = `rows ${region.rows[0]}–${region.rows[1] - 1}, columns ${region.cols[0]}–${region.cols[1] - 1}: ${modeText(preview.header)}`;
@@ -440,11 +519,18 @@ async function showImage({ domain, path, dims, host, fixed }) {
 
 // Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
 // sliders' indexes), a page at a time; a row number jumps there.
-// HDF5's image convention (as H5Web reads it): rows x columns x 3 channels, pixel-interlaced.
-function isTrueColor(dims, attributes) {
+// HDF5's image convention: a true-colour image is rows x columns x channels (INTERLACE_PIXEL,
+// the default) or channels x rows x columns (INTERLACE_PLANE). H5Web reads 3 channels (RGB) or 4
+// (RGBA) and always takes the last dimension as the channels, ignoring INTERLACE_MODE; the page
+// honours it, as the HDF5 image specification defines it. Returns where the channels are
+// ('pixel' or 'plane'), or null when the dataset is not such an image.
+function trueColorLayout(dims, attributes) {
   const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
-  return dims.length === 3 && dims[2] === 3 && attr.CLASS === 'IMAGE' && attr.IMAGE_SUBCLASS === 'IMAGE_TRUECOLOR'
-    && (attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL') === 'INTERLACE_PIXEL';
+  if (dims.length !== 3 || attr.CLASS !== 'IMAGE' || attr.IMAGE_SUBCLASS !== 'IMAGE_TRUECOLOR') return null;
+  const mode = attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL';
+  if (mode === 'INTERLACE_PIXEL' && (dims[2] === 3 || dims[2] === 4)) return 'pixel';
+  if (mode === 'INTERLACE_PLANE' && (dims[0] === 3 || dims[0] === 4)) return 'plane';
+  return null;
 }
 
 // H5Web's convention for the values of a true-colour image, which it does not rescale: floats
@@ -456,15 +542,18 @@ function rgbConvention(type) {
   return { toByte: (v) => v, low: 0, high: 255 };
 }
 
-// The three channels, each reduced as an image is, painted as colours by rgbConvention.
-async function showRgb({ domain, path, dims, type, host }) {
+// The channels (3, or 4 with alpha), each reduced as an image is, painted as colours by
+// rgbConvention over a checkerboard, which shows through where alpha is below its top.
+async function showRgb({ domain, path, dims, type, host, interlace }) {
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
   host.replaceChildren(plotHost, info);
   const width = Math.max(200, plotHost.clientWidth - 90);
   const height = Math.round(width * 0.75);
-  const channels = await Promise.all([0, 1, 2].map((k) => getPreview({
-    domain, path, selection: `0:${dims[0]},0:${dims[1]},${k}`, width, height,
+  const planar = interlace === 'plane';
+  const [h, w, count] = planar ? [dims[1], dims[2], dims[0]] : dims;
+  const channels = await Promise.all([...Array(count).keys()].map((k) => getPreview({
+    domain, path, selection: planar ? `${k},0:${h},0:${w}` : `0:${h},0:${w},${k}`, width, height,
   })));
   if (!host.isConnected) return;
   const { header } = channels[0];
@@ -472,19 +561,22 @@ async function showRgb({ domain, path, dims, type, host }) {
   const { toByte, low, high } = rgbConvention(type);
   const image = new ImageData(cols, rows);
   for (let i = 0; i < rows * cols; i += 1) {
-    for (let c = 0; c < 3; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, toByte(channels[c].data[i])));
-    image.data[i * 4 + 3] = 255;
+    for (let c = 0; c < count; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, toByte(channels[c].data[i])));
+    if (count === 3) image.data[i * 4 + 3] = 255;
   }
   const source = el('canvas', { width: cols, height: rows });
   source.getContext('2d').putImageData(image, 0, 0);
   const shown = Math.min(height, Math.round(width * (header.shape[0] / header.shape[1])));
   const canvas = el('canvas', { id: 'rgb-image', width: Math.round(shown * (header.shape[1] / header.shape[0])), height: shown });
+  canvas.dataset.channels = count === 4 ? 'RGBA' : 'RGB';
   const ctx = canvas.getContext('2d');
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
   plotHost.replaceChildren(canvas);
   const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
-  info.textContent = `${dims[0]} × ${dims[1]} pixels: ${modeText({ ...header, bytes: sent })} (3 channels)`;
+  const layout = planar ? ', channels first (INTERLACE_PLANE)' : '';
+  info.textContent = `${h} × ${w} pixels: ${modeText({ ...header, bytes: sent })} `
+    + `(${count} channels: ${count === 4 ? 'red, green, blue, alpha' : 'red, green, blue'}${layout})`;
   const lo = Math.min(...channels.map((ch) => ch.header.min ?? low));
   const hi = Math.max(...channels.map((ch) => ch.header.max ?? high));
   if (lo < low || hi > high) {

@@ -117,3 +117,19 @@ export function valueText(v, type) {
   }
   return JSON.stringify(v);
 }
+
+// About ``count`` round values (1, 2 or 5 times a power of ten apart) from lo to hi, as d3's
+// ticks are; ``integer`` keeps the step at 1 or more (index axes).
+export function niceTicks(lo, hi, count, integer = false) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [];
+  if (lo > hi) [lo, hi] = [hi, lo];
+  if (lo === hi) return [lo];
+  const raw = (hi - lo) / Math.max(1, count);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const f = raw / power;
+  let step = (f >= 7.07 ? 10 : f >= 3.16 ? 5 : f >= 1.41 ? 2 : 1) * power;
+  if (integer) step = Math.max(1, Math.round(step));
+  const out = [];
+  for (let k = Math.ceil(lo / step); k * step <= hi + step * 1e-9; k += 1) out.push(Number((k * step).toPrecision(12)));
+  return out;
+}

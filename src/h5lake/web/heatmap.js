@@ -1,7 +1,7 @@
 // An image of a 2-D region on a canvas, coloured by a viridis-like map, with a colour scale.
 // Dragging a rectangle asks for that region (onZoom), so a zoomed view is read at full resolution.
 
-import { el, num } from './format.js';
+import { el, niceTicks, num } from './format.js';
 
 // Viridis at nine evenly spaced stops (sRGB); the 256-entry table interpolates between them.
 const STOPS = [
@@ -81,13 +81,60 @@ function colorbar(range, scale) {
     scale === 'linear' ? null : el('span', { class: 'cbar-kind muted', text: SCALES[scale].label.toLowerCase() }));
 }
 
+// An axis along ``count`` cells from dataset index ``start``, as H5Web draws one: a cell spans
+// [i, i + 1], so a tick at index i marks the cell's first edge. With ``scale`` ({idx, val}: a
+// dimension scale's values at ascending indexes from ``start``, strictly monotonic), a cell's
+// first edge is its scale value, read between the samples linearly and, past the last, along
+// the last step (as H5Web adds the edge after the last value); ticks are round scale values.
+export function axisModel(start, count, length, scale) {
+  const target = Math.max(2, Math.round(length / 70));
+  if (count <= 0) return { valueAt: (e) => e, ticks: [] }; // no cells: no axis
+  if (!scale) {
+    return {
+      valueAt: (e) => e,
+      ticks: niceTicks(start, start + count, target, true).map((t) => ({ value: t, pos: (t - start) / count, text: String(t) })),
+    };
+  }
+  const { idx, val } = scale;
+  const segment = (e) => {
+    let k = 0;
+    while (k < idx.length - 2 && e > idx[k + 1]) k += 1;
+    return k;
+  };
+  const valueAt = (e) => {
+    if (idx.length === 1) return val[0] + (e - idx[0]);
+    const k = segment(e);
+    return val[k] + ((e - idx[k]) * (val[k + 1] - val[k])) / (idx[k + 1] - idx[k]);
+  };
+  const edges = [...idx.filter((i) => i <= start + count), start + count];
+  const at = edges.map(valueAt);
+  const ticks = niceTicks(Math.min(at[0], at[at.length - 1]), Math.max(at[0], at[at.length - 1]), target).map((t) => {
+    for (let k = 0; k < edges.length - 1; k += 1) {
+      const [a, b] = [at[k], at[k + 1]];
+      if ((t - a) * (t - b) <= 0 && a !== b) {
+        const e = edges[k] + ((t - a) / (b - a)) * (edges[k + 1] - edges[k]);
+        return { value: t, pos: (e - start) / count, text: num(t) };
+      }
+    }
+    return null;
+  }).filter(Boolean);
+  return { valueAt, ticks };
+}
+
+function axisElement(id, direction, ticks, length) {
+  const prop = direction === 'x' ? 'left' : 'top';
+  return el('div', { id, class: `axis ${direction}`, style: `${direction === 'x' ? 'width' : 'height'}: ${length}px` },
+    ticks.map((t) => el('span', { class: 'tick', 'data-value': t.value, style: `${prop}: ${(t.pos * length).toFixed(1)}px` }, t.text)));
+}
+
 // preview: {header, data}; region: {rows: [start, stop], cols: [start, stop]} in dataset indexes.
-// scale: a key of SCALES. Returns a note to show when the scale can place no value.
-export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear' }) {
+// scale: a key of SCALES. axes: {rows, cols}, each {label, scale} (scale: see axisModel, or null
+// for indexes). Returns a note to show when the scale can place no value.
+export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear', axes = {} }) {
   const { header, data } = preview;
   const [rows, cols] = header.dims;
   const range = scaleRange(data, header, scale);
-  const width = host.clientWidth - 90 || 600;
+  const width = host.clientWidth - 170 || 600;
   const height = Math.max(200, Math.min(560, Math.round(width * (header.shape[0] / header.shape[1]))));
   const canvas = el('canvas', { id: 'heatmap', width, height, 'aria-label': 'image of the selected values' });
   const ctx = canvas.getContext('2d');
@@ -107,7 +154,7 @@ export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear' }
   canvas.addEventListener('mousemove', (e) => {
     const [r, c] = toIndex(e.offsetX, e.offsetY);
     const i = Math.floor((e.offsetY / height) * rows) * cols + Math.floor((e.offsetX / width) * cols);
-    onHover?.(r, c, data[i]);
+    onHover?.(r, c, data[i], rowAxis.valueAt(r), colAxis.valueAt(c));
     if (!anchor) return;
     Object.assign(box.style, {
       left: `${Math.min(anchor[0], e.offsetX)}px`, top: `${Math.min(anchor[1], e.offsetY)}px`,
@@ -126,6 +173,13 @@ export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear' }
     onZoom?.({ rows: [r0, r1 + 1], cols: [c0, c1 + 1] });
   });
   const stage = el('div', { class: 'stage' }, canvas, box);
-  host.replaceChildren(el('div', { class: 'heatmap' }, stage, colorbar(range, scale)));
+  const rowAxis = axisModel(header.start[0], header.shape[0], height, axes.rows?.scale);
+  const colAxis = axisModel(header.start[1], header.shape[1], width, axes.cols?.scale);
+  const frame = el('div', { class: 'axes' },
+    el('div', { id: 'heatmap-y-title', class: 'axis-title y' }, axes.rows?.label ?? 'row index'),
+    axisElement('heatmap-y-axis', 'y', rowAxis.ticks, height), stage,
+    el('div', {}), el('div', {}), axisElement('heatmap-x-axis', 'x', colAxis.ticks, width),
+    el('div', {}), el('div', {}), el('div', { id: 'heatmap-x-title', class: 'axis-title x' }, axes.cols?.label ?? 'column index'));
+  host.replaceChildren(el('div', { class: 'heatmap' }, frame, colorbar(range, scale)));
   return range || header.min === null ? null : `${SCALES[scale].none}: nothing to show on a ${scale} scale`;
 }
