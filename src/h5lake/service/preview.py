@@ -38,6 +38,7 @@ from h5lake.model.reduce import (
 )
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.service.browse import PathNotFound, entity_at
+from h5lake.service.budget import NOTHING, Reservation, held_read
 from h5lake.service.context import Caller, Service
 from h5lake.service.opened import OpenDataset, open_dataset
 
@@ -68,12 +69,16 @@ class RegionValues:
     dataset: OpenDataset
     region: Region
     values: np.ndarray  # shaped as region.shape (fixed dimensions dropped)
+    held: Reservation = NOTHING  # of the server's reply budget: the caller releases it once answered
 
 
 async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
-                      *, max_bytes: int | None = None) -> RegionValues:
+                      *, max_bytes: int | None = None, holds: float = 3, per_value: int = 0) -> RegionValues:
     """The values at ``index`` (numpy-style), whole. Bounded by ``max_bytes`` (default: the
-    request limit) so a careless click cannot ask for a terabyte."""
+    request limit) so a careless click cannot ask for a terabyte. ``holds`` times their bytes
+    (the values and what the answer makes of them), plus ``per_value`` bytes a value, are
+    reserved from the server's reply budget (`service.budget`) before reading, waiting their
+    turn if others hold it; the caller releases ``held`` once its answer is sent."""
     ds = await open_at(svc, caller, domain_path, h5path)
     if ds.layout is None:
         return RegionValues(ds, Region(parse_index(None, ()).selection, ()), np.empty(0))
@@ -82,22 +87,29 @@ async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: st
     nbytes = region.selection.count * ds.layout.dtype.itemsize
     if nbytes > limit:
         raise TooLarge(f"the selection holds {nbytes} bytes, more than the {limit} one request may read")
-    arr = await _read(svc, ds, region.selection)
+    held = await svc.replies.reserve(int(nbytes * holds) + region.selection.count * per_value)
+    arr = await held_read(held, _read(svc, ds, region.selection))
     # an array type's dimensions follow the region's, as h5py reads them (numpy spreads a
     # subarray dtype into trailing dimensions)
-    return RegionValues(ds, region, arr.reshape(region.shape + ds.layout.dtype.shape))
+    return RegionValues(ds, region, arr.reshape(region.shape + ds.layout.dtype.shape), held)
 
 
 async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None) -> dict[str, Any]:
     """h5grove's statistics of the values at ``index``, over the numbers h5py reads (a long
     double is numpy's longdouble, answered as floats); complex and other data are refused."""
-    found = await read_region(svc, caller, domain_path, h5path, index)
-    if found.dataset.layout is None:  # an empty (null) dataspace: no values
-        return array_stats(np.empty(0))
-    numbers = as_numbers(found.values, found.dataset.type_json)
-    if not is_numeric(numbers.dtype):
-        raise InvalidInput("statistics need numeric data")
-    return await svc.workers.cpu(array_stats, numbers, size=numbers.nbytes)
+    found = await read_region(svc, caller, domain_path, h5path, index, holds=2, per_value=STATS_PER_VALUE)
+    with found.held:
+        if found.dataset.layout is None:  # an empty (null) dataspace: no values
+            return array_stats(np.empty(0))
+        numbers = as_numbers(found.values, found.dataset.type_json)
+        if not is_numeric(numbers.dtype):
+            raise InvalidInput("statistics need numeric data")
+        return await svc.workers.cpu(array_stats, numbers, size=numbers.nbytes)
+
+
+STATS_PER_VALUE = 17
+"""Bytes a value statistics hold besides the values and a finite copy of floats (with NaN or
+infinities only): a mask, and ``np.std``'s two float64 temporaries."""
 
 
 # --- reduced reads ----------------------------------------------------------------------------
