@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from h5lake.service.budget import Busy, ByteBudget
+from h5lake.errors import Busy
+from h5lake.service.budget import ByteBudget
 
 MiB = 2**20
 

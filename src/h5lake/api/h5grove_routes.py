@@ -273,6 +273,7 @@ async def data(request: Request) -> Response:
     found = await preview.read_region(
         svc, caller(request), _file(request), _path(request), request.query_params.get("selection"),
         max_bytes=TEXT_VALUES_LIMIT if fmt in ("json", "csv") else None, holds=HOLDS[fmt],
+        gone=request.is_disconnected,
     )
     if found.dataset.layout is None:  # an empty (null) dataspace: h5py's Empty, not numbers
         if dtype == "safe":
@@ -330,7 +331,8 @@ def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, f
 @h5grove
 async def stats(request: Request) -> Response:
     out = await preview.region_stats(
-        service(request), caller(request), _file(request), _path(request), request.query_params.get("selection")
+        service(request), caller(request), _file(request), _path(request), request.query_params.get("selection"),
+        request.is_disconnected,
     )
     return _json(out)
 

@@ -141,6 +141,7 @@ async def preview_values(request: Request) -> Response:
         request.query_params.get("selection"),
         int_param(request, "width", minimum=1) or 800,
         int_param(request, "height", minimum=1) or 500,
+        gone=request.is_disconnected,
     )
     head = orjson.dumps(reduced.header())
     head += b" " * (-(len(head) + 4) % 8)  # data starts 8-byte aligned
@@ -167,6 +168,7 @@ async def region_values(request: Request) -> Response:
         request.query_params.get("selection"),
         max_bytes=limit,
         holds=HOLDS[fmt],
+        gone=request.is_disconnected,
     )
     try:
         return held(await _values_reply(request, fmt, found), found.held)

@@ -24,17 +24,13 @@ from typing import Any, Self
 
 import numpy as np
 
-from h5lake.errors import StorageUnavailable
+from h5lake.errors import Busy
 from h5lake.model.values import json_item_chars
 
 SMALL_BYTES = 16 * 1024 * 1024
 """Reservations below this never wait for the budget (they are still counted)."""
 WAIT_SECONDS = 60.0
 """How long a large reply waits for the budget before it is answered 503."""
-
-
-class Busy(StorageUnavailable):
-    """The server's memory for whole replies is taken by others: retry later (503)."""
 
 
 class Reservation:
