@@ -68,7 +68,8 @@ def h5grove(handler: Handler) -> Handler:
         except InvalidInput as exc:
             return _json({"message": exc.message}, 422)
         except H5LakeError as exc:
-            return _json({"message": exc.message}, status_of(exc))
+            status = status_of(exc)
+            return _json({"message": exc.message}, status, {"Retry-After": "1"} if status == 503 else None)
 
     return wrapped
 
