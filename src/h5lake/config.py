@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     max_json_bytes: int = Field(
         100 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024, description="largest JSON request or value reply (text)"
     )
+    reply_memory_bytes: int | None = Field(
+        None, ge=1024 * 1024,
+        description="memory per process for replies made whole (h5grove data, downloads, JSON values; "
+        "default: twice --max-request-bytes); more wait their turn",
+    )
     max_chunk_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
     )

@@ -57,6 +57,14 @@ class TooLarge(H5LakeError):
     """The request or its answer exceeds a size policy: ask for less at a time."""
 
 
+class Busy(H5LakeError):
+    """The server's memory for large answers is taken by others (``service.budget``): retry later."""
+
+
+class CallerGone(H5LakeError):
+    """The caller went away before its answer was made: the work was stopped."""
+
+
 class StorageUnavailable(H5LakeError):
     """The store failed in a way the caller cannot fix by changing the request: retry later."""
 

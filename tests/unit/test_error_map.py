@@ -20,6 +20,8 @@ EXPECTED = {
     errors.TooLarge: 413,
     UnsupportedMediaType: 415,
     errors.StorageUnavailable: 503,
+    errors.Busy: 503,
+    errors.CallerGone: 400,
     errors.Internal: 500,
     errors.DataCorruption: 500,
     errors.H5LakeError: 500,

@@ -77,6 +77,7 @@ def build_service(settings: Settings, store: Store) -> Service:
         sources=sources,
         catalog_stale_after=settings.catalog_stale_after,
         catalog_recover_every=settings.catalog_recover_every,
+        reply_memory=settings.reply_memory_bytes or 2 * settings.max_request_bytes,
     )
 
 

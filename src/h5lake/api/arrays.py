@@ -15,16 +15,29 @@ from h5lake.errors import InvalidInput
 CSV_BLOCK = 16 * 1024  # values turned to text in one call (milliseconds, between thread switches)
 
 
-def npy_bytes(values: np.ndarray) -> bytes:
-    """The array in numpy's ``.npy`` format (no pickled objects: variable-length values refused)."""
+def npy_bytes(values: np.ndarray) -> memoryview:
+    """The array in numpy's ``.npy`` format (no pickled objects: variable-length values refused),
+    made in one buffer of its final size: one copy of the values, not three."""
     arr = np.asarray(values)
     if arr.dtype.hasobject:
         raise InvalidInput(".npy downloads need fixed-size values; use .csv for variable-length data")
     if arr.dtype.metadata:
         arr = arr.astype(np.dtype(arr.dtype.str) if arr.dtype.names is None else _plain(arr.dtype))
-    buffer = io.BytesIO()
-    np.save(buffer, arr, allow_pickle=False)
-    return buffer.getvalue()
+    described = np.lib.format.header_data_from_array_1_0(arr)
+    head = io.BytesIO()
+    try:
+        np.lib.format.write_array_header_1_0(head, described)
+    except ValueError:  # a header over 64 KiB (thousands of fields): format 2.0, as np.save writes it
+        head = io.BytesIO()
+        np.lib.format.write_array_header_2_0(head, described)
+    header = head.getvalue()
+    out = bytearray(len(header) + arr.nbytes)
+    out[: len(header)] = header
+    if arr.size:
+        body = np.frombuffer(out, dtype=arr.dtype, count=arr.size, offset=len(header))
+        body[...] = arr.reshape(-1, order="F" if described["fortran_order"] else "C")
+        del body
+    return memoryview(out)
 
 
 def _plain(dtype: np.dtype[Any]) -> np.dtype[Any]:

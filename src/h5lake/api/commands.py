@@ -135,6 +135,10 @@ def _export(settings: Any) -> None:
 @click.option("--allow-source", multiple=True, help="Folder or s3://BUCKET[/PREFIX] of HDF5 files that may be linked (repeatable) [H5LAKE_ALLOW_SOURCE: as --admin].")
 @click.option("--cors-origin", multiple=True, help="Origin a browser app may call from, or '*' (repeatable; default none: no CORS) [H5LAKE_CORS_ORIGIN: as --admin].")
 @click.option("--max-request-bytes", type=int, help="Largest request body accepted.")
+@click.option(
+    "--reply-memory-bytes", type=int,
+    help="Memory per process for replies made whole (h5grove data, downloads, JSON values); more wait [2x --max-request-bytes].",
+)
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute as stored (JSON); an object's attributes together: 4x [1 MiB].")

@@ -14,6 +14,8 @@ from starlette.responses import Response
 
 from h5lake.api.http import JSONResponse, UnsupportedMediaType
 from h5lake.errors import (
+    Busy,
+    CallerGone,
     Conflict,
     Forbidden,
     Gone,
@@ -39,6 +41,8 @@ STATUS: dict[type[H5LakeError], int] = {
     Gone: 410,
     TooLarge: 413,
     StorageUnavailable: 503,
+    Busy: 503,
+    CallerGone: 400,  # nobody reads it
     H5LakeError: 500,  # Internal, DataCorruption and anything not named above
 }
 
@@ -69,7 +73,7 @@ async def h5lake_error(request: Request, exc: Exception) -> Response:
     elif status >= 500:
         log.error("%s %s: %s", request.method, request.url.path, exc.message)
     response = error_response(status, message)
-    if isinstance(exc, StorageUnavailable):
+    if isinstance(exc, (StorageUnavailable, Busy)):
         response.headers["Retry-After"] = "1"
     if status == 401:  # RFC 9110: a 401 names its scheme; browsers then ask for a login
         response.headers["WWW-Authenticate"] = CHALLENGE

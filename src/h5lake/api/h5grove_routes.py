@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from h5lake.api.arrays import csv_text, npy_bytes, tiff_bytes
 from h5lake.api.errors import CHALLENGE, status_of
-from h5lake.api.http import caller, service
+from h5lake.api.http import caller, held, service
 from h5lake.errors import Forbidden, H5LakeError, InvalidInput, NotFound, Unauthorized
 from h5lake.model.h5pynumbers import LONG_DOUBLE, as_numbers, complex_dtype, is_long_double
 from h5lake.model.reduce import is_numeric
@@ -68,7 +68,8 @@ def h5grove(handler: Handler) -> Handler:
         except InvalidInput as exc:
             return _json({"message": exc.message}, 422)
         except H5LakeError as exc:
-            return _json({"message": exc.message}, status_of(exc))
+            status = status_of(exc)
+            return _json({"message": exc.message}, status, {"Retry-After": "1"} if status == 503 else None)
 
     return wrapped
 
@@ -272,7 +273,8 @@ async def data(request: Request) -> Response:
     svc = service(request)
     found = await preview.read_region(
         svc, caller(request), _file(request), _path(request), request.query_params.get("selection"),
-        max_bytes=TEXT_VALUES_LIMIT if fmt in ("json", "csv") else None,
+        max_bytes=TEXT_VALUES_LIMIT if fmt in ("json", "csv") else None, holds=HOLDS[fmt],
+        gone=request.is_disconnected,
     )
     if found.dataset.layout is None:  # an empty (null) dataspace: h5py's Empty, not numbers
         if dtype == "safe":
@@ -283,8 +285,19 @@ async def data(request: Request) -> Response:
             return Response(b"", media_type="application/octet-stream", headers=CORS)
         raise InvalidInput(f"Unsupported encoding {fmt} for non-numeric content")
     # encoding is CPU work as large as the answer: on the pool, so the event loop serves others
-    return await svc.workers.cpu(_encoded, found.values, found.dataset.type_json, fmt, dtype, flatten,
-                                 size=found.values.nbytes)
+    try:
+        response = await svc.workers.cpu(_encoded, found.values, found.dataset.type_json, fmt, dtype, flatten,
+                                         size=found.values.nbytes)
+    except BaseException:
+        found.held.release()
+        raise
+    return held(response, found.held)
+
+
+HOLDS = {"json": 8, "csv": 6, "bin": 3, "npy": 3, "tiff": 3}
+"""Multiples of the values' bytes an answer holds at most while made and sent (values, numbers
+converted for ``safe``, the encoding; text: Python's numbers and strings), reserved from the
+server's reply budget (`service.budget`)."""
 
 
 def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, flatten: bool) -> Response:
@@ -319,7 +332,8 @@ def _encoded(arr: np.ndarray, type_json: dict[str, Any], fmt: str, dtype: str, f
 @h5grove
 async def stats(request: Request) -> Response:
     out = await preview.region_stats(
-        service(request), caller(request), _file(request), _path(request), request.query_params.get("selection")
+        service(request), caller(request), _file(request), _path(request), request.query_params.get("selection"),
+        request.is_disconnected,
     )
     return _json(out)
 

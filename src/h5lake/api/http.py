@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from h5lake.api.hrefs import Hrefs
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import InvalidInput, TooLarge, Unauthorized
+from h5lake.service.budget import Reservation
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
@@ -317,3 +318,42 @@ def ok(content: Any, status: int = 200) -> Response:
 
 def binary(data: bytes | memoryview, status: int = 200) -> Response:
     return _tagged(Response(data, status_code=status, media_type=OCTET))
+
+
+HELD_SEND_BYTES = 4 * 1024 * 1024
+
+
+class _Held(Response):
+    """``response`` sent in slices of ``HELD_SEND_BYTES`` (the transport keeps only what the
+    socket has not taken of one), its reservation released once it is sent or the client left."""
+
+    def __init__(self, response: Response, reservation: Reservation) -> None:
+        self.status_code = response.status_code
+        self.background = response.background
+        self.body = response.body
+        self.raw_headers = response.raw_headers
+        self.reservation = reservation
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            view = memoryview(self.body).cast("B") if scope.get("method") != "HEAD" else memoryview(b"")
+            self.body = b""
+            for start in range(0, len(view), HELD_SEND_BYTES):
+                await send({"type": "http.response.body", "body": view[start : start + HELD_SEND_BYTES], "more_body": True})
+            del view
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.reservation.release()
+        if self.background is not None:
+            await self.background()
+
+
+def held(response: Response, reservation: Reservation) -> Response:
+    """``response``, whose making held ``reservation`` of the server's reply budget
+    (`service.budget`): the bytes stay reserved until it is sent. A small one (it never waited)
+    is released now and the response sent as it is."""
+    if reservation.small:
+        reservation.release()
+        return response
+    return _Held(response, reservation)

@@ -23,6 +23,7 @@ from h5lake.api.http import (
     check_content_coding,
     domain_param,
     flag,
+    held,
     int_param,
     is_binary,
     json_body,
@@ -95,6 +96,17 @@ async def _slices(blocks: AsyncIterator[bytes | memoryview]) -> AsyncIterator[me
 
 
 async def _reply(request: Request, found: ValuesRead) -> Response:
+    """The reply to a read; values read whole keep their reservation of the server's reply
+    budget (`service.budget`) until it is sent."""
+    try:
+        response = await _made_reply(request, found)
+    except BaseException:
+        found.held.release()
+        raise
+    return held(response, found.held)
+
+
+async def _made_reply(request: Request, found: ValuesRead) -> Response:
     as_binary = wants_binary(request)
     if found.blocks is not None:
         if found.size > values.STREAM_BLOCK_BYTES:

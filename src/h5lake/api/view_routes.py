@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from h5lake.api.arrays import csv_text, npy_bytes
 from h5lake.api.errors import CHALLENGE
-from h5lake.api.http import caller, int_param, ok, service
+from h5lake.api.http import caller, held, int_param, ok, service
 from h5lake.errors import InvalidInput, Unauthorized
 from h5lake.model.h5pynumbers import as_numbers, is_long_double
 from h5lake.model.types import client_type
@@ -141,6 +141,7 @@ async def preview_values(request: Request) -> Response:
         request.query_params.get("selection"),
         int_param(request, "width", minimum=1) or 800,
         int_param(request, "height", minimum=1) or 500,
+        gone=request.is_disconnected,
     )
     head = orjson.dumps(reduced.header())
     head += b" " * (-(len(head) + 4) % 8)  # data starts 8-byte aligned
@@ -166,7 +167,23 @@ async def region_values(request: Request) -> Response:
         _param(request, "path"),
         request.query_params.get("selection"),
         max_bytes=limit,
+        holds=HOLDS[fmt],
+        gone=request.is_disconnected,
     )
+    try:
+        return held(await _values_reply(request, fmt, found), found.held)
+    except BaseException:
+        found.held.release()
+        raise
+
+
+HOLDS = {"json": 8, "csv": 6, "npy": 2}
+"""Multiples of the values' bytes a reply holds at most while made and sent, reserved from the
+server's reply budget (`service.budget`): the values and their encoding (text: Python's
+numbers and strings besides)."""
+
+
+async def _values_reply(request: Request, fmt: str, found: preview.RegionValues) -> Response:
     name = (found.dataset.doc.get("id", "data") if not request.query_params.get("path") else
             request.query_params["path"].rstrip("/").rsplit("/", 1)[-1] or "data")
     # encoding is CPU work as large as the answer: on the pool, so the event loop serves others

@@ -196,22 +196,25 @@ def finite_range(values: np.ndarray) -> tuple[float | None, float | None]:
 
 
 def array_stats(values: np.ndarray) -> dict[str, float | int | None]:
-    """h5grove's statistics of numeric data, over its finite values."""
+    """h5grove's statistics of numeric data, over its finite values. Besides the values it
+    holds a mask and ``np.std``'s temporaries at most (no copy of the positive values)."""
     data = np.asarray(values)
     if data.dtype.kind == "b":
         data = data.astype(np.int8)
     if data.dtype.kind == "f":
-        data = data[np.isfinite(data)]
+        finite = np.isfinite(data)
+        if not finite.all():
+            data = data[finite]
+        del finite
     keys = ("strict_positive_min", "positive_min", "min", "max", "mean", "std")
     if data.size == 0:
         return dict.fromkeys(keys)
     cast = float if data.dtype.kind == "f" else int
-    strict, positive = data[data > 0], data[data >= 0]
-    return {
-        "strict_positive_min": cast(strict.min()) if strict.size else None,
-        "positive_min": cast(positive.min()) if positive.size else None,
-        "min": cast(data.min()),
-        "max": cast(data.max()),
-        "mean": cast(np.mean(data)),
-        "std": cast(np.std(data)),
-    }
+    top = np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).max
+    out: dict[str, float | int | None] = {}
+    for key, mask in (("strict_positive_min", np.greater), ("positive_min", np.greater_equal)):
+        where = mask(data, 0)
+        out[key] = cast(np.min(data, where=where, initial=top)) if where.any() else None
+        del where
+    out.update(min=cast(data.min()), max=cast(data.max()), mean=cast(np.mean(data)), std=cast(np.std(data)))
+    return out

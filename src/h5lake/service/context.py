@@ -16,6 +16,7 @@ from h5lake.chunks.mapindex import KeyIndexes
 from h5lake.errors import AlreadyExists
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
+from h5lake.service.budget import ByteBudget
 from h5lake.service.deleted_names import DeletedNames
 from h5lake.service.documents import ByEtag, Documents
 from h5lake.service.fences import DomainFences
@@ -65,6 +66,7 @@ class Service:
     sources: SourceRegistry | None = None  # where linked files are read; default: allowed_sources, local only
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
+    reply_memory: int = 1024 * 1024 * 1024  # bytes of replies made whole at once (service.budget)
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -80,6 +82,9 @@ class Service:
         # The web view's scans (a long line's windows, an image's bands: service.preview) run one
         # at a time, so however many plots are asked at once, the pool is never filled with them.
         self.scanning = asyncio.Semaphore(SCANS_AT_ONCE)
+        # Replies read and encoded whole (h5grove data, downloads, JSON values) hold their bytes
+        # from this budget until sent, so that many at once wait instead of exhausting memory.
+        self.replies = ByteBudget(self.reply_memory)
         self.catalog = ChunkCatalog(
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )

@@ -13,13 +13,14 @@ dataset reads a few per cent of its bytes.
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from h5lake.chunks import engine
-from h5lake.errors import InvalidInput, TooLarge
+from h5lake.errors import CallerGone, InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.h5pynumbers import as_numbers
 from h5lake.model.reduce import (
@@ -38,6 +39,7 @@ from h5lake.model.reduce import (
 )
 from h5lake.model.selection import PointSelection, Selection
 from h5lake.service.browse import PathNotFound, entity_at
+from h5lake.service.budget import NOTHING, Reservation, held_read
 from h5lake.service.context import Caller, Service
 from h5lake.service.opened import OpenDataset, open_dataset
 
@@ -51,8 +53,16 @@ LINE_SCAN_BUDGET = 512 * 1024 * 1024
 longer one is sampled with a stride (zooming in brings it within the budget)."""
 LINE_WINDOW = 16 * 1024 * 1024
 """Bytes read and reduced at once for an envelope."""
+Gone = Callable[[], Awaitable[bool]]
+"""Whether the caller has gone away (its connection closed): long work then stops."""
 POINTS_MIN_STEP = 4
 """A sampled row step from which reading points (ranges) beats reading whole chunks."""
+
+
+async def check_caller(gone: Gone | None) -> None:
+    """Stop (`CallerGone`) when the caller has gone: nobody would read the answer."""
+    if gone is not None and await gone():
+        raise CallerGone("the caller went away; its read was stopped")
 
 
 async def open_at(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> OpenDataset:
@@ -68,12 +78,18 @@ class RegionValues:
     dataset: OpenDataset
     region: Region
     values: np.ndarray  # shaped as region.shape (fixed dimensions dropped)
+    held: Reservation = NOTHING  # of the server's reply budget: the caller releases it once answered
 
 
 async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
-                      *, max_bytes: int | None = None) -> RegionValues:
+                      *, max_bytes: int | None = None, holds: float = 3, per_value: int = 0,
+                      gone: Gone | None = None) -> RegionValues:
     """The values at ``index`` (numpy-style), whole. Bounded by ``max_bytes`` (default: the
-    request limit) so a careless click cannot ask for a terabyte."""
+    request limit) so a careless click cannot ask for a terabyte. ``holds`` times their bytes
+    (the values and what the answer makes of them), plus ``per_value`` bytes a value, are
+    reserved from the server's reply budget (`service.budget`) before reading, waiting their
+    turn if others hold it; the caller releases ``held`` once its answer is sent. A caller gone
+    meanwhile (``gone``) is not read for."""
     ds = await open_at(svc, caller, domain_path, h5path)
     if ds.layout is None:
         return RegionValues(ds, Region(parse_index(None, ()).selection, ()), np.empty(0))
@@ -82,22 +98,32 @@ async def read_region(svc: Service, caller: Caller, domain_path: str, h5path: st
     nbytes = region.selection.count * ds.layout.dtype.itemsize
     if nbytes > limit:
         raise TooLarge(f"the selection holds {nbytes} bytes, more than the {limit} one request may read")
-    arr = await _read(svc, ds, region.selection)
+    held = await svc.replies.reserve(int(nbytes * holds) + region.selection.count * per_value)
+    if not held.small:
+        await held_read(held, check_caller(gone))
+    arr = await held_read(held, _read(svc, ds, region.selection))
     # an array type's dimensions follow the region's, as h5py reads them (numpy spreads a
     # subarray dtype into trailing dimensions)
-    return RegionValues(ds, region, arr.reshape(region.shape + ds.layout.dtype.shape))
+    return RegionValues(ds, region, arr.reshape(region.shape + ds.layout.dtype.shape), held)
 
 
-async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None) -> dict[str, Any]:
+async def region_stats(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
+                       gone: Gone | None = None) -> dict[str, Any]:
     """h5grove's statistics of the values at ``index``, over the numbers h5py reads (a long
     double is numpy's longdouble, answered as floats); complex and other data are refused."""
-    found = await read_region(svc, caller, domain_path, h5path, index)
-    if found.dataset.layout is None:  # an empty (null) dataspace: no values
-        return array_stats(np.empty(0))
-    numbers = as_numbers(found.values, found.dataset.type_json)
-    if not is_numeric(numbers.dtype):
-        raise InvalidInput("statistics need numeric data")
-    return await svc.workers.cpu(array_stats, numbers, size=numbers.nbytes)
+    found = await read_region(svc, caller, domain_path, h5path, index, holds=2, per_value=STATS_PER_VALUE, gone=gone)
+    with found.held:
+        if found.dataset.layout is None:  # an empty (null) dataspace: no values
+            return array_stats(np.empty(0))
+        numbers = as_numbers(found.values, found.dataset.type_json)
+        if not is_numeric(numbers.dtype):
+            raise InvalidInput("statistics need numeric data")
+        return await svc.workers.cpu(array_stats, numbers, size=numbers.nbytes)
+
+
+STATS_PER_VALUE = 17
+"""Bytes a value statistics hold besides the values and a finite copy of floats (with NaN or
+infinities only): a mask, and ``np.std``'s two float64 temporaries."""
 
 
 # --- reduced reads ----------------------------------------------------------------------------
@@ -133,22 +159,23 @@ class Preview:
 
 
 async def preview(svc: Service, caller: Caller, domain_path: str, h5path: str | None, index: str | None,
-                  width: int, height: int) -> Preview:
+                  width: int, height: int, gone: Gone | None = None) -> Preview:
     """The region at ``index`` (one or two kept dimensions) reduced for a plot of ``width`` x
-    ``height`` pixels."""
+    ``height`` pixels; a long scan stops once the caller has gone (``gone``, asked between
+    windows)."""
     ds = await open_at(svc, caller, domain_path, h5path)
     layout = ds.require_layout()
     if not is_numeric(layout.dtype):
         raise InvalidInput("only numeric data can be plotted; read it as a table")
     region = parse_index(index, layout.shape)
     if len(region.kept) == 1:
-        return await _line(svc, ds, region, width)
+        return await _line(svc, ds, region, width, gone)
     if len(region.kept) == 2:
-        return await _image(svc, ds, region, width, height)
+        return await _image(svc, ds, region, width, height, gone)
     raise InvalidInput("a plot needs one or two dimensions given as slices, the others as indexes")
 
 
-async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Preview:
+async def _line(svc: Service, ds: OpenDataset, region: Region, width: int, gone: Gone | None) -> Preview:
     width = max(16, min(width, MAX_LINE_WIDTH))
     (part,) = region.slices()
     n = part.count
@@ -159,18 +186,20 @@ async def _line(svc: Service, ds: OpenDataset, region: Region, width: int) -> Pr
         return _made("full", region, (1,), data.astype(np.float64), x.astype(np.float64), itemsize)
     step = math.ceil(n / width)
     if n * itemsize <= LINE_SCAN_BUDGET:
-        x, y = await _envelope(svc, ds, region, step, itemsize)
+        x, y = await _envelope(svc, ds, region, step, itemsize, gone)
         return _made("minmax", region, (step,), y, x, itemsize)
     (step,) = steps_for((n,), (2 * width,))
     sampled = strided(region, (step,))
     async with svc.scanning:
+        await check_caller(gone)
         data = (await _read_sampled(svc, ds, sampled)).reshape(-1)
     (sp,) = sampled.slices()
     x = sp.start + np.arange(sp.count) * sp.step
     return _made("stride", region, (step,), data.astype(np.float64), x.astype(np.float64), itemsize)
 
 
-async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, itemsize: int,
+                    gone: Gone | None) -> tuple[np.ndarray, np.ndarray]:
     """``min_max`` of a 1-D region, read in windows of whole bins (about ``LINE_WINDOW`` bytes)
     and reduced on the CPU pool window by window: memory stays at a window, whatever the length,
     and the event loop serves others meanwhile. The result is that of ``min_max`` over the whole."""
@@ -182,6 +211,7 @@ async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, it
     for first in range(0, n, per):
         count = min(per, n - first)
         async with svc.scanning:  # one window at a time server-wide: other requests run between
+            await check_caller(gone)
             data = (await _read(svc, ds, window(region, first, count).selection)).reshape(-1)
             x, y = await svc.workers.cpu(min_max, data, step, part.start + first * part.step, part.step,
                                          size=data.nbytes)
@@ -190,7 +220,7 @@ async def _envelope(svc: Service, ds: OpenDataset, region: Region, step: int, it
     return np.concatenate(xs), np.concatenate(ys)
 
 
-async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, height: int) -> Preview:
+async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, height: int, gone: Gone | None) -> Preview:
     targets = image_targets(width, height, MAX_IMAGE_PIXELS)
     counts = region.shape
     steps = steps_for(counts, targets)
@@ -199,14 +229,16 @@ async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, heig
         data = (await _read(svc, ds, region.selection)).reshape(counts)
         return _made("full", region, steps, data.astype(np.float32), None, itemsize)
     if math.prod(counts) * itemsize <= READ_BUDGET:
-        return _made("mean", region, steps, await _band_means(svc, ds, region, steps), None, itemsize)
+        return _made("mean", region, steps, await _band_means(svc, ds, region, steps, gone), None, itemsize)
     sampled = strided(region, steps)
     async with svc.scanning:
+        await check_caller(gone)
         data = (await _read_sampled(svc, ds, sampled)).reshape(sampled.shape)
     return _made("stride", region, steps, data.astype(np.float32), None, itemsize)
 
 
-async def _band_means(svc: Service, ds: OpenDataset, region: Region, steps: tuple[int, int]) -> np.ndarray:
+async def _band_means(svc: Service, ds: OpenDataset, region: Region, steps: tuple[int, int],
+                      gone: Gone | None) -> np.ndarray:
     """``block_mean`` of a 2-D region, read and reduced in bands of whole blocks of rows (about
     ``LINE_WINDOW`` bytes of float64, which the mean works in), one band at a time server-wide;
     the same as ``block_mean`` over the whole."""
@@ -216,6 +248,7 @@ async def _band_means(svc: Service, ds: OpenDataset, region: Region, steps: tupl
     for first in range(0, rows, per):
         count = min(per, rows - first)
         async with svc.scanning:
+            await check_caller(gone)
             data = (await _read(svc, ds, rows_of(region, first, count).selection)).reshape(count, cols)
             bands.append(await svc.workers.cpu(block_mean, data, steps, size=data.nbytes))
     if not bands:  # no rows: the means of nothing

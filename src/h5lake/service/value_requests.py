@@ -17,6 +17,7 @@ import numpy as np
 from h5lake.errors import InvalidInput
 from h5lake.model.selection import PointSelection
 from h5lake.model.selectparse import Bounds
+from h5lake.service.budget import NOTHING, Reservation
 from h5lake.service.documents import Doc
 
 
@@ -68,13 +69,16 @@ class PointRead:
 @dataclass(frozen=True, slots=True)
 class ValuesRead:
     """What a read found: ``values`` of type ``type_json`` (the requested fields only), or a
-    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions."""
+    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions.
+    ``held``: what the read reserved of the server's reply budget (`service.budget`) for values
+    read whole; the caller releases it once the reply is sent."""
 
     type_json: Doc
     values: np.ndarray | None = None
     index: np.ndarray | None = None
     size: int = 0
     blocks: AsyncIterator[bytes | memoryview] | None = None
+    held: Reservation = NOTHING
 
 
 class PackedBody(Protocol):

@@ -31,6 +31,7 @@ from h5lake.model.values import (
     json_item_chars,
     json_size_estimate,
 )
+from h5lake.service.budget import held_read, released_on_error, reply_bytes
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
 from h5lake.service.documents import Doc
@@ -150,11 +151,13 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         if request.query is not None:
             raise InvalidInput("several coordinate lists cannot be combined with a query")
         check_size(svc, selection.count * layout.dtype.itemsize, request.binary)
-        found = await engine.read_points(layout, selection.points(), svc.workers)
+        held = await svc.replies.reserve(reply_bytes(selection.count, layout.dtype, request.binary))
+        found = await held_read(held, engine.read_points(layout, selection.points(), svc.workers))
         found = found.reshape(selection.shape)
         found = found[fields] if fields else found
-        check_json_reply(svc, found, request.binary)
-        return ValuesRead(field_type(ds.type_json, fields), found)
+        with released_on_error(held):
+            check_json_reply(svc, found, request.binary)
+        return ValuesRead(field_type(ds.type_json, fields), found, held=held)
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
         matches, index = await _query(svc, layout, sel, request.query)
@@ -172,10 +175,12 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
             f"about {sel.count * per_item} bytes of JSON for {sel.count} elements is over the limit of "
             f"{svc.limits.max_json_size}; read them as application/octet-stream (Accept header) or in smaller selections"
         )
-    arr = await engine.read_selection(layout, sel, svc.workers)
+    held = await svc.replies.reserve(reply_bytes(sel.count, layout.dtype, request.binary))
+    arr = await held_read(held, engine.read_selection(layout, sel, svc.workers))
     found = arr[fields] if fields else arr
-    check_json_reply(svc, found, request.binary)
-    return ValuesRead(field_type(ds.type_json, fields), found)
+    with released_on_error(held):
+        check_json_reply(svc, found, request.binary)
+    return ValuesRead(field_type(ds.type_json, fields), found, held=held)
 
 
 async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: str, request: PointRead) -> ValuesRead:
@@ -185,10 +190,12 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     fields = parse_fields(request.fields, layout.dtype)
     # parsing millions of listed points is seconds of Python: on the CPU pool, not the event loop
     points = await svc.workers.cpu(request.points.parse, layout.shape, size=request.points.work)
-    found = await engine.read_points(layout, points, svc.workers)
+    held = await svc.replies.reserve(reply_bytes(points.count, layout.dtype, request.binary))
+    found = await held_read(held, engine.read_points(layout, points, svc.workers))
     found = found[fields] if fields else found
-    check_json_reply(svc, found, request.binary)
-    return ValuesRead(field_type(ds.type_json, fields), found)
+    with released_on_error(held):
+        check_json_reply(svc, found, request.binary)
+    return ValuesRead(field_type(ds.type_json, fields), found, held=held)
 
 
 async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:

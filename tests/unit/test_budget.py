@@ -1,0 +1,77 @@
+"""The reply budget (`service.budget`): large reservations take turns in arrival order, small
+ones never wait, one above the whole budget runs alone, and a waiter that gives up (timeout:
+503, or cancelled) hands its place on."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from h5lake.errors import Busy
+from h5lake.service.budget import ByteBudget
+
+MiB = 2**20
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+def test_large_reservations_wait_their_turn_small_ones_do_not() -> None:
+    async def scenario() -> list[str]:
+        budget = ByteBudget(100 * MiB, small=16 * MiB)
+        order: list[str] = []
+        first = await budget.reserve(60 * MiB)
+
+        async def large(name: str, n: int) -> None:
+            held = await budget.reserve(n * MiB)
+            order.append(name)
+            await asyncio.sleep(0)
+            held.release()
+
+        waiting = [asyncio.create_task(large("second", 60)), asyncio.create_task(large("third", 30))]
+        await asyncio.sleep(0)
+        assert order == [] and budget.used == 60 * MiB  # the third would fit, but waits behind the second
+        small = await budget.reserve(10 * MiB)  # granted at once, over the others' queue
+        assert budget.used == 70 * MiB
+        small.release()
+        first.release()
+        await asyncio.gather(*waiting)
+        assert budget.used == 0 and budget.peak <= 100 * MiB
+        return order
+
+    assert run(scenario()) == ["second", "third"]
+
+
+def test_a_reservation_over_the_budget_runs_alone() -> None:
+    async def scenario() -> None:
+        budget = ByteBudget(100 * MiB)
+        with await budget.reserve(500 * MiB) as held:
+            assert held.nbytes == 100 * MiB
+            later = asyncio.create_task(budget.reserve(20 * MiB))
+            await asyncio.sleep(0)
+            assert not later.done()
+        (await later).release()
+        assert budget.used == 0
+
+    run(scenario())
+
+
+def test_a_waiter_that_gives_up_gets_busy_and_hands_on() -> None:
+    async def scenario() -> None:
+        budget = ByteBudget(100 * MiB, wait=0.05)
+        held = await budget.reserve(80 * MiB)
+        with pytest.raises(Busy, match="busy"):
+            await budget.reserve(50 * MiB)
+        cancelled = asyncio.create_task(budget.reserve(50 * MiB))
+        behind = asyncio.create_task(budget.reserve(20 * MiB))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        # the one behind fits (80 + 20) once the cancelled one has left the queue ahead of it
+        (await asyncio.wait_for(behind, 10)).release()
+        assert cancelled.cancelled()
+        held.release()
+        assert budget.used == 0
+
+    run(scenario())
