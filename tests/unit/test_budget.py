@@ -75,3 +75,31 @@ def test_a_waiter_that_gives_up_gets_busy_and_hands_on() -> None:
         assert budget.used == 0
 
     run(scenario())
+
+
+def test_steady_small_reads_do_not_starve_a_large_one() -> None:
+    """Small reservations never wait and overlap under load, so the budget may never be wholly
+    free: a large read waiting for that too was answered 503 after ``wait`` although no other
+    large reply held anything."""
+
+    async def scenario() -> None:
+        budget = ByteBudget(100 * MiB, small=16 * MiB, wait=0.2)
+        smalls = [await budget.reserve(10 * MiB), await budget.reserve(10 * MiB)]
+        over = asyncio.create_task(budget.reserve(500 * MiB))  # above the budget: runs alone among large ones
+        for _ in range(5):  # one small read ends as another starts: 20 MiB always held
+            await asyncio.sleep(0)
+            smalls.append(await budget.reserve(10 * MiB))
+            smalls.pop(0).release()
+        held = await over  # was Busy: the small reads never all ended at once
+        assert held.nbytes == 100 * MiB and budget.large == 100 * MiB
+        # another large one waits behind it, small ones still do not
+        later = asyncio.create_task(budget.reserve(20 * MiB))
+        await asyncio.sleep(0)
+        assert not later.done()
+        held.release()
+        (await later).release()
+        for s in smalls:
+            s.release()
+        assert budget.used == 0 and budget.large == 0
+
+    run(scenario())

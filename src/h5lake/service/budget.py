@@ -71,6 +71,7 @@ class ByteBudget:
         self.small = small
         self.wait = wait
         self.used = 0
+        self.large = 0  # of ``used``, the bytes of large reservations (those that may wait)
         self.peak = 0
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
@@ -83,6 +84,7 @@ class ByteBudget:
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (nbytes, granted)
         self._waiters.append(entry)
+        self._grant()  # granted at once if only small reservations are in its way
         try:
             await asyncio.wait_for(asyncio.shield(granted), self.wait)
         except TimeoutError:
@@ -107,16 +109,23 @@ class ByteBudget:
 
     def _take(self, nbytes: int) -> None:
         self.used += nbytes
+        if nbytes >= self.small:
+            self.large += nbytes
         self.peak = max(self.peak, self.used)
 
     def _give_back(self, nbytes: int) -> None:
         self.used -= nbytes
+        if nbytes >= self.small:
+            self.large -= nbytes
         self._grant()
 
     def _grant(self) -> None:
+        # The first waiter goes when it fits, or when no other large reservation is held: small
+        # ones come and go without waiting, and under steady small reads the budget may never
+        # be wholly free, so waiting for them too would starve large reads (503 after `wait`).
         while self._waiters:
             nbytes, granted = self._waiters[0]
-            if self.used + nbytes > self.capacity and self.used > 0:
+            if self.used + nbytes > self.capacity and self.large > 0:
                 return
             self._waiters.popleft()
             if not granted.done():
