@@ -5,11 +5,15 @@ ones never wait, one above the whole budget runs alone, and a waiter that gives 
 from __future__ import annotations
 
 import asyncio
+import sys
 
+import numpy as np
+import orjson
 import pytest
 
 from h5lake.errors import Busy
-from h5lake.service.budget import ByteBudget
+from h5lake.model.values import array_to_json
+from h5lake.service.budget import ByteBudget, reply_bytes
 
 MiB = 2**20
 
@@ -103,3 +107,40 @@ def test_steady_small_reads_do_not_starve_a_large_one() -> None:
         assert budget.used == 0 and budget.large == 0
 
     run(scenario())
+
+
+def _object_bytes(value: object) -> int:
+    """The bytes of the Python objects of a JSON value (lists, numbers), slots included."""
+    if isinstance(value, list | tuple):
+        return sys.getsizeof(value) + sum(_object_bytes(v) for v in value)
+    return sys.getsizeof(value)
+
+
+F8 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
+I8 = {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}
+
+
+@pytest.mark.parametrize(("type_json", "dtype"), [
+    (F8, np.dtype("<f8")),
+    (I8, np.dtype("<i8")),
+    ({"class": "H5T_COMPOUND", "fields": [{"name": f"f{i}", "type": F8} for i in range(10)]},
+     np.dtype([(f"f{i}", "<f8") for i in range(10)])),
+    ({"class": "H5T_COMPOUND", "fields": [{"name": f"f{i}", "type": I8} for i in range(3)]},
+     np.dtype([(f"f{i}", "<i8") for i in range(3)])),
+    ({"class": "H5T_ARRAY", "dims": [100], "base": F8}, np.dtype(("<f8", (100,)))),
+])
+def test_a_json_reply_holds_no_more_than_reserved(type_json: dict[str, object], dtype: np.dtype) -> None:
+    """The estimate a REST JSON read reserves (`reply_bytes`) covers the values, the Python
+    objects of their JSON value and its text, for numbers at full precision and the widest
+    integers. It counted ~40 bytes of objects an element: a compound of ten float64 or an
+    array type of a hundred holds about twice what it reserved."""
+    count = 2000
+    rng = np.random.default_rng(5)
+    if type_json is I8 or "I64" in str(type_json):
+        raw = rng.integers(-(2**63), 2**63 - 1, count * dtype.itemsize // 8, dtype="<i8", endpoint=True)
+    else:
+        raw = rng.random(count * dtype.itemsize // 8) / 7  # 17 significant digits
+    arr = np.frombuffer(raw.tobytes(), dtype)
+    value = array_to_json(arr, type_json)
+    held = arr.nbytes + _object_bytes(value) + len(orjson.dumps({"value": value}))
+    assert held <= reply_bytes(count, dtype, binary=False)

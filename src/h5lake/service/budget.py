@@ -136,12 +136,26 @@ class ByteBudget:
 
 def reply_bytes(count: int, dtype: np.dtype[Any], binary: bool) -> int:
     """The bytes a REST reply of ``count`` values read whole holds at most while made and sent:
-    the values and their packed copy; for JSON the values, their Python objects (~40 bytes each)
-    and the text."""
+    the values and their packed copy; for JSON the values, their Python objects and the text.
+    A number is up to 44 bytes of objects (itself and its slot in a list: a 64-bit integer);
+    an element of several (a compound's fields, an array type's members) is a list of them,
+    ~56 bytes a number besides the list's own."""
     nbytes = count * dtype.itemsize
     if binary:
         return 2 * nbytes
-    return nbytes + count * (40 + (json_item_chars(dtype) or 4 * dtype.itemsize + 64))
+    leaves = _leaves(dtype)
+    objects = 48 if leaves == 1 else 64 + 56 * leaves
+    return nbytes + count * (objects + (json_item_chars(dtype) or 4 * dtype.itemsize + 64))
+
+
+def _leaves(dtype: np.dtype[Any]) -> int:
+    """The scalars (Python objects in JSON) one element of ``dtype`` holds."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return _leaves(base) * int(np.prod(shape))
+    if dtype.names is not None:
+        return sum(_leaves(dtype.fields[name][0]) for name in dtype.names) or 1  # type: ignore[index]
+    return 1
 
 
 @contextmanager
