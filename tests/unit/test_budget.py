@@ -144,3 +144,21 @@ def test_a_json_reply_holds_no_more_than_reserved(type_json: dict[str, object], 
     value = array_to_json(arr, type_json)
     held = arr.nbytes + _object_bytes(value) + len(orjson.dumps({"value": value}))
     assert held <= reply_bytes(count, dtype, binary=False)
+
+
+def test_a_budget_below_the_small_size_still_bounds() -> None:
+    """With a budget under 16 MiB (``--reply-memory-bytes``, or twice a small
+    ``--max-request-bytes``) every reservation was below ``small``: none ever waited, and the
+    budget bounded nothing."""
+
+    async def scenario() -> None:
+        budget = ByteBudget(8 * MiB, wait=0.05)
+        held = await budget.reserve(6 * MiB)
+        with pytest.raises(Busy):
+            await budget.reserve(6 * MiB)
+        held.release()
+        (await budget.reserve(6 * MiB)).release()
+        (await budget.reserve(MiB)).release()  # small still: a quarter of the budget at most
+        assert budget.used == 0
+
+    run(scenario())

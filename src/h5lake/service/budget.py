@@ -68,7 +68,7 @@ class ByteBudget:
 
     def __init__(self, capacity: int, *, small: int = SMALL_BYTES, wait: float = WAIT_SECONDS) -> None:
         self.capacity = capacity
-        self.small = small
+        self.small = min(small, capacity // 4)  # a small budget still bounds: not all of it small
         self.wait = wait
         self.used = 0
         self.large = 0  # of ``used``, the bytes of large reservations (those that may wait)
