@@ -68,9 +68,10 @@ class ByteBudget:
 
     def __init__(self, capacity: int, *, small: int = SMALL_BYTES, wait: float = WAIT_SECONDS) -> None:
         self.capacity = capacity
-        self.small = small
+        self.small = min(small, capacity // 4)  # a small budget still bounds: not all of it small
         self.wait = wait
         self.used = 0
+        self.large = 0  # of ``used``, the bytes of large reservations (those that may wait)
         self.peak = 0
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
@@ -83,6 +84,7 @@ class ByteBudget:
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (nbytes, granted)
         self._waiters.append(entry)
+        self._grant()  # granted at once if only small reservations are in its way
         try:
             await asyncio.wait_for(asyncio.shield(granted), self.wait)
         except TimeoutError:
@@ -107,16 +109,23 @@ class ByteBudget:
 
     def _take(self, nbytes: int) -> None:
         self.used += nbytes
+        if nbytes >= self.small:
+            self.large += nbytes
         self.peak = max(self.peak, self.used)
 
     def _give_back(self, nbytes: int) -> None:
         self.used -= nbytes
+        if nbytes >= self.small:
+            self.large -= nbytes
         self._grant()
 
     def _grant(self) -> None:
+        # The first waiter goes when it fits, or when no other large reservation is held: small
+        # ones come and go without waiting, and under steady small reads the budget may never
+        # be wholly free, so waiting for them too would starve large reads (503 after `wait`).
         while self._waiters:
             nbytes, granted = self._waiters[0]
-            if self.used + nbytes > self.capacity and self.used > 0:
+            if self.used + nbytes > self.capacity and self.large > 0:
                 return
             self._waiters.popleft()
             if not granted.done():
@@ -127,12 +136,26 @@ class ByteBudget:
 
 def reply_bytes(count: int, dtype: np.dtype[Any], binary: bool) -> int:
     """The bytes a REST reply of ``count`` values read whole holds at most while made and sent:
-    the values and their packed copy; for JSON the values, their Python objects (~40 bytes each)
-    and the text."""
+    the values and their packed copy; for JSON the values, their Python objects and the text.
+    A number is up to 44 bytes of objects (itself and its slot in a list: a 64-bit integer);
+    an element of several (a compound's fields, an array type's members) is a list of them,
+    ~56 bytes a number besides the list's own."""
     nbytes = count * dtype.itemsize
     if binary:
         return 2 * nbytes
-    return nbytes + count * (40 + (json_item_chars(dtype) or 4 * dtype.itemsize + 64))
+    leaves = _leaves(dtype)
+    objects = 48 if leaves == 1 else 64 + 56 * leaves
+    return nbytes + count * (objects + (json_item_chars(dtype) or 4 * dtype.itemsize + 64))
+
+
+def _leaves(dtype: np.dtype[Any]) -> int:
+    """The scalars (Python objects in JSON) one element of ``dtype`` holds."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return _leaves(base) * int(np.prod(shape))
+    if dtype.names is not None:
+        return sum(_leaves(dtype.fields[name][0]) for name in dtype.names) or 1  # type: ignore[index]
+    return 1
 
 
 @contextmanager
