@@ -48,8 +48,8 @@ def _ref_names(file: Any, values: Any) -> Any:
         if not ref:
             names.append(None)
             continue
-        try:
-            names.append(file[ref].name)
+        try:  # h5pyd reads a region reference as its own object, whose dataset is ``.id``
+            names.append(file[ref.id if isinstance(ref, h5pyd.RegionReference) else ref].name)
         except Exception as exc:  # noqa: BLE001 - a dangling reference has no name
             names.append(f"<{type(exc).__name__}>")
     return names
