@@ -225,7 +225,7 @@ def js_exact(value: Any) -> Any:
     return value
 
 
-def _download(data: bytes, filename: str, media_type: str) -> Response:
+def _download(data: bytes | memoryview, filename: str, media_type: str) -> Response:
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in filename)
     return Response(data, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{safe}"'})
 

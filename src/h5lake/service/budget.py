@@ -20,12 +20,14 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
 from h5lake.errors import Busy
 from h5lake.model.values import json_item_chars
+
+T = TypeVar("T")
 
 SMALL_BYTES = 16 * 1024 * 1024
 """Reservations below this never wait for the budget (they are still counted)."""
@@ -154,7 +156,8 @@ def _leaves(dtype: np.dtype[Any]) -> int:
         base, shape = dtype.subdtype
         return _leaves(base) * int(np.prod(shape))
     if dtype.names is not None:
-        return sum(_leaves(dtype.fields[name][0]) for name in dtype.names) or 1  # type: ignore[index]
+        fields: Any = dtype.fields
+        return sum(int(_leaves(fields[name][0])) for name in dtype.names) or 1
     return 1
 
 
@@ -167,7 +170,7 @@ def released_on_error(held: Reservation) -> Iterator[None]:
         raise
 
 
-async def held_read(held: Reservation, read: Awaitable[np.ndarray]) -> np.ndarray:
+async def held_read(held: Reservation, read: Awaitable[T]) -> T:
     """``await read``, releasing ``held`` if it fails."""
     with released_on_error(held):
         return await read

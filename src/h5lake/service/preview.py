@@ -229,7 +229,7 @@ async def _image(svc: Service, ds: OpenDataset, region: Region, width: int, heig
         data = (await _read(svc, ds, region.selection)).reshape(counts)
         return _made("full", region, steps, data.astype(np.float32), None, itemsize)
     if math.prod(counts) * itemsize <= READ_BUDGET:
-        return _made("mean", region, steps, await _band_means(svc, ds, region, steps, gone), None, itemsize)
+        return _made("mean", region, steps, await _band_means(svc, ds, region, (steps[0], steps[1]), gone), None, itemsize)
     sampled = strided(region, steps)
     async with svc.scanning:
         await check_caller(gone)
