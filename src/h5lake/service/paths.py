@@ -133,8 +133,17 @@ async def _listed(svc: Service, domain: Domain, view: HeadView, obj_id: str) -> 
     return found, found.root, found.targets
 
 
+LEFT_OUT_OF_LISTINGS = ("id", "root", "domain", "linkCount", "attributeCount")
+"""Keys of an object's description a listing leaves out, as HSDS's ``domain_objs`` does: the id
+is its key there, the root and domain the reply's own, and the counts those of the ``links`` and
+``attributes`` it holds (h5pyd deletes all five from what it GETs). They were ~40% of the reply
+(docs/performance.md, "Session 11, the listing")."""
+
+
 def _described(domain: Domain, doc: Doc) -> Doc:
     out = object_json(domain, doc, include_links=True, include_attrs=True)
+    for name in LEFT_OUT_OF_LISTINGS:
+        out.pop(name, None)
     for name in ("key_type", "value_type"):  # a map's types, as clients see types
         if name in out:
             out[name] = client_type(out[name])
