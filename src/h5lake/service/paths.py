@@ -19,6 +19,7 @@ from h5lake.service.objects import object_json, shown_object
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain, HeadView
 from h5lake.service.walk import TooMany, linked_ids, walk_graph, walk_versioned
+from h5lake.storage import LATER, Later
 
 KEEP_SHOWN_BYTES = 256 * 1024
 """Descriptions of objects showing more entries than this estimates (``ENTRY_BYTES`` each) are
@@ -77,7 +78,9 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     out: Doc = {}
     view = domain.view
     if isinstance(view, HeadView):
-        walk: AsyncGenerator[_Listed, None] = walk_graph(svc, domain.require_root(), limit, partial(_listed, svc, domain, view))
+        walk: AsyncGenerator[_Listed, None] = walk_graph(
+            svc, domain.require_root(), limit, partial(_listed, svc, domain, view), partial(_listed_at_once, svc, domain, view)
+        )
         try:
             async for listed in walk:
                 out[listed.id] = listed.shown
@@ -130,6 +133,20 @@ async def _listed(svc: Service, domain: Domain, view: HeadView, obj_id: str) -> 
         found = _Listed(doc["id"], description, doc.get("root"), tuple(linked_ids(doc)))
         if shown * ENTRY_BYTES <= KEEP_SHOWN_BYTES:  # a wide one is not kept: no serialization to size it
             svc.described.keep(key, blob.etag, found, len(dumps(description)))  # (its size, once per change)
+    return found, found.root, found.targets
+
+
+def _listed_at_once(
+    svc: Service, domain: Domain, view: HeadView, obj_id: str
+) -> tuple[_Listed, str | None, tuple[str, ...]] | None | Later:
+    """`_listed`'s answer when the store has the document without waiting and its ETag's
+    description is remembered; else `LATER` (then `_listed` reads it again)."""
+    blob = view.stored_at_once(obj_id)
+    if blob is None or isinstance(blob, Later):
+        return blob
+    found: _Listed | None = svc.described.get(domain.path + "\0" + obj_id, blob.etag)
+    if found is None:
+        return LATER
     return found, found.root, found.targets
 
 
