@@ -19,7 +19,7 @@ from h5lake.service.objects import object_json, shown_object
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain, HeadView
 from h5lake.service.walk import TooMany, linked_ids, walk_graph, walk_versioned
-from h5lake.storage import LATER, Later
+from h5lake.storage import LATER, Blob, Later
 
 KEEP_SHOWN_BYTES = 256 * 1024
 """Descriptions of objects showing more entries than this estimates (``ENTRY_BYTES`` each) are
@@ -78,8 +78,9 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     out: Doc = {}
     view = domain.view
     if isinstance(view, HeadView):
+        read: dict[str, Blob] = {}  # documents read at once whose description is to be made
         walk: AsyncGenerator[_Listed, None] = walk_graph(
-            svc, domain.require_root(), limit, partial(_listed, svc, domain, view), partial(_listed_at_once, svc, domain, view)
+            svc, domain.require_root(), limit, partial(_listed, svc, domain, view, read), partial(_listed_at_once, svc, domain, view, read)
         )
         try:
             async for listed in walk:
@@ -112,7 +113,9 @@ class _Listed:
     targets: tuple[str, ...]
 
 
-async def _listed(svc: Service, domain: Domain, view: HeadView, obj_id: str) -> tuple[_Listed, str | None, tuple[str, ...]] | None:
+async def _listed(
+    svc: Service, domain: Domain, view: HeadView, read: dict[str, Blob], obj_id: str
+) -> tuple[_Listed, str | None, tuple[str, ...]] | None:
     """An object of the head read again (the store's freshness check: a stat and an attribute
     read of a document read lately), then described, or what was derived from its document's
     bytes (by ETag) at an earlier open: its description and the ids it links to, neither
@@ -120,8 +123,9 @@ async def _listed(svc: Service, domain: Domain, view: HeadView, obj_id: str) -> 
     reads each document and derives nothing (the description is as fresh as a new one). A
     description depends on the document and the domain's path alone. One of many links or
     attributes is derived on a pool thread, as `objects.shown_object` does; one of more than
-    ``KEEP_SHOWN_BYTES`` is not kept."""
-    blob = await view.stored(obj_id)
+    ``KEEP_SHOWN_BYTES`` is not kept. A document `_listed_at_once` read in this walk (``read``)
+    is not read again."""
+    blob = read.pop(obj_id, None) or await view.stored(obj_id)
     if blob is None:
         return None
     key = domain.path + "\0" + obj_id
@@ -137,15 +141,17 @@ async def _listed(svc: Service, domain: Domain, view: HeadView, obj_id: str) -> 
 
 
 def _listed_at_once(
-    svc: Service, domain: Domain, view: HeadView, obj_id: str
+    svc: Service, domain: Domain, view: HeadView, read: dict[str, Blob], obj_id: str
 ) -> tuple[_Listed, str | None, tuple[str, ...]] | None | Later:
     """`_listed`'s answer when the store has the document without waiting and its ETag's
-    description is remembered; else `LATER` (then `_listed` reads it again)."""
+    description is remembered; else `LATER` (the document, when read, left in ``read`` for
+    `_listed` to describe)."""
     blob = view.stored_at_once(obj_id)
     if blob is None or isinstance(blob, Later):
         return blob
     found: _Listed | None = svc.described.get(domain.path + "\0" + obj_id, blob.etag)
     if found is None:
+        read[obj_id] = blob
         return LATER
     return found, found.root, found.targets
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import TypeVar
 
@@ -82,6 +83,8 @@ async def walk_graph(
                 fetched = await svc.workers.map([batch[n] for n in waits], fetch)
                 for n, item in zip(waits, fetched, strict=True):
                     found[n] = item
+            else:
+                await asyncio.sleep(0)  # others run between batches, as between tasks
         for item in found:
             assert not isinstance(item, Later)
             if item is None or item[1] != root:
