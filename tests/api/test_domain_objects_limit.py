@@ -93,3 +93,61 @@ def test_a_listing_follows_every_change_between_opens(small_limit: Server) -> No
     with h5pyd.File(domain, "r", **opts) as f:
         assert sorted(f) == ["g0", "g1", "g2"]
         assert f["g1"].attrs["index"] == 41 and f["g0"].attrs["note"] == "added"
+
+
+def test_listed_objects_leave_out_what_hsds_leaves_out(small_limit: Server) -> None:
+    """Each object of ``domain_objs`` is answered as HSDS's summary answers it: without its id
+    (the key), root, domain and counts; h5pyd reads the domain through it as through GETs."""
+    domain = f"/home/{USER}/forms.h5"
+    opts = {"endpoint": small_limit.endpoint, "username": USER, "password": USERS[USER]}
+    with h5pyd.File(domain, "w", **opts) as f:
+        f["t"] = np.dtype("<i2")
+        d = f.create_dataset("d", data=np.arange(6.0), chunks=(3,))
+        d.attrs["a"] = 1.5
+        f.create_dataset("typed", shape=(2,), dtype=f["t"])
+    objs = getobjs(small_limit, domain)["domain_objs"]
+    assert isinstance(objs, dict) and len(objs) == 4
+    for obj_id, obj in objs.items():
+        assert not {"id", "root", "domain", "linkCount", "attributeCount"} & set(obj), (obj_id, sorted(obj))
+        assert "attributes" in obj
+    root = getobjs(small_limit, domain)["root"]
+    assert sorted(objs[root]["links"]) == ["d", "t", "typed"]
+    with h5pyd.File(domain, "r", **opts) as f:
+        assert sorted(f) == ["d", "t", "typed"]
+        assert f["d"].shape == (6,) and f["d"].chunks == (3,) and f["d"].attrs["a"] == 1.5
+        assert list(f["d"][:]) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        assert isinstance(f["t"], h5pyd.Datatype) and f["t"].dtype == np.dtype("<i2")
+        assert f["typed"].dtype == np.dtype("<i2")
+
+
+def test_a_listing_sees_what_another_process_wrote(small_limit: Server, tmp_path: Path) -> None:
+    """A server that listed a domain (and remembers what it derived from each document, by
+    ETag) lists it as another server on the same data left it: changed attributes, a group
+    added under a listed group, a link removed."""
+    domain = make(small_limit, "shared", 2)
+    other = start_server(tmp_path / "other", data=small_limit.data, extra=["--domain-objects-limit", str(LIMIT)])
+    try:
+        mine = {"endpoint": small_limit.endpoint, "username": USER, "password": USERS[USER]}
+        theirs = {"endpoint": other.endpoint, "username": USER, "password": USERS[USER]}
+        for _ in range(2):  # remembered after the first
+            with h5pyd.File(domain, "r", **mine) as f:
+                assert sorted(f) == ["g0", "g1"] and f["g1"].attrs["index"] == 1
+        with h5pyd.File(domain, "a", **theirs) as f:
+            f["g1"].attrs["index"] = np.int32(7)
+            f["g0"].create_group("inner").attrs["deep"] = np.int32(3)
+        for _ in range(2):
+            with h5pyd.File(domain, "r", **mine) as f:
+                assert sorted(f) == ["g0", "g1"] and sorted(f["g0"]) == ["inner"]
+                assert f["g1"].attrs["index"] == 7 and f["g0/inner"].attrs["deep"] == 3
+        root = getobjs(other, domain)["root"]
+        r = requests.delete(f"{other.endpoint}/groups/{root}/links/g1", params={"domain": domain},
+                            auth=(USER, USERS[USER]), timeout=30)
+        assert r.status_code == 200, r.text
+        with h5pyd.File(domain, "a", **theirs) as f:
+            f["g0/inner"].attrs["deep"] = np.int32(4)
+        objs = getobjs(small_limit, domain)["domain_objs"]
+        assert isinstance(objs, dict) and len(objs) == 3
+        with h5pyd.File(domain, "r", **mine) as f:
+            assert sorted(f) == ["g0"] and f["g0/inner"].attrs["deep"] == 4
+    finally:
+        other.stop()

@@ -27,7 +27,7 @@ import pytest
 from tests.support.s3server import S3Server
 
 from h5lake.errors import StorageError
-from h5lake.storage.base import GetRanges, PreconditionFailed, Store
+from h5lake.storage.base import LATER, AnswersAtOnce, Blob, GetRanges, PreconditionFailed, Store
 from h5lake.storage.local import ETAG_XATTR, LOCK_DIR, TEMP_PREFIX, LocalStore
 from h5lake.storage.s3 import S3Store
 
@@ -366,6 +366,31 @@ async def local(tmp_path: Path) -> AsyncIterator[LocalStore]:
     store = LocalStore(tmp_path / "root")
     yield store
     await store.close()
+
+
+async def test_local_answers_at_once_as_get_would(tmp_path: Path) -> None:
+    """``get_at_once`` answers what ``get`` answers (a small object, read lately or not, and
+    after another process's store replaced it), None for a missing one, and LATER for one too
+    large to read on the event loop's thread."""
+    store = LocalStore(tmp_path / "root", inline_read_bytes=1024)
+    other = LocalStore(tmp_path / "root")  # another process's store on the same files
+    try:
+        assert isinstance(store, AnswersAtOnce)
+        assert store.get_at_once("a/missing") is None
+        etag = await store.put("a/doc", b"one")
+        for _ in range(2):  # the second from what it read lately
+            now = store.get_at_once("a/doc")
+            assert isinstance(now, Blob) and now.data == b"one" and now.etag == etag
+        later = await other.put("a/doc", b"two!")
+        now = store.get_at_once("a/doc")
+        assert isinstance(now, Blob) and (now.data, now.etag) == (b"two!", later)
+        await other.put("a/big", b"x" * 4096)
+        assert store.get_at_once("a/big") is LATER
+        got = await store.get("a/big")
+        assert got is not None and got.data == b"x" * 4096
+    finally:
+        await store.close()
+        await other.close()
 
 
 async def test_local_keys_map_to_files(local: LocalStore) -> None:

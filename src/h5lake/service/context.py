@@ -71,7 +71,7 @@ class Service:
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
-        self.described = ByEtag()  # objects as domain_objs describes them (service.paths)
+        self.described = ByEtag(most_one=256 * 1024)  # objects as domain_objs lists them (service.paths)
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
         self.head = HeadView(self.docs, self.store, self.cas)
         self.fences = DomainFences()  # versions: a commit against this process's own changes

@@ -117,6 +117,10 @@ class Documents:
             return None
         return Versioned(await parse(blob.data, key, self.parsing), blob.etag)
 
+    async def parsed(self, data: bytes, key: str) -> Any:
+        """The document stored at ``key`` as ``data`` (read by the caller), parsed as `get` does."""
+        return await parse(data, key, self.parsing)
+
     async def require(self, key: str, what: str) -> Versioned:
         found = await self.get(key)
         if found is None:

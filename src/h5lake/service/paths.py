@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, parse_id
+from h5lake.model.ids import Collection, object_key, parse_id
 from h5lake.model.types import client_type
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import ENTRY_BYTES, Doc, Versioned, dumps
+from h5lake.service.documents import ENTRY_BYTES, Doc, dumps
 from h5lake.service.domains import domain_json, open_domain
 from h5lake.service.links import OpenExternal, resolve_path_in
 from h5lake.service.objects import object_json, shown_object
 from h5lake.service.stats import domain_stats
-from h5lake.service.views import Domain
-from h5lake.service.walk import TooMany, walk_versioned
+from h5lake.service.views import Domain, HeadView
+from h5lake.service.walk import TooMany, linked_ids, walk_graph, walk_versioned
+from h5lake.storage import LATER, Blob, Later
 
-KEEP_SHOWN_BYTES = 64 * 1024
+KEEP_SHOWN_BYTES = 256 * 1024
 """Descriptions of objects showing more entries than this estimates (``ENTRY_BYTES`` each) are
-not remembered (`ByEtag` keeps none above 64 KiB of JSON)."""
+not remembered (`ByEtag`, ``Service.described``, keeps none above 256 KiB of JSON)."""
 
 
 async def describe(
@@ -72,39 +76,97 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
     the server reading and the client parsing every object at every open (1,000 groups: ~70 ms
     of server CPU and more of h5pyd's, for a `list(g.keys())` that needs two small GETs)."""
     out: Doc = {}
-    walk = walk_versioned(svc, domain, limit)
+    view = domain.view
+    if isinstance(view, HeadView):
+        read: dict[str, Blob] = {}  # documents read at once whose description is to be made
+        walk: AsyncGenerator[_Listed, None] = walk_graph(
+            svc, domain.require_root(), limit, partial(_listed, svc, domain, view, read), partial(_listed_at_once, svc, domain, view, read)
+        )
+        try:
+            async for listed in walk:
+                out[listed.id] = listed.shown
+        except TooMany:
+            return None
+        finally:
+            await walk.aclose()
+        return out
+    versioned = walk_versioned(svc, domain, limit)  # a version's view: documents as committed
     try:
-        async for item in walk:
-            out[item.doc["id"]] = await _remembered(svc, domain, item)
+        async for item in versioned:
+            doc = item.doc
+            shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
+            out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
     except TooMany:
         return None
     finally:
-        await walk.aclose()
+        await versioned.aclose()
     return out
 
 
-async def _remembered(svc: Service, domain: Domain, item: Versioned) -> Doc:
-    """`_described`, or what it gave for this document's bytes (by ETag) at an earlier open:
-    each object was read again to get here, so the description is as fresh as a new one, and
-    a reopen of an unchanged domain derives none again. A description depends on the document
-    and the domain's path alone; a version's view (read-only) gives documents as they were
-    committed, under the ETags they had, and is not remembered. One of many links or
-    attributes is derived on a pool thread, as `objects.shown_object` does, and not kept."""
-    doc = item.doc
-    shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
-    if not domain.view.writable:
-        return await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)  # type: ignore[no-any-return]
-    key = domain.path + "\0" + doc["id"]
-    found: Doc | None = svc.described.get(key, item.etag)
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """One object as a listing shows it, with what the walk goes on with."""
+
+    id: str
+    shown: Doc
+    root: str | None
+    targets: tuple[str, ...]
+
+
+async def _listed(
+    svc: Service, domain: Domain, view: HeadView, read: dict[str, Blob], obj_id: str
+) -> tuple[_Listed, str | None, tuple[str, ...]] | None:
+    """An object of the head read again (the store's freshness check: a stat and an attribute
+    read of a document read lately), then described, or what was derived from its document's
+    bytes (by ETag) at an earlier open: its description and the ids it links to, neither
+    parsed nor derived again while the ETag is unchanged, so a reopen of an unchanged domain
+    reads each document and derives nothing (the description is as fresh as a new one). A
+    description depends on the document and the domain's path alone. One of many links or
+    attributes is derived on a pool thread, as `objects.shown_object` does; one of more than
+    ``KEEP_SHOWN_BYTES`` is not kept. A document `_listed_at_once` read in this walk (``read``)
+    is not read again."""
+    blob = read.pop(obj_id, None) or await view.stored(obj_id)
+    if blob is None:
+        return None
+    key = domain.path + "\0" + obj_id
+    found: _Listed | None = svc.described.get(key, blob.etag)
     if found is None:
-        found = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
+        doc = await view.docs.parsed(blob.data, object_key(obj_id))
+        shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
+        description = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
+        found = _Listed(doc["id"], description, doc.get("root"), tuple(linked_ids(doc)))
         if shown * ENTRY_BYTES <= KEEP_SHOWN_BYTES:  # a wide one is not kept: no serialization to size it
-            svc.described.keep(key, item.etag, found, len(dumps(found)))  # (its size, once per change)
-    return found
+            svc.described.keep(key, blob.etag, found, len(dumps(description)))  # (its size, once per change)
+    return found, found.root, found.targets
+
+
+def _listed_at_once(
+    svc: Service, domain: Domain, view: HeadView, read: dict[str, Blob], obj_id: str
+) -> tuple[_Listed, str | None, tuple[str, ...]] | None | Later:
+    """`_listed`'s answer when the store has the document without waiting and its ETag's
+    description is remembered; else `LATER` (the document, when read, left in ``read`` for
+    `_listed` to describe)."""
+    blob = view.stored_at_once(obj_id)
+    if blob is None or isinstance(blob, Later):
+        return blob
+    found: _Listed | None = svc.described.get(domain.path + "\0" + obj_id, blob.etag)
+    if found is None:
+        read[obj_id] = blob
+        return LATER
+    return found, found.root, found.targets
+
+
+LEFT_OUT_OF_LISTINGS = ("id", "root", "domain", "linkCount", "attributeCount")
+"""Keys of an object's description a listing leaves out, as HSDS's ``domain_objs`` does: the id
+is its key there, the root and domain the reply's own, and the counts those of the ``links`` and
+``attributes`` it holds (h5pyd deletes all five from what it GETs). They were ~40% of the reply
+(docs/performance.md, "Session 11, the listing")."""
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:
     out = object_json(domain, doc, include_links=True, include_attrs=True)
+    for name in LEFT_OUT_OF_LISTINGS:
+        out.pop(name, None)
     for name in ("key_type", "value_type"):  # a map's types, as clients see types
         if name in out:
             out[name] = client_type(out[name])

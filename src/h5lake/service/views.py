@@ -18,7 +18,7 @@ from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import object_key
 from h5lake.service.documents import Doc, Documents, Versioned
-from h5lake.storage import Store
+from h5lake.storage import LATER, AnswersAtOnce, Blob, Later, Store
 
 
 class DomainView(Protocol):
@@ -48,9 +48,20 @@ class HeadView:
         self.docs = docs
         self.store = store
         self.cas = cas
+        self._at_once = docs.store if isinstance(docs.store, AnswersAtOnce) else None
 
     async def object(self, obj_id: str) -> Versioned | None:
         return await self.docs.get(object_key(obj_id))
+
+    async def stored(self, obj_id: str) -> Blob | None:
+        """An object's document as stored, unparsed, with its ETag (`Documents.parsed`)."""
+        return await self.docs.store.get(object_key(obj_id))
+
+    def stored_at_once(self, obj_id: str) -> Blob | None | Later:
+        """`stored`'s answer when the store has it without waiting, else `LATER`."""
+        if self._at_once is None:
+            return LATER
+        return self._at_once.get_at_once(object_key(obj_id))
 
     def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
         if forked_from:

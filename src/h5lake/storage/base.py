@@ -192,6 +192,23 @@ class CopyObject(Protocol):
         ...
 
 
+class Later:
+    """`AnswersAtOnce.get_at_once`: the answer needs a wait (`Store.get`)."""
+
+
+LATER = Later()
+
+
+@runtime_checkable
+class AnswersAtOnce(Protocol):
+    """A store that can tell some gets' answers without waiting (the local store: a file read
+    lately and unchanged, or one small enough to read on the event loop's thread)."""
+
+    def get_at_once(self, key: str) -> Blob | None | Later:
+        """What ``get(key)`` would answer now, or `LATER` when it needs a wait."""
+        ...
+
+
 @runtime_checkable
 class Store(ByteRangeSource, Protocol):
     async def get(self, key: str) -> Blob | None: ...

@@ -66,8 +66,10 @@ from typing import TypeVar
 
 from h5lake.errors import StorageError
 from h5lake.storage.base import (
+    LATER,
     RESERVED_SEGMENT_PREFIX,
     Blob,
+    Later,
     ObjectInfo,
     PreconditionFailed,
     check_delimiter,
@@ -144,16 +146,22 @@ class LocalStore(HardLinkCopies):
     # --- the Store interface ---------------------------------------------------------------
 
     async def get(self, key: str) -> Blob | None:
+        blob = self.get_at_once(key)
+        if blob is LATER:  # too big for the event loop's thread
+            blob = await self._run(self._get, self._path(key), None)
+        assert not isinstance(blob, (_Deferred, Later))
+        return blob
+
+    def get_at_once(self, key: str) -> Blob | None | Later:
+        """`get`'s answer for an object read lately and unchanged since (`RecentObjects`), or
+        one small enough to read here; `LATER` for a larger one."""
         path = self._path(key)
         if self._recent.has(path):
             unchanged = self._inline(self._recent.unchanged, path)
             if unchanged is not None:
                 return unchanged
         blob = self._inline(self._get, path, self._inline_read_bytes)
-        if blob is _DEFERRED:  # too big for the event loop's thread
-            blob = await self._run(self._get, path, None)
-        assert not isinstance(blob, _Deferred)
-        return blob
+        return LATER if blob is _DEFERRED else blob
 
     async def head(self, key: str) -> ObjectInfo | None:
         path = self._path(key)
