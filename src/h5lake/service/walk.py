@@ -74,15 +74,16 @@ async def walk_graph(
         if limit is not None and len(seen) > limit:
             raise TooMany(len(seen))
         batch, frontier = frontier[:_BATCH], frontier[_BATCH:]
+        found: list[tuple[T, str | None, Iterable[str]] | None | Later]
         if at_once is None:
-            found = await svc.workers.map(batch, fetch)
+            found = [*await svc.workers.map(batch, fetch)]
         else:
             found = [at_once(obj_id) for obj_id in batch]
             waits = [n for n, item in enumerate(found) if item is LATER]
             if waits:
                 fetched = await svc.workers.map([batch[n] for n in waits], fetch)
-                for n, item in zip(waits, fetched, strict=True):
-                    found[n] = item
+                for n, got in zip(waits, fetched, strict=True):
+                    found[n] = got
             else:
                 await asyncio.sleep(0)  # others run between batches, as between tasks
         for item in found:

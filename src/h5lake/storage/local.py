@@ -147,10 +147,11 @@ class LocalStore(HardLinkCopies):
 
     async def get(self, key: str) -> Blob | None:
         blob = self.get_at_once(key)
-        if blob is LATER:  # too big for the event loop's thread
-            blob = await self._run(self._get, self._path(key), None)
-        assert not isinstance(blob, (_Deferred, Later))
-        return blob
+        if not isinstance(blob, Later):
+            return blob
+        read = await self._run(self._get, self._path(key), None)  # too big for the loop's thread
+        assert not isinstance(read, _Deferred)
+        return read
 
     def get_at_once(self, key: str) -> Blob | None | Later:
         """`get`'s answer for an object read lately and unchanged since (`RecentObjects`), or
@@ -161,7 +162,7 @@ class LocalStore(HardLinkCopies):
             if unchanged is not None:
                 return unchanged
         blob = self._inline(self._get, path, self._inline_read_bytes)
-        return LATER if blob is _DEFERRED else blob
+        return LATER if isinstance(blob, _Deferred) else blob
 
     async def head(self, key: str) -> ObjectInfo | None:
         path = self._path(key)
