@@ -26,7 +26,7 @@ protocol gives itself (these, uvicorn's 400 for a request it cannot parse and it
 
 uvicorn writes a reply's head and its body in two sends: two loopback segments, two wake-ups of
 the client, a system call more per request. Here the head is held and written with the body's
-first piece in one ``writev`` (``_HeadWithBody``; docs/performance.md, "Session 11").
+first piece in one ``writev`` (``_HeadWithBody``; docs/performance.md, "Group GET").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ second-level dictionaries, the serialization of each entry (an ``orjson.Fragment
 next update serializes only the entries its mutation set; the document is written as
 ``orjson.dumps`` of its top level with each second-level dictionary replaced by the
 dictionary of those pieces, in the same order: the same bytes as serializing it whole, for a
-tenth of the cost at 250 attributes (docs/performance.md, "Session 8"). This relies on the
+tenth of the cost at 250 attributes (docs/performance.md, "Attribute PUT"). This relies on the
 rule above: an entry a mutation did not set is the very value serialized before, unchanged.
 """
 

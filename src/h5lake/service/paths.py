@@ -160,7 +160,7 @@ LEFT_OUT_OF_LISTINGS = ("id", "root", "domain", "linkCount", "attributeCount")
 """Keys of an object's description a listing leaves out, as HSDS's ``domain_objs`` does: the id
 is its key there, the root and domain the reply's own, and the counts those of the ``links`` and
 ``attributes`` it holds (h5pyd deletes all five from what it GETs). They were ~40% of the reply
-(docs/performance.md, "Session 11, the listing")."""
+(docs/performance.md, "Listing")."""
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:

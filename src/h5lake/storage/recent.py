@@ -21,7 +21,7 @@ from h5lake.storage.posix import ETAG_XATTR, file_identity
 
 RECENT_MAX_OBJECT_BYTES = 64 * 1024  # documents, not chunks
 # a few domains' documents each: a walk or listing of a 1,000-object domain beside another
-# must not empty it at every open (cleared when full: docs/performance.md, session 10)
+# must not empty it at every open (cleared when full: docs/performance.md, "Listing")
 RECENT_BYTES = 16 * 1024 * 1024
 RECENT_OBJECTS = 8192
 
