@@ -5,7 +5,7 @@ reads back, nothing refused or never-acknowledged shows half-done, and the catal
     PYTHONPATH=src:. python tools/race_drive.py --seed 1 --seconds 60 [--s3] [--kill-every 3] [--workers2]
 
 Not a test (it runs for as long as asked); the regression tests it led to are in
-tests/scale/test_race_pass.py. docs/storage.md, "Crash and race pass, session 10".
+tests/scale/test_intents_under_races.py (docs/storage.md, "Crashes and races").
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ scatters an output array back and must equal numpy assignment.
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 import numpy as np
@@ -363,23 +362,20 @@ class TestPointSelection:
 class TestProject:
     def test_regular_4096_square(self) -> None:
         sel = Selection.all((4096, 4096))
-        t0 = time.perf_counter()
         projections = list(project(sel, (4096, 4096), (512, 512)))
-        elapsed = time.perf_counter() - t0
         assert len(projections) == 64
-        assert elapsed < 64 * 1e-3  # well under a millisecond each
         assert all(p.is_complete_chunk for p in projections)
         assert all(isinstance(s, slice) for p in projections for s in p.chunk_selection)
         assert projections[9].chunk_index == (1, 1)
         assert projections[9].out_selection == (slice(512, 1024, 1), slice(512, 1024, 1))
 
     def test_large_step_skips_chunks_cheaply(self) -> None:
-        sel = parse_select("[::1000000]", (10**9,))
-        t0 = time.perf_counter()
-        projections = list(project(sel, (10**9,), (10,)))
-        assert time.perf_counter() - t0 < 0.5
+        # 10**17 chunks of which 1,000 are selected: a projection that visited every chunk (or
+        # every element) would never finish, so finishing at all shows the skip
+        sel = parse_select("[::1000000000000000]", (10**18,))
+        projections = list(project(sel, (10**18,), (10,)))
         assert len(projections) == 1000
-        assert projections[1].chunk_index == (100000,)
+        assert projections[1].chunk_index == (10**14,)
         assert projections[1].chunk_selection == (slice(0, 1, 1),)
 
     def test_steps_within_chunks(self) -> None:
@@ -526,9 +522,7 @@ class TestProjectPoints:
         rng = np.random.default_rng(0)
         pts = rng.integers(0, 4096, size=(200_000, 2)).astype(np.uint64)
         sel = PointSelection.from_array(pts, (4096, 4096))
-        t0 = time.perf_counter()
         groups = list(project_points(sel, (512, 512)))
-        assert time.perf_counter() - t0 < 2.0
         assert len(groups) == 64
         assert sum(g.out_positions.size for g in groups) == 200_000
         for g in groups:

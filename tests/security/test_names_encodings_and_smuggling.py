@@ -1,4 +1,4 @@
-"""The fifth attack pass: domain names that lie among h5lake's own keys, JSON strings that are no
+"""Names, encodings and smuggling: domain names that lie among h5lake's own keys, JSON strings that are no
 Unicode, names HDF5 cannot hold, a field named twice, and HTTP heads that try to smuggle a second
 request. Each gets a JSON 4xx (never a 500) while another client is served (the watchdog of
 ``conftest.py``), and the server's log holds no traceback."""

@@ -1,5 +1,6 @@
-"""What a pass over the HDF REST API documentation (HDFGroup/hdf-rest-api, session 10) found,
-sent as the documentation's pages send it (docs/api.md, "Documentation pass, session 10")."""
+"""Requests in the forms the HDF REST API documentation (HDFGroup/hdf-rest-api) shows, sent as
+its pages send them: query indexes, szip as the documentation spells it, query updates with
+start/stop/step, limits and long coordinate lists, `Limit=0` (docs/api.md)."""
 
 from __future__ import annotations
 

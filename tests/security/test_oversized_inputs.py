@@ -1,5 +1,6 @@
-"""The third attack pass: types as large as HDF5 cannot store, error messages quoting huge
-values, oversized commit descriptions, and a domain deleted while it is being written. Each is
+"""Oversized inputs: types as large as HDF5 cannot store, error messages quoting huge values,
+oversized commit descriptions, large map batches, long name globs, and a domain deleted while it
+is being written. Each is
 refused with a JSON 4xx or handled cleanly while another client is served (the watchdog of
 ``conftest.py``), and the server stays up without a traceback."""
 

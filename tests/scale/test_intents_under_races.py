@@ -1,5 +1,5 @@
-"""Races and crashes found by the crash and race pass of session 10 (docs/storage.md, "Crash
-and race pass, session 10"); the randomized driver that looked for them is tools/race_drive.py.
+"""Write intents under races and crashes between processes (docs/storage.md, "Crashes and
+races"); the randomized driver that looks for such races is tools/race_drive.py.
 
 A write intent (``.h5lake/pending/``) names the chunks a write is about to store until they are
 in the dataset's chunk catalog; reads of many chunks, shrinks and version commits trust the

@@ -1,4 +1,4 @@
-"""The ninth attack pass: a shrink from a huge extent, extents past int64, a filter class that is
+"""Extents, fill values and transfer codings: a shrink from a huge extent, extents past int64, a filter class that is
 no string, a fill value as large as a JSON body, a Transfer-Encoding the HTTP parser only half
 undoes, and 405s without a true ``Allow``. Each gets a JSON 4xx (never a 500 or a stalled
 server) while another client is served (the watchdog of ``conftest.py``), and the server's log
