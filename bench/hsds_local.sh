@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the reference server, HSDS 1.0.2, on this machine with POSIX storage, to measure h5lake
-# beside it (docs/performance.md, "Session 9, side by side with HSDS"). Not used by the tests.
+# beside it (docs/performance.md, "Beside HSDS"). Not used by the tests.
 #
 #   bench/hsds_local.sh install           # once: a separate venv (never h5lake's) with hsds==1.0.2
 #   bench/hsds_local.sh start             # prints HSDS_ENDPOINT=... HSDS_PGID=... and the data dir
