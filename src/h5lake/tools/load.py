@@ -23,7 +23,9 @@ from typing import Any
 
 import click
 
+from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection
+from h5lake.model.versionref import split_domain
 from h5lake.tools import append as appending
 from h5lake.tools import link as linking
 from h5lake.tools import mapfiles, s3files, versioned
@@ -106,7 +108,7 @@ def _delete_quietly(client: RestClient) -> None:
     try:
         client.delete("/")
     except RestError as exc:
-        log.warning("could not delete the partial domain %s: %s", client.domain, exc)
+        log.warning("could not delete the partial domain %s: %s", client.domain, exc.message)
 
 
 def register(group: click.Group) -> None:
@@ -150,6 +152,15 @@ def register(group: click.Group) -> None:
             raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
         if len(sources) > 1 and not append:
             raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
+        try:
+            head, version = split_domain(domain)
+        except InvalidInput as exc:
+            raise ToolError(exc.message) from None
+        if version is not None:
+            raise ToolError(
+                f"{domain} is a version of {head}, and versions are read-only: load into {head} "
+                f"(h5lake version commit {head} then makes a new version) or into a new domain"
+            )
         s3 = S3Settings(s3_endpoint, s3_region)
         paths: list[Source] = [text if s3files.is_s3(text) else Path(text) for text in sources]
         for source in paths:
