@@ -149,6 +149,14 @@ def test_append_refuses_a_file_without_the_axis_before_changing_anything(fresh: 
     assert len(lines) == 1 and str(days[2]) in lines[0] and "dataset /temp has no axis time" in lines[0], result.output
     assert "nothing was appended" in lines[0]
     assert _shapes(fresh) == before == {"/time": [24], "/temp": [24, 20, 30], "/lat": [20]}
+    # so is a later file whose dataset does not continue the first along the axis
+    odd = _day(sources, tag + "odd", 3)
+    with h5py.File(odd, "a") as f:
+        del f["temp"]
+        f.create_dataset("temp", data=np.zeros((24, 19, 30), "<f4"), chunks=(6, 10, 15)).dims[0].attach_scale(f["time"])
+    result = _load(fresh, "--append", "--extend", "time", str(days[1]), str(odd))
+    assert result.exit_code == 1 and f"{odd}: dataset /temp has shape [24, 19, 30], which does not continue" in result.output, result.output
+    assert _shapes(fresh) == before
     # a dataset missing from a later file is refused the same way, on a new domain too
     other = Client(fresh.endpoint, "test_user1", f"/home/test_user1/{uuid.uuid4().hex[:12]}.h5")
     with h5py.File(days[1], "a") as f:

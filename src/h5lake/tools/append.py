@@ -80,22 +80,32 @@ class _Growth:
 Axes = dict[str, int | None]
 """Dataset path -> the axis it grows along when files are appended; None: it keeps its values."""
 
+
+@dataclass(frozen=True)
+class Datasets:
+    """The datasets of a file (or of the domain made from the first file): where each grows
+    along the axis, and its shape."""
+
+    axes: Axes
+    shapes: dict[str, tuple[int, ...]]
+
 DIMENSION_ATTRIBUTES = ["DIMENSION_LIST", "DIMENSION_LABELS"]
 
 
-def file_axes(f: h5py.File, extend: str) -> Axes:
+def file_axes(f: h5py.File, extend: str) -> Datasets:
     """The axis ``extend`` names in each dataset of ``f``, each object once."""
-    axes: Axes = {}
+    out = Datasets({}, {})
 
     def found_one(name: str, obj: Any) -> None:  # returning a value would stop the visit
         if isinstance(obj, h5py.Dataset):
-            axes["/" + name] = linking.resolve_axis(obj, extend)
+            out.axes["/" + name] = linking.resolve_axis(obj, extend)
+            out.shapes["/" + name] = tuple(obj.shape or ())
 
     f.visititems(found_one)
-    return axes
+    return out
 
 
-def domain_axes(client: RestClient, extend: str) -> Axes:
+def domain_axes(client: RestClient, extend: str) -> Datasets:
     """`file_axes` for the datasets of ``client.domain``, which keeps the first file's
     dimension scales and labels: from its links, shapes and dimension attributes, in four
     requests whatever the number of datasets."""
@@ -104,21 +114,22 @@ def domain_axes(client: RestClient, extend: str) -> Axes:
         tree = client.get_json(f"/groups/{root}/links", follow_links=1)["links"]
         ids = _dataset_paths(root, tree)
         if not ids:
-            return {}
+            return Datasets({}, {})
         docs = client.post_json("/", {"h5paths": list(ids)})["h5paths"]
         found = client.post_json(f"/groups/{root}/attributes", {"obj_ids": list(ids.values()), "attr_names": DIMENSION_ATTRIBUTES})
     except RestError as exc:
         raise ToolError(f"cannot read {client.domain}: {exc.message}") from None
     path_of = {oid: path for path, oid in ids.items()}
-    axes: Axes = {}
+    out = Datasets({}, {})
     for path, oid in ids.items():
-        rank = len(docs[path]["shape"].get("dims") or [])
+        out.shapes[path] = tuple(int(n) for n in docs[path]["shape"].get("dims") or [])
+        rank = len(out.shapes[path])
         attrs = {a["name"]: a.get("value") for a in found["attributes"].get(oid, [])}
         labels = attrs.get("DIMENSION_LABELS") or []
         refs = attrs.get("DIMENSION_LIST") or []
         scales = [[path_of.get(str(ref).rsplit("/", 1)[-1], "") for ref in dim or []] for dim in refs]
-        axes[path] = linking.axis_named(extend, path, rank, [str(x) for x in labels] if isinstance(labels, list) else [], scales)
-    return axes
+        out.axes[path] = linking.axis_named(extend, path, rank, [str(x) for x in labels] if isinstance(labels, list) else [], scales)
+    return out
 
 
 def _dataset_paths(root: str, tree: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
@@ -143,25 +154,27 @@ def _dataset_paths(root: str, tree: dict[str, list[dict[str, Any]]]) -> dict[str
     return out
 
 
-def check_axes(first: Axes, extend: str, first_name: str) -> None:
+def check_axes(first: Datasets, extend: str, first_name: str) -> None:
     """An axis name that no dataset of the first file has is a mistake, not a no-op."""
-    if not any(axis is not None for axis in first.values()):
+    if not any(axis is not None for axis in first.axes.values()):
         raise ToolError(
             f"no dataset of {first_name} has an axis {extend} (a dimension number, dimension label or "
             "dimension scale name): nothing was appended"
         )
 
 
-def check_file(f: h5py.File, name: str, first: Axes, extend: str) -> None:
+def check_file(f: h5py.File, name: str, first: Datasets, extend: str) -> None:
     """Refuse a file that does not continue the first along ``extend``: every dataset that has
-    that axis in the first file must be in it with the axis at the same dimension, and its
-    datasets must all be the first file's. Metadata only; nothing is sent."""
-    mine = file_axes(f, extend)
-    extra = [path for path in mine if path not in first]
+    that axis in the first file must be in it with the axis at the same dimension and the same
+    extents along the others, and its datasets must all be the first file's. Metadata only;
+    nothing is sent."""
+    found = file_axes(f, extend)
+    mine = found.axes
+    extra = [path for path in mine if path not in first.axes]
     if extra:
         more = " ..." if len(extra) > 3 else ""
         raise ToolError(f"{name}: {', '.join(extra[:3])}{more} not in the first file: an appended file needs the first file's datasets; nothing was appended")
-    for path, axis in first.items():
+    for path, axis in first.axes.items():
         if axis is None:
             continue
         if path not in mine:
@@ -172,11 +185,17 @@ def check_file(f: h5py.File, name: str, first: Axes, extend: str) -> None:
             raise ToolError(
                 f"{name}: dataset {path} has axis {extend} as dimension {mine[path]}, the first file as dimension {axis}; nothing was appended"
             )
+        theirs, ours = first.shapes[path], found.shapes[path]
+        if len(theirs) != len(ours) or any(a != b for d, (a, b) in enumerate(zip(theirs, ours, strict=True)) if d != axis):
+            raise ToolError(
+                f"{name}: dataset {path} has shape {list(ours)}, which does not continue the first file's "
+                f"{list(theirs)} along {extend}; nothing was appended"
+            )
 
 
-def kept_note(first: Axes, extend: str) -> str | None:
+def kept_note(first: Datasets, extend: str) -> str | None:
     """The one note for the datasets that keep the first file's values, if any."""
-    kept = [path for path, axis in first.items() if axis is None]
+    kept = [path for path, axis in first.axes.items() if axis is None]
     if not kept:
         return None
     more = f" and {len(kept) - 5} more" if len(kept) > 5 else ""
@@ -185,7 +204,7 @@ def kept_note(first: Axes, extend: str) -> str | None:
 
 
 def append_file(
-    source: Source, client: RestClient, extend: str, first: Axes, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
+    source: Source, client: RestClient, extend: str, first: Datasets, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
 ) -> AppendStats:
     """Grow the datasets of ``client.domain`` (made by ``load --append``) by those of ``source``
     along the axis ``extend`` (a number, or a dimension scale's name), whose dimension in each
@@ -195,7 +214,7 @@ def append_file(
     name = str(source)
     with open_source(source, s3) as f:
         check_file(f, name, first, extend)
-        growths = _plan_growths(f, client, source_uri(source), first)
+        growths = _plan_growths(f, client, source_uri(source), first.axes)
         stats = AppendStats(datasets=len(growths))
         stats.chunks_linked = sum(int(np.count_nonzero(g.linked.entries["size"])) for g in growths if g.linked)
         with ThreadPoolExecutor(workers, thread_name_prefix="h5lake-append") as pool:

@@ -175,7 +175,7 @@ def register(group: click.Group) -> None:
             if not quiet:
                 click.echo(f"{paths[0]} -> {domain}: {len(made)} version(s) of a versioned-hdf5 file (docs/versions.md)")
             return
-        first: appending.Axes | None = None  # with --append: the first file's axis per dataset
+        first: appending.Datasets | None = None  # with --append: the first file's axis per dataset
         exists = False
         if append and extend is not None:
             first, exists = _check_append(paths, client, extend, s3)
@@ -199,7 +199,7 @@ def register(group: click.Group) -> None:
                 click.echo(stats.summary(str(source), domain) + counter)
 
 
-def _check_append(paths: list[Source], client: RestClient, extend: str, s3: S3Settings) -> tuple[appending.Axes, bool]:
+def _check_append(paths: list[Source], client: RestClient, extend: str, s3: S3Settings) -> tuple[appending.Datasets, bool]:
     """Before anything changes: the first file's axis per dataset (the domain's, when it
     exists), and every file to append checked against it; whether the domain exists."""
     exists = _exists(client)
