@@ -145,7 +145,7 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500; docs/performance.md)",
     )
-    public_read: bool = Field(False, description="new domains readable by everyone")
+    public_read: bool = Field(False, description="domains and folders created while it is on are readable by everyone, without credentials")
     catalog_stale_after: float = Field(
         30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"
     )

@@ -29,6 +29,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.config import SchemathesisConfig
 from tests.conftest import auth
 from tests.support.server import Server, start_server
 
@@ -36,6 +37,14 @@ EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 6}
 TIMEOUT = 30.0
 FUZZ = "/home/test_user1/fuzz.h5"
 GOLDEN = "/home/test_user2/golden.h5"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_schema(document: dict[str, Any], scratch: Path) -> Any:
+    """The schema, with schemathesis's own files (its request cache, otherwise
+    ``./.schemathesis``) kept in ``scratch``, out of the checkout."""
+    config = SchemathesisConfig.from_dict({"cache": {"directory": str(scratch / "schemathesis-cache")}})
+    return schemathesis.openapi.from_dict(document, config=config)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +152,7 @@ def _drive(op: Any, mode: GenerationMode, count: int, e: str, session: requests.
         assert mode is GenerationMode.NEGATIVE, op.label
 
 
-def test_fuzz_every_operation(fuzz_server: Server) -> None:
+def test_fuzz_every_operation(fuzz_server: Server, tmp_path: Path) -> None:
     e = fuzz_server.endpoint
     owner = _session("test_user2")
     _ok(owner.put(e + "/", params={"domain": "/home/test_user2"}, json={"folder": True}), 201)
@@ -154,7 +163,7 @@ def test_fuzz_every_operation(fuzz_server: Server) -> None:
     _ok(fuzzer.put(e + "/", params={"domain": "/home/test_user1"}, json={"folder": True}), 201)
     ids = _populate(e, fuzzer, FUZZ)
 
-    schema = schemathesis.openapi.from_dict(fuzzer.get(e + "/openapi.json").json())
+    schema = _load_schema(fuzzer.get(e + "/openapi.json").json(), tmp_path)
     seen: dict[str, list[int]] = {}
 
     for op in _operations(schema):
@@ -166,6 +175,7 @@ def test_fuzz_every_operation(fuzz_server: Server) -> None:
     succeeded = [label for label, codes in seen.items() if any(200 <= c < 300 for c in codes)]
     assert len(succeeded) >= 2 * len(seen) // 3, sorted((label, sorted(set(c))) for label, c in seen.items())
     assert _snapshot(e, owner, GOLDEN, golden_ids) == before
+    assert not (ROOT / ".schemathesis").exists() and not (Path.cwd() / ".schemathesis").exists()  # no test output in the tree
 
 
 # --- the web view's and h5grove's routes ------------------------------------------------------
@@ -238,16 +248,17 @@ def _drive_view(op: Any, e: str, session: requests.Session, domain: str, seen: d
     run()
 
 
-def test_fuzz_view_and_h5grove_routes(fuzz_server: Server) -> None:
+def test_fuzz_view_and_h5grove_routes(fuzz_server: Server, tmp_path: Path) -> None:
     e = fuzz_server.endpoint
     user = _session("test_user1")
     domain = "/home/test_user1/viewfuzz.h5"
     user.put(e + "/", params={"domain": "/home/test_user1"}, json={"folder": True})
     _populate(e, user, domain)
-    schema = schemathesis.openapi.from_dict(_view_document())
+    schema = _load_schema(_view_document(), tmp_path)
     seen: dict[str, list[int]] = {}
     for result in schema.get_all_operations():
         _drive_view(result.ok(), e, user, domain, seen)
     assert set(seen) == set(_VIEW_PARAMS)
     succeeded = [p for p, codes in seen.items() if any(c == 200 for c in codes)]
     assert len(succeeded) == len(seen), sorted((p, sorted(set(c))) for p, c in seen.items())
+    assert not (ROOT / ".schemathesis").exists() and not (Path.cwd() / ".schemathesis").exists()

@@ -262,3 +262,30 @@ def test_help_lists_every_command_in_a_whole_sentence(tmp_path: Path) -> None:
     for line in commands:
         assert line.rstrip().endswith(".") and not line.rstrip().endswith("..."), line
         assert "(e.g" not in line, line
+
+
+def test_load_into_a_version_names_the_head(endpoint: str, home_folder: str, tmp_path: Path, small_file: Path) -> None:
+    """A version is read-only: ``load`` into ``D@v1`` says so and names the head ``D``, with or
+    without --overwrite, and changes nothing (issue 34)."""
+    domain = f"{home_folder}/{uuid.uuid4().hex[:8]}.h5"
+    assert run_h5lake("load", str(small_file), domain, "-e", endpoint, *CREDS, cwd=tmp_path).returncode == 0
+    assert run_h5lake("version", "commit", domain, "-e", endpoint, *CREDS, cwd=tmp_path).returncode == 0
+    for more in ((), ("--overwrite",), ("--append", "--extend", "0")):
+        line = one_error_line(run_h5lake("load", *more, str(small_file), domain + "@v1", "-e", endpoint, *CREDS, cwd=tmp_path))
+        assert f"{domain}@v1 is a version of {domain}" in line and "read-only" in line and f"load into {domain}" in line, line
+        assert not any(verb in line for verb in ("GET ", "PUT ", "POST ", "DELETE ", "failed (")), line
+    r = requests.get(endpoint + "/", params={"domain": domain + "@v1"}, auth=("test_user1", USERS["test_user1"]), timeout=30)
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "POST", "DELETE"])
+def test_a_refused_request_is_worded_without_http_verbs(method: str) -> None:
+    """What the server refused, in words; the status and its message, never ``DELETE / failed``."""
+    from h5lake.tools.common import explain
+    from h5lake.tools.rest import RestClient, RestError, Settings
+
+    client = RestClient(Settings("http://127.0.0.1:1"), "/home/u/d.h5")
+    for path in ("/", "/datasets/d-1/value", "/groups/g-1/links/x"):
+        line = explain(RestError(method, path, 409, "something is in the way"), client)
+        assert method not in line and "failed (" not in line, line
+        assert "something is in the way" in line and "409" in line and "/home/u/d.h5" in line, line

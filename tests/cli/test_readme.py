@@ -1,6 +1,6 @@
 """The README's first ten minutes: its install line installs everything its quick start uses, the
 server runs without the client extra, and it sends users to the loader that works (issue 17,
-items 7 and 9)."""
+items 7 and 9). tests/cli/test_examples.py runs the README's and docs' examples."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _installed_by_first_install_line() -> set[str]:
 def test_the_first_install_line_installs_what_the_quick_start_imports_and_runs() -> None:
     installed = _installed_by_first_install_line()
     quick_start = _section("Quick start with h5pyd")
-    code = "\n".join(re.findall(r"```python\n(.*?)```", quick_start, re.DOTALL))
+    code = "\n".join(re.findall(r"```python[^\n]*\n(.*?)```", quick_start, re.DOTALL))
     modules = set()
     for names in re.findall(r"^import (.+)$", code, re.MULTILINE):
         modules |= {n.split(" as ")[0].strip() for n in names.split(",")}
@@ -87,3 +87,4 @@ def test_the_readme_links_files_with_h5lake_load() -> None:
     linking = _section("Moving files in and out")
     for command in ("h5lake load --link", "h5lake load --append --extend", "--allow-source"):
         assert command in linking, command
+

@@ -110,7 +110,7 @@ def test_daily_files_append_to_their_concatenation(fresh: Client, sources: Path)
     rest = _load(fresh, "--append", "--extend", "time", *map(str, days[1:]))
     assert rest.exit_code == 0, rest.output
     assert "chunks linked" in rest.output and "[2/2]" in rest.output
-    assert "note: dataset /lat has no axis time" in rest.output
+    assert rest.output.count("note: dataset /lat has no axis time in the first file: the first file's values are kept") == 1
     parts: dict[str, list[np.ndarray]] = {"temp": [], "time": []}
     for path in days:
         with h5py.File(path) as f:
@@ -127,6 +127,56 @@ def test_daily_files_append_to_their_concatenation(fresh: Client, sources: Path)
     found = fresh.post("/", json={"h5paths": ["/temp"]}).json()["h5paths"]
     layout = fresh.get(f"/datasets/{found['/temp']['id']}").json()["creationProperties"]["layout"]
     assert layout["class"] == "H5D_CHUNKED_REF_INDIRECT"
+
+
+def _shapes(c: Client) -> dict[str, list[int]]:
+    found = c.post("/", json={"h5paths": ["/time", "/temp", "/lat"]}).json()["h5paths"]
+    return {path: obj["shape"]["dims"] for path, obj in found.items()}
+
+
+def test_append_refuses_a_file_without_the_axis_before_changing_anything(fresh: Client, sources: Path) -> None:
+    """A dataset that grows along the axis in the first file must have it in every file: one
+    line names the file and the dataset, and no file of the command was appended (issue 34)."""
+    tag = uuid.uuid4().hex[:8]
+    days = [_day(sources, tag, d) for d in range(3)]
+    with h5py.File(days[2], "a") as f:
+        f["temp"].dims[0].detach_scale(f["time"])
+    assert _load(fresh, "--append", "--extend", "time", str(days[0])).exit_code == 0
+    before = _shapes(fresh)
+    result = _load(fresh, "--append", "--extend", "time", str(days[1]), str(days[2]))
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and str(days[2]) in lines[0] and "dataset /temp has no axis time" in lines[0], result.output
+    assert "nothing was appended" in lines[0]
+    assert _shapes(fresh) == before == {"/time": [24], "/temp": [24, 20, 30], "/lat": [20]}
+    # so is a later file whose dataset does not continue the first along the axis
+    odd = _day(sources, tag + "odd", 3)
+    with h5py.File(odd, "a") as f:
+        del f["temp"]
+        f.create_dataset("temp", data=np.zeros((24, 19, 30), "<f4"), chunks=(6, 10, 15)).dims[0].attach_scale(f["time"])
+    result = _load(fresh, "--append", "--extend", "time", str(days[1]), str(odd))
+    assert result.exit_code == 1 and f"{odd}: dataset /temp has shape [24, 19, 30], which does not continue" in result.output, result.output
+    assert _shapes(fresh) == before
+    # a dataset missing from a later file is refused the same way, on a new domain too
+    other = Client(fresh.endpoint, "test_user1", f"/home/test_user1/{uuid.uuid4().hex[:12]}.h5")
+    with h5py.File(days[1], "a") as f:
+        del f["temp"]
+    result = _load(other, "--append", "--extend", "time", str(days[0]), str(days[1]))
+    assert result.exit_code == 1 and f"{days[1]}: dataset /temp is missing" in result.output, result.output
+    assert other.get("/").status_code in (404, 410)  # the first file was not loaded either
+
+
+def test_append_refuses_an_axis_no_dataset_has(fresh: Client, sources: Path) -> None:
+    tag = uuid.uuid4().hex[:8]
+    days = [_day(sources, tag, d) for d in range(2)]
+    result = _load(fresh, "--append", "--extend", "tim", str(days[0]))
+    assert result.exit_code == 1 and "has an axis tim" in result.output, result.output
+    assert fresh.get("/").status_code in (404, 410)
+    assert _load(fresh, "--append", "--extend", "time", str(days[0])).exit_code == 0
+    result = _load(fresh, "--append", "--extend", "tim", str(days[1]))
+    assert result.exit_code == 1 and f"no dataset of {fresh.domain} has an axis tim" in result.output, result.output
+    assert "note:" not in result.output
+    assert _shapes(fresh)["/time"] == [24]
 
 
 def test_append_refuses_a_domain_not_loaded_for_appends(fresh: Client, sources: Path) -> None:

@@ -3,7 +3,7 @@ random puts, deletes and batches (hypothesis)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import h5pyd
@@ -144,3 +144,60 @@ def test_string_map_behaves_like_a_dict(h5file: Any, batches: list[dict[str, str
     for g in gone:
         model.pop(g, None)
     assert dict(m.items()) == model
+
+
+def test_keys_and_values_that_do_not_convert_exactly_are_refused(h5file: Any) -> None:
+    """numpy would store key 1.5 as 1 and a float32 value 1e40 as inf: every method refuses
+    them, naming the key, before any request (issue 34)."""
+    m = Map.create(h5file, "m", key_dtype="i8", value_dtype="f4")
+    m[1] = 1.0
+    not_int = "key 1.5 is not an integer (the map's key type is int64)"
+    refused: list[Callable[[], Any]] = [
+        lambda: m.__setitem__(1.5, 2.0), lambda: m[1.5], lambda: 1.5 in m, lambda: m.__delitem__(1.5),
+        lambda: m.update({1.5: 2.0}), lambda: m.get_many([1, 1.5]), lambda: m.delete_many([1.5]),
+        lambda: m.get(1.5),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == not_int
+    with pytest.raises(ValueError, match=r"key 4\.5 is not an integer"):
+        m.update(keys=np.array([3.0, 4.5]), values=[3.0, 4.0])  # an array: checked in numpy's loops
+    with pytest.raises(ValueError, match=r"key '2' is not an integer"):
+        m["2"] = 2.0
+    with pytest.raises(ValueError, match=r"value 1e\+40 of key 2 is out of range for float32"):
+        m[2] = 1e40
+    assert m[1.0] == 1.0 and 1.0 in m and m[np.int32(1)] == 1.0  # exact conversions are fine
+    assert len(m) == 1 and dict(m.items()) == {1: 1.0}
+    u = Map.create(h5file, "u", key_dtype="u1", value_dtype="i2")
+    with pytest.raises(ValueError, match=r"key 300 is out of range for uint8"):
+        300 in u  # noqa: B015 - the refusal is the point
+    with pytest.raises(ValueError, match=r"value 1\.5 of key 1 is not an integer"):
+        u[1] = 1.5
+    with pytest.raises(ValueError, match=r"value 70000 of key 1 is out of range for int16"):
+        u.update(keys=[0, 1], values=[1, 70000])
+    assert len(u) == 0
+    s = Map.create(h5file, "s", key_dtype=h5pyd.string_dtype(), value_dtype=h5pyd.vlen_dtype(np.int32))
+    s["a"] = [1]
+    for call in [lambda: s.__setitem__(5, [1]), lambda: s[5], lambda: 5 in s, lambda: s.__delitem__(5),
+                 lambda: s.get_many([5]), lambda: s.delete_many(["a", 5])]:
+        with pytest.raises(ValueError, match=r"^key 5 is not a string \(the map's key type is variable-length string\)$"):
+            call()
+    with pytest.raises(ValueError, match=r"value \[1\.5\] of key 'b': 1\.5 is not an integer"):
+        s["b"] = [1.5]
+    assert sorted(s) == ["a"]
+
+
+def test_server_refusals_say_why(h5file: Any) -> None:
+    """A HEAD reply has no body: ``in`` repeats a refused request as a GET for the server's
+    message. The server names a bad key as a key (``keys[0]``), not ``value[0]``."""
+    s = Map.create(h5file, "s", key_dtype=h5pyd.string_dtype(), value_dtype="i4")
+    with pytest.raises(MapError) as e:
+        "a\0b" in s  # noqa: B015 - the refusal is the point
+    assert e.value.status == 400 and "cannot hold NUL" in str(e.value)
+    with pytest.raises(MapError) as e:
+        s._json("PUT", f"/maps/{s.id}/keys", json={"keys": [5], "values": [1]})
+    assert "keys[0]: expected a string" in str(e.value) and "value[" not in str(e.value)
+    with pytest.raises(MapError) as e:
+        s._json("PUT", f"/maps/{s.id}/keys", json={"keys": ["k"], "values": ["x"]})
+    assert "values[0]" in str(e.value)

@@ -144,7 +144,11 @@ def _export(settings: Any) -> None:
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute as stored (JSON); an object's attributes together: 4x [1 MiB].")
 @click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
 @click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [2000].")
-@click.option("--public-read", is_flag=True, default=None, help="New domains are readable by everyone.")
+@click.option(
+    "--public-read", is_flag=True, default=None,
+    help="Domains and folders created while it is on are readable by everyone, without credentials "
+    "(a default ACL entry; existing ones keep theirs); the web view opens without a login [H5LAKE_PUBLIC_READ].",
+)
 @click.option("--log-level", help="critical, error, warning, info or debug.")
 @click.option("--oidc-issuer", help="Accept OpenID Connect bearer tokens of this issuer [H5LAKE_OIDC_ISSUER].")
 @click.option("--oidc-audience", help="Audience (client id) the tokens must name.")

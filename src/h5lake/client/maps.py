@@ -26,6 +26,8 @@ import numpy as np
 import requests
 from h5json.hdf5dtype import createDataType, getTypeItem
 
+from h5lake.client import exact
+
 OCTET = "application/octet-stream"
 BATCH = 100_000
 """Keys per request of `get_many` and `delete_many`."""
@@ -162,6 +164,10 @@ class Map:
         query = {"domain": self.domain, **(params or {})}
         r = self._session.request(method, self.endpoint + path, params=query, headers=headers, timeout=300, **kw)
         if r.status_code not in ok:
+            if method == "HEAD" and not r.content:
+                # a reply to HEAD has no body (RFC 9110), so no message: the same request as a
+                # GET (as safe) brings the server's
+                r = self._session.request("GET", self.endpoint + path, params=query, headers=headers, timeout=300, **kw)
             try:
                 message = r.json()["error"]["message"]
             except (ValueError, KeyError, TypeError):
@@ -179,17 +185,27 @@ class Map:
             raise OSError("the file is open read-only")
 
     def _key_path(self, key: Any) -> str:
-        if isinstance(key, bytes):
-            key = key.decode("utf-8")
-        if isinstance(key, np.generic):
-            key = key.item()
-        return f"/maps/{self.id}/key/{quote(str(key), safe='')}"
+        item = self._keys_array([key])[0]  # refuses a key that is not exactly of the key type
+        if isinstance(item, np.generic):
+            item = item.item()
+        if isinstance(item, bytes):
+            item = item.decode("utf-8")
+        return f"/maps/{self.id}/key/{quote(str(item), safe='')}"
 
-    # -- conversions
+    # -- conversions: exact, or refused naming the key (`exact`)
     def _keys_array(self, keys: Iterable[Any]) -> np.ndarray[Any, Any]:
-        if isinstance(keys, np.ndarray) and keys.dtype == self.key_dtype:
-            return keys
-        return np.asarray(list(keys) if not isinstance(keys, np.ndarray) else keys, dtype=self.key_dtype)
+        try:
+            return exact.convert(keys, self.key_dtype, rounding=False)
+        except exact.Inexact as e:
+            raise ValueError(f"{exact.sentence(f'key {_shown(e.item)}', e)} (the map's key type is {exact.describe(self.key_dtype)})") from None
+
+    def _values_array(self, values: Iterable[Any], keys: Any) -> np.ndarray[Any, Any]:
+        try:
+            return exact.convert(values, self.value_dtype, rounding=True)
+        except exact.Inexact as e:
+            key = keys[e.index] if e.index < len(keys) else "?"
+            subject = f"value {_shown(e.item)} of key {_shown(key)}"
+            raise ValueError(f"{exact.sentence(subject, e)} (the map's value type is {exact.describe(self.value_dtype)})") from None
 
     def _json_items(self, arr: np.ndarray[Any, Any]) -> list[Any]:
         out = []
@@ -247,7 +263,9 @@ class Map:
             keys = [k for k, _ in items]
             values = [v for _, v in items]
         k_arr = self._keys_array(keys)
-        v_arr = np.asarray(values, dtype=self.value_dtype) if self._packed else values
+        v_arr = self._values_array(values, k_arr)
+        if len(v_arr) != len(k_arr):
+            raise ValueError(f"{len(k_arr)} keys but {len(v_arr)} values")
         if batch is None:
             record = self.key_dtype.itemsize + self.value_dtype.itemsize
             batch = max(1, min(PUT_BATCH, PUT_BATCH_BYTES // record)) if self._packed else BATCH
@@ -421,6 +439,13 @@ def install() -> None:
 
 
 install()
+
+
+def _shown(item: Any) -> str:
+    if isinstance(item, np.generic):
+        item = item.item()
+    text = repr(item)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _jsonable(item: Any) -> Any:

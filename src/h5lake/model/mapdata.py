@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,24 +95,29 @@ class KeyCodec:
     def from_json(self, keys: Any) -> np.ndarray[Any, Any]:
         if not isinstance(keys, list):
             raise InvalidInput("keys must be a list")
-        if self.variable:
+        with _named("keys"):
             arr = json_to_array(keys, self.type_json, (len(keys),))
+        if self.variable:
             return self._from_strings([_string_bytes(k) for k in arr])
-        raw = array_to_bytes(json_to_array(keys, self.type_json, (len(keys),)), self.type_json)
+        raw = array_to_bytes(arr, self.type_json)
         return np.frombuffer(raw, dtype=f"S{self.width}").copy()
 
     def from_text(self, text: str) -> np.ndarray[Any, Any]:
         """A key in a URL path: a string for string key types, decimal text for integers."""
         cls = type_class(self.type_json)
         if cls is TypeClass.STRING:
-            return self.from_json([text])
-        if cls is TypeClass.INTEGER:
+            value: Any = text
+        elif cls is TypeClass.INTEGER:
             try:
                 value = int(text, 10)
             except ValueError:
                 raise InvalidInput(f"key {text[:40]!r} is not a decimal integer") from None
+        else:
+            raise InvalidInput(f"keys of class {cls.value} are given in batch bodies only (PUT/POST /maps/{{id}}/keys)")
+        try:
             return self.from_json([value])
-        raise InvalidInput(f"keys of class {cls.value} are given in batch bodies only (PUT/POST /maps/{{id}}/keys)")
+        except InvalidInput as e:
+            raise InvalidInput(e.message.replace("keys[0]", f"key {text[:40]!r}", 1)) from None
 
     def from_packed(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
         """Packed keys: ``width`` bytes each, or the variable-length wire format."""
@@ -146,6 +153,18 @@ class KeyCodec:
         if self.variable:
             return vlen.encode_array(self.to_array(keys), self.type_json)
         return keys.astype(f"S{self.width}").tobytes()
+
+
+@contextmanager
+def _named(what: str) -> Iterator[None]:
+    """An element's error names the list it is in (``keys[3]``), not ``value[3]``."""
+    try:
+        yield
+    except InvalidInput as e:
+        message = e.message
+        if message.startswith(("value[", "value ")):
+            message = what + message[len("value") :]
+        raise InvalidInput(message) from None
 
 
 def _string_bytes(k: Any) -> bytes:
@@ -194,7 +213,9 @@ class ValueCodec:
     def from_json(self, values: Any, count: int) -> np.ndarray[Any, Any]:
         if not isinstance(values, list) or len(values) != count:
             raise InvalidInput(f"values must be a list of {count} values, one per key")
-        return self._split(json_to_array(values, self.type_json, (count,)))
+        with _named("values"):
+            arr = json_to_array(values, self.type_json, (count,))
+        return self._split(arr)
 
     def one_from_json(self, value: Any) -> np.ndarray[Any, Any]:
         return self._split(json_to_array(value, self.type_json, ())[np.newaxis, ...])

@@ -77,15 +77,144 @@ class _Growth:
         return 0
 
 
+Axes = dict[str, int | None]
+"""Dataset path -> the axis it grows along when files are appended; None: it keeps its values."""
+
+
+@dataclass(frozen=True)
+class Datasets:
+    """The datasets of a file (or of the domain made from the first file): where each grows
+    along the axis, and its shape."""
+
+    axes: Axes
+    shapes: dict[str, tuple[int, ...]]
+
+DIMENSION_ATTRIBUTES = ["DIMENSION_LIST", "DIMENSION_LABELS"]
+
+
+def file_axes(f: h5py.File, extend: str) -> Datasets:
+    """The axis ``extend`` names in each dataset of ``f``, each object once."""
+    out = Datasets({}, {})
+
+    def found_one(name: str, obj: Any) -> None:  # returning a value would stop the visit
+        if isinstance(obj, h5py.Dataset):
+            out.axes["/" + name] = linking.resolve_axis(obj, extend)
+            out.shapes["/" + name] = tuple(obj.shape or ())
+
+    f.visititems(found_one)
+    return out
+
+
+def domain_axes(client: RestClient, extend: str) -> Datasets:
+    """`file_axes` for the datasets of ``client.domain``, which keeps the first file's
+    dimension scales and labels: from its links, shapes and dimension attributes, in four
+    requests whatever the number of datasets."""
+    try:
+        root = client.get_json("/")["root"]
+        tree = client.get_json(f"/groups/{root}/links", follow_links=1)["links"]
+        ids = _dataset_paths(root, tree)
+        if not ids:
+            return Datasets({}, {})
+        docs = client.post_json("/", {"h5paths": list(ids)})["h5paths"]
+        found = client.post_json(f"/groups/{root}/attributes", {"obj_ids": list(ids.values()), "attr_names": DIMENSION_ATTRIBUTES})
+    except RestError as exc:
+        raise ToolError(f"cannot read {client.domain}: {exc.message}") from None
+    path_of = {oid: path for path, oid in ids.items()}
+    out = Datasets({}, {})
+    for path, oid in ids.items():
+        out.shapes[path] = tuple(int(n) for n in docs[path]["shape"].get("dims") or [])
+        rank = len(out.shapes[path])
+        attrs = {a["name"]: a.get("value") for a in found["attributes"].get(oid, [])}
+        labels = attrs.get("DIMENSION_LABELS") or []
+        refs = attrs.get("DIMENSION_LIST") or []
+        scales = [[path_of.get(str(ref).rsplit("/", 1)[-1], "") for ref in dim or []] for dim in refs]
+        out.axes[path] = linking.axis_named(extend, path, rank, [str(x) for x in labels] if isinstance(labels, list) else [], scales)
+    return out
+
+
+def _dataset_paths(root: str, tree: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Path -> id of every dataset below ``root`` in a ``follow_links`` listing, each object
+    once, in the order h5py's ``visititems`` takes (depth first, by name)."""
+    out: dict[str, str] = {}
+    seen = {root}
+
+    def visit(gid: str, prefix: str) -> None:
+        for link in sorted(tree.get(gid, []), key=lambda item: str(item["title"])):
+            oid = link.get("id")
+            if link.get("class") != "H5L_TYPE_HARD" or not oid or oid in seen:
+                continue
+            seen.add(oid)
+            path = f"{prefix}/{link['title']}"
+            if link.get("collection") == "datasets":
+                out[path] = oid
+            elif link.get("collection") == "groups":
+                visit(oid, path)
+
+    visit(root, "")
+    return out
+
+
+def check_axes(first: Datasets, extend: str, first_name: str) -> None:
+    """An axis name that no dataset of the first file has is a mistake, not a no-op."""
+    if not any(axis is not None for axis in first.axes.values()):
+        raise ToolError(
+            f"no dataset of {first_name} has an axis {extend} (a dimension number, dimension label or "
+            "dimension scale name): nothing was appended"
+        )
+
+
+def check_file(f: h5py.File, name: str, first: Datasets, extend: str) -> None:
+    """Refuse a file that does not continue the first along ``extend``: every dataset that has
+    that axis in the first file must be in it with the axis at the same dimension and the same
+    extents along the others, and its datasets must all be the first file's. Metadata only;
+    nothing is sent."""
+    found = file_axes(f, extend)
+    mine = found.axes
+    extra = [path for path in mine if path not in first.axes]
+    if extra:
+        more = " ..." if len(extra) > 3 else ""
+        raise ToolError(f"{name}: {', '.join(extra[:3])}{more} not in the first file: an appended file needs the first file's datasets; nothing was appended")
+    for path, axis in first.axes.items():
+        if axis is None:
+            continue
+        if path not in mine:
+            raise ToolError(f"{name}: dataset {path} is missing, but it grows along {extend} in the first file; nothing was appended")
+        if mine[path] is None:
+            raise ToolError(f"{name}: dataset {path} has no axis {extend}, but it has in the first file; nothing was appended")
+        if mine[path] != axis:
+            raise ToolError(
+                f"{name}: dataset {path} has axis {extend} as dimension {mine[path]}, the first file as dimension {axis}; nothing was appended"
+            )
+        theirs, ours = first.shapes[path], found.shapes[path]
+        if len(theirs) != len(ours) or any(a != b for d, (a, b) in enumerate(zip(theirs, ours, strict=True)) if d != axis):
+            raise ToolError(
+                f"{name}: dataset {path} has shape {list(ours)}, which does not continue the first file's "
+                f"{list(theirs)} along {extend}; nothing was appended"
+            )
+
+
+def kept_note(first: Datasets, extend: str) -> str | None:
+    """The one note for the datasets that keep the first file's values, if any."""
+    kept = [path for path, axis in first.axes.items() if axis is None]
+    if not kept:
+        return None
+    more = f" and {len(kept) - 5} more" if len(kept) > 5 else ""
+    which = f"dataset {kept[0]} has" if len(kept) == 1 else f"datasets {', '.join(kept[:5])}{more} have"
+    return f"{which} no axis {extend} in the first file: the first file's values are kept"
+
+
 def append_file(
-    source: Source, client: RestClient, extend: str, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
-) -> tuple[AppendStats, list[str]]:
+    source: Source, client: RestClient, extend: str, first: Datasets, *, workers: int = 8, quiet: bool = True, s3: S3Settings | None = None
+) -> AppendStats:
     """Grow the datasets of ``client.domain`` (made by ``load --append``) by those of ``source``
-    along the axis ``extend`` (a number, or a dimension scale's name). Every dataset is checked
-    before anything changes; datasets without that axis keep the first file's values."""
+    along the axis ``extend`` (a number, or a dimension scale's name), whose dimension in each
+    dataset ``first`` gives (`domain_axes`, or `file_axes` of the first file). Every dataset is
+    checked before anything changes; datasets without that axis keep the first file's values."""
     started = time.monotonic()
+    name = str(source)
     with open_source(source, s3) as f:
-        growths, notes = _plan_growths(f, client, source_uri(source), extend)
+        check_file(f, name, first, extend)
+        growths = _plan_growths(f, client, source_uri(source), first.axes)
         stats = AppendStats(datasets=len(growths))
         stats.chunks_linked = sum(int(np.count_nonzero(g.linked.entries["size"])) for g in growths if g.linked)
         with ThreadPoolExecutor(workers, thread_name_prefix="h5lake-append") as pool:
@@ -100,39 +229,28 @@ def append_file(
                         values.append((partial(put_box, client, g.node, g.dataset_id, sel, NullReferencesOnly(), at), n))
             stats.value_bytes = send_all(pool, values, 2 * workers, quiet)
     stats.seconds = time.monotonic() - started
-    return stats, notes
+    return stats
 
 
-def _plan_growths(f: h5py.File, client: RestClient, uri: str, extend: str) -> tuple[list[_Growth], list[str]]:
-    datasets: dict[str, h5py.Dataset] = {}
-
-    def found_one(name: str, obj: Any) -> None:  # returning a value would stop the visit
-        if isinstance(obj, h5py.Dataset):
-            datasets["/" + name] = obj
-
-    f.visititems(found_one)
-    try:  # each object once (visititems visits objects, not links)
-        found = client.post_json("/", {"h5paths": list(datasets)})["h5paths"]
+def _plan_growths(f: h5py.File, client: RestClient, uri: str, first: Axes) -> list[_Growth]:
+    grown = {path: axis for path, axis in first.items() if axis is not None}
+    try:  # each object once
+        found = client.post_json("/", {"h5paths": list(grown)})["h5paths"]
     except RestError as exc:
         raise ToolError(f"cannot read {client.domain}: {exc.message}") from None
-    missing = [path for path in datasets if path not in found]
+    missing = [path for path in grown if path not in found]
     if missing:
         more = " ..." if len(missing) > 3 else ""
         raise ToolError(f"{', '.join(missing[:3])}{more} not in {client.domain}: an appended file needs the first file's datasets")
     growths: list[_Growth] = []
-    notes: list[str] = []
-    for path, dset in datasets.items():
-        axis = linking.resolve_axis(dset, extend)
-        if axis is None:
-            notes.append(f"dataset {path} has no axis {extend}: it keeps the first file's values")
-            continue
+    for path, axis in grown.items():
         try:
-            growths.append(_plan_growth(client, found[path]["id"], path, dset, uri, axis))
+            growths.append(_plan_growth(client, found[path]["id"], path, f[path], uri, axis))
         except linking.LinkError as exc:
             raise ToolError(f"{exc}; nothing was appended") from None
         except RestError as exc:
             raise ToolError(f"dataset {path}: {exc.message}") from None
-    return growths, notes
+    return growths
 
 
 def _plan_growth(client: RestClient, dataset_id: str, path: str, dset: h5py.Dataset, uri: str, axis: int) -> _Growth:

@@ -78,8 +78,17 @@ def explain(exc: RestError, client: RestClient) -> str:
         folder = posixpath.dirname(client.domain)
         return f"{exc.message} on {endpoint} (hsls {folder}/ lists what the folder holds)"
     if exc.status == 404 and exc.path == "/about":
-        return f"{endpoint} does not answer GET /about (404): is it an HDF REST API server? Check {WHERE_ENDPOINT}"
-    return str(exc)
+        return f"{endpoint} does not answer as an HDF REST API server would (no /about): check {WHERE_ENDPOINT}"
+    return f"{_action(exc.method, exc.path, client.domain)}: the server refused it ({exc.status}): {exc.message}"
+
+
+def _action(method: str, path: str, domain: str) -> str:
+    """What a request was doing, in words (a user reads no HTTP verbs)."""
+    if path == "/":
+        return {"GET": f"reading {domain}", "PUT": f"creating {domain}", "DELETE": f"deleting {domain}"}.get(method, f"reading {domain}")
+    doing = {"GET": "reading", "DELETE": "deleting"}.get(method, "writing")
+    kinds = {"datasets": "a dataset", "groups": "a group", "datatypes": "a datatype", "maps": "a map", "versions": "the versions", "acls": "the permissions"}
+    return f"{doing} {kinds.get(path.strip('/').split('/')[0], 'part')} of {domain}"
 
 
 @contextmanager

@@ -121,7 +121,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         try:
             fetcher.fetch_all(root)
         except RestError as exc:
-            raise ToolError(f"reading {client.domain} failed: {exc}") from None
+            raise ToolError(explain(exc, client)) from None
         fid = _create_file(partial, fetcher.docs[root])
         comment = (fetcher.docs[root].get("creationProperties") or {}).get("comment")
         if comment:

@@ -30,6 +30,7 @@ Wiring in ``load.py`` (one dataset ``dset`` of the source, ``uri`` its ``file_ur
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -415,20 +416,33 @@ class Linker:
 
 
 def resolve_axis(dset: Any, spec: str | int) -> int | None:
-    """The axis of ``dset`` named by ``spec``: an integer, or the name (or path) of a
-    dimension scale attached to it. None when ``dset`` has no such dimension."""
+    """The axis of ``dset`` (an h5py dataset) named by ``spec``, as `axis_named` says."""
+    labels = [dim.label for dim in dset.dims]
+    scales = [[scale.name for scale in dim.values()] for dim in dset.dims]
+    return axis_named(spec, dset.name, len(dset.shape or ()), labels, scales)
+
+
+def axis_named(spec: str | int, path: str, rank: int, labels: Sequence[str], scales: Sequence[Sequence[str]]) -> int | None:
+    """The axis named by ``spec`` of the dataset at ``path`` of ``rank`` dimensions, whose
+    dimension labels are ``labels`` and dimension ``i`` has the scales at the paths
+    ``scales[i]``: ``spec`` is an axis number, or a dimension label, or the name (or path) of
+    a dimension scale attached to it, or of the dataset itself when it is a 1-D scale. None
+    when it has no such dimension."""
     if isinstance(spec, int) or (isinstance(spec, str) and spec.lstrip("-").isdigit()):
         axis = int(spec)
-        return axis if 0 <= axis < len(dset.shape or ()) else None
+        return axis if 0 <= axis < rank else None
     name = str(spec).strip("/")
-    if dset.name.strip("/") == name or dset.name.rsplit("/", 1)[-1] == name:
-        return 0 if len(dset.shape or ()) == 1 else None  # the scale itself
-    for i, dim in enumerate(dset.dims):
-        if dim.label == name:
+
+    def named(p: str) -> bool:
+        return p.strip("/") == name or p.rsplit("/", 1)[-1] == name
+
+    if named(path):
+        return 0 if rank == 1 else None  # the scale itself
+    for i in range(rank):
+        if i < len(labels) and labels[i] == name:
             return i
-        for scale in dim.values():
-            if scale.name.strip("/") == name or scale.name.rsplit("/", 1)[-1] == name:
-                return i
+        if i < len(scales) and any(named(p) for p in scales[i]):
+            return i
     return None
 
 

@@ -11,7 +11,7 @@ What is kept and how is in docs/fidelity.md. Linking datasets in place instead o
 (``--link``) is one pluggable step, :class:`LinkStep`: given an h5py dataset it returns a
 :class:`~h5lake.tools.link.LinkPlan` (a reference layout, and maybe a chunk table to create
 first), or None to copy the values. ``--append --extend AXIS`` then grows those datasets by
-further files (:func:`append_file`): a chunk table slab and a resize for each linked dataset, a
+further files (:func:`~h5lake.tools.append.append_file`): a chunk table slab and a resize for each linked dataset, a
 resize and the new values for each copied one.
 """
 
@@ -23,10 +23,12 @@ from typing import Any
 
 import click
 
+from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection
+from h5lake.model.versionref import split_domain
+from h5lake.tools import append as appending
 from h5lake.tools import link as linking
 from h5lake.tools import mapfiles, s3files, versioned
-from h5lake.tools.append import append_file
 from h5lake.tools.common import (
     ToolError,
     connect,
@@ -106,7 +108,7 @@ def _delete_quietly(client: RestClient) -> None:
     try:
         client.delete("/")
     except RestError as exc:
-        log.warning("could not delete the partial domain %s: %s", client.domain, exc)
+        log.warning("could not delete the partial domain %s: %s", client.domain, exc.message)
 
 
 def register(group: click.Group) -> None:
@@ -150,6 +152,15 @@ def register(group: click.Group) -> None:
             raise click.UsageError("--append adds to a domain; it cannot be combined with --overwrite")
         if len(sources) > 1 and not append:
             raise click.UsageError("several SOURCES can only be appended (--append --extend AXIS)")
+        try:
+            head, version = split_domain(domain)
+        except InvalidInput as exc:
+            raise ToolError(exc.message) from None
+        if version is not None:
+            raise ToolError(
+                f"{domain} is a version of {head}, and versions are read-only: load into {head} "
+                f"(h5lake version commit {head} then makes a new version) or into a new domain"
+            )
         s3 = S3Settings(s3_endpoint, s3_region)
         paths: list[Source] = [text if s3files.is_s3(text) else Path(text) for text in sources]
         for source in paths:
@@ -164,11 +175,17 @@ def register(group: click.Group) -> None:
             if not quiet:
                 click.echo(f"{paths[0]} -> {domain}: {len(made)} version(s) of a versioned-hdf5 file (docs/versions.md)")
             return
+        first: appending.Datasets | None = None  # with --append: the first file's axis per dataset
+        exists = False
+        if append and extend is not None:
+            first, exists = _check_append(paths, client, extend, s3)
+            note = appending.kept_note(first, extend)
+            if note and (exists or len(paths) > 1):
+                report_notes([note], quiet)
         for i, source in enumerate(paths):
             counter = f" [{i + 1}/{len(sources)}]" if len(sources) > 1 else ""
-            if append and extend is not None and (i > 0 or _exists(client)):
-                grown, notes = append_file(source, client, extend, workers=workers, quiet=quiet, s3=s3)
-                report_notes(notes, quiet)
+            if first is not None and extend is not None and (i > 0 or exists):
+                grown = appending.append_file(source, client, extend, first, workers=workers, quiet=quiet, s3=s3)
                 if not quiet:
                     click.echo(grown.summary(str(source), domain, extend) + counter)
                 continue
@@ -180,6 +197,22 @@ def register(group: click.Group) -> None:
             report_notes(notes, quiet)
             if not quiet:
                 click.echo(stats.summary(str(source), domain) + counter)
+
+
+def _check_append(paths: list[Source], client: RestClient, extend: str, s3: S3Settings) -> tuple[appending.Datasets, bool]:
+    """Before anything changes: the first file's axis per dataset (the domain's, when it
+    exists), and every file to append checked against it; whether the domain exists."""
+    exists = _exists(client)
+    if exists:
+        first, first_name = appending.domain_axes(client, extend), client.domain
+    else:
+        with open_source(paths[0], s3) as f:
+            first, first_name = appending.file_axes(f, extend), str(paths[0])
+    appending.check_axes(first, extend, first_name)
+    for source in paths if exists else paths[1:]:
+        with open_source(source, s3) as f:
+            appending.check_file(f, str(source), first, extend)
+    return first, exists
 
 
 def _exists(client: RestClient) -> bool:
