@@ -55,11 +55,30 @@ class ProcessPeaks:
         return self.peaks
 
 
+class Sized:
+    """A body of known length read from an iterator of pieces (requests sends a Content-Length)."""
+
+    def __init__(self, pieces: Iterator[bytes], size: int) -> None:
+        self.pieces, self.size, self.left = pieces, size, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.left:
+            self.left = next(self.pieces, b"")
+        n = len(self.left) if n < 0 else n
+        out, self.left = self.left[:n], self.left[n:]
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="16384,32768", help="float32 dataset shape [16384,32768: 2 GiB]")
     parser.add_argument("--chunks", help="chunk shape, e.g. 512,512 (default: the server's choice)")
     parser.add_argument("--server-arg", action="append", default=[], help="extra argument of h5lake serve")
+    parser.add_argument("--content-length", action="store_true",
+                        help="send the body with a Content-Length (as curl -T does), not chunked")
     parser.add_argument("--server-env", action="append", default=[], help="NAME=VALUE in the server's environment")
     args = parser.parse_args()
     shape = [int(x) for x in args.shape.split(",")]
@@ -94,7 +113,8 @@ def main() -> None:
                     yield (np.arange(start, stop, dtype=np.uint32) % 65521).astype(np.float32).tobytes()
 
             group, each = GroupPeak(pgid), ProcessPeaks(pgid)
-            r = s.put(ep + f"/datasets/{did}/value", params=params, data=generate(),
+            body_data: object = Sized(generate(), total * 4) if args.content_length else generate()
+            r = s.put(ep + f"/datasets/{did}/value", params=params, data=body_data,
                       headers={"Content-Type": "application/octet-stream"}, timeout=1200)
             assert r.status_code == 200, r.text
             put_peak, put_each = group.stop(), each.stop()
