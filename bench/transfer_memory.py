@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.procgroup import GroupPeak, group_memory, group_pids, rss  # noqa: E402
-from tests.support.server import USERS, start_server  # noqa: E402
+from tests.support.procgroup import GroupPeak, group_memory, group_pids, rss
+from tests.support.server import USERS, start_server
 
 MIB = 2**20
 

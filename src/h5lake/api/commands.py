@@ -18,9 +18,9 @@ from typing import Any
 
 import click
 import uvicorn
-from uvicorn.config import STARTUP_FAILURE
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
+from uvicorn.config import STARTUP_FAILURE
 
 import h5lake
 from h5lake import __version__
