@@ -46,8 +46,8 @@ def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
                      env=lambda port: {**env, "H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
     proc = started.process
     try:
-        first = started.log.read_text().splitlines()[0]
-        assert f"http://127.0.0.1:{started.port}" in first
+        line = next(x for x in started.log.read_text().splitlines() if " serving " in x)
+        assert f"http://127.0.0.1:{started.port}" in line
         assert (tmp_path / "data" / "home" / ".domain.json").exists()
         expected = auto_workers()
         if expected > 1:  # a supervisor and its workers; on one core the one process serves

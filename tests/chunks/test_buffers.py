@@ -11,44 +11,64 @@ from h5lake.chunks.buffers import BufferPool
 
 def test_a_block_in_use_is_never_handed_out_twice() -> None:
     pool = BufferPool(max_bytes=1 << 20, kept=2)
-    a = pool.array((256, 256), np.dtype(np.float32))
-    b = pool.array((256, 256), np.dtype(np.float32))
-    c = pool.array((1000,), np.dtype(np.int64))  # both kept blocks busy: fresh memory
-    a[...] = 1
-    b[...] = 2
-    c[...] = 3
-    assert (a == 1).all() and (b == 2).all()
-    assert not np.shares_memory(a, b) and not np.shares_memory(a, c) and not np.shares_memory(b, c)
-    view = memoryview(a.reshape(-1).view(np.uint8))[1000:2000]  # as a transport holds a slice
-    base = a.__array_interface__["data"][0]
-    del a
-    gc.collect()
-    d = pool.array((256, 256), np.dtype(np.float32))
-    assert d.__array_interface__["data"][0] != base  # the slice still uses a's block
-    d[...] = 4
-    assert bytes(view) == np.ones(250, dtype=np.float32).tobytes()
-    del view, d
-    gc.collect()
-    e = pool.array((128,), np.dtype(np.uint8))
-    assert e.__array_interface__["data"][0] == base  # a's block, free again
-    assert not np.shares_memory(e, b)
+    with pool.streaming():
+        a = pool.array((256, 256), np.dtype(np.float32))
+        b = pool.array((256, 256), np.dtype(np.float32))
+        c = pool.array((1000,), np.dtype(np.int64))  # both kept blocks busy: fresh memory
+        a[...] = 1
+        b[...] = 2
+        c[...] = 3
+        assert (a == 1).all() and (b == 2).all()
+        assert not np.shares_memory(a, b) and not np.shares_memory(a, c) and not np.shares_memory(b, c)
+        view = memoryview(a.reshape(-1).view(np.uint8))[1000:2000]  # as a transport holds a slice
+        base = a.__array_interface__["data"][0]
+        del a
+        gc.collect()
+        d = pool.array((256, 256), np.dtype(np.float32))
+        assert d.__array_interface__["data"][0] != base  # the slice still uses a's block
+        d[...] = 4
+        assert bytes(view) == np.ones(250, dtype=np.float32).tobytes()
+        del view, d
+        gc.collect()
+        e = pool.array((128,), np.dtype(np.uint8))
+        assert e.__array_interface__["data"][0] == base  # a's block, free again
+        assert not np.shares_memory(e, b)
 
 
 def test_blocks_are_used_again_once_free() -> None:
     pool = BufferPool(max_bytes=1 << 20, kept=1)
-    a = pool.array((1 << 18,), np.dtype(np.float32))
-    first = a.__array_interface__["data"][0]
-    del a
-    b = pool.array((1000,), np.dtype(np.float64))
-    assert b.__array_interface__["data"][0] == first
-    big = pool.array((1 << 21,), np.dtype(np.uint8))  # larger than a kept block: its own memory
-    assert big.nbytes == 1 << 21 and not np.shares_memory(big, b)
+    with pool.streaming():
+        a = pool.array((1 << 18,), np.dtype(np.float32))
+        first = a.__array_interface__["data"][0]
+        del a
+        b = pool.array((1000,), np.dtype(np.float64))
+        assert b.__array_interface__["data"][0] == first
+        big = pool.array((1 << 21,), np.dtype(np.uint8))  # larger than a kept block: its own memory
+        assert big.nbytes == 1 << 21 and not np.shares_memory(big, b)
 
 
 def test_arrays_are_shaped_as_np_empty_makes_them() -> None:
     pool = BufferPool(max_bytes=1 << 20, kept=2)
-    for shape, dtype in [((), np.dtype("<i4")), ((3,), np.dtype(("<f8", (2, 2)))), ((), np.dtype(("<i2", (3,)))),
-                         ((4, 5), np.dtype([("a", "<i4"), ("b", "<f8")]))]:
-        made = pool.array(shape, dtype)
-        expected = np.empty(shape, dtype=dtype)
-        assert made.shape == expected.shape and made.dtype == expected.dtype
+    with pool.streaming():
+        for shape, dtype in [((), np.dtype("<i4")), ((3,), np.dtype(("<f8", (2, 2)))), ((), np.dtype(("<i2", (3,)))),
+                             ((4, 5), np.dtype([("a", "<i4"), ("b", "<f8")]))]:
+            made = pool.array(shape, dtype)
+            expected = np.empty(shape, dtype=dtype)
+            assert made.shape == expected.shape and made.dtype == expected.dtype
+
+
+def test_blocks_are_kept_only_while_a_stream_runs() -> None:
+    """An idle process holds no blocks: the last stream to end drops them, also the ones still
+    in use (they live on as long as their views, then their memory goes)."""
+    pool = BufferPool(max_bytes=1 << 20, kept=2)
+    outside = pool.array((1 << 18,), np.dtype(np.float32))
+    assert pool.kept_bytes == 0 and outside.nbytes == 1 << 20  # no stream: fresh memory, not kept
+    with pool.streaming():
+        a = pool.array((1 << 18,), np.dtype(np.float32))
+        with pool.streaming():
+            b = pool.array((1 << 18,), np.dtype(np.float32))
+            a[...], b[...] = 1, 2
+        assert pool.kept_bytes == 2 << 20  # the other stream still runs: both blocks kept
+        del b
+    assert pool.kept_bytes == 0
+    assert (a == 1).all()  # a block in use when the streams ended still holds its values

@@ -169,6 +169,13 @@ class TestAdjustChunkShape:
             adjust_chunk_shape([1000, 1000], (2000, 1000), 8, max_bytes=4 * MIB)
         assert adjust_chunk_shape([500, 1000], (2000, 1000), 8, max_bytes=4 * MIB) == (500, 1000)
 
+    def test_one_element_is_never_too_large(self) -> None:
+        """Elements larger than the limit can only be chunked one by one: that chunk is kept."""
+        assert adjust_chunk_shape([1], (3,), 100_000_000, max_bytes=64 * MIB) == (1,)
+        assert adjust_chunk_shape([1, 1], (3, 2), 100_000_000, max_bytes=64 * MIB) == (1, 1)
+        with pytest.raises(InvalidInput, match="exceeds the limit"):
+            adjust_chunk_shape([2], (3,), 100_000_000, max_bytes=64 * MIB)
+
     def test_maxdims_rank_mismatch(self) -> None:
         with pytest.raises(InvalidInput):
             adjust_chunk_shape([5], (10,), 8, maxdims=(None, None))

@@ -5,6 +5,7 @@ start without the server's libraries (pydantic, uvicorn, the app)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import errno
 import json
@@ -19,11 +20,13 @@ import click
 import uvicorn
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
+from uvicorn.config import STARTUP_FAILURE
 
 import h5lake
 from h5lake import __version__
 from h5lake.api.connections import PROTOCOL_PATH
 from h5lake.api.stores import open_store
+from h5lake.api.supervise import AnnouncingServer
 from h5lake.auth import ApiKeys, load_passwd
 from h5lake.chunks.casgc import GRACE, Collected, collect
 from h5lake.config import Settings
@@ -178,7 +181,7 @@ def serve(**options: Any) -> None:
     _export(settings)
     scheme_host = f"http://{settings.host}:{settings.port}"
     where = settings.storage or str(settings.data.resolve())
-    click.echo(f"h5lake {__version__} serving {where} at {scheme_host}", err=False)
+    line = f"h5lake {__version__} serving {where} at {scheme_host}"  # printed once it accepts connections
     _warn_about_auth(settings)
     sys.stdout.flush()
     server: dict[str, Any] = {
@@ -193,9 +196,19 @@ def serve(**options: Any) -> None:
         "timeout_graceful_shutdown": 10,
     }
     if settings.workers == 1:
-        uvicorn.run("h5lake.api.app:create_app_from_env", factory=True, **server)
+        _serve_one(server, line)
         return
-    _supervise({**server, "workers": settings.workers})
+    _supervise({**server, "workers": settings.workers, "announce": line})
+
+
+def _serve_one(options: dict[str, Any], line: str) -> None:
+    """One process serving (uvicorn.run's way), announcing itself once it listens."""
+    config = uvicorn.Config("h5lake.api.app:create_app_from_env", factory=True, **options)
+    server = AnnouncingServer(config, line)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
 
 
 def _supervise(options: dict[str, Any]) -> None:

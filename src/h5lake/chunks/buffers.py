@@ -9,12 +9,20 @@ blocks and hands them out again once nothing uses them any more.
 ``bytearray`` cannot change size while any view of it is alive (the arrays made from it and
 every ``memoryview`` of them, including the slices a transport still holds to send). So a
 block is free exactly when it can be resized; no caller has to give it back.
+
+Blocks are kept only while some stream uses the pool (``with pool.streaming():``): when the
+last one ends, the free blocks are dropped, so an idle server process holds none (four kept
+blocks are 128 MiB; with several workers, one worker's kept blocks would add to another's
+transfer: docs/performance.md, "Memory"). A stream's own blocks are used again block after
+block; a new request faults its blocks in once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -29,11 +37,29 @@ class BufferPool:
         self.kept = kept
         self._blocks: list[bytearray] = []
         self._lock = threading.Lock()
+        self._streams = 0  # streams using the pool now
+
+    @contextlib.contextmanager
+    def streaming(self) -> Iterator[None]:
+        """Blocks are kept for the streams inside; when the last one leaves, the free ones go."""
+        with self._lock:
+            self._streams += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._streams -= 1
+                if self._streams == 0:
+                    self._blocks = []  # one still in use lives on as long as its views
+
+    @property
+    def kept_bytes(self) -> int:
+        return sum(len(b) for b in self._blocks)
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free."""
         nbytes = math.prod(shape) * dtype.itemsize
-        if not 0 < nbytes <= self.max_bytes or dtype.hasobject or dtype.subdtype is not None:
+        if not 0 < nbytes <= self.max_bytes or dtype.hasobject or dtype.subdtype is not None or not self._streams:
             return np.empty(shape, dtype=dtype)  # (an array type's dims add to the shape)
         with self._lock:  # the array's view of the block is made before another caller looks
             block = next((b for b in self._blocks if _unused(b)), None)

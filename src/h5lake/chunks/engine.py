@@ -418,20 +418,21 @@ async def stream_selection(
         out = BLOCKS.array(piece.shape, layout.dtype)  # a kept block: no page faults
         return asyncio.ensure_future(read_selection(layout, piece, workers, out))
 
-    pending: asyncio.Task[np.ndarray] | None = read(pieces[0])
-    try:
-        for i in range(len(pieces)):
-            assert pending is not None
-            arr = await pending
-            pending = None
-            more = i + 1 < len(pieces)
-            if more and arr.nbytes <= block_bytes:
-                pending = read(pieces[i + 1])
-            yield await workers.cpu(encode, arr, size=arr.nbytes)
-            del arr  # sent: not held while the next block is read
-            if more and pending is None:
-                pending = read(pieces[i + 1])
-    finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.gather(pending, return_exceptions=True)
+    with BLOCKS.streaming():  # blocks kept until the last stream ends
+        pending: asyncio.Task[np.ndarray] | None = read(pieces[0])
+        try:
+            for i in range(len(pieces)):
+                assert pending is not None
+                arr = await pending
+                pending = None
+                more = i + 1 < len(pieces)
+                if more and arr.nbytes <= block_bytes:
+                    pending = read(pieces[i + 1])
+                yield await workers.cpu(encode, arr, size=arr.nbytes)
+                del arr  # sent: not held while the next block is read
+                if more and pending is None:
+                    pending = read(pieces[i + 1])
+        finally:
+            if pending is not None:
+                pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)

@@ -104,6 +104,8 @@ async def update_chunk(
 
 
 HASH_WINDOW = 16  # whole chunks of a write encoded and hashed in one call on the CPU pool, then stored
+HASH_WINDOW_BYTES = 8 * 1024 * 1024  # and at most this many bytes of them (at least one chunk): two
+# windows are held at once, copies when the chunks are not contiguous in the values
 
 
 async def write_selection(
@@ -165,8 +167,10 @@ async def write_selection(
             items[i] = (window[i], md5, data)
         return items
 
+    per_window = max(1, min(HASH_WINDOW, HASH_WINDOW_BYTES // max(1, layout.codec.chunk_bytes)))
+
     async def next_window() -> list[tuple[ChunkProjection, str | None, bytes | memoryview | None]]:
-        window = list(itertools.islice(projections, HASH_WINDOW))
+        window = list(itertools.islice(projections, per_window))
         return (
             await workers.cpu(prepare, window, size=len(window) * layout.codec.chunk_bytes) if window else []
         )
@@ -176,7 +180,7 @@ async def write_selection(
         try:
             while pending is not None:
                 items = await pending
-                pending = asyncio.ensure_future(next_window()) if len(items) == HASH_WINDOW else None
+                pending = asyncio.ensure_future(next_window()) if len(items) == per_window else None
                 await store_window(items)
                 del items
         finally:

@@ -220,7 +220,10 @@ def adjust_chunk_shape(
     * one positive integer per dimension;
     * no larger than a bounded ``maxdims`` entry (an extent of 0 still allows 1), as HDF5
       requires for fixed-size dimensions;
-    * if ``max_bytes`` is given (a service limit, not a preference), the chunk must fit in it.
+    * if ``max_bytes`` is given (a service limit, not a preference), the chunk must fit in it,
+      unless it is one element: the smallest chunk there is, which a dataset of elements larger
+      than the limit must have (as h5pyd asks for ``dtype='S100000000', chunks=True``, and as
+      :func:`guess_chunk_shape` picks for such elements).
 
     Anything else raises `InvalidInput`.
     """
@@ -237,7 +240,7 @@ def adjust_chunk_shape(
         if bound is not None and c > max(int(bound), int(shape[d]), 1):
             raise InvalidInput(f"chunk dim {c} exceeds the maximum extent {bound} of dimension {d}")
         chunk.append(c)
-    if max_bytes is not None and math.prod(chunk) * item_size > max_bytes:
+    if max_bytes is not None and math.prod(chunk) > 1 and math.prod(chunk) * item_size > max_bytes:
         raise InvalidInput(
             f"chunk of {math.prod(chunk) * item_size} bytes exceeds the limit of {max_bytes}"
         )

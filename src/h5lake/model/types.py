@@ -35,7 +35,6 @@ import enum
 import math
 from typing import Any
 
-import h5py
 import numpy as np
 
 TypeJson = dict[str, Any]
@@ -353,15 +352,17 @@ def layout_dtype(t: TypeJson, packed: bool) -> np.dtype[Any]:
             return _meta_dtype(f"V{t['size']}", **meta)
         case TypeClass.REFERENCE:
             if t["base"] == RefKind.REGION:
+                import h5py  # only here: h5py's own reference class (12 MiB resident per process)
+
                 return np.dtype(h5py.regionref_dtype)
             return _meta_dtype(f"S{OBJ_REF_SIZE}", **{META_CLASS: t["class"]})
         case TypeClass.ENUM:
             if is_bool(t):
                 return np.dtype(np.bool_)
             mapping = {m["name"]: m["value"] for m in t["members"]}
-            return np.dtype(h5py.enum_dtype(mapping, basetype=to_dtype(t["base"])))
+            return np.dtype(to_dtype(t["base"]), metadata={"enum": mapping})  # h5py.enum_dtype
         case TypeClass.VLEN:
-            return np.dtype(h5py.vlen_dtype(layout_dtype(t["base"], packed)))
+            return np.dtype("O", metadata={"vlen": layout_dtype(t["base"], packed)})  # h5py.vlen_dtype
         case TypeClass.ARRAY:
             return np.dtype((layout_dtype(t["base"], packed), tuple(t["dims"])))
         case TypeClass.COMPOUND:
@@ -383,11 +384,11 @@ def layout_dtype(t: TypeJson, packed: bool) -> np.dtype[Any]:
 def _string_dtype(t: TypeJson) -> np.dtype[Any]:
     utf8 = t["charSet"] == CharSet.UTF8
     variable = t["length"] == VARIABLE
-    h5 = h5py.string_dtype("utf-8" if utf8 else "ascii", None if variable else t["length"])
-    metadata = dict(h5.metadata or {})
+    # h5py.string_dtype's conventions, made here so the server need not load h5py
+    metadata: dict[str, Any] = {"vlen": str if utf8 else bytes} if variable else {"h5py_encoding": "utf-8" if utf8 else "ascii"}
     if t["strPad"] != (StrPad.NULLTERM if variable else StrPad.NULLPAD):
         metadata[META_STRPAD] = t["strPad"]
-    return _meta_dtype(h5.str, **metadata) if not variable else np.dtype("O", metadata=metadata)
+    return _meta_dtype(f"S{t['length']}", **metadata) if not variable else np.dtype("O", metadata=metadata)
 
 
 def elements_from_buffer(buf: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:

@@ -101,9 +101,9 @@ async def write_stream(
     readinto = _body_reader(body)
     pieces = row_split(sel, layout, block_bytes)
     # Two blocks at a time: one block's chunks are stored while the next block of the body is
-    # received into another. Blocks are kept ones (engine.BLOCKS: fresh memory would cost a page
-    # fault and a zero fill per 4 KiB); a block is free again once its chunks are stored and its
-    # views dropped. One catalog intent covers the whole request (it names every chunk the
+    # received into another (one at a time when a block is larger than ``block_bytes``). Blocks
+    # are kept ones (engine.BLOCKS: fresh memory would cost a page fault and a zero fill per 4
+    # KiB); a block is free again once its chunks are stored and its views dropped. One catalog intent covers the whole request (it names every chunk the
     # selection touches); each block's chunks are noted once stored.
     storing: asyncio.Future[list[tuple[int, ...]]] | None = None
     intent = await _begin(svc, ds, layout, sel)
@@ -119,35 +119,43 @@ async def write_stream(
             svc.catalog.note(layout.domain, layout.dataset_id, written)
         return written
 
-    try:
-        for i, piece in enumerate(pieces):
-            need = piece.count * itemsize
-            block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
-            got = await readinto(block)
-            received += got
-            if got < need:
-                raise InvalidInput(f"body has {received} bytes, expected {expected}")
-            if received == expected and await readinto(memoryview(bytearray(1))):
-                raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
-            values = elements_from_buffer(block, wire, piece.shape)
-            if wire != layout.dtype:
-                values = values.astype(layout.dtype.base)
+    held = 0  # bytes of the block being stored
+    with engine.BLOCKS.streaming():  # blocks kept until the last stream ends
+        try:
+            for i, piece in enumerate(pieces):
+                need = piece.count * itemsize
+                if storing is not None and max(need, held) > block_bytes:
+                    # a block made larger to hold a whole row of chunks (up to four times): stored
+                    # before the next is received, as two of them would pass the memory bound
+                    done, storing = storing, None
+                    await done
+                block = engine.BLOCKS.array((need,), np.dtype(np.uint8)).data
+                got = await readinto(block)
+                received += got
+                if got < need:
+                    raise InvalidInput(f"body has {received} bytes, expected {expected}")
+                if received == expected and await readinto(memoryview(bytearray(1))):
+                    raise InvalidInput(f"body has more than the {expected} bytes the selection needs")
+                values = elements_from_buffer(block, wire, piece.shape)
+                if wire != layout.dtype:
+                    values = values.astype(layout.dtype.base)
+                if storing is not None:
+                    done, storing = storing, None
+                    await done
+                storing = asyncio.ensure_future(store_block(values, piece, i + 1 == len(pieces)))
+                held = need
+                del block, values
+            written: list[tuple[int, ...]] = []
             if storing is not None:
                 done, storing = storing, None
-                await done
-            storing = asyncio.ensure_future(store_block(values, piece, i + 1 == len(pieces)))
-            del block, values
-        written: list[tuple[int, ...]] = []
-        if storing is not None:
-            done, storing = storing, None
-            written = await done
-    except BaseException:
-        if intent is not None:
-            svc.catalog.abort(intent)  # left to recovery, which probes every chunk it names
-        raise
-    finally:
-        if storing is not None:  # the body failed: the block being stored is stored, then the error
-            await asyncio.gather(storing, return_exceptions=True)
+                written = await done
+        except BaseException:
+            if intent is not None:
+                svc.catalog.abort(intent)  # left to recovery, which probes every chunk it names
+            raise
+        finally:
+            if storing is not None:  # the body failed: the block being stored is stored, then the error
+                await asyncio.gather(storing, return_exceptions=True)
     if intent is not None:
         svc.catalog.note(layout.domain, layout.dataset_id, written, intent)
 

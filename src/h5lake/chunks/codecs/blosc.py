@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numcodecs.zstd
 import numpy as np
 
 from h5lake.chunks.codecs.base import (
@@ -271,12 +270,12 @@ class Bitshuffle:
         if self.compressor is BitshuffleCompressor.LZ4:
             result: bytes = codec_lib.lz4_encode(block, header=False)
             return result
-        return numcodecs.zstd.compress(block, self.level)
+        return _zstd().compress(block, self.level)
 
     def _decompress_block(self, block: memoryview, out: memoryview) -> int:
         if self.compressor is BitshuffleCompressor.LZ4:
             return len(codec_lib.lz4_decode(block, header=False, out=out))
-        data = numcodecs.zstd.decompress(block)
+        data = _zstd().decompress(block)
         out[: len(data)] = data  # a block longer than ``out`` raises, a shorter one is caught
         return len(data)
 
@@ -366,11 +365,11 @@ class Zstd:
         return {"level": cd[0]} if cd else {}
 
     def encode(self, buf: Buffer) -> Buffer:
-        return numcodecs.zstd.compress(buf, self.level)
+        return _zstd().compress(buf, self.level)
 
     def decode(self, buf: Buffer, nbytes: int | None) -> Buffer:
         # The frame records its size (HDF5's zstd filter needs it); the pipeline checks it.
-        return numcodecs.zstd.decompress(buf)
+        return _zstd().decompress(buf)
 
     def encoded_size(self, nbytes: int) -> int | None:
         return None
@@ -380,3 +379,10 @@ class Zstd:
 
     def cd_values(self) -> tuple[int, ...]:
         return (self.level,)
+
+
+def _zstd() -> Any:
+    """numcodecs' zstd, loaded when first used (numcodecs: 5 MiB resident in every worker)."""
+    import numcodecs.zstd
+
+    return numcodecs.zstd

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numcodecs.shuffle import Shuffle as _ByteShuffle
 
 from h5lake.chunks.codecs.base import (
     H5Z_FLAG_OPTIONAL,
@@ -185,7 +184,9 @@ class Shuffle:
         whole = len(view) - len(view) % size
         if size <= 1 or whole == 0:
             return buf
-        codec = _ByteShuffle(size)
+        from numcodecs.shuffle import Shuffle  # loaded when first used (5 MiB resident)
+
+        codec = Shuffle(size)
         if whole == len(view):
             out = codec.encode(view) if forward else codec.decode(view)
             return memoryview(out).cast("B")
