@@ -79,3 +79,95 @@ def test_dataset_whose_element_count_overflows_is_refused_with_the_reason(vol: V
     r = vol.post("/datasets", json.dumps(body))
     assert r.status_code == 400, r.text
     assert "elements" in r.json()["error"]["message"]
+
+
+# --- large attributes ----------------------------------------------------------------------------
+
+I32 = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
+BIG = (40, 30, 1100)  # 1.32 million int32: 5.3 MB, past the 1 MiB kept in a document
+
+
+def _values(shape: tuple[int, ...] = BIG, start: int = 0) -> np.ndarray:
+    return (np.arange(math.prod(shape), dtype="<i4") + start).reshape(shape)
+
+
+def _doc_size(raw_store: Any, obj_id: str) -> int:
+    from h5lake.model.ids import object_key
+    stored = raw_store.read(object_key(obj_id))
+    assert stored is not None
+    return len(stored)
+
+
+def _value_keys(raw_store: Any, obj_id: str) -> list[str]:
+    from h5lake.model.ids import attribute_values_prefix
+    return raw_store.list_keys(attribute_values_prefix(obj_id))
+
+
+def test_large_attribute_with_a_space_in_its_name_is_made_written_and_read(vol: VolRest, raw_store: Any) -> None:
+    """test_create_attribute_with_space_in_name, test_url_encoding: H5Acreate (type and shape,
+    no value) of several MB under a percent-encoded name, H5Awrite and H5Aread in binary."""
+    root = root_of(vol)
+    base = f"/groups/{root}/attributes/attr%20with%20space"
+    r = vol.put(base, json.dumps({"type": I32, "shape": list(BIG)}))
+    assert r.status_code == 201, r.text
+    zeros = vol.get(base + "/value", binary=True)
+    assert zeros.status_code == 200 and zeros.content == bytes(4 * math.prod(BIG))
+    values = _values()
+    assert vol.put(base + "/value", values.tobytes(), binary=True).status_code == 200
+    got = vol.get(base + "/value", binary=True)
+    assert got.status_code == 200 and got.content == values.tobytes()
+    # H5Aopen: type and shape without the value
+    info = vol.get(base + "?IncludeData=0").json()
+    assert info["shape"]["dims"] == list(BIG) and "value" not in info and "valueObject" not in info
+    # the JSON value, and the object's document stays small: the value is an object of its own
+    assert vol.get(base).json()["value"][39][29][1099] == values[39, 29, 1099]
+    assert _doc_size(raw_store, root) < 10_000
+    assert len(_value_keys(raw_store, root)) == 1
+    # a GET of the object without include_attrs does not carry it; with, it does
+    plain = vol.get(f"/groups/{root}")
+    assert plain.status_code == 200 and len(plain.content) < 10_000 and plain.json()["attributeCount"] == 1
+    shown = vol.get(f"/groups/{root}?include_attrs=1").json()["attributes"]["attr with space"]
+    assert shown["value"][1][2][3] == values[1, 2, 3] and "valueObject" not in shown
+    # overwrite replaces the value object; delete removes it
+    assert vol.put(base + "/value", _values(start=5).tobytes(), binary=True).status_code == 200
+    assert vol.get(base + "/value", binary=True).content == _values(start=5).tobytes()
+    assert len(_value_keys(raw_store, root)) == 1
+    assert vol.delete(base).status_code == 200
+    assert vol.get(base).status_code in (404, 410)
+    assert _value_keys(raw_store, root) == []
+
+
+def test_large_attributes_are_iterated_with_and_without_data(vol: VolRest) -> None:
+    """test_attribute_iterate: H5Aiterate lists names (GET .../attributes); HSDS's IncludeData
+    and base64 forms carry each value; max_data_size leaves a large one out."""
+    did = create_dataset(vol, root_of(vol), "dset", I32, [4, 4])
+    base = f"/datasets/{did}/attributes"
+    small = np.arange(6, dtype="<i4")
+    for name, shape, start in (("a_big", BIG, 0), ("b_small", (6,), 0), ("c_big", (300, 1000), 9)):
+        assert vol.put(f"{base}/{name}", json.dumps({"type": I32, "shape": list(shape)})).status_code == 201
+        data = small if name == "b_small" else _values(shape, start)
+        assert vol.put(f"{base}/{name}/value", data.tobytes(), binary=True).status_code == 200
+    listed = vol.get(base).json()["attributes"]
+    assert [a["name"] for a in listed] == ["a_big", "b_small", "c_big"] and all("value" not in a for a in listed)
+    with_data = vol.get(base + "?IncludeData=1").json()["attributes"]
+    assert np.array_equal(np.array(with_data[2]["value"], dtype="<i4"), _values((300, 1000), 9))
+    assert with_data[1]["value"] == small.tolist()
+    b64 = vol.get(base + "?IncludeData=1&encoding=base64").json()["attributes"]
+    import base64
+    assert base64.b64decode(b64[0]["value"]) == _values().tobytes()
+    capped = vol.get(base + "?IncludeData=1&max_data_size=1000").json()["attributes"]
+    assert "value" not in capped[0] and capped[1]["value"] == small.tolist()
+    paged = vol.get(base + "?IncludeData=1&Limit=1&Marker=b_small").json()["attributes"]
+    assert [a["name"] for a in paged] == ["c_big"] and len(paged[0]["value"]) == 300
+
+
+def test_large_attribute_of_a_committed_datatype_on_a_committed_datatype(vol: VolRest) -> None:
+    """test_create_attribute_with_committed_type and attributes on a committed datatype."""
+    r = vol.post("/datatypes", json.dumps({"type": I32, "link": {"id": root_of(vol), "name": "int_t"}}))
+    assert r.status_code == 201, r.text
+    tid = r.json()["id"]
+    base = f"/datatypes/{tid}/attributes/big"
+    assert vol.put(base, json.dumps({"type": tid, "shape": list(BIG)})).status_code == 201
+    assert vol.put(base + "/value", _values().tobytes(), binary=True).status_code == 200
+    assert vol.get(base + "/value", binary=True).content == _values().tobytes()
+    assert vol.get(f"/datatypes/{tid}?include_attrs=1").json()["attributes"]["big"]["shape"]["dims"] == list(BIG)

@@ -409,7 +409,8 @@ async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> di
     data = await body_bytes(request)
     type_text, shape_text = request.query_params.get("type"), request.query_params.get("shape")
     if type_text is None:
-        existing = await attributes.get_attribute(service(request), caller(request), domain_param(request), obj_id, name)
+        existing = await attributes.get_attribute(service(request), caller(request), domain_param(request), obj_id, name,
+                                                  value=False)
         type_json, shape_json = existing["type"], existing["shape"]
     else:
         type_json = _json_param("type", type_text)
@@ -437,12 +438,12 @@ async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
         return False
     svc, who, path = service(request), caller(request), domain_param(request)
     try:
-        await attributes.get_attribute(svc, who, path, obj_id, name)
+        await attributes.get_attribute(svc, who, path, obj_id, name, value=False)
         return False
     except (NotFound, Gone):  # Gone: deleted earlier (service.deleted_names), absent all the same
         pass
     try:
-        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)], value=False)
     except (NotFound, Gone):
         return False
     return True
@@ -472,21 +473,23 @@ async def attribute_item(request: Request) -> Response:
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})
+    as_json = not wants_binary(request) and not _b64(request)
     try:
-        attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name, as_json=as_json,
+                                              value=wants_binary(request) or flag(request, "IncludeData", default=True))
     except (NotFound, Gone):
         if not name.endswith(_VALUE):
             raise
         # GET .../attributes/{name}/value (HSDS): the value alone
-        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)], as_json=as_json)
         if attr["shape"].get("class") == "H5S_NULL":
             raise InvalidInput("a null-space attribute has no value to read")
-        if wants_binary(request) and attr.get("value") is not None:
+        if wants_binary(request) and attributes.has_value(attr):
             return binary(attributes.binary_value(attr))
         shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]
         base = f"{_owner(request)}/attributes/{segment(name[: -len(_VALUE)])}"
         return ok({"value": shown["value"], "hrefs": hrefs_of(request).of(("self", base + "/value"), ("home", "/"), ("owner", _owner(request)))})
-    if wants_binary(request) and attr.get("value") is not None:
+    if wants_binary(request) and attributes.has_value(attr):
         return binary(attributes.binary_value(attr))
     shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
     out = _ignore_nan(request, [shown])[0]

@@ -1,10 +1,14 @@
 """Attributes of groups, datasets and committed datatypes.
 
 Sizes (docs/security.md, "Attributes"): an object's attributes live in its document, which every
-read of the object parses, so one attribute takes at most ``limits.max_attribute_size`` bytes as
-stored (JSON) and an object's attributes together ``ATTRIBUTES_PER_OBJECT`` times that; larger
-values belong in a dataset. A value is refused from its declared size before it is converted
-when its type has a fixed size, else from its JSON text.
+read of the object parses, so an attribute taking more than ``limits.max_attribute_size`` bytes
+as stored (JSON) keeps its value outside the document, in an object of its own
+(service.attrvalues), read only when asked for; one attribute's value takes at most what one
+request carries (`attrvalues.one_attribute_limit`). Attributes holding references stay inline
+(a fork renames the ids in them), so for them the inline size is the limit. The attributes kept
+in a document take at most ``ATTRIBUTES_PER_OBJECT`` times the inline size together. A value is
+refused from its declared size before it is converted when its type has a fixed size, else from
+its JSON text.
 
 A PUT of an attribute that already exists with a different value replaces it. HSDS answers 409
 unless ``replace=1`` is given, but h5pyd 1.0 never sends ``replace`` and re-sends an overwritten
@@ -38,6 +42,7 @@ from h5lake.model.types import (
     type_class,
 )
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.service import attrvalues
 from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import ENTRY_BYTES, Doc, PutOutcome, Unchanged, Versioned
@@ -77,42 +82,82 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
             raise InvalidInput("a null-space attribute has no value")
         attr["value"] = None
         return attr
-    _check_declared_size(svc, body, type_json, space.dims)
+    declared = _declared_size(body, type_json, space.dims)
+    limit = attrvalues.one_attribute_limit(svc)
+    if declared > limit:
+        raise TooLarge(f"the attribute's value takes {declared} bytes, over the limit of {limit} for one attribute "
+                       "(what one request carries: --max-json-bytes, --max-request-bytes): store it in a dataset")
+    inline = not _has_reference(type_json)  # a reference stays in the document: a fork renames it
+    if inline and declared > svc.limits.max_attribute_size:
+        attr[attrvalues.PACKED] = await svc.workers.cpu(
+            _packed_value, body, type_json, space.dims, base64_values, size=declared)
+        return attr
+    if declared > svc.limits.max_attribute_size:
+        raise _too_large(svc, "the attribute's value", declared)
     attr = _parse_value(attr, body, type_json, space.dims, base64_values)
-    _check_stored_size(svc, attr)
+    stored = len(orjson.dumps(attr))
+    if stored > svc.limits.max_attribute_size:
+        if not inline:
+            raise _too_large(svc, "the attribute as stored", stored)
+        packed = attribute_bytes(attr)
+        attr = {k: v for k, v in attr.items() if k not in ("value", "value_base64")}
+        attr[attrvalues.PACKED] = packed
     return attr
 
 
 def _too_large(svc: Service, what: str, size: int) -> TooLarge:
     limit = svc.limits.max_attribute_size
     return TooLarge(
-        f"{what} takes {size} bytes, over the limit of {limit} for one attribute (--max-attribute-bytes; "
-        "every read of its object parses its attributes): store large values in a dataset"
+        f"{what} takes {size} bytes, over the limit of {limit} for one attribute holding references "
+        "(--max-attribute-bytes; such an attribute is kept in its object's document, which every read of the "
+        "object parses): store large values in a dataset"
     )
 
 
-def _check_declared_size(svc: Service, body: Doc, type_json: Doc, dims: tuple[int, ...]) -> None:
-    """Refuse a value larger than the limit before converting it: from its shape when its type
-    has a fixed size, from its base64 text, else from its JSON text."""
-    limit = svc.limits.max_attribute_size
+def _has_reference(t: Doc) -> bool:
+    match type_class(t):
+        case TypeClass.REFERENCE:
+            return True
+        case TypeClass.ARRAY | TypeClass.VLEN:
+            return _has_reference(t["base"])
+        case TypeClass.COMPOUND:
+            return any(_has_reference(f["type"]) for f in t["fields"])
+    return False
+
+
+def _declared_size(body: Doc, type_json: Doc, dims: tuple[int, ...]) -> int:
+    """A value's size before it is converted: from its shape when its type has a fixed size,
+    else from its base64 or JSON text."""
     size = item_size(type_json)
     if size is not None:
-        declared = math.prod(dims) * size
-        if declared > limit:
-            raise _too_large(svc, "the attribute's value", declared)
-        return
+        return math.prod(dims) * size
+    found = 0
     for key in ("value_base64", "value"):
         value = body.get(key)
-        if isinstance(value, str) and len(value) > limit:
-            raise _too_large(svc, "the attribute's value", len(value))
-    if isinstance(body.get("value"), list) and len(orjson.dumps(body["value"])) > limit:
-        raise _too_large(svc, "the attribute's value", len(orjson.dumps(body["value"])))
+        if isinstance(value, str):
+            found = max(found, len(value))
+    if isinstance(body.get("value"), list):
+        found = max(found, len(orjson.dumps(body["value"])))
+    return found
 
 
-def _check_stored_size(svc: Service, attr: Doc) -> None:
-    stored = len(orjson.dumps(attr))
-    if stored > svc.limits.max_attribute_size:
-        raise _too_large(svc, "the attribute as stored", stored)
+def _packed_value(body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> bytes:
+    """A large value's bytes (the binary form), checked against its type and shape."""
+    if "value" not in body and "value_base64" not in body:
+        return array_to_bytes(empty_array(type_json, dims), type_json)
+    encoded = body.get("value_base64")
+    if encoded is None and (base64_values or body.get("encoding") == "base64"):
+        encoded = body.get("value")
+    if encoded is not None:
+        if not isinstance(encoded, str):
+            raise InvalidInput("a base64 value must be a string")
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            raise InvalidInput("value is not valid base64") from None
+        bytes_to_array(raw, type_json, dims)  # the right size for the type and shape
+        return raw
+    return array_to_bytes(json_to_array(body["value"], type_json, dims), type_json)
 
 
 def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
@@ -172,19 +217,24 @@ def _may_lose(t: Doc) -> bool:
 
 def _same(a: Doc, b: Doc) -> bool:
     keys = ("type", "shape", "value", "value_base64", "nameCharSet")
-    return all(a.get(k) == b.get(k) for k in keys)
+    return all(a.get(k) == b.get(k) for k in keys) and attrvalues.content(a) == attrvalues.content(b)
 
 
-def _add_attributes(doc: Doc, new: dict[str, Doc], limit: int) -> Any:
-    """Set the ``new`` attributes in ``doc``; ``limit``: the bytes its attributes may take."""
+def _add_attributes(doc: Doc, new: dict[str, Doc], dropped: list[Doc]) -> Any:
+    """Set the ``new`` attributes in ``doc``; ``dropped`` gets the outside values no longer named."""
     attrs = doc.setdefault("attributes", {})
     changed = False
+    dropped.clear()
     for name, attr in new.items():
         existing = attrs.get(name)
         if existing is not None and _same(existing, attr):
+            if attrvalues.is_outside(attr):
+                dropped.append(attr[attrvalues.OUTSIDE])  # the one just stored: not needed
             continue
         if existing is not None:
             attr = dict(attr, created=existing.get("created", attr["created"]))
+            if attrvalues.is_outside(existing):
+                dropped.append(existing[attrvalues.OUTSIDE])
         attrs[name] = attr
         changed = True
     if not changed:
@@ -218,8 +268,25 @@ def _check_total(attrs: dict[str, Doc], limit: int) -> None:
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
     # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
     limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
-    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, limit), reuse=True, check=_total_within(limit))
+    stored = [a for a in new.values() if attrvalues.PACKED in a]
+    if stored:  # the values first, durable, then the document that names them
+        refs = await svc.workers.map(stored, lambda a: attrvalues.store(svc, obj_id, a[attrvalues.PACKED]))
+        refs_by_id = {id(a): r for a, r in zip(stored, refs)}
+        new = {n: ({k: v for k, v in a.items() if k != attrvalues.PACKED} | {attrvalues.OUTSIDE: refs_by_id[id(a)]}
+                   if id(a) in refs_by_id else a) for n, a in new.items()}
+    dropped: list[Doc] = []
+    try:
+        doc, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, dropped), reuse=True,
+                                           check=_total_within(limit))
+    except (NotFound, Gone, InvalidInput, TooLarge):
+        if stored:  # named by no document: delete now rather than leave to the collection
+            await attrvalues.drop(svc, obj_id, [a[attrvalues.OUTSIDE] for a in new.values() if attrvalues.is_outside(a)])
+        raise
     svc.catalog.note_object(domain.path, obj_id)
+    if dropped:
+        await attrvalues.drop(svc, obj_id, dropped)
+    if stored:
+        svc.spawn(attrvalues.collect(svc, obj_id, doc))
     return outcome  # type: ignore[no-any-return]
 
 
@@ -231,9 +298,10 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     return dict(zip(names, parsed))
 
 
-async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str, Doc]:
-    """The inline ``attributes`` of a POST that creates an object (absent: none), given as in
-    ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``."""
+async def parse_attributes(svc: Service, domain: Domain, body: Any, obj_id: str) -> dict[str, Doc]:
+    """The inline ``attributes`` of a POST that creates object ``obj_id`` (absent: none), given
+    as in ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``.
+    Large values are stored at once (before the document that names them)."""
     if body is None:
         return {}
     if isinstance(body, list):
@@ -241,6 +309,10 @@ async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str,
             raise InvalidInput("a list of attributes needs a name in each")
         body = {a["name"]: a for a in body}
     parsed = await _parse_many(svc, domain, body, False)
+    for name, attr in parsed.items():
+        if attrvalues.PACKED in attr:
+            ref = await attrvalues.store(svc, obj_id, attr.pop(attrvalues.PACKED))
+            parsed[name] = {**attr, attrvalues.OUTSIDE: ref}
     _check_total(parsed, ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size)
     return parsed
 
@@ -289,13 +361,15 @@ async def put_attributes(
 
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
+    """``attr`` as a reply shows it; an outside value (service.attrvalues) must have been read
+    (`attrvalues.loaded`) when ``include_data``."""
     out: Doc = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "created": attr.get("created")}
     if "nameCharSet" in attr:
         out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")
     if include_data:
         value = attr.get("value")
-        if b64 and value is not None:
+        if b64 and (value is not None or attrvalues.PACKED in attr):
             out["value"] = base64.b64encode(attribute_bytes(attr)).decode()
             out["encoding"] = "base64"
         else:
@@ -333,15 +407,14 @@ def _any_text(value: Any, depth: int) -> bool:
 
 def attribute_bytes(attr: Doc) -> bytes:
     """The attribute's value in the binary form: its exact bytes when it was sent so and JSON
-    could not hold them (``value_base64``), else made from the JSON value."""
+    could not hold them (``value_base64``), else made from the JSON value; an outside value's
+    bytes once read."""
+    if attrvalues.PACKED in attr:
+        return bytes(attr[attrvalues.PACKED])
     if "value_base64" in attr:
         return base64.b64decode(attr["value_base64"])
     dims = tuple(attr["shape"].get("dims", ()))
     return array_to_bytes(json_to_array(attr["value"], attr["type"], dims), attr["type"])
-
-
-async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
-    return (await _domain_and_attributes(svc, caller, domain_path, obj_id))[1]
 
 
 async def _domain_and_attributes(
@@ -353,10 +426,15 @@ async def _domain_and_attributes(
     return domain, attrs
 
 
-async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str) -> Doc:
+async def get_attribute(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, *, value: bool = True, as_json: bool = True
+) -> Doc:
+    """``value``: read an outside value (its bytes; ``as_json``: its JSON value too)."""
     domain, attrs = await _domain_and_attributes(svc, caller, domain_path, obj_id)
     if name not in attrs:
         _missing_attribute(svc, domain, obj_id, name)
+    if value and attrvalues.is_outside(attrs[name]):
+        attrs = await attrvalues.loaded(svc, domain, obj_id, attrs, [name], as_json=as_json)
     return attrs[name]
 
 
@@ -383,7 +461,7 @@ async def put_attribute_value(
     """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
     its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
     packed bytes in base64; a null value stores zeros, as HSDS does)."""
-    existing = await get_attribute(svc, caller, domain_path, obj_id, name)
+    existing = await get_attribute(svc, caller, domain_path, obj_id, name, value=False)
     attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
     if packed is not None:
         attr["value_base64"] = base64.b64encode(packed).decode("ascii")
@@ -420,13 +498,33 @@ async def get_attributes(
 ) -> list[Doc]:
     """``skip_missing``: a name of ``names`` the object lacks is left out instead of 404 (the
     ``attr_names`` filter of a GET listing, which HSDS ignores: a listing of nothing is empty)."""
-    attrs = await _attributes_of(svc, caller, domain_path, obj_id)
+    domain, attrs = await _domain_and_attributes(svc, caller, domain_path, obj_id)
     if skip_missing and names is not None:
         names = [n for n in names if n in attrs]
+    if include_data:
+        attrs = await _with_listed_values(svc, domain, obj_id, attrs, names, create_order, marker, limit, pattern,
+                                          max_data_size, b64)
     return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Tenth attack pass")
         _listed, attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size,
         size=len(attrs) * ENTRY_BYTES,
     )
+
+
+async def _with_listed_values(
+    svc: Service, domain: Domain, obj_id: str, attrs: dict[str, Doc], names: list[str] | None, create_order: bool,
+    marker: str | None, limit: int | None, pattern: str | None, max_data_size: int, b64: bool,
+) -> dict[str, Doc]:
+    """``attrs`` with the outside values a listing with data shows read (those it lists within
+    ``max_data_size``); an error of the listing itself is left to `_listed`."""
+    if not any(attrvalues.is_outside(a) for a in attrs.values()):
+        return attrs
+    try:
+        shown = _listed({n: attrvalues.stored_entry(a) for n, a in attrs.items()}, names, False, create_order,
+                        marker, limit, False, pattern)
+    except (NotFound, InvalidInput):
+        return attrs
+    wanted = [a["name"] for a in shown if _fits(attrs[a["name"]], max_data_size)]
+    return await attrvalues.loaded(svc, domain, obj_id, attrs, wanted, as_json=not b64)
 
 
 def _listed(
@@ -464,7 +562,11 @@ def _listed(
 
 
 def _fits(attr: Doc, max_data_size: int) -> bool:
-    if max_data_size <= 0 or attr.get("value") is None:
+    if max_data_size <= 0:
+        return True
+    if attrvalues.is_outside(attr):
+        return int(attr[attrvalues.OUTSIDE].get("size", 0)) <= max_data_size
+    if attr.get("value") is None:
         return True
     return len(attribute_bytes(attr)) <= max_data_size
 
@@ -503,10 +605,14 @@ async def get_attributes_followed(
                 continue  # a dangling link
             found[target] = versioned.doc
             frontier.append(versioned.doc)
-    return {
-        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
-        for oid, doc in found.items()
-    }
+    out: Doc = {}
+    for oid, doc in found.items():
+        attrs = doc.get("attributes", {})
+        if include_data:
+            attrs = await _with_listed_values(svc, domain, oid, attrs, None, create_order, None, limit, pattern,
+                                              max_data_size, b64)
+        out[oid] = _listed(attrs, None, include_data, create_order, None, limit, b64, pattern, max_data_size)
+    return out
 
 
 async def _existing(svc: Service, domain: Domain, obj_id: str) -> Versioned | None:
@@ -535,8 +641,10 @@ async def get_attributes_of_many(
         raise InvalidInput("obj_ids must be a list or an object")
     out: Doc = {}
     for oid, wanted in requests.items():
-        attrs = await _attributes_of(svc, caller, domain_path, oid)
+        domain, attrs = await _domain_and_attributes(svc, caller, domain_path, oid)
         chosen = sorted(attrs) if wanted is None else [n for n in wanted if n in attrs]
+        if include_data:
+            attrs = await attrvalues.loaded(svc, domain, oid, attrs, chosen, as_json=not b64)
         out[oid] = [attribute_json(n, attrs[n], include_data=include_data, b64=b64) for n in chosen]
     return out
 
@@ -547,9 +655,12 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
         raise InvalidInput("no attribute names given")
     domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
 
+    dropped: list[Doc] = []
+
     def remove(doc: Doc) -> Unchanged | None:
         attrs = doc.get("attributes", {})
         present = [n for n in names if n in attrs]
+        dropped[:] = [attrs[n][attrvalues.OUTSIDE] for n in present if attrvalues.is_outside(attrs[n])]
         for n in names:
             if n not in attrs and not _deleted_here(svc, domain, obj_id, "attribute", n):
                 raise NotFound(f"attribute {n!r} not found")
@@ -563,9 +674,16 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
     await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.deleted_names.note(domain.path, obj_id, "attribute", names)
     svc.catalog.note_object(domain.path, obj_id)
+    if dropped:
+        await attrvalues.drop(svc, obj_id, dropped)
+
+
+def has_value(attr: Doc) -> bool:
+    """Whether ``attr`` has a value to answer (a null-space one has none; an outside one read)."""
+    return attr.get("value") is not None or attrvalues.PACKED in attr
 
 
 def binary_value(attr: Doc) -> bytes:
-    if attr.get("value") is None:
+    if not has_value(attr):
         return b""
     return attribute_bytes(attr)
