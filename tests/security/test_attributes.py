@@ -1,5 +1,6 @@
-"""An object's attributes live in its document, which every read of the object parses: one
-attribute and an object's attributes together are bounded (``--max-attribute-bytes``), refused
+"""An object's attributes live in its document, which every read of the object parses: the
+attributes kept there together are bounded (``--max-attribute-bytes``), a larger one is kept
+outside it, one attribute is bounded by what a request carries (``--max-json-bytes``), refused
 with a 413 that says to use a dataset, and a refused attribute changes nothing."""
 
 from __future__ import annotations
@@ -40,46 +41,71 @@ class Target:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    srv = start_server(tmp_path_factory.mktemp("attrs"), extra=["--max-attribute-bytes", str(LIMIT)])
+    srv = start_server(tmp_path_factory.mktemp("attrs"), extra=["--max-attribute-bytes", str(LIMIT),
+                                                                          "--max-json-bytes", str(2**20)])
     yield Target(srv)
     assert srv.process.poll() is None
     srv.stop()
     assert "Traceback" not in srv.log.read_text()
 
 
-def _refused(reply: requests.Response) -> str:
+def _refused(reply: requests.Response, setting: str = "--max-attribute-bytes") -> str:
     assert reply.status_code == 413, (reply.status_code, reply.text[:300])
     message: str = reply.json()["error"]["message"]
-    assert "--max-attribute-bytes" in message and "dataset" in message, message
+    assert setting in message and "dataset" in message, message
     return message
 
 
-def test_one_large_attribute_is_refused_in_every_form(target: Target) -> None:
+def _get(target: Target, gid: str, name: str, **params: str) -> requests.Response:
+    return requests.get(f"{target.ep}/groups/{gid}/attributes/{name}", params={"domain": DOMAIN, **params}, auth=A,
+                        timeout=30)
+
+
+def test_one_attribute_is_bounded_by_what_a_request_carries_in_every_form(target: Target) -> None:
+    """Past ``--max-attribute-bytes`` an attribute's value is kept outside its object's document
+    (docs/storage.md, "Large attributes"); past the JSON limit (here 1 MiB) it is refused."""
     gid = target.group()
-    n = 50_000  # 400 KB of float64, several times the limit
+    n = 200_000  # 1.6 MB of float64: over the one-attribute limit
     values = np.arange(n) / 7
-    _refused(target.put(gid, "json", {"type": "H5T_IEEE_F64LE", "shape": [n], "value": values.tolist()}))
+    one = "--max-json-bytes"
+    # refused from the declared shape, before the value is looked at (a larger body: by the JSON limit)
+    _refused(target.put(gid, "json", {"type": "H5T_IEEE_F64LE", "shape": [n], "value": values[:1000].tolist()}), one)
     _refused(target.put(gid, "b64", {"type": "H5T_IEEE_F64LE", "shape": [n],
-                                     "value_base64": base64.b64encode(values.tobytes()).decode()}))
+                                     "value_base64": base64.b64encode(values[:1000].tobytes()).decode()}), one)
+    binary = requests.put(f"{target.ep}/groups/{gid}/attributes/bin", auth=A, timeout=30, data=values.tobytes(),
+                          params={"domain": DOMAIN, "type": "H5T_IEEE_F64LE", "shape": f"[{n}]"},
+                          headers={"Content-Type": "application/octet-stream"})
+    _refused(binary, one)
     # no value: the type's zeros would take as much
-    _refused(target.put(gid, "zeros", {"type": "H5T_IEEE_F64LE", "shape": [n]}))
-    strings = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE"}
-    _refused(target.put(gid, "text", {"type": strings, "shape": [100], "value": ["x" * 2000] * 100}))
-    _refused(target.put(gid, "one_text", {"type": strings, "shape": [], "value": "x" * (LIMIT + 1)}))
+    _refused(target.put(gid, "zeros", {"type": "H5T_IEEE_F64LE", "shape": [n]}), one)
     # inline in a create: nothing is made
     made = requests.post(target.ep + "/groups", params={"domain": DOMAIN}, auth=A, timeout=10,
-                         json={"attributes": {"big": {"type": "H5T_IEEE_F64LE", "shape": [n], "value": values.tolist()}}})
-    _refused(made)
+                         json={"attributes": {"big": {"type": "H5T_IEEE_F64LE", "shape": [n]}}})
+    _refused(made, one)
     assert target.names(gid) == []
-    # within the limit: stored and read back
+    # past the document's limit and within the request's: kept, in every form
+    middle = values[:50_000]  # 400 KB
+    assert target.put(gid, "json", {"type": "H5T_IEEE_F64LE", "shape": [50_000], "value": middle.tolist()}).status_code == 201
+    assert target.put(gid, "b64", {"type": "H5T_IEEE_F64LE", "shape": [50_000],
+                                   "value_base64": base64.b64encode(middle.tobytes()).decode()}).status_code == 201
+    strings = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE"}
+    assert target.put(gid, "text", {"type": strings, "shape": [100], "value": ["x" * 2000] * 100}).status_code == 201
+    assert target.put(gid, "one_text", {"type": strings, "shape": [], "value": "x" * (LIMIT + 1)}).status_code == 201
+    for name in ("json", "b64"):
+        got = _get(target, gid, name, encoding="base64").json()["value"]
+        assert base64.b64decode(got) == middle.tobytes(), name
+    assert _get(target, gid, "text").json()["value"] == ["x" * 2000] * 100
+    assert _get(target, gid, "one_text").json()["value"] == "x" * (LIMIT + 1)
+    # an attribute holding references stays in the document (a fork renames them): its limit
+    refs = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
+    _refused(target.put(gid, "refs", {"type": refs, "shape": [6000], "value": [f"groups/{gid}"] * 6000}))
+    # the value route keeps the attribute's shape: more bytes than it holds are refused
     small = values[:2000]
     assert target.put(gid, "fits", {"type": "H5T_IEEE_F64LE", "shape": [2000], "value": small.tolist()}).status_code == 201
-    # the value route keeps the attribute's shape: more bytes than it holds are refused
     big = requests.put(f"{target.ep}/groups/{gid}/attributes/fits/value", params={"domain": DOMAIN}, auth=A, timeout=10,
-                       data=values.tobytes(), headers={"Content-Type": "application/octet-stream"})
+                       data=values[:4000].tobytes(), headers={"Content-Type": "application/octet-stream"})
     assert big.status_code == 400, big.text[:200]
-    got = requests.get(f"{target.ep}/groups/{gid}/attributes/fits", params={"domain": DOMAIN}, auth=A, timeout=10)
-    assert np.array_equal(np.asarray(got.json()["value"]), small)
+    assert np.array_equal(np.asarray(_get(target, gid, "fits").json()["value"]), small)
 
 
 def test_an_objects_attributes_together_are_bounded(target: Target) -> None:

@@ -29,7 +29,7 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, datasets, links, object_acls, objects, paths
+from h5lake.service import attributes, attrlist, datasets, links, object_acls, objects, paths
 from h5lake.service.context import Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 
@@ -339,7 +339,7 @@ async def attributes_collection(request: Request) -> Response:
             raise InvalidInput("body must be a JSON object")
         include = flag(request, "IncludeData", default=True)
         if "obj_ids" in body:
-            out = await attributes.get_attributes_of_many(
+            out = await attrlist.get_attributes_of_many(
                 svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
             )
             h = hrefs_of(request)
@@ -351,7 +351,7 @@ async def attributes_collection(request: Request) -> Response:
         names = _attr_names(request, body)
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
-        items = await attributes.get_attributes(
+        items = await attrlist.get_attributes(
             svc,
             who,
             path,
@@ -365,7 +365,7 @@ async def attributes_collection(request: Request) -> Response:
     if flag(request, "follow_links"):
         if _collection(request) is not Collection.GROUPS:
             raise InvalidInput("follow_links can only be used with a group")
-        followed = await attributes.get_attributes_followed(
+        followed = await attrlist.get_attributes_followed(
             svc,
             who,
             path,
@@ -379,7 +379,7 @@ async def attributes_collection(request: Request) -> Response:
         )
         followed = {oid: _ignore_nan(request, listed) for oid, listed in followed.items()}
         return ok({"attributes": followed, "hrefs": hrefs_of(request).attributes(_owner(request), [])})
-    items = await attributes.get_attributes(
+    items = await attrlist.get_attributes(
         svc,
         who,
         path,
