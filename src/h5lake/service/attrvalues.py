@@ -81,9 +81,9 @@ async def drop(svc: Service, obj_id: str, refs: list[Doc]) -> None:
             log.warning("could not delete attribute value %s of %s", ref.get("key"), obj_id)
 
 
-async def collect(svc: Service, obj_id: str, doc: Doc | None) -> None:
+async def collect(svc: Service, obj_id: str, doc: Doc | None, grace: float = GRACE) -> None:
     """Delete the object's value objects its document ``doc`` does not name (all of them when
-    the object is gone: ``doc`` None) and that are older than `GRACE` (all, when gone)."""
+    the object is gone: ``doc`` None) and that are older than ``grace`` (all, when gone)."""
     try:
         named = {ref["key"] for ref in outside_refs((doc or {}).get("attributes") or {}).values()}
         prefix = attribute_values_prefix(obj_id)
@@ -92,7 +92,7 @@ async def collect(svc: Service, obj_id: str, doc: Doc | None) -> None:
         for key in keys:
             if doc is not None:
                 info = await svc.store.head(key)
-                if info is None or now - info.last_modified < GRACE:
+                if info is None or now - info.last_modified < grace:
                     continue
             await svc.store.delete(key)
     except Exception:  # background clean-up: log, never fail the request
