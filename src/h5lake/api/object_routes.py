@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import orjson
@@ -29,7 +28,7 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, attrlist, datasets, links, object_acls, objects, paths
+from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths
 from h5lake.service.context import Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 
@@ -415,7 +414,7 @@ async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> di
     else:
         type_json = _json_param("type", type_text)
         shape_json = _json_param("shape", shape_text) if shape_text is not None else None
-    return {"type": type_json, "shape": shape_json, "value_base64": base64.b64encode(data).decode()}
+    return {"type": type_json, "shape": shape_json, attrvalues.PACKED: data}
 
 
 def _json_param(name: str, text: str) -> object:

@@ -130,6 +130,9 @@ def _declared_size(body: Doc, type_json: Doc, dims: tuple[int, ...]) -> int:
     size = item_size(type_json)
     if size is not None:
         return math.prod(dims) * size
+    packed = body.get(attrvalues.PACKED)
+    if isinstance(packed, bytes):
+        return len(packed)
     found = 0
     for key in ("value_base64", "value"):
         value = body.get(key)
@@ -142,39 +145,46 @@ def _declared_size(body: Doc, type_json: Doc, dims: tuple[int, ...]) -> int:
 
 def _packed_value(body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> bytes:
     """A large value's bytes (the binary form), checked against its type and shape."""
-    if "value" not in body and "value_base64" not in body:
+    if not _has_value(body):
         return array_to_bytes(empty_array(type_json, dims), type_json)
-    encoded = body.get("value_base64")
-    if encoded is None and (base64_values or body.get("encoding") == "base64"):
-        encoded = body.get("value")
-    if encoded is not None:
-        if not isinstance(encoded, str):
-            raise InvalidInput("a base64 value must be a string")
-        try:
-            raw = base64.b64decode(encoded, validate=True)
-        except ValueError:
-            raise InvalidInput("value is not valid base64") from None
+    raw = _raw_bytes(body, base64_values)
+    if raw is not None:
         bytes_to_array(raw, type_json, dims)  # the right size for the type and shape
         return raw
     return array_to_bytes(json_to_array(body["value"], type_json, dims), type_json)
 
 
-def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
-    """``attr`` with the value of ``body`` (JSON, or base64 bytes), checked against its type."""
-    if "value" not in body and "value_base64" not in body:
-        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
-        attr["value"] = array_to_json(empty_array(type_json, dims), type_json)
-        return attr
+def _has_value(body: Doc) -> bool:
+    return "value" in body or "value_base64" in body or attrvalues.PACKED in body
+
+
+def _raw_bytes(body: Doc, base64_values: bool) -> bytes | None:
+    """The value's bytes when sent so: a binary body (`attrvalues.PACKED`, set by the routes,
+    never by JSON) or base64; None for a JSON value."""
+    packed = body.get(attrvalues.PACKED)
+    if isinstance(packed, bytes):
+        return packed
     encoded = body.get("value_base64")
     if encoded is None and (base64_values or body.get("encoding") == "base64"):
         encoded = body.get("value")
-    if encoded is not None:
-        if not isinstance(encoded, str):
-            raise InvalidInput("a base64 value must be a string")
-        try:
-            raw = base64.b64decode(encoded, validate=True)
-        except ValueError:  # binascii.Error, and non-ASCII text
-            raise InvalidInput("value is not valid base64") from None
+    if encoded is None:
+        return None
+    if not isinstance(encoded, str):
+        raise InvalidInput("a base64 value must be a string")
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except ValueError:  # binascii.Error, and non-ASCII text
+        raise InvalidInput("value is not valid base64") from None
+
+
+def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
+    """``attr`` with the value of ``body`` (JSON, or bytes: binary or base64), checked against its type."""
+    if not _has_value(body):
+        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
+        attr["value"] = array_to_json(empty_array(type_json, dims), type_json)
+        return attr
+    raw = _raw_bytes(body, base64_values)
+    if raw is not None:
         arr = bytes_to_array(raw, type_json, dims)
         attr["value"] = array_to_json(arr, type_json)
         if not _json_is_exact(attr["value"], type_json, dims, raw):
@@ -463,7 +473,7 @@ async def put_attribute_value(
     existing = await get_attribute(svc, caller, domain_path, obj_id, name, value=False)
     attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
     if packed is not None:
-        attr["value_base64"] = base64.b64encode(packed).decode("ascii")
+        attr[attrvalues.PACKED] = packed
     else:
         if not isinstance(body, dict) or "value" not in body:
             raise InvalidInput("body must be a JSON object with a value")
