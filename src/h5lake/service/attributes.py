@@ -264,17 +264,47 @@ def _total_within(limit: int) -> Callable[[Doc, int], None]:
     return check
 
 
+class _ObjectFull(TooLarge):
+    """The attributes kept in an object's document would pass their limit together."""
+
+
 def _check_total(attrs: dict[str, Doc], limit: int) -> None:
     total = len(orjson.dumps(attrs))
     if total > limit:
-        raise TooLarge(
+        raise _ObjectFull(
             f"the object's attributes would take {total} bytes, over the limit of {limit} for one object "
             f"({ATTRIBUTES_PER_OBJECT} x --max-attribute-bytes; every read of the object parses them): "
             "store large values in a dataset"
         )
 
 
+def _moved_outside(new: dict[str, Doc]) -> dict[str, Doc] | None:
+    """``new`` with every value that may live outside the document moved there (None: none
+    may): what an object whose document holds its fill of attributes gets."""
+    moved, out = False, {}
+    for name, attr in new.items():
+        if attrvalues.PACKED in attr or attr.get("value") is None or _has_reference(attr["type"]):
+            out[name] = attr
+            continue
+        out[name] = {k: v for k, v in attr.items() if k not in ("value", "value_base64")}
+        out[name][attrvalues.PACKED] = attribute_bytes(attr)
+        moved = True
+    return out if moved else None
+
+
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
+    """Set ``new`` in the object's document; when the attributes kept there would pass their
+    limit together, with the new values kept outside it."""
+    try:
+        return await _put_once(svc, domain, obj_id, new)
+    except _ObjectFull:
+        moved = _moved_outside(new)
+        if moved is None:
+            raise
+        return await _put_once(svc, domain, obj_id, moved)
+
+
+async def _put_once(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
     # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
     limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
     stored = [a for a in new.values() if attrvalues.PACKED in a]
@@ -318,11 +348,16 @@ async def parse_attributes(svc: Service, domain: Domain, body: Any, obj_id: str)
             raise InvalidInput("a list of attributes needs a name in each")
         body = {a["name"]: a for a in body}
     parsed = await _parse_many(svc, domain, body, False)
+    limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
+    try:
+        _check_total({n: a for n, a in parsed.items() if attrvalues.PACKED not in a}, limit)
+    except _ObjectFull:
+        parsed = _moved_outside(parsed) or parsed
     for name, attr in parsed.items():
         if attrvalues.PACKED in attr:
             ref = await attrvalues.store(svc, obj_id, attr.pop(attrvalues.PACKED))
             parsed[name] = {**attr, attrvalues.OUTSIDE: ref}
-    _check_total(parsed, ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size)
+    _check_total(parsed, limit)
     return parsed
 
 
