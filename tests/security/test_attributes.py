@@ -142,3 +142,28 @@ def test_an_objects_document_keeps_a_bounded_share_of_its_attributes(target: Tar
     assert sorted(target.names(other)) == sorted(stored)
     # replacing an attribute by a smaller one still works
     assert target.put(other, "r0", {"type": "H5T_STD_I32LE", "shape": [], "value": 1}).status_code in (200, 201)
+
+
+def test_an_objects_description_leaves_out_values_past_the_request_limit(target: Target) -> None:
+    """``include_attrs`` (h5pyd's and the REST VOL's way to read attributes) reads the values kept
+    outside the document up to what one request carries together (here 1 MiB), and shows the
+    rest without their values rather than failing the object's GET; one at a time, each reads."""
+    gid = target.group()
+    n = 200_000  # uint8: 200 KB each, past the 64 KiB kept in a document
+    for i in range(6):
+        body = {"type": "H5T_STD_U8LE", "shape": [n], "value_base64": base64.b64encode(bytes([i]) * n).decode()}
+        assert target.put(gid, f"v{i}", body).status_code == 201
+    got = requests.get(f"{target.ep}/groups/{gid}", params={"domain": DOMAIN, "include_attrs": 1}, auth=A, timeout=30)
+    assert got.status_code == 200, got.text[:300]
+    shown = got.json()["attributes"]
+    with_values = [name for name, a in shown.items() if "value" in a]
+    assert sorted(shown) == [f"v{i}" for i in range(6)] and len(with_values) == 5
+    for name in with_values:
+        assert shown[name]["value"][:3] == [int(name[1:])] * 3
+    listing = requests.get(f"{target.ep}/groups/{gid}/attributes", params={"domain": DOMAIN, "IncludeData": 1}, auth=A,
+                           timeout=30)
+    assert listing.status_code == 413, listing.text[:300]  # a listing asked for every value: all or 413
+    assert "--max-json-bytes" in listing.json()["error"]["message"]
+    for i in range(6):
+        value = _get(target, gid, f"v{i}", encoding="base64").json()["value"]
+        assert base64.b64decode(value) == bytes([i]) * n

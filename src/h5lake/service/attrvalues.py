@@ -113,24 +113,36 @@ async def read(svc: Service, domain: Domain, obj_id: str, ref: Doc) -> bytes:
 
 
 async def loaded(
-    svc: Service, domain: Domain, obj_id: str, attrs: dict[str, Doc], names: Any = None, *, as_json: bool = True
+    svc: Service, domain: Domain, obj_id: str, attrs: dict[str, Doc], names: Any = None, *, as_json: bool = True,
+    leave_out: bool = False,
 ) -> dict[str, Doc]:
     """``attrs`` with the outside values of ``names`` (default: all) read: each gets its bytes
     (`PACKED`) and, ``as_json``, its JSON ``value``. The values read by one request take at most
-    the one-attribute limit together, and a JSON one at most ``--max-json-bytes`` as text."""
+    the one-attribute limit together, and a JSON one at most ``--max-json-bytes`` as text: past
+    that 413, or (``leave_out``: an object's description) the value is left out."""
     wanted = [n for n in (attrs if names is None else names) if is_outside(attrs.get(n))]
     if not wanted:
         return attrs
     total = sum(int(attrs[n][OUTSIDE].get("size", 0)) for n in wanted)
     limit = one_attribute_limit(svc)
-    if total > limit:
+    if total > limit and not leave_out:
         raise TooLarge(f"the attribute values asked for take {total} bytes, over the limit of {limit} for one "
-                       "request: read them one at a time (GET .../attributes/{name}/value, binary)")
+                       "request (--max-json-bytes, --max-request-bytes): read them one at a time "
+                       "(GET .../attributes/{name}/value, binary), or leave large ones out with max_data_size")
     out = dict(attrs)
+    budget = limit
     for name in wanted:
         attr = attrs[name]
+        budget -= int(attr[OUTSIDE].get("size", 0))
+        if budget < 0:
+            continue  # leave_out: shown without its value
         packed = await read(svc, domain, obj_id, attr[OUTSIDE])
-        value = await svc.workers.cpu(_as_json, svc, name, attr, packed, size=len(packed)) if as_json else None
+        try:
+            value = await svc.workers.cpu(_as_json, svc, name, attr, packed, size=len(packed)) if as_json else None
+        except TooLarge:
+            if not leave_out:
+                raise
+            continue
         out[name] = {**attr, PACKED: packed, "value": value}
     return out
 

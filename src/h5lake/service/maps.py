@@ -132,7 +132,7 @@ async def get_map(svc: Service, caller: Caller, domain_path: str, map_id: str, *
     opened = await open_map(svc, caller, domain_path, map_id, Permission.READ)
     out = map_json(opened.domain, opened.doc)
     if include_attrs:
-        attrs = await attrvalues.loaded(svc, opened.domain, map_id, opened.doc.get("attributes") or {})
+        attrs = await attrvalues.loaded(svc, opened.domain, map_id, opened.doc.get("attributes") or {}, leave_out=True)
         out.update(object_json(opened.domain, {**opened.doc, "attributes": attrs}, include_attrs=True))
         out["key_type"], out["value_type"] = client_type(opened.doc["key_type"]), client_type(opened.doc["value_type"])
     if verbose:

@@ -72,7 +72,8 @@ async def shown_object(
     shown += len(doc.get("attributes", ())) if include_attrs else 0
     if include_attrs and any(attrvalues.is_outside(a) for a in doc.get("attributes", {}).values()):
         # the values h5pyd reads from here (it never asks for one attribute): read now
-        doc = {**doc, "attributes": await attrvalues.loaded(svc, domain, doc["id"], doc["attributes"])}
+        # (past the request's limit together, the rest are shown without their values)
+        doc = {**doc, "attributes": await attrvalues.loaded(svc, domain, doc["id"], doc["attributes"], leave_out=True)}
     return await svc.workers.cpu(
         lambda: object_json(domain, doc, include_links=include_links, include_attrs=include_attrs,
                             create_order=create_order),
