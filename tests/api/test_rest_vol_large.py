@@ -66,6 +66,13 @@ def test_dataset_of_22_dimensions_past_2_63_bytes_is_made_and_reads_fill(vol: Vo
     stats = vol.get(f"/datasets/{did}?verbose=1")
     assert stats.status_code == 200, stats.text[:300]
     assert vol.get("/?verbose=1").status_code == 200
+    for route in ("meta", "attr"):  # the web view's description of it
+        r = vol.session.get(f"{vol.endpoint}/h5grove/{route}", params={"file": vol.domain, "path": "/shapes"}, timeout=60)
+        assert r.status_code == 200, r.text[:300]
+    view = vol.session.get(f"{vol.endpoint}/view/api/object", params={"domain": vol.domain, "path": "/shapes"}, timeout=60)
+    assert view.status_code == 200, view.text[:300]
+    plot = vol.session.get(f"{vol.endpoint}/view/api/preview", params={"domain": vol.domain, "path": "/shapes"}, timeout=60)
+    assert plot.status_code < 500, plot.text[:300]
     # points (H5Sselect_elements): the far corner and the origin, as uint64 coordinates
     points = np.array([[d - 1 for d in dims], [0] * 22], dtype="<u8")
     r = vol.post(f"/datasets/{did}/value", points.tobytes(), binary=True, content_type="application/octet-stream")

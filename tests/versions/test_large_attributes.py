@@ -3,6 +3,8 @@ attributes") through unchanged h5pyd, versions, forks, restore, gc, export and l
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -102,6 +104,13 @@ def test_export_and_load_keep_large_attributes(client: Client, tmp_path: Path) -
     done = run_h5lake("load", str(source), target, cwd=tmp_path, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     with _h5(client, target) as f:
+        assert np.array_equal(f["d"].attrs["big"], _values(1.5))
+    # h5pyd's copy of a domain (hscp) reads and writes it through the API
+    copy = client.domain.replace(".h5", "-copy.h5")
+    hscp = subprocess.run([str(Path(sys.executable).parent / "hscp"), target, copy], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert hscp.returncode == 0, hscp.stderr
+    with _h5(client, copy) as f:
         assert np.array_equal(f["d"].attrs["big"], _values(1.5))
     out = tmp_path / "out.h5"
     done = run_h5lake("export", target, str(out), cwd=tmp_path, env=env, timeout=120)
