@@ -204,3 +204,25 @@ def test_a_value_left_by_a_crash_is_invisible_and_goes_with_its_object(vol: VolR
             break
         time.sleep(0.05)
     assert _value_keys(raw_store, gid) == []
+
+
+def test_racing_overwrites_of_a_large_attribute_keep_one_whole_value(vol: VolRest, raw_store: Any) -> None:
+    """Writers racing to replace one large attribute: each answer is durable, the value read
+    afterwards is one writer's whole value, and exactly one value object is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = root_of(vol)
+    base = f"/groups/{root}/attributes/raced"
+    shape = (300, 1000)  # 1.2 MB
+    assert vol.put(base, json.dumps({"type": I32, "shape": list(shape)})).status_code == 201
+    written = {k: _values(shape, k * 1000).tobytes() for k in range(8)}
+
+    def write(k: int) -> int:
+        other = VolRest(vol.endpoint, vol.domain)
+        return other.put(base + "/value", written[k], binary=True).status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(write, list(written) * 2))
+    assert codes == [200] * len(codes)
+    assert vol.get(base + "/value", binary=True).content in written.values()
+    assert len(_value_keys(raw_store, root)) == 1
