@@ -167,3 +167,23 @@ def test_an_objects_description_leaves_out_values_past_the_request_limit(target:
     for i in range(6):
         value = _get(target, gid, f"v{i}", encoding="base64").json()["value"]
         assert base64.b64decode(value) == bytes([i]) * n
+
+
+def test_opening_an_attribute_whose_json_passes_the_reply_limit(target: Target) -> None:
+    """The HDF5 REST VOL opens an attribute with a plain GET (no IncludeData) and reads its type
+    and shape: a value whose JSON would pass ``--max-json-bytes`` is left out there; asked for
+    as JSON it is a 413 saying to read it in binary, which gives it."""
+    gid = target.group()
+    values = np.arange(100_000) / 7  # 800 KB binary, ~2 MB as JSON
+    made = requests.put(f"{target.ep}/groups/{gid}/attributes/big", auth=A, timeout=30, data=values.tobytes(),
+                        params={"domain": DOMAIN, "type": "H5T_IEEE_F64LE", "shape": f"[{values.size}]"},
+                        headers={"Content-Type": "application/octet-stream"})
+    assert made.status_code == 201, made.text[:300]
+    opened = _get(target, gid, "big")
+    assert opened.status_code == 200, opened.text[:300]
+    assert opened.json()["shape"]["dims"] == [values.size] and "value" not in opened.json()
+    asked = _get(target, gid, "big", IncludeData="1")
+    assert asked.status_code == 413 and "binary" in asked.json()["error"]["message"]
+    binary = requests.get(f"{target.ep}/groups/{gid}/attributes/big/value", params={"domain": DOMAIN}, auth=A, timeout=30,
+                          headers={"Accept": "application/octet-stream"})
+    assert binary.status_code == 200 and binary.content == values.tobytes()

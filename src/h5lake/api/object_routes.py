@@ -473,8 +473,11 @@ async def attribute_item(request: Request) -> Response:
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})
     as_json = not wants_binary(request) and not _b64(request)
+    # the HDF5 REST VOL opens an attribute by this GET (no IncludeData) and reads its type and
+    # shape: a large value whose JSON passes the reply limit is then left out, not a 413
+    implied = "IncludeData" not in request.query_params
     try:
-        attr = await attributes.get_attribute(svc, who, path, obj_id, name, as_json=as_json,
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name, as_json=as_json, leave_out=implied,
                                               value=wants_binary(request) or flag(request, "IncludeData", default=True))
     except (NotFound, Gone):
         if not name.endswith(_VALUE):
@@ -490,7 +493,8 @@ async def attribute_item(request: Request) -> Response:
         return ok({"value": shown["value"], "hrefs": hrefs_of(request).of(("self", base + "/value"), ("home", "/"), ("owner", _owner(request)))})
     if wants_binary(request) and attributes.has_value(attr):
         return binary(attributes.binary_value(attr))
-    shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
+    include = flag(request, "IncludeData", default=True) and (attributes.has_value(attr) or not attrvalues.is_outside(attr))
+    shown = attributes.attribute_json(name, attr, include_data=include, b64=_b64(request))
     out = _ignore_nan(request, [shown])[0]
     out["hrefs"] = hrefs_of(request).attribute(_owner(request), name)
     return ok(out)

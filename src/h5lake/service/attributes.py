@@ -471,14 +471,16 @@ async def domain_and_attributes(
 
 
 async def get_attribute(
-    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, *, value: bool = True, as_json: bool = True
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, *, value: bool = True, as_json: bool = True,
+    leave_out: bool = False,
 ) -> Doc:
-    """``value``: read an outside value (its bytes; ``as_json``: its JSON value too)."""
+    """``value``: read an outside value (its bytes; ``as_json``: its JSON value too; ``leave_out``:
+    not when its JSON passes the reply limit, see `attrvalues.loaded`)."""
     domain, attrs = await domain_and_attributes(svc, caller, domain_path, obj_id)
     if name not in attrs:
         _missing_attribute(svc, domain, obj_id, name)
     if value and attrvalues.is_outside(attrs[name]):
-        attrs = await attrvalues.loaded(svc, domain, obj_id, attrs, [name], as_json=as_json)
+        attrs = await attrvalues.loaded(svc, domain, obj_id, attrs, [name], as_json=as_json, leave_out=leave_out)
     return attrs[name]
 
 
