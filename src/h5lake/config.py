@@ -132,7 +132,8 @@ class Settings(BaseSettings):
     )
     max_attribute_bytes: int = Field(
         1024 * 1024, ge=1024, le=64 * 1024 * 1024,
-        description="largest attribute as stored (JSON text); an object's attributes together: 4 times this",
+        description="largest attribute kept in its object's document (JSON text; larger ones: an object of "
+        "their own); those kept there together: 4 times this; also the largest fill value",
     )
     min_chunk_bytes: int = Field(1024 * 1024, ge=1)
     compact_max_bytes: int = Field(

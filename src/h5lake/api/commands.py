@@ -144,7 +144,7 @@ def _export(settings: Any) -> None:
 )
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
-@click.option("--max-attribute-bytes", type=int, help="Largest attribute as stored (JSON); an object's attributes together: 4x [1 MiB].")
+@click.option("--max-attribute-bytes", type=int, help="Largest attribute kept in its object's document (JSON; larger ones are objects of their own); those kept there together: 4x [1 MiB].")
 @click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
 @click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [2000].")
 @click.option(

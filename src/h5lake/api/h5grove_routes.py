@@ -39,7 +39,7 @@ from h5lake.model.h5pynumbers import LONG_DOUBLE, as_numbers, complex_dtype, is_
 from h5lake.model.reduce import is_numeric
 from h5lake.model.types import VARIABLE, CharSet, StrPad, TypeClass, hdf5_size, is_bool, to_dtype
 from h5lake.model.values import array_to_bytes, array_to_json
-from h5lake.service import browse, preview
+from h5lake.service import attrvalues, browse, preview
 from h5lake.service.browse import Entity
 
 CORS = {"Access-Control-Allow-Origin": "*"}
@@ -226,7 +226,7 @@ CHILD_COST_BYTES = 1024
 
 @h5grove
 async def attr(request: Request) -> Response:
-    _, entity = await browse.entity_at(service(request), caller(request), _file(request), _path(request))
+    domain, entity = await browse.entity_at(service(request), caller(request), _file(request), _path(request))
     if entity.doc is None:
         raise InvalidInput(f"{entity.path} is not a resolved entity")
     attrs = entity.doc.get("attributes", {})
@@ -234,6 +234,7 @@ async def attr(request: Request) -> Response:
     missing = [k for k in keys if k not in attrs]
     if missing:
         raise browse.PathNotFound(f"attribute {missing[0]!r} not found at {entity.path}")
+    attrs = await attrvalues.loaded(service(request), domain, entity.doc["id"], attrs, keys)  # large values: read now
     return _json({k: attrs[k].get("value") for k in keys})
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import orjson
@@ -29,7 +28,7 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, datasets, links, object_acls, objects, paths
+from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths
 from h5lake.service.context import Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 
@@ -339,7 +338,7 @@ async def attributes_collection(request: Request) -> Response:
             raise InvalidInput("body must be a JSON object")
         include = flag(request, "IncludeData", default=True)
         if "obj_ids" in body:
-            out = await attributes.get_attributes_of_many(
+            out = await attrlist.get_attributes_of_many(
                 svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
             )
             h = hrefs_of(request)
@@ -351,7 +350,7 @@ async def attributes_collection(request: Request) -> Response:
         names = _attr_names(request, body)
         if names is None:
             raise InvalidInput("body needs attr_names or obj_ids")
-        items = await attributes.get_attributes(
+        items = await attrlist.get_attributes(
             svc,
             who,
             path,
@@ -365,7 +364,7 @@ async def attributes_collection(request: Request) -> Response:
     if flag(request, "follow_links"):
         if _collection(request) is not Collection.GROUPS:
             raise InvalidInput("follow_links can only be used with a group")
-        followed = await attributes.get_attributes_followed(
+        followed = await attrlist.get_attributes_followed(
             svc,
             who,
             path,
@@ -379,7 +378,7 @@ async def attributes_collection(request: Request) -> Response:
         )
         followed = {oid: _ignore_nan(request, listed) for oid, listed in followed.items()}
         return ok({"attributes": followed, "hrefs": hrefs_of(request).attributes(_owner(request), [])})
-    items = await attributes.get_attributes(
+    items = await attrlist.get_attributes(
         svc,
         who,
         path,
@@ -409,12 +408,13 @@ async def _binary_attribute_body(request: Request, obj_id: str, name: str) -> di
     data = await body_bytes(request)
     type_text, shape_text = request.query_params.get("type"), request.query_params.get("shape")
     if type_text is None:
-        existing = await attributes.get_attribute(service(request), caller(request), domain_param(request), obj_id, name)
+        existing = await attributes.get_attribute(service(request), caller(request), domain_param(request), obj_id, name,
+                                                  value=False)
         type_json, shape_json = existing["type"], existing["shape"]
     else:
         type_json = _json_param("type", type_text)
         shape_json = _json_param("shape", shape_text) if shape_text is not None else None
-    return {"type": type_json, "shape": shape_json, "value_base64": base64.b64encode(data).decode()}
+    return {"type": type_json, "shape": shape_json, attrvalues.PACKED: data}
 
 
 def _json_param(name: str, text: str) -> object:
@@ -437,12 +437,12 @@ async def _is_value_put(request: Request, obj_id: str, name: str) -> bool:
         return False
     svc, who, path = service(request), caller(request), domain_param(request)
     try:
-        await attributes.get_attribute(svc, who, path, obj_id, name)
+        await attributes.get_attribute(svc, who, path, obj_id, name, value=False)
         return False
     except (NotFound, Gone):  # Gone: deleted earlier (service.deleted_names), absent all the same
         pass
     try:
-        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)], value=False)
     except (NotFound, Gone):
         return False
     return True
@@ -472,23 +472,29 @@ async def attribute_item(request: Request) -> Response:
     if request.method == "DELETE":
         await attributes.delete_attributes(svc, who, path, obj_id, [name])
         return ok({})
+    as_json = not wants_binary(request) and not _b64(request)
+    # the HDF5 REST VOL opens an attribute by this GET (no IncludeData) and reads its type and
+    # shape: a large value whose JSON passes the reply limit is then left out, not a 413
+    implied = "IncludeData" not in request.query_params
     try:
-        attr = await attributes.get_attribute(svc, who, path, obj_id, name)
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name, as_json=as_json, leave_out=implied,
+                                              value=wants_binary(request) or flag(request, "IncludeData", default=True))
     except (NotFound, Gone):
         if not name.endswith(_VALUE):
             raise
         # GET .../attributes/{name}/value (HSDS): the value alone
-        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)])
+        attr = await attributes.get_attribute(svc, who, path, obj_id, name[: -len(_VALUE)], as_json=as_json)
         if attr["shape"].get("class") == "H5S_NULL":
             raise InvalidInput("a null-space attribute has no value to read")
-        if wants_binary(request) and attr.get("value") is not None:
+        if wants_binary(request) and attributes.has_value(attr):
             return binary(attributes.binary_value(attr))
         shown = _ignore_nan(request, [attributes.attribute_json(name, attr, include_data=True, b64=_b64(request))])[0]
         base = f"{_owner(request)}/attributes/{segment(name[: -len(_VALUE)])}"
         return ok({"value": shown["value"], "hrefs": hrefs_of(request).of(("self", base + "/value"), ("home", "/"), ("owner", _owner(request)))})
-    if wants_binary(request) and attr.get("value") is not None:
+    if wants_binary(request) and attributes.has_value(attr):
         return binary(attributes.binary_value(attr))
-    shown = attributes.attribute_json(name, attr, include_data=flag(request, "IncludeData", default=True), b64=_b64(request))
+    include = flag(request, "IncludeData", default=True) and (attributes.has_value(attr) or not attrvalues.is_outside(attr))
+    shown = attributes.attribute_json(name, attr, include_data=include, b64=_b64(request))
     out = _ignore_nan(request, [shown])[0]
     out["hrefs"] = hrefs_of(request).attribute(_owner(request), name)
     return ok(out)

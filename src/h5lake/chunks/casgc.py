@@ -61,6 +61,7 @@ async def collect(store: Store, grace: float = GRACE, dry_run: bool = False) -> 
         tree = orjson.loads(blob.data)
         for entry in (tree.get("chunks") or {}).values():
             live_blobs.add(entry[0])
+        live_blobs.update(v for v in tree.get("values") or () if isinstance(v, str))  # large attribute values
         await bounded(list((tree.get("objects") or {}).values()), mark, 16)
 
     for key in roots:

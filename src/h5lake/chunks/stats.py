@@ -57,6 +57,12 @@ async def dataset_chunk_totals(store: Store, domain: str,
     return totals[0], totals[1], totals[2], totals[3]
 
 
+def json_int(n: int) -> int | float:
+    """``n``, as a float past int64 (JSON encoders, orjson's too, stop at 64 bits): a chunked
+    dataset's logical size may pass 2**63 bytes (docs/api.md, "Datasets past 2**63 bytes")."""
+    return n if n <= 2**63 - 1 else float(n)
+
+
 async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
                         item_size: int | None = None) -> dict[str, Any]:
     """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""
@@ -76,5 +82,5 @@ async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
         last = max(last, newest)
     logical_count = 0 if grid is None else span_count(grid)
     logical_size = space_from_json(dataset_doc["shape"]).count * item_size
-    return {"allocatedChunkCount": count, "logicalChunkCount": logical_count,
-            "logicalSize": logical_size, "allocatedSize": size, "lastModified": last, "storage": storage}
+    return {"allocatedChunkCount": count, "logicalChunkCount": json_int(logical_count),
+            "logicalSize": json_int(logical_size), "allocatedSize": size, "lastModified": last, "storage": storage}

@@ -127,6 +127,17 @@ def object_key(obj_id: str) -> str:
     return key
 
 
+def attribute_values_prefix(obj_id: str) -> str:
+    """``<object key>.attrs/``: where an object's large attribute values are kept, one object
+    each (docs/storage.md, "Large attributes"); listed only to collect them."""
+    return object_key(obj_id) + ".attrs/"
+
+
+def attribute_value_key(obj_id: str, token: str) -> str:
+    """``<object key>.attrs/<token>``: one large attribute value, ``token`` a fresh uuid hex."""
+    return attribute_values_prefix(obj_id) + token
+
+
 #: Keys of objects named lately: every request reads one or more (an MD5 costs ~4 us). Cleared when full.
 _OBJECT_KEYS: dict[str, str] = {}
 _OBJECT_KEYS_MAX = 4096

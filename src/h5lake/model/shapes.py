@@ -71,13 +71,16 @@ def check_extent(value: int, what: str = "dims") -> None:
 
 
 def check_bytes(dims: tuple[int, ...], itemsize: int) -> None:
-    """A dataset's elements and bytes, like each extent, stay within int64 (HDF5 counts a
-    dataspace's elements in a signed 64-bit ``hssize_t``): past it, a dataset's statistics
-    could not be written as JSON (a 500 for every verbose ``GET`` of it)."""
+    """A dataset's element count stays within int64: HDF5 counts a dataspace's elements in a
+    signed 64-bit ``hssize_t`` (``H5Sget_simple_extent_npoints``), and numpy and h5py index
+    them with int64. Its bytes may pass that (HDF5 makes such a chunked dataset without
+    allocating it; the REST VOL's suite makes 22-dimension ones of ~10**21 bytes): each chunk is
+    bounded by the chunk limit, and selections and statistics use Python integers. ``itemsize``
+    names the element size in the message."""
     count = math.prod(dims)
-    if count * max(1, itemsize) > MAX_EXTENT:
-        raise InvalidInput(f"a dataset of extent {list(dims)} holds {count} elements of {itemsize} bytes: "
-                           "at most 2**63 - 1 bytes are possible")
+    if count > MAX_EXTENT:
+        raise InvalidInput(f"a dataset of extent {list(dims)} holds {count} elements (of {itemsize} bytes): "
+                           "at most 2**63 - 1 elements are possible (HDF5's hssize_t, numpy's int64 index)")
 
 
 def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool, capped: bool = True) -> tuple[int | None, ...]:

@@ -1,10 +1,14 @@
 """Attributes of groups, datasets and committed datatypes.
 
 Sizes (docs/security.md, "Attributes"): an object's attributes live in its document, which every
-read of the object parses, so one attribute takes at most ``limits.max_attribute_size`` bytes as
-stored (JSON) and an object's attributes together ``ATTRIBUTES_PER_OBJECT`` times that; larger
-values belong in a dataset. A value is refused from its declared size before it is converted
-when its type has a fixed size, else from its JSON text.
+read of the object parses, so an attribute taking more than ``limits.max_attribute_size`` bytes
+as stored (JSON) keeps its value outside the document, in an object of its own
+(service.attrvalues), read only when asked for; one attribute's value takes at most what one
+request carries (`attrvalues.one_attribute_limit`). Attributes holding references stay inline
+(a fork renames the ids in them), so for them the inline size is the limit. The attributes kept
+in a document take at most ``ATTRIBUTES_PER_OBJECT`` times the inline size together. A value is
+refused from its declared size before it is converted when its type has a fixed size, else from
+its JSON text.
 
 A PUT of an attribute that already exists with a different value replaces it. HSDS answers 409
 unless ``replace=1`` is given, but h5pyd 1.0 never sends ``replace`` and re-sends an overwritten
@@ -24,8 +28,7 @@ import orjson
 from h5lake.errors import Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.fromjson import int_scalar, json_to_array
-from h5lake.model.globs import check_pattern, matches
-from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
+from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.types import (
@@ -38,9 +41,10 @@ from h5lake.model.types import (
     type_class,
 )
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
-from h5lake.service.access import client_timestamp, load_object, open_object, resolve_type, update_object
+from h5lake.service import attrvalues
+from h5lake.service.access import client_timestamp, open_object, resolve_type, update_object
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import ENTRY_BYTES, Doc, PutOutcome, Unchanged, Versioned
+from h5lake.service.documents import Doc, PutOutcome, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.views import Domain
 
@@ -77,60 +81,110 @@ async def parse_attribute(svc: Service, domain: Domain, body: Any, *, base64_val
             raise InvalidInput("a null-space attribute has no value")
         attr["value"] = None
         return attr
-    _check_declared_size(svc, body, type_json, space.dims)
+    declared = _declared_size(body, type_json, space.dims)
+    limit = attrvalues.one_attribute_limit(svc)
+    if declared > limit:
+        raise TooLarge(f"the attribute's value takes {declared} bytes, over the limit of {limit} for one attribute "
+                       "(what one request carries: --max-json-bytes, --max-request-bytes): store it in a dataset")
+    inline = not _has_reference(type_json)  # a reference stays in the document: a fork renames it
+    if inline and declared > svc.limits.max_attribute_size:
+        attr[attrvalues.PACKED] = await svc.workers.cpu(
+            _packed_value, body, type_json, space.dims, base64_values, size=declared)
+        return attr
+    if declared > svc.limits.max_attribute_size:
+        raise _too_large(svc, "the attribute's value", declared)
     attr = _parse_value(attr, body, type_json, space.dims, base64_values)
-    _check_stored_size(svc, attr)
+    stored = len(orjson.dumps(attr))
+    if stored > svc.limits.max_attribute_size:
+        if not inline:
+            raise _too_large(svc, "the attribute as stored", stored)
+        packed = attribute_bytes(attr)
+        attr = {k: v for k, v in attr.items() if k not in ("value", "value_base64")}
+        attr[attrvalues.PACKED] = packed
     return attr
 
 
 def _too_large(svc: Service, what: str, size: int) -> TooLarge:
     limit = svc.limits.max_attribute_size
     return TooLarge(
-        f"{what} takes {size} bytes, over the limit of {limit} for one attribute (--max-attribute-bytes; "
-        "every read of its object parses its attributes): store large values in a dataset"
+        f"{what} takes {size} bytes, over the limit of {limit} for one attribute holding references "
+        "(--max-attribute-bytes; such an attribute is kept in its object's document, which every read of the "
+        "object parses): store large values in a dataset"
     )
 
 
-def _check_declared_size(svc: Service, body: Doc, type_json: Doc, dims: tuple[int, ...]) -> None:
-    """Refuse a value larger than the limit before converting it: from its shape when its type
-    has a fixed size, from its base64 text, else from its JSON text."""
-    limit = svc.limits.max_attribute_size
+def _has_reference(t: Doc) -> bool:
+    match type_class(t):
+        case TypeClass.REFERENCE:
+            return True
+        case TypeClass.ARRAY | TypeClass.VLEN:
+            return _has_reference(t["base"])
+        case TypeClass.COMPOUND:
+            return any(_has_reference(f["type"]) for f in t["fields"])
+    return False
+
+
+def _declared_size(body: Doc, type_json: Doc, dims: tuple[int, ...]) -> int:
+    """A value's size before it is converted: from its shape when its type has a fixed size,
+    else from its base64 or JSON text."""
     size = item_size(type_json)
     if size is not None:
-        declared = math.prod(dims) * size
-        if declared > limit:
-            raise _too_large(svc, "the attribute's value", declared)
-        return
+        return math.prod(dims) * size
+    packed = body.get(attrvalues.PACKED)
+    if isinstance(packed, bytes):
+        return len(packed)
+    found = 0
     for key in ("value_base64", "value"):
         value = body.get(key)
-        if isinstance(value, str) and len(value) > limit:
-            raise _too_large(svc, "the attribute's value", len(value))
-    if isinstance(body.get("value"), list) and len(orjson.dumps(body["value"])) > limit:
-        raise _too_large(svc, "the attribute's value", len(orjson.dumps(body["value"])))
+        if isinstance(value, str):
+            found = max(found, len(value))
+    if isinstance(body.get("value"), list):
+        found = max(found, len(orjson.dumps(body["value"])))
+    return found
 
 
-def _check_stored_size(svc: Service, attr: Doc) -> None:
-    stored = len(orjson.dumps(attr))
-    if stored > svc.limits.max_attribute_size:
-        raise _too_large(svc, "the attribute as stored", stored)
+def _packed_value(body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> bytes:
+    """A large value's bytes (the binary form), checked against its type and shape."""
+    if not _has_value(body):
+        return array_to_bytes(empty_array(type_json, dims), type_json)
+    raw = _raw_bytes(body, base64_values)
+    if raw is not None:
+        bytes_to_array(raw, type_json, dims)  # the right size for the type and shape
+        return raw
+    return array_to_bytes(json_to_array(body["value"], type_json, dims), type_json)
 
 
-def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
-    """``attr`` with the value of ``body`` (JSON, or base64 bytes), checked against its type."""
-    if "value" not in body and "value_base64" not in body:
-        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
-        attr["value"] = array_to_json(empty_array(type_json, dims), type_json)
-        return attr
+def _has_value(body: Doc) -> bool:
+    return "value" in body or "value_base64" in body or attrvalues.PACKED in body
+
+
+def _raw_bytes(body: Doc, base64_values: bool) -> bytes | None:
+    """The value's bytes when sent so: a binary body (`attrvalues.PACKED`, set by the routes,
+    never by JSON) or base64; None for a JSON value."""
+    packed = body.get(attrvalues.PACKED)
+    if isinstance(packed, bytes):
+        return packed
     encoded = body.get("value_base64")
     if encoded is None and (base64_values or body.get("encoding") == "base64"):
         encoded = body.get("value")
-    if encoded is not None:
-        if not isinstance(encoded, str):
-            raise InvalidInput("a base64 value must be a string")
-        try:
-            raw = base64.b64decode(encoded, validate=True)
-        except ValueError:  # binascii.Error, and non-ASCII text
-            raise InvalidInput("value is not valid base64") from None
+    if encoded is None:
+        return None
+    if not isinstance(encoded, str):
+        raise InvalidInput("a base64 value must be a string")
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except ValueError:  # binascii.Error, and non-ASCII text
+        raise InvalidInput("value is not valid base64") from None
+
+
+def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], base64_values: bool) -> Doc:
+    """``attr`` with the value of ``body`` (JSON, or bytes: binary or base64), checked against its type."""
+    if not _has_value(body):
+        # HSDS keeps a null value; h5lake stores the type's zeros, which every reader can use
+        attr["value"] = array_to_json(empty_array(type_json, dims), type_json)
+        return attr
+    raw = _raw_bytes(body, base64_values)
+    if raw is not None:
         arr = bytes_to_array(raw, type_json, dims)
         attr["value"] = array_to_json(arr, type_json)
         if not _json_is_exact(attr["value"], type_json, dims, raw):
@@ -172,19 +226,24 @@ def _may_lose(t: Doc) -> bool:
 
 def _same(a: Doc, b: Doc) -> bool:
     keys = ("type", "shape", "value", "value_base64", "nameCharSet")
-    return all(a.get(k) == b.get(k) for k in keys)
+    return all(a.get(k) == b.get(k) for k in keys) and attrvalues.content(a) == attrvalues.content(b)
 
 
-def _add_attributes(doc: Doc, new: dict[str, Doc], limit: int) -> Any:
-    """Set the ``new`` attributes in ``doc``; ``limit``: the bytes its attributes may take."""
+def _add_attributes(doc: Doc, new: dict[str, Doc], dropped: list[Doc]) -> Any:
+    """Set the ``new`` attributes in ``doc``; ``dropped`` gets the outside values no longer named."""
     attrs = doc.setdefault("attributes", {})
     changed = False
+    dropped.clear()
     for name, attr in new.items():
         existing = attrs.get(name)
         if existing is not None and _same(existing, attr):
+            if attrvalues.is_outside(attr):
+                dropped.append(attr[attrvalues.OUTSIDE])  # the one just stored: not needed
             continue
         if existing is not None:
             attr = dict(attr, created=existing.get("created", attr["created"]))
+            if attrvalues.is_outside(existing):
+                dropped.append(existing[attrvalues.OUTSIDE])
         attrs[name] = attr
         changed = True
     if not changed:
@@ -205,21 +264,68 @@ def _total_within(limit: int) -> Callable[[Doc, int], None]:
     return check
 
 
+class _ObjectFull(TooLarge):
+    """The attributes kept in an object's document would pass their limit together."""
+
+
 def _check_total(attrs: dict[str, Doc], limit: int) -> None:
     total = len(orjson.dumps(attrs))
     if total > limit:
-        raise TooLarge(
+        raise _ObjectFull(
             f"the object's attributes would take {total} bytes, over the limit of {limit} for one object "
             f"({ATTRIBUTES_PER_OBJECT} x --max-attribute-bytes; every read of the object parses them): "
             "store large values in a dataset"
         )
 
 
+def _moved_outside(new: dict[str, Doc]) -> dict[str, Doc] | None:
+    """``new`` with every value that may live outside the document moved there (None: none
+    may): what an object whose document holds its fill of attributes gets."""
+    moved, out = False, {}
+    for name, attr in new.items():
+        if attrvalues.PACKED in attr or attr.get("value") is None or _has_reference(attr["type"]):
+            out[name] = attr
+            continue
+        out[name] = {k: v for k, v in attr.items() if k not in ("value", "value_base64")}
+        out[name][attrvalues.PACKED] = attribute_bytes(attr)
+        moved = True
+    return out if moved else None
+
+
 async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
+    """Set ``new`` in the object's document; when the attributes kept there would pass their
+    limit together, with the new values kept outside it."""
+    try:
+        return await _put_once(svc, domain, obj_id, new)
+    except _ObjectFull:
+        moved = _moved_outside(new)
+        if moved is None:
+            raise
+        return await _put_once(svc, domain, obj_id, moved)
+
+
+async def _put_once(svc: Service, domain: Domain, obj_id: str, new: dict[str, Doc]) -> PutOutcome:
     # reuse: _add_attributes sets whole attributes and lastModified (Documents.update)
     limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
-    _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, limit), reuse=True, check=_total_within(limit))
+    stored = [a for a in new.values() if attrvalues.PACKED in a]
+    if stored:  # the values first, durable, then the document that names them
+        refs = await svc.workers.map(stored, lambda a: attrvalues.store(svc, obj_id, a[attrvalues.PACKED]))
+        refs_by_id = {id(a): r for a, r in zip(stored, refs)}
+        new = {n: ({k: v for k, v in a.items() if k != attrvalues.PACKED} | {attrvalues.OUTSIDE: refs_by_id[id(a)]}
+                   if id(a) in refs_by_id else a) for n, a in new.items()}
+    dropped: list[Doc] = []
+    try:
+        doc, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, dropped), reuse=True,
+                                           check=_total_within(limit))
+    except (NotFound, Gone, InvalidInput, TooLarge):
+        if stored:  # named by no document: delete now rather than leave to the collection
+            await attrvalues.drop(svc, obj_id, [a[attrvalues.OUTSIDE] for a in new.values() if attrvalues.is_outside(a)])
+        raise
     svc.catalog.note_object(domain.path, obj_id)
+    if dropped:
+        await attrvalues.drop(svc, obj_id, dropped)
+    if stored:
+        svc.spawn(attrvalues.collect(svc, obj_id, doc))
     return outcome  # type: ignore[no-any-return]
 
 
@@ -231,9 +337,10 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     return dict(zip(names, parsed))
 
 
-async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str, Doc]:
-    """The inline ``attributes`` of a POST that creates an object (absent: none), given as in
-    ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``."""
+async def parse_attributes(svc: Service, domain: Domain, body: Any, obj_id: str) -> dict[str, Doc]:
+    """The inline ``attributes`` of a POST that creates object ``obj_id`` (absent: none), given
+    as in ``PUT .../attributes``: an object keyed by name, or a list of objects with a ``name``.
+    Large values are stored at once (before the document that names them)."""
     if body is None:
         return {}
     if isinstance(body, list):
@@ -241,7 +348,16 @@ async def parse_attributes(svc: Service, domain: Domain, body: Any) -> dict[str,
             raise InvalidInput("a list of attributes needs a name in each")
         body = {a["name"]: a for a in body}
     parsed = await _parse_many(svc, domain, body, False)
-    _check_total(parsed, ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size)
+    limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
+    try:
+        _check_total({n: a for n, a in parsed.items() if attrvalues.PACKED not in a}, limit)
+    except _ObjectFull:
+        parsed = _moved_outside(parsed) or parsed
+    for name, attr in parsed.items():
+        if attrvalues.PACKED in attr:
+            ref = await attrvalues.store(svc, obj_id, attr.pop(attrvalues.PACKED))
+            parsed[name] = {**attr, attrvalues.OUTSIDE: ref}
+    _check_total(parsed, limit)
     return parsed
 
 
@@ -289,13 +405,15 @@ async def put_attributes(
 
 
 def attribute_json(name: str, attr: Doc, *, include_data: bool = True, b64: bool = False) -> Doc:
+    """``attr`` as a reply shows it; an outside value (service.attrvalues) must have been read
+    (`attrvalues.loaded`) when ``include_data``."""
     out: Doc = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "created": attr.get("created")}
     if "nameCharSet" in attr:
         out["nameCharSet"] = attr["nameCharSet"]
     out["lastModified"] = attr.get("created")
     if include_data:
         value = attr.get("value")
-        if b64 and value is not None:
+        if b64 and (value is not None or attrvalues.PACKED in attr):
             out["value"] = base64.b64encode(attribute_bytes(attr)).decode()
             out["encoding"] = "base64"
         else:
@@ -333,18 +451,17 @@ def _any_text(value: Any, depth: int) -> bool:
 
 def attribute_bytes(attr: Doc) -> bytes:
     """The attribute's value in the binary form: its exact bytes when it was sent so and JSON
-    could not hold them (``value_base64``), else made from the JSON value."""
+    could not hold them (``value_base64``), else made from the JSON value; an outside value's
+    bytes once read."""
+    if attrvalues.PACKED in attr:
+        return bytes(attr[attrvalues.PACKED])
     if "value_base64" in attr:
         return base64.b64decode(attr["value_base64"])
     dims = tuple(attr["shape"].get("dims", ()))
     return array_to_bytes(json_to_array(attr["value"], attr["type"], dims), attr["type"])
 
 
-async def _attributes_of(svc: Service, caller: Caller, domain_path: str, obj_id: str) -> dict[str, Doc]:
-    return (await _domain_and_attributes(svc, caller, domain_path, obj_id))[1]
-
-
-async def _domain_and_attributes(
+async def domain_and_attributes(
     svc: Service, caller: Caller, domain_path: str, obj_id: str
 ) -> tuple[Domain, dict[str, Doc]]:
     parse_id(obj_id)
@@ -353,10 +470,17 @@ async def _domain_and_attributes(
     return domain, attrs
 
 
-async def get_attribute(svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str) -> Doc:
-    domain, attrs = await _domain_and_attributes(svc, caller, domain_path, obj_id)
+async def get_attribute(
+    svc: Service, caller: Caller, domain_path: str, obj_id: str, name: str, *, value: bool = True, as_json: bool = True,
+    leave_out: bool = False,
+) -> Doc:
+    """``value``: read an outside value (its bytes; ``as_json``: its JSON value too; ``leave_out``:
+    not when its JSON passes the reply limit, see `attrvalues.loaded`)."""
+    domain, attrs = await domain_and_attributes(svc, caller, domain_path, obj_id)
     if name not in attrs:
         _missing_attribute(svc, domain, obj_id, name)
+    if value and attrvalues.is_outside(attrs[name]):
+        attrs = await attrvalues.loaded(svc, domain, obj_id, attrs, [name], as_json=as_json, leave_out=leave_out)
     return attrs[name]
 
 
@@ -383,10 +507,10 @@ async def put_attribute_value(
     """``PUT .../attributes/{name}/value`` (HSDS): a new value for an existing attribute, of
     its type and shape: packed bytes, or ``{"value": ...}`` (``"encoding": "base64"`` for
     packed bytes in base64; a null value stores zeros, as HSDS does)."""
-    existing = await get_attribute(svc, caller, domain_path, obj_id, name)
+    existing = await get_attribute(svc, caller, domain_path, obj_id, name, value=False)
     attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
     if packed is not None:
-        attr["value_base64"] = base64.b64encode(packed).decode("ascii")
+        attr[attrvalues.PACKED] = packed
     else:
         if not isinstance(body, dict) or "value" not in body:
             raise InvalidInput("body must be a JSON object with a value")
@@ -402,154 +526,18 @@ def ordered_attributes(attrs: dict[str, Doc], create_order: bool) -> list[tuple[
     return sorted(attrs.items())
 
 
-async def get_attributes(
-    svc: Service,
-    caller: Caller,
-    domain_path: str,
-    obj_id: str,
-    *,
-    names: list[str] | None = None,
-    include_data: bool = False,
-    create_order: bool = False,
-    marker: str | None = None,
-    limit: int | None = None,
-    b64: bool = False,
-    pattern: str | None = None,
-    max_data_size: int = 0,
-    skip_missing: bool = False,
-) -> list[Doc]:
-    """``skip_missing``: a name of ``names`` the object lacks is left out instead of 404 (the
-    ``attr_names`` filter of a GET listing, which HSDS ignores: a listing of nothing is empty)."""
-    attrs = await _attributes_of(svc, caller, domain_path, obj_id)
-    if skip_missing and names is not None:
-        names = [n for n in names if n in attrs]
-    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Tenth attack pass")
-        _listed, attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size,
-        size=len(attrs) * ENTRY_BYTES,
-    )
-
-
-def _listed(
-    attrs: dict[str, Doc],
-    names: list[str] | None,
-    include_data: bool,
-    create_order: bool,
-    marker: str | None,
-    limit: int | None,
-    b64: bool,
-    pattern: str | None,
-    max_data_size: int = 0,
-) -> list[Doc]:
-    """``max_data_size`` (HSDS): values of more bytes than that are left out (0: no limit)."""
-    if pattern:
-        check_pattern(pattern)
-        attrs = {n: a for n, a in attrs.items() if matches(n, pattern)}
-    if names is not None:
-        missing = [n for n in names if n not in attrs]
-        if missing:
-            raise NotFound(f"attribute {missing[0]!r} not found")
-        items = [(n, attrs[n]) for n in names]
-    else:
-        items = ordered_attributes(attrs, create_order)
-        if marker is not None:
-            keys = [k for k, _ in items]
-            if marker not in keys:  # as HSDS: a marker must name an attribute of the listing
-                raise NotFound(f"marker {marker!r} is not an attribute of the object")
-            items = items[keys.index(marker) + 1 :]
-        if limit is not None:
-            items = items[:limit]
-    return [
-        attribute_json(n, a, include_data=include_data and _fits(a, max_data_size), b64=b64) for n, a in items
-    ]
-
-
-def _fits(attr: Doc, max_data_size: int) -> bool:
-    if max_data_size <= 0 or attr.get("value") is None:
-        return True
-    return len(attribute_bytes(attr)) <= max_data_size
-
-
-async def get_attributes_followed(
-    svc: Service,
-    caller: Caller,
-    domain_path: str,
-    group_id: str,
-    *,
-    include_data: bool = False,
-    create_order: bool = False,
-    limit: int | None = None,
-    b64: bool = False,
-    pattern: str | None = None,
-    max_data_size: int = 0,
-) -> Doc:
-    """``GET /groups/{id}/attributes?follow_links=1`` (HSDS): the attributes of the group and of
-    every object reached from it through hard links, keyed by object id."""
-    parse_id(group_id, Collection.GROUPS)
-    domain, start = await open_object(svc, caller, domain_path, group_id, Permission.READ)
-    found: dict[str, Doc] = {group_id: start.doc}
-    frontier = [start.doc]
-    while frontier:
-        targets = [
-            link["id"]
-            for doc in frontier
-            for link in doc.get("links", {}).values()
-            if link.get("id") and link["id"] not in found
-        ]
-        targets = list(dict.fromkeys(targets))
-        loaded = await svc.workers.map(targets, lambda t: _existing(svc, domain, t))
-        frontier = []
-        for target, versioned in zip(targets, loaded):
-            if versioned is None:
-                continue  # a dangling link
-            found[target] = versioned.doc
-            frontier.append(versioned.doc)
-    return {
-        oid: _listed(doc.get("attributes", {}), None, include_data, create_order, None, limit, b64, pattern, max_data_size)
-        for oid, doc in found.items()
-    }
-
-
-async def _existing(svc: Service, domain: Domain, obj_id: str) -> Versioned | None:
-    try:
-        return await load_object(svc, domain, obj_id)
-    except (NotFound, Gone):
-        return None
-
-
-async def get_attributes_of_many(
-    svc: Service,
-    caller: Caller,
-    domain_path: str,
-    obj_ids: Any,
-    names: list[str] | None,
-    *,
-    include_data: bool = True,
-    b64: bool = False,
-) -> Doc:
-    """``POST /groups/{root}/attributes`` with ``obj_ids``: attributes of several objects."""
-    if isinstance(obj_ids, dict):
-        requests = {strip_collection_prefix(k): v for k, v in obj_ids.items()}
-    elif isinstance(obj_ids, list):
-        requests = {strip_collection_prefix(k): names for k in obj_ids}
-    else:
-        raise InvalidInput("obj_ids must be a list or an object")
-    out: Doc = {}
-    for oid, wanted in requests.items():
-        attrs = await _attributes_of(svc, caller, domain_path, oid)
-        chosen = sorted(attrs) if wanted is None else [n for n in wanted if n in attrs]
-        out[oid] = [attribute_json(n, attrs[n], include_data=include_data, b64=b64) for n in chosen]
-    return out
-
-
 async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_id: str, names: list[str]) -> None:
     parse_id(obj_id)
     if not names:
         raise InvalidInput("no attribute names given")
     domain = await open_domain(svc, caller, domain_path, Permission.DELETE)
 
+    dropped: list[Doc] = []
+
     def remove(doc: Doc) -> Unchanged | None:
         attrs = doc.get("attributes", {})
         present = [n for n in names if n in attrs]
+        dropped[:] = [attrs[n][attrvalues.OUTSIDE] for n in present if attrvalues.is_outside(attrs[n])]
         for n in names:
             if n not in attrs and not _deleted_here(svc, domain, obj_id, "attribute", n):
                 raise NotFound(f"attribute {n!r} not found")
@@ -563,9 +551,16 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
     await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.deleted_names.note(domain.path, obj_id, "attribute", names)
     svc.catalog.note_object(domain.path, obj_id)
+    if dropped:
+        await attrvalues.drop(svc, obj_id, dropped)
+
+
+def has_value(attr: Doc) -> bool:
+    """Whether ``attr`` has a value to answer (a null-space one has none; an outside one read)."""
+    return attr.get("value") is not None or attrvalues.PACKED in attr
 
 
 def binary_value(attr: Doc) -> bytes:
-    if attr.get("value") is None:
+    if not has_value(attr):
         return b""
     return attribute_bytes(attr)

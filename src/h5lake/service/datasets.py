@@ -78,7 +78,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
-    doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
+    doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"), doc["id"])
     if planned is None:
         check_linked_chunk_size(props["layout"], type_json, svc.limits.max_chunk_size)
         layout, sources = await ingest_linked_layout(svc, domain, doc["id"], space, type_json, props, batch or [])

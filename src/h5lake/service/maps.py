@@ -17,6 +17,7 @@ from h5lake.model import mapdata as md
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection
 from h5lake.model.types import client_type
+from h5lake.service import attrvalues
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -59,7 +60,7 @@ async def create_maps(svc: Service, caller: Caller, domain_path: str, body: Any)
         doc = base_doc(new_id_for(Collection.MAPS, item, domain), domain, item)
         doc["key_type"], doc["value_type"] = key_type, value_type
         doc["creationProperties"] = _creation_properties(item.get("creationProperties"))
-        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"))
+        doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"), doc["id"])
         docs.append(doc)
         link = parse_link_request(item)
         if link is not None:
@@ -131,7 +132,8 @@ async def get_map(svc: Service, caller: Caller, domain_path: str, map_id: str, *
     opened = await open_map(svc, caller, domain_path, map_id, Permission.READ)
     out = map_json(opened.domain, opened.doc)
     if include_attrs:
-        out.update(object_json(opened.domain, opened.doc, include_attrs=True))
+        attrs = await attrvalues.loaded(svc, opened.domain, map_id, opened.doc.get("attributes") or {}, leave_out=True)
+        out.update(object_json(opened.domain, {**opened.doc, "attributes": attrs}, include_attrs=True))
         out["key_type"], out["value_type"] = client_type(opened.doc["key_type"]), client_type(opened.doc["value_type"])
     if verbose:
         found = await opened.buckets.buckets()

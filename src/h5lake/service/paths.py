@@ -11,6 +11,7 @@ from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key, parse_id
 from h5lake.model.types import client_type
+from h5lake.service import attrvalues
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import ENTRY_BYTES, Doc, dumps
 from h5lake.service.domains import domain_json, open_domain
@@ -84,7 +85,8 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
         )
         try:
             async for listed in walk:
-                out[listed.id] = listed.shown
+                if listed.complete:
+                    out[listed.id] = listed.shown
         except TooMany:
             return None
         finally:
@@ -95,7 +97,8 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
         async for item in versioned:
             doc = item.doc
             shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
-            out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
+            if _complete(doc):
+                out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
     except TooMany:
         return None
     finally:
@@ -111,6 +114,7 @@ class _Listed:
     shown: Doc
     root: str | None
     targets: tuple[str, ...]
+    complete: bool = True  # False: left out of the listing (`_complete`)
 
 
 async def _listed(
@@ -134,7 +138,7 @@ async def _listed(
         doc = await view.docs.parsed(blob.data, object_key(obj_id))
         shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
         description = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
-        found = _Listed(doc["id"], description, doc.get("root"), tuple(linked_ids(doc)))
+        found = _Listed(doc["id"], description, doc.get("root"), tuple(linked_ids(doc)), _complete(doc))
         if shown * ENTRY_BYTES <= KEEP_SHOWN_BYTES:  # a wide one is not kept: no serialization to size it
             svc.described.keep(key, blob.etag, found, len(dumps(description)))  # (its size, once per change)
     return found, found.root, found.targets
@@ -161,6 +165,13 @@ LEFT_OUT_OF_LISTINGS = ("id", "root", "domain", "linkCount", "attributeCount")
 is its key there, the root and domain the reply's own, and the counts those of the ``links`` and
 ``attributes`` it holds (h5pyd deletes all five from what it GETs). They were ~40% of the reply
 (docs/performance.md, "Listing")."""
+
+
+def _complete(doc: Doc) -> bool:
+    """Whether a listing shows the object: not when an attribute's value is kept outside its
+    document (service.attrvalues), which a listing does not read; h5pyd then GETs the object
+    with ``include_attrs``, which does."""
+    return not any(attrvalues.is_outside(a) for a in (doc.get("attributes") or {}).values())
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:

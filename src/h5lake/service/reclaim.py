@@ -24,6 +24,7 @@ from h5lake.model.ids import (
     same_domain,
     versions_prefix,
 )
+from h5lake.service import attrvalues
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
 from h5lake.service.views import Domain
@@ -42,6 +43,8 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
             if parse_id(doc["id"]) in (Collection.DATASETS, Collection.MAPS):
                 await reclaim_dataset_chunks(svc, path, doc)
         await svc.workers.each(docs, lambda d: svc.store.delete(object_key(d["id"])))
+        valued = [d for d in docs if attrvalues.outside_refs(d.get("attributes") or {})]
+        await svc.workers.each(valued, lambda d: attrvalues.collect(svc, d["id"], None))
         # The path's own state. A domain made there again meanwhile (its creator cleared what
         # the deleted one left, `clear_path`) owns it now: only the deleted domain's marks go.
         await clear_path(svc, path, root)

@@ -35,7 +35,7 @@ from h5lake.model.ids import (
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
 from h5lake.model.versionref import parse_version_id, version_id
-from h5lake.service import versions
+from h5lake.service import attrvalues, versions
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import COMMITTING, open_domain
@@ -142,6 +142,9 @@ class Snapshot:
         if chunked and not is_linked(found.doc):
             before = (prev or {}).get("chunks", {})
             tree["chunks"], tree["catalog"] = await self._chunks(obj_id, before, found.doc.get(FORKED))
+        values = await attrvalues.commit_values(self.svc, obj_id, found.doc)
+        if values:  # large attribute values, as blobs (gc keeps them)
+            tree["values"] = values
         self.objects[obj_id] = await cas.put_tree(tree)
         return children(found.doc)
 

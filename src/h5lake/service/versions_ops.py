@@ -14,7 +14,7 @@ from h5lake.model.ids import blob_key, chunk_key, object_key
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
 from h5lake.model.versionref import parse_ref, parse_version_id
-from h5lake.service import versions
+from h5lake.service import attrvalues, versions
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains import open_domain
@@ -178,8 +178,12 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         if put or drop:
             svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop], intent)
         if old.get("etag") != tree["etag"]:
+            await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
             await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
             svc.catalog.note_object(domain.path, obj_id)
+            kept = {r["key"] for r in attrvalues.outside_refs(tree["doc"].get("attributes") or {}).values()}
+            before = attrvalues.outside_refs((old.get("doc") or {}).get("attributes") or {}).values()
+            await attrvalues.drop(svc, obj_id, [r for r in before if r["key"] not in kept])
             objects += 1
         chunks += len(put) + len(drop)
     for obj_id in set(have) - set(want):
@@ -187,6 +191,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
             await svc.store.delete(chunk_key(obj_id, _index(name)))
         await svc.store.delete(object_key(obj_id))
         svc.catalog.note_object(domain.path, obj_id)
+        await attrvalues.collect(svc, obj_id, None)
         objects += 1
     await svc.catalog.flush()
     return objects, chunks

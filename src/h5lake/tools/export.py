@@ -16,6 +16,7 @@ and h5pyd's forms (``CreateOrder``, filters by name) otherwise.
 from __future__ import annotations
 
 import base64
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 from h5py import h5f, h5o, h5p
 
+from h5lake.model.types import item_size
 from h5lake.tools import h5native, mapfiles, versioned
 from h5lake.tools.common import (
     ToolError,
@@ -57,7 +60,24 @@ def user_block(props: Doc) -> tuple[int, bytes]:
     return size, content
 
 
-def _create_file(path: Path, root: Doc) -> Any:
+COMPACT_ATTRIBUTE_BYTES = 60_000  # HDF5 keeps an attribute in the object header up to 64 KiB
+
+
+def _has_large_attribute(docs: Any) -> bool:
+    """Whether an attribute's value passes what HDF5's original file format can hold in an
+    object header: such a file needs dense attribute storage (format 1.8 and later)."""
+    for doc in docs:
+        for attr in (doc.get("attributes") or {}).values():
+            dims = (attr.get("shape") or {}).get("dims") or ()
+            count = math.prod(dims) if isinstance(dims, list) else 1
+            size = item_size(attr["type"]) if isinstance(attr.get("type"), dict) else None
+            total = count * size if size is not None else len(orjson.dumps(attr.get("value")))
+            if total > COMPACT_ATTRIBUTE_BYTES:
+                return True
+    return False
+
+
+def _create_file(path: Path, root: Doc, dense_attributes: bool = False) -> Any:
     props = root.get("creationProperties") or {}
     fcpl = h5p.create(h5p.FILE_CREATE)
     order = props.get("linkCreationOrder") or ("H5P_CRT_ORDER_INDEXED" if props.get("CreateOrder") else None)
@@ -78,6 +98,8 @@ def _create_file(path: Path, root: Doc) -> Any:
         fcpl.set_userblock(size)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fclose_degree(h5f.CLOSE_STRONG)
+    if dense_attributes:  # else "object header message is too large"
+        fapl.set_libver_bounds(h5f.LIBVER_V18, h5f.LIBVER_LATEST)
     return h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
 
 
@@ -122,7 +144,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             fetcher.fetch_all(root)
         except RestError as exc:
             raise ToolError(explain(exc, client)) from None
-        fid = _create_file(partial, fetcher.docs[root])
+        fid = _create_file(partial, fetcher.docs[root], _has_large_attribute(fetcher.docs.values()))
         comment = (fetcher.docs[root].get("creationProperties") or {}).get("comment")
         if comment:
             h5o.set_comment(fid, comment.encode("utf-8", "surrogateescape"))
