@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import requests
+from tests.conftest import Client, auth
 
 from h5lake.model.ids import MAX_DOMAIN_BYTES
-from tests.conftest import Client, auth
 
 pytestmark = pytest.mark.one_backend  # the HTTP edge's answer, the same on every store
 

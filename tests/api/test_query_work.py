@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import requests
-
 from tests.conftest import Client
 from tests.support.server import Server, start_server
 
@@ -58,7 +57,7 @@ def test_query_over_a_huge_never_written_dataset_reads_only_written_chunks(clien
     assert r.status_code == 200, r.text
     assert r.json()["index"] == [] and r.json()["value"] == []
     inner = 2**26
-    write(client, did, f"[500000000:500000001,7:10]", rows(3, 5))  # rows 5e8, columns 7..9
+    write(client, did, "[500000000:500000001,7:10]", rows(3, 5))  # rows 5e8, columns 7..9
     write(client, did, "[3:4,2:4]", rows(2, 9))
     r = query(client, did, "a>1")
     assert r.status_code == 200, r.text
@@ -185,3 +184,17 @@ def test_a_streamed_binary_reply_is_bounded_by_a_setting(limited: Client, client
     r = client.get(f"/datasets/{huge}/value", headers=BINARY)
     assert r.status_code == 413, r.text[:300]
     assert "--max-reply-bytes" in r.json()["error"]["message"]
+
+
+def test_query_update_skips_chunks_never_written(limited: Client) -> None:
+    """Before: an update where ``a>0`` over 10**8 chunks never written read every chunk (minutes);
+    now only the written ones, and the work past --max-query-elements is refused before any change."""
+    huge = new_dataset(limited, [10**12], [10_000], name="table")
+    write(limited, huge, "[500000000005:500000000008]", rows(3, 4))
+    r = limited.put(f"/datasets/{huge}/value", params={"query": "a>0", "Limit": 2}, json={"b": -1.0})
+    assert r.status_code == 200, r.text
+    assert r.json()["index"] == [500000000005, 500000000006]
+    r = limited.get(f"/datasets/{huge}/value", params={"select": "[500000000005:500000000008]"})
+    assert [v[1] for v in r.json()["value"]] == [-1.0, -1.0, 2.5]
+    r = limited.put(f"/datasets/{huge}/value", params={"query": "a==0", "Limit": 1}, json={"b": 1.0})  # the fill matches
+    assert r.status_code == 413 and "--max-query-elements" in r.json()["error"]["message"], r.text

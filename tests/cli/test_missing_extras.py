@@ -15,7 +15,6 @@ import h5py
 import numpy as np
 import pytest
 import versioned_hdf5
-
 from tests.conftest import Client, auth
 from tests.support.cli import clean_env, one_error_line, run_h5lake
 
@@ -35,9 +34,8 @@ def without(tmp_path: Path, *modules: str) -> dict[str, str]:
 
 
 def versioned_file(path: Path) -> Path:
-    with h5py.File(path, "w") as f:
-        with versioned_hdf5.VersionedHDF5File(f).stage_version("r1") as g:
-            g.create_dataset("x", data=np.arange(4.0), chunks=(2,))
+    with h5py.File(path, "w") as f, versioned_hdf5.VersionedHDF5File(f).stage_version("r1") as g:
+        g.create_dataset("x", data=np.arange(4.0), chunks=(2,))
     return path
 
 

@@ -64,8 +64,7 @@ async def query_values(svc: Service, layout: DatasetLayout, sel: Selection, q: Q
     with ``start``/``stop``)."""
     predicate = parse_query(q.expression)
     work = _Work(svc.limits.max_query_elements)
-    fill_matches = bool(np.asarray(predicate(layout.fill.reshape(1))).any())
-    if not fill_matches and sel.rank and sel.count:
+    if not fill_matches(predicate, layout) and sel.rank and sel.count:
         chunks = await _written_chunks(layout, sel)
         if chunks is not None:
             flat, values = await _only_written(svc, layout, sel, chunks, predicate, q.limit, work)
@@ -291,3 +290,59 @@ async def _only_written(
         if done and i < len(pieces) and int(flat[-1]) < geometry.first_place(pieces[i]):
             break  # every later chunk's elements come after the ones kept
     return flat, values
+
+
+# --- query updates (service/values.update_where: one dimension) ----------------------------------
+
+
+def fill_matches(predicate: Mask, layout: DatasetLayout) -> bool:
+    return bool(np.asarray(predicate(layout.fill.reshape(1))).any())
+
+
+def check_update_work(svc: Service, elements: int) -> None:
+    """A query update examines whole chunks; refused before any is changed past the bound (a
+    partial update would be durable and the reply could not say so)."""
+    if elements > svc.limits.max_query_elements:
+        raise TooLarge(
+            f"the query update would examine up to {elements} elements, more than {svc.limits.max_query_elements} "
+            f"(the server's {QUERY_SETTING}); update a smaller selection at a time (select=...)"
+        )
+
+
+async def written_rows(
+    layout: DatasetLayout, part: Part | None, looked_at: int, grid: tuple[int, int, int]
+) -> list[int] | None:
+    """The chunks (numbered from the grid's first) of a one-dimensional dataset that may exist
+    and hold an element of ``part`` (None: all), in order; None when the locator cannot tell at
+    a bounded price or the read is small."""
+    written = getattr(layout.locator, "written", None)
+    if written is None or looked_at <= engine.SPARSE_AFTER:
+        return None
+    known = await written(layout.domain, looked_at)
+    if not isinstance(known, Written):
+        return None
+    lead, base, per_chunk = grid
+    rows = layout.shape[0]
+    found = {index[0] - base for index in known.listed if len(index) == 1}
+    for lo, hi in known.boxes:
+        if len(lo) != 1 or len(hi) != 1:
+            continue
+        run = range(max(0, lo[0] - base), min(hi[0] - base, -(-(rows + lead) // per_chunk)))
+        if len(run) > MAX_BOX_CHUNKS:
+            return None
+        found.update(run)
+    held = None if part is None or isinstance(part, Slice) else np.unique(part.index)
+
+    def holds(c: int) -> bool:
+        lo, hi = max(0, c * per_chunk - lead), min(rows, (c + 1) * per_chunk - lead)
+        if lo >= hi:
+            return False
+        if part is None:
+            return True
+        if isinstance(part, Slice):
+            return max(0, -(-(lo - part.start) // part.step)) < min(part.count, -(-(hi - part.start) // part.step))
+        assert held is not None
+        a, b = np.searchsorted(held, [lo, hi])
+        return bool(a < b)
+
+    return sorted(c for c in found if holds(c))

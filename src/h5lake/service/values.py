@@ -37,7 +37,7 @@ from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
 from h5lake.service.linked import is_chunk_table
 from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
-from h5lake.service.queries import query_values
+from h5lake.service.queries import check_update_work, fill_matches, query_values, written_rows
 from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
     JsonValues,
@@ -441,6 +441,11 @@ async def update_where(
         rows_looked_at = sel_part.count
     else:
         rows_looked_at = rows
+    if not fill_matches(predicate, layout):  # a chunk never written changes nothing: skip those
+        kept = await written_rows(layout, sel_part, chunks_looked_at, (lead, base, per_chunk))
+        if kept is not None:
+            chunks_looked_at, chunk_window = len(kept), lambda i, j: kept[i:j]
+    check_update_work(svc, chunks_looked_at * per_chunk)
     most = rows_looked_at if limit is None else min(rows_looked_at, limit)
     if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
         raise TooLarge(
