@@ -68,6 +68,8 @@ def build_service(settings: Settings, store: Store) -> Service:
             settings.max_json_bytes,
             settings.compact_max_bytes,
             settings.max_attribute_bytes,
+            max_reply_size=settings.max_reply_bytes,
+            max_query_elements=settings.max_query_elements,
         ),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,

@@ -14,6 +14,7 @@ import re
 import secrets
 
 from h5lake.errors import InvalidInput, NotFound
+from h5lake.storage.base import MAX_KEY_BYTES
 
 
 class Collection(enum.Enum):
@@ -174,6 +175,15 @@ DOMAIN_FILE = ".domain.json"
 _BAD_DOMAIN_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\\\\]")
 
 
+#: The longest key h5lake keeps under a domain's prefix, past the prefix: a tag's record,
+#: ``.history/tags/<100 characters>.json`` (119 bytes); object documents' tombstones and chunk
+#: catalogs (``.<id>.chunks.txt``) are shorter.
+DOMAIN_KEY_ROOM = 128
+#: The longest domain path, in UTF-8 bytes: every key under it stays within the storage key
+#: limit (seed 001: 1,024 bytes, ``storage.base.MAX_KEY_BYTES``).
+MAX_DOMAIN_BYTES = MAX_KEY_BYTES - DOMAIN_KEY_ROOM
+
+
 def normalize_domain(path: str) -> str:
     """Validate a domain path and return it as ``/a/b/c`` (no trailing slash).
 
@@ -199,8 +209,12 @@ _NORMALIZED_MAX = 4096
 def _normalize_domain(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise InvalidInput("domain is required")
-    if len(path) > 900:
-        raise InvalidInput("domain path is too long")
+    if len(path) > MAX_DOMAIN_BYTES or len(path.encode("utf-8", "surrogatepass")) > MAX_DOMAIN_BYTES:
+        raise InvalidInput(
+            f"domain path is {len(path.encode('utf-8', 'surrogatepass'))} bytes in UTF-8, over the limit of "
+            f"{MAX_DOMAIN_BYTES} (storage keys are at most {MAX_KEY_BYTES} bytes, and h5lake keeps keys of up "
+            f"to {DOMAIN_KEY_ROOM} bytes more under a domain)"
+        )
     if not path.startswith("/"):
         path = "/" + path
     path = path.rstrip("/") or "/"

@@ -233,6 +233,8 @@ async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit:
     h5path: str = request["h5path"]
     start = request.get("parent_id") if not h5path.startswith("/") else None
     parts = [p for p in h5path.split("/") if p and p != "."]
+    if not parts:
+        raise InvalidInput(f"h5path {h5path[:80]!r} names no link: give the new object's name (/g1/new)")
     parent = (await load_object(svc, domain, start or domain.require_root())).doc
     for name in parts[:-1]:
         link = parent.get("links", {}).get(name)
