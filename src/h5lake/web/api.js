@@ -1,5 +1,19 @@
 // Calls to the view's own API (/view/api/...). Same origin: the browser sends the login it
 // gave for the page. Every failure becomes an ApiError carrying the server's message.
+//
+// A page opened as http://user:password@host/view/ has those credentials in its own URL, and
+// fetch refuses a URL that holds credentials, as a relative URL resolved against the page's
+// would: requests go to the page's origin (which holds none) and carry the login as an
+// Authorization header of their own (the browser may not reuse what it sent for the page).
+
+const page = new URL(window.location.href);
+const ORIGIN = page.origin;
+const LOGIN = page.username ? basic(decodeURIComponent(page.username), decodeURIComponent(page.password)) : null;
+
+function basic(user, password) {
+  const utf8 = new TextEncoder().encode(`${user}:${password}`);
+  return `Basic ${btoa(String.fromCharCode(...utf8))}`;
+}
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -13,7 +27,7 @@ export function apiUrl(route, params) {
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && v !== null && v !== '') query.set(k, v);
   }
-  return `/view/api/${route}?${query}`;
+  return `${ORIGIN}/view/api/${route}?${query}`;
 }
 
 async function request(route, params) {
@@ -21,7 +35,7 @@ async function request(route, params) {
 }
 
 async function fetched(url) {
-  const response = await fetch(url);
+  const response = await fetch(url, LOGIN ? { headers: { Authorization: LOGIN } } : {});
   if (!response.ok) {
     let message = response.statusText;
     try {
@@ -36,7 +50,7 @@ async function fetched(url) {
 // The HDF REST API itself (same origin, same login), for what the view's routes do not carry:
 // a dataset by id, as a dimension scale is referenced.
 export async function getRest(path, params) {
-  return (await fetched(`${path}?${new URLSearchParams(params)}`)).json();
+  return (await fetched(`${ORIGIN}${path}?${new URLSearchParams(params)}`)).json();
 }
 
 export async function getJson(route, params) {

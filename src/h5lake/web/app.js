@@ -18,6 +18,7 @@ let openDomainPath = null;
 let domainPaths = [];
 let treeNodes = new Map(); // path -> {path, kind, children, expand(open)}
 let navigation = 0; // bumped by every route(): an answer for an older one is dropped
+let keepRatio = true; // images keep their data's aspect ratio (or fill the width), for every image
 
 // --- navigation --------------------------------------------------------------------------
 
@@ -98,6 +99,7 @@ async function openFolder(folder, stale) {
   $('tree').replaceChildren();
   const { entries } = await getJson('folder', { folder });
   if (stale()) return;
+  folderTree(folder, entries);
   const rows = entries.map((e) => el('tr', {},
     el('td', {}, icon(e.kind), ' ',
       anchor(e.kind === 'folder' ? { folder: e.name } : { domain: e.name }, e.name.split('/').pop())),
@@ -113,6 +115,23 @@ async function openFolder(folder, stale) {
         el('tbody', {}, rows))
       : el('p', { class: 'muted' }, 'Nothing here that you may read.'),
   );
+}
+
+// The sidebar of a folder page: the folders from / down to this one, and what this one holds
+// (from the listing the page shows: no other request).
+function folderTree(folder, entries) {
+  treeNodes = new Map();
+  const parts = folder.split('/').filter(Boolean);
+  const node = (params, kind, name, path) => anchor(params, [icon(kind), ` ${name}`],
+    { class: `node ${kind}${path === folder ? ' selected' : ''}`, 'data-path': path, 'data-kind': kind, role: 'treeitem' });
+  let inner = el('ul', { role: 'group' }, entries.map((e) => el('li', {},
+    node(e.kind === 'folder' ? { folder: e.name } : { domain: e.name }, e.kind, e.name.split('/').pop(), e.name))));
+  for (let i = parts.length; i >= 0; i -= 1) {
+    const path = '/' + parts.slice(0, i).join('/');
+    const li = el('li', {}, node({ folder: path }, 'folder', i ? parts[i - 1] : '/', path), inner);
+    inner = i ? el('ul', { role: 'group' }, li) : li;
+  }
+  $('tree').replaceChildren(inner);
 }
 
 // --- a domain: tree and search --------------------------------------------------------------
@@ -249,7 +268,7 @@ function attributesCard(attributes) {
     el('thead', {}, el('tr', {}, ['name', 'type', 'shape', 'value'].map((h) => el('th', {}, h)))),
     el('tbody', {}, attributes.map((a) => el('tr', {},
       el('td', {}, a.name), el('td', {}, typeText(a.type)), el('td', {}, shapeText(a.shape)),
-      el('td', { class: 'value' }, el('div', { class: 'clip' }, valueText(a.value, a.type))))))));
+      el('td', { class: 'value' }, el('div', { class: 'clip' }, a.shown !== undefined ? valueText(a.shown) : valueText(a.value, a.type))))))));
 }
 
 function filtersText(filters) {
@@ -257,20 +276,47 @@ function filtersText(filters) {
   return filters.map((f) => `${f.name ?? f.class}${f.level !== undefined ? ` (level ${f.level})` : ''}`).join(', ');
 }
 
+const LAYOUTS = {
+  H5D_CHUNKED: 'chunked',
+  H5D_CONTIGUOUS: 'contiguous',
+  H5D_COMPACT: 'compact',
+  H5D_CONTIGUOUS_REF: 'contiguous, in an HDF5 file',
+  H5D_CHUNKED_REF: 'chunked, in an HDF5 file',
+  H5D_CHUNKED_REF_INDIRECT: 'chunked, each chunk in the file its table names',
+};
+
+// The files a linked dataset reads: each with the chunks it holds, when counted.
+function linkedFiles(linked) {
+  const files = linked.files ?? [];
+  if (!files.length) return el('span', { class: 'muted' }, 'none');
+  const shown = files.slice(0, 20).map((f) => el('div', {}, f.uri,
+    f.chunks === null || f.chunks === undefined ? '' : el('span', { class: 'muted' }, ` (${f.chunks} chunk${f.chunks === 1 ? '' : 's'})`)));
+  if (files.length > 20) shown.push(el('div', { class: 'muted' }, `… and ${files.length - 20} more`));
+  return el('div', { class: 'files' }, shown);
+}
+
 function datasetParts(domain, entity) {
   const d = entity.dataset;
   const s = d.stats;
+  const chunked = /CHUNKED/.test(d.layout ?? '');
+  const linked = d.linked;
+  // h5lake keeps every dataset in pieces of its own; for one created contiguous (or compact)
+  // those are not HDF5 chunks, so the page says where the values are instead
+  const kept = s && !linked && { compact: "in the dataset's document", chunks: `${s.allocatedChunkCount} stored piece${s.allocatedChunkCount === 1 ? '' : 's'}` }[s.storage];
+  const counted = !linked || linked.allocatedChunks !== undefined || linked.class === 'H5D_CHUNKED_REF';
   const rows = [
     ['type', typeText(d.type)],
     ['shape', shapeText(d.shape)],
     ['maximum shape', maxShapeText(d.shape)],
-    ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
-    ['layout', d.layout ?? '—'],
+    ['layout', d.layout ? `${LAYOUTS[d.layout] ?? d.layout} (${d.layout})` : '—'],
+    chunked && ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
     ['filters', filtersText(d.filters)],
     ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
-    s && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
-    s && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
-    d.linked && ['linked file', `${d.linked.file_uri ?? '?'} (${d.linked.class})`],
+    s && chunked && counted && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
+    s && !chunked && kept && ['stored', kept],
+    s && counted && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
+    linked && [`linked file${linked.files?.length === 1 ? '' : `s (${linked.files?.length ?? 0})`}`, linkedFiles(linked)],
+    linked && !counted && ['allocated chunks', 'not counted (the chunk table is too long to read here)'],
   ];
   return [section('Dataset', infoTable('dataset-info', rows)), el('section', { class: 'card', id: 'vis' })];
 }
@@ -307,7 +353,7 @@ function showValues(domain, entity) {
     for (const t of tabs.children) t.classList.toggle('active', t.dataset.view === view);
     const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
     body.replaceChildren(host);
-    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, attributes: entity.attributes };
+    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, dimensions: entity.dataset.dimensions };
     const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
     run(ctx).catch(reporter(host));
   };
@@ -399,17 +445,24 @@ async function showLine({ domain, path, dims, host }) {
   await load();
 }
 
+// A dimension as the page names it: its name (DIMENSION_LABELS, else its scale's NAME), and
+// its number.
+function dimName(dimensions, d) {
+  const label = dimensions?.[d]?.label;
+  return label ? `${label} (dim ${d})` : `dim ${d}`;
+}
+
 // A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
-function sliders(dims, fixed, onChange) {
+function sliders(dims, fixed, onChange, dimensions) {
   return el('div', { class: 'sliders' }, fixed.map((_, d) => {
     const out = el('output', { id: `dim-${d}-value` }, String(fixed[d]));
     const input = el('input', {
       type: 'range', min: 0, max: dims[d] - 1, value: fixed[d], class: 'dim-slider', 'data-dim': d,
-      'aria-label': `index in dimension ${d}`,
+      'aria-label': `index in ${dimName(dimensions, d)}`,
       oninput: () => { out.textContent = input.value; },
       onchange: () => { fixed[d] = Number(input.value); onChange(); },
     });
-    return el('label', {}, `dim ${d} (of ${dims[d]}): `, input, ' ', out);
+    return el('label', { class: 'dim-label', 'data-dim': d }, `${dimName(dimensions, d)}, of ${dims[d]}: `, input, ' ', out);
   }));
 }
 
@@ -418,13 +471,11 @@ function sliders(dims, fixed, onChange) {
 // {id, label} or {why} (it cannot: the axis shows indexes), or null when none is attached.
 // H5Web plots against NeXus axes only (dimension scales: silx-kit/h5web#1313, open); the rules
 // follow its proposal (#2035): a missing, non-numeric or wrong-length scale leaves indexes.
-async function dimensionScale(domain, attributes, d, size) {
-  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
-  const ref = attr.DIMENSION_LIST?.[d]?.[0];
-  if (typeof ref !== 'string' || !ref.startsWith('datasets/')) return null;
-  const id = ref.slice('datasets/'.length);
-  const scale = await getRest(`/datasets/${encodeURIComponent(id)}`, { domain, include_attrs: 1 });
-  const label = attr.DIMENSION_LABELS?.[d] || scale.attributes?.NAME?.value || '';
+async function dimensionScale(domain, dimensions, d, size) {
+  const id = dimensions?.[d]?.scales?.[0]?.id;
+  if (!id) return null;
+  const scale = await getRest(`/datasets/${encodeURIComponent(id)}`, { domain });
+  const label = dimensions[d].label;
   const dims = scale.shape?.dims ?? [];
   if (!isNumericType(scale.type) || isComplexType(scale.type)) return { why: 'its values are not numbers' };
   if (dims.length !== 1 || dims[0] !== size) return { why: `its shape ${dims.join(' × ') || 'scalar'} is not the dimension's ${size}` };
@@ -445,10 +496,10 @@ async function scaleSamples(domain, scale, start, count, size) {
   return monotonic && (sign !== 0 || val.length === 1) ? { idx, val } : { why: 'its values are not strictly increasing or decreasing' };
 }
 
-async function showImage({ domain, path, dims, host, fixed, attributes }) {
+async function showImage({ domain, path, dims, host, fixed, dimensions }) {
   const rank = dims.length;
   const shownDims = [rank - 2, rank - 1];
-  const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, attributes, d, dims[d])
+  const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, dimensions, d, dims[d])
     .catch((error) => ({ why: `it could not be read: ${error.message}` }))));
   if (!host.isConnected) return;
   let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
@@ -462,9 +513,12 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
   hover.id = 'hover';
   const scale = el('select', { id: 'colour-scale', 'aria-label': 'colour scale', onchange: () => draw() },
     Object.entries(SCALES).map(([key, s]) => el('option', { value: key }, s.label)));
-  host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host))), el('div', { class: 'controls' },
+  host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host)), dimensions), el('div', { class: 'controls' },
     el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(reporter(host)); } }, 'Reset zoom'),
     el('label', {}, 'colour scale ', scale),
+    el('label', { title: 'square cells (as H5Web\'s aspect ratio "equal"); unticked, the image fills the width' },
+      el('input', { type: 'checkbox', id: 'keep-ratio', checked: keepRatio, onchange: (e) => { keepRatio = e.target.checked; draw(); } }),
+      ' keep aspect ratio'),
     el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), axisNote, plotHost, note, info, hover,
   el('div', { id: 'dl' }));
   const draw = () => {
@@ -474,6 +528,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
     note.textContent = drawHeatmap(plotHost, preview, {
       scale: scale.value,
       axes,
+      keepRatio,
       onZoom: (r) => { region = r; load().catch(reporter(host)); },
       onHover: (r, c, v, y, x) => {
         const where = [axes.rows, axes.cols].map((a, k) => (a.scale ? `, ${a.label || names[k]} = ${num([y, x][k])}` : '')).join('');
@@ -485,7 +540,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
   const axesFor = async (header) => {
     const why = [];
     const axes = await Promise.all(shownDims.map(async (d, k) => {
-      const index = { label: `${k ? 'column' : 'row'} index (dim ${d})`, scale: null };
+      const index = { label: `${k ? 'column' : 'row'} index (${dimName(dimensions, d)})`, scale: null };
       const found = scales[k];
       if (!found) return index;
       let samples = found;
@@ -493,7 +548,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
         samples = await scaleSamples(domain, found, header.start[k], header.shape[k], dims[d])
           .catch((error) => ({ why: `it could not be read: ${error.message}` }));
       }
-      if (samples.why) { why.push(`dim ${d}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
+      if (samples.why) { why.push(`${dimName(dimensions, d)}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
       return { label: found.label, scale: samples };
     }));
     axisNote.textContent = why.join(' ');
@@ -587,7 +642,7 @@ async function showRgb({ domain, path, dims, type, host, interlace }) {
   }
 }
 
-async function showTable({ domain, path, dims, type, host, fixed }) {
+async function showTable({ domain, path, dims, type, host, fixed, dimensions }) {
   const rank = dims.length;
   const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
   const colCount = rank > 1 ? dims[rank - 1] : 1;
@@ -608,7 +663,7 @@ async function showTable({ domain, path, dims, type, host, fixed }) {
       if (Number.isFinite(row)) { start = Math.max(0, Math.min(rowCount - 1, row)); reload(); }
     },
   });
-  host.replaceChildren(sliders(dims, fixed, reload),
+  host.replaceChildren(sliders(dims, fixed, reload, dimensions),
     el('div', { class: 'controls' }, prev, next, colCount > TABLE_COLS ? [left, right] : [], 'go to row ', goto),
     info, tableHost, el('div', { id: 'dl' }));
   const ticket = latest(host);
