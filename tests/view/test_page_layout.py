@@ -8,6 +8,7 @@ files (``--allow-source``), so that a domain can be built with ``h5lake load --a
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import h5py
 import numpy as np
 import pytest
 import requests
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
 from tests.support.server import USERS, start_server
 
 pytestmark = pytest.mark.one_backend  # the page in a browser; its reads are the service's, the same on every store
@@ -203,6 +204,8 @@ def test_login_in_the_url(browser: Browser, site: Site, shots: Path) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("response", lambda r: errors.append(f"{r.status}: {r.url}") if r.status >= 400 else None)
+    calls: list[Request] = []
+    page.on("request", lambda r: calls.append(r) if "/view/api/" in r.url or "/datasets/" in r.url else None)
     host = site.endpoint.removeprefix("http://")
     page.goto(f"http://{USER}:{USERS[USER]}@{host}/view/?domain={site.domain}&path=/square")
     expect(page.locator("#heatmap")).to_be_visible()
@@ -211,6 +214,12 @@ def test_login_in_the_url(browser: Browser, site: Site, shots: Path) -> None:
     expect(page.locator("label.dim-label[data-dim='0']")).to_contain_text("time")
     page.get_by_role("button", name="Table").click()
     expect(page.locator("table#values")).to_be_visible()
+    with page.expect_download() as download:
+        page.locator("#download-csv").click()
+    rows = Path(download.value.path()).read_text().split()
+    assert [float(v) for v in rows[0].split(",")] == list(np.arange(16.0))  # /stack[0, 0, 0]
     page.screenshot(path=shots / "login-in-url.png")
     assert errors == []
+    login = "Basic " + base64.b64encode(f"{USER}:{USERS[USER]}".encode()).decode()
+    assert calls and all(r.all_headers().get("authorization") == login for r in calls)  # the URL's, kept by the browser
     page.context.close()

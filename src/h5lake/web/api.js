@@ -1,19 +1,11 @@
 // Calls to the view's own API (/view/api/...). Same origin: the browser sends the login it
 // gave for the page. Every failure becomes an ApiError carrying the server's message.
 //
-// A page opened as http://user:password@host/view/ has those credentials in its own URL, and
-// fetch refuses a URL that holds credentials, as a relative URL resolved against the page's
-// would: requests go to the page's origin (which holds none) and carry the login as an
-// Authorization header of their own (the browser may not reuse what it sent for the page).
-
-const page = new URL(window.location.href);
-const ORIGIN = page.origin;
-const LOGIN = page.username ? basic(decodeURIComponent(page.username), decodeURIComponent(page.password)) : null;
-
-function basic(user, password) {
-  const utf8 = new TextEncoder().encode(`${user}:${password}`);
-  return `Basic ${btoa(String.fromCharCode(...utf8))}`;
-}
+// A page opened as http://user:password@host/view/ resolves a relative URL against its own,
+// which holds those credentials, and fetch refuses such a URL: requests name the page's origin
+// (which holds none). The browser keeps the login it gave for the page and sends it with them,
+// as it does for a login it asked for.
+const ORIGIN = window.location.origin;
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -27,15 +19,15 @@ export function apiUrl(route, params) {
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && v !== null && v !== '') query.set(k, v);
   }
-  return `${ORIGIN}/view/api/${route}?${query}`;
+  return `/view/api/${route}?${query}`;
 }
 
 async function request(route, params) {
-  return fetched(apiUrl(route, params));
+  return fetched(ORIGIN + apiUrl(route, params));
 }
 
 async function fetched(url) {
-  const response = await fetch(url, LOGIN ? { headers: { Authorization: LOGIN } } : {});
+  const response = await fetch(url);
   if (!response.ok) {
     let message = response.statusText;
     try {
