@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from h5lake.chunks.stats import dataset_stats
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
 from h5lake.model.layout import is_linked
@@ -23,7 +23,7 @@ from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.linked import linked_storage
-from h5lake.service.links import path_of, resolve_path
+from h5lake.service.links import resolve_path
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
 
@@ -269,10 +269,41 @@ async def _referenced_paths(svc: Service, domain: Domain, entity: Entity) -> dic
         for name, link in group.get("links", {}).items():
             if link.get("id") in wanted and link["id"] not in found:
                 found[link["id"]] = join(group_path, name)
-    for oid in sorted(wanted - set(found)):
-        path = await path_of(svc, domain, oid)
-        if path is not None:
-            found[oid] = path
+    if len(found) < len(wanted):
+        found.update(await _search_paths(svc, domain, wanted - set(found)))
+    return found
+
+
+SEARCH_GROUPS = 1024
+"""Groups searched (breadth first from the root) for the paths of referenced objects that are
+not linked from the entity's group or the root; one not found by then is shown by its id."""
+
+
+async def _search_paths(svc: Service, domain: Domain, wanted: set[str]) -> dict[str, str]:
+    """The first path (breadth first, names in order) to each of ``wanted``, within
+    SEARCH_GROUPS groups, loaded CHILDREN_AT_ONCE at a time (others run in between)."""
+    found: dict[str, str] = {}
+    root = domain.require_root()
+    seen = {root}
+    frontier: list[tuple[str, str]] = [("", root)]
+    searched = 0
+    while frontier and len(found) < len(wanted) and searched < SEARCH_GROUPS:
+        batch, frontier = frontier[:CHILDREN_AT_ONCE], frontier[CHILDREN_AT_ONCE:]
+        searched += len(batch)
+        docs = await asyncio.gather(*(svc.docs.get(object_key(g)) for _, g in batch))
+        await asyncio.sleep(0)
+        for (prefix, _), got in zip(batch, docs):
+            if got is None or got.doc.get("root") != domain.root:
+                continue
+            for name, link in sorted(got.doc.get("links", {}).items()):
+                target = link.get("id")
+                if target is None or target in seen:
+                    continue
+                seen.add(target)
+                if target in wanted:
+                    found[target] = f"{prefix}/{name}"
+                if target.startswith("g-"):
+                    frontier.append((f"{prefix}/{name}", target))
     return found
 
 
@@ -287,15 +318,12 @@ async def _dimensions(svc: Service, domain: Domain, doc: Doc, paths: dict[str, s
     for d in range(rank):
         label = labels[d] if isinstance(labels, list) and d < len(labels) and isinstance(labels[d], str) else ""
         refs = lists[d] if isinstance(lists, list) and d < len(lists) and isinstance(lists[d], list) else []
-        scales = []
-        for ref in refs:
-            m = REFERENCE.match(ref) if isinstance(ref, str) else None
-            if m:
-                scales.append({"id": m.group(1), "path": paths.get(m.group(1))})
-        if not label and scales:
+        ids = [m.group(1) for m in (REFERENCE.match(r) for r in refs if isinstance(r, str)) if m]
+        scales = [{"id": i, "path": paths.get(i)} for i in ids]
+        if not label and ids:
             try:
-                scale = (await load_object(svc, domain, scales[0]["id"])).doc
-            except NotFound:
+                scale = (await load_object(svc, domain, ids[0])).doc
+            except (NotFound, Gone, InvalidInput):  # not an object of this domain (any more)
                 scale = {}
             name = scale.get("attributes", {}).get("NAME", {}).get("value")
             label = name if isinstance(name, str) else ""
