@@ -183,6 +183,7 @@ _VIEW_PARAMS: dict[str, tuple[str, ...]] = {
     "/view/api/summary": ("domain",),
     "/view/api/object": ("domain", "path"),
     "/view/api/paths": ("domain", "path"),
+    "/view/api/linked": ("domain", "path"),
     "/view/api/preview": ("domain", "path", "selection", "width", "height"),
     "/view/api/values": ("domain", "path", "selection", "format"),
 }

@@ -140,6 +140,14 @@ def _dataset_json(doc: dict[str, Any], found: browse.Description) -> dict[str, A
     }
 
 
+async def linked_chunks(request: Request) -> Response:
+    """The files a linked dataset reads, with the chunks of each (read from its chunk table:
+    asked apart from ``object`` so that the page shows the rest without waiting)."""
+    return ok(
+        await browse.linked_chunks(service(request), caller(request), _param(request, "domain"), _param(request, "path"))
+    )
+
+
 async def paths(request: Request) -> Response:
     found = await browse.list_paths(service(request), caller(request), _param(request, "domain"), _param(request, "path", False))
     return ok({"paths": [{"path": p, "kind": k} for p, k in found.paths], "truncated": found.truncated})
@@ -254,6 +262,7 @@ ROUTES = [
     Route("/view/api/summary", summary, methods=["GET"]),
     Route("/view/api/object", describe, methods=["GET"]),
     Route("/view/api/paths", paths, methods=["GET"]),
+    Route("/view/api/linked", linked_chunks, methods=["GET"]),
     Route("/view/api/preview", preview_values, methods=["GET"]),
     Route("/view/api/values", region_values, methods=["GET"]),
     Mount("/view/static", app=StaticFiles(packages=[("h5lake", "web")]), name="view-static"),

@@ -224,12 +224,19 @@ async def describe(svc: Service, caller: Caller, domain_path: str, h5path: str |
         stats = await dataset_stats(svc.store, tree.domain.path, doc)
     except (TypeError, ValueError, KeyError):
         stats = None  # a type without a fixed size (vlen) has no byte statistics
-    if is_linked(doc):
+    if is_linked(doc):  # the files recorded; a chunk table's are counted on request (linked_chunks)
         linked = await linked_storage(svc, tree.domain, doc)
-        if stats is not None and "allocatedChunks" in linked:  # counted in the chunk table
-            stats.update(allocatedChunkCount=linked["allocatedChunks"], allocatedSize=linked["allocatedBytes"])
     dimensions = await _dimensions(svc, tree.domain, doc, paths)
     return Description(tree, stats, linked, dimensions, paths)
+
+
+async def linked_chunks(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> Doc:
+    """A linked dataset's files, each with its chunks, counted in its chunk table when that is
+    short enough (`linked_storage`); 400 for a dataset that is not linked."""
+    domain, entity = await entity_at(svc, caller, domain_path, h5path)
+    if entity.kind != "dataset" or entity.doc is None or not is_linked(entity.doc):
+        raise InvalidInput(f"{entity.path} is not a linked dataset")
+    return await linked_storage(svc, domain, entity.doc, count=True)
 
 
 REFERENCE = re.compile(r"^(?:datasets|groups|datatypes)/([dgt]-[0-9a-f-]+)$")

@@ -15,6 +15,7 @@ from h5lake.chunks import engine
 from h5lake.chunks.locate import ChunkLocator
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import object_key
+from h5lake.model.layout import chunk_grid
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import Space
 from h5lake.service.context import Service
@@ -131,15 +132,18 @@ async def locator_of_linked(svc: Service, domain: Domain, doc: Doc) -> ChunkLoca
     return linked_locator(doc, registry(svc), table, svc.workers)
 
 
-TABLE_COUNT_LIMIT = 1 << 16
-"""Entries of a chunk table the view reads to count a linked dataset's chunks per file; past it
-only the files the table names are listed (read, not counted)."""
+TABLE_COUNT_LIMIT = 1 << 14
+"""Entries of a chunk table (whole table chunks, as they are decoded) the view reads to count a
+linked dataset's chunks per file; past it only the files the table names are listed. Decoding
+is ~40 us an entry (variable-length file names): a table chunk of 4,096 entries ~160 ms."""
 
 
-async def linked_storage(svc: Service, domain: Domain, doc: Doc) -> Doc:
-    """Where a linked dataset's values are, for the view: its layout class, the files it reads
-    (``files``: ``[{uri, chunks}]``, ``chunks`` None when not counted) and, when counted, the
-    chunks that hold values and their bytes (``allocatedChunks``, ``allocatedBytes``)."""
+async def linked_storage(svc: Service, domain: Domain, doc: Doc, count: bool = False) -> Doc:
+    """Where a linked dataset's values are, for the view: its layout class and the files it
+    reads (``files``: ``[{uri, chunks}]``, ``chunks`` None when not counted). With ``count``,
+    a chunk table of at most TABLE_COUNT_LIMIT entries is read to count each file's chunks and
+    those that hold values with their bytes (``allocatedChunks``, ``allocatedBytes``);
+    without, its files are those recorded on it (no values read)."""
     layout = doc.get("layout", {})
     out: Doc = {"class": layout.get("class")}
     parsed = ref_layout(doc)
@@ -156,10 +160,11 @@ async def linked_storage(svc: Service, domain: Domain, doc: Doc) -> Doc:
         out["files"] = []
         return out
     table = found.doc
-    named = sorted(table.get(SOURCES_KEY, {}))
     table_layout = native_layout(domain, table)
-    if table_layout is None or math.prod(table_layout.shape) > TABLE_COUNT_LIMIT:
-        out["files"] = [{"uri": uri, "chunks": None} for uri in named]
+    decoded = 0 if table_layout is None else math.prod(chunk_grid(table_layout.shape, table_layout.chunk_shape)) * math.prod(table_layout.chunk_shape)
+    out["countable"] = table_layout is not None and decoded <= TABLE_COUNT_LIMIT
+    if not (count and out["countable"]) or table_layout is None:
+        out["files"] = [{"uri": uri, "chunks": None} for uri in sorted(table.get(SOURCES_KEY, {}))]
         return out
     entries = await engine.read_selection(table_layout, Selection.all(table_layout.shape), svc.workers)
     _, size_f, uri_f, _ = table_fields(table["type"])

@@ -295,16 +295,21 @@ function linkedFiles(linked) {
   return el('div', { class: 'files' }, shown);
 }
 
-function datasetParts(domain, entity) {
-  const d = entity.dataset;
+function datasetRows(d) {
   const s = d.stats;
   const chunked = /CHUNKED/.test(d.layout ?? '');
   const linked = d.linked;
   // h5lake keeps every dataset in pieces of its own; for one created contiguous (or compact)
   // those are not HDF5 chunks, so the page says where the values are instead
   const kept = s && !linked && { compact: "in the dataset's document", chunks: `${s.allocatedChunkCount} stored piece${s.allocatedChunkCount === 1 ? '' : 's'}` }[s.storage];
-  const counted = !linked || linked.allocatedChunks !== undefined || linked.class === 'H5D_CHUNKED_REF';
-  const rows = [
+  // a chunk table's chunks are counted apart (countLinked): until then, or when it is too long
+  // to read here, the page does not claim a count
+  const indirect = linked?.class === 'H5D_CHUNKED_REF_INDIRECT';
+  const counted = !indirect || linked.allocatedChunks !== undefined;
+  const pending = indirect && !counted && linked.countable;
+  const waiting = pending ? 'counting in the chunk table…' : 'not counted (the chunk table is too long to read here)';
+  const files = linked?.files?.length ?? 0;
+  return [
     ['type', typeText(d.type)],
     ['shape', shapeText(d.shape)],
     ['maximum shape', maxShapeText(d.shape)],
@@ -312,13 +317,35 @@ function datasetParts(domain, entity) {
     chunked && ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
     ['filters', filtersText(d.filters)],
     ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
-    s && chunked && counted && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
+    s && chunked && ['allocated chunks', counted ? `${s.allocatedChunkCount} of ${s.logicalChunkCount}` : waiting],
     s && !chunked && kept && ['stored', kept],
-    s && counted && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
-    linked && [`linked file${linked.files?.length === 1 ? '' : `s (${linked.files?.length ?? 0})`}`, linkedFiles(linked)],
-    linked && !counted && ['allocated chunks', 'not counted (the chunk table is too long to read here)'],
+    s && ['allocated bytes', counted ? `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})` : `${waiting} (logical ${bytes(s.logicalSize)})`],
+    linked && [files === 1 ? 'linked file' : `linked files (${files})`, linkedFiles(linked)],
   ];
-  return [section('Dataset', infoTable('dataset-info', rows)), el('section', { class: 'card', id: 'vis' })];
+}
+
+function datasetParts(domain, entity) {
+  const card = section('Dataset', infoTable('dataset-info', datasetRows(entity.dataset)));
+  const d = entity.dataset;
+  if (d.linked?.class === 'H5D_CHUNKED_REF_INDIRECT' && d.linked.countable) countLinked(domain, entity, card);
+  return [card, el('section', { class: 'card', id: 'vis' })];
+}
+
+// The chunks of a dataset appended from several files: each file's, counted in the chunk
+// table (a read of its own, so that the rest of the page does not wait for it).
+async function countLinked(domain, entity, card) {
+  try {
+    const linked = await getJson('linked', { domain, path: entity.path });
+    if (!card.isConnected) return; // another object is shown since (the card is placed before any answer)
+    const d = entity.dataset;
+    d.linked = linked;
+    if (d.stats && linked.allocatedChunks !== undefined) {
+      d.stats = { ...d.stats, allocatedChunkCount: linked.allocatedChunks, allocatedSize: linked.allocatedBytes };
+    }
+    card.querySelector('#dataset-info').replaceWith(infoTable('dataset-info', datasetRows(d)));
+  } catch (error) {
+    if (card.isConnected) showError(error);
+  }
 }
 
 // --- values ------------------------------------------------------------------------------------
