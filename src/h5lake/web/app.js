@@ -4,9 +4,11 @@
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
 import { ApiError, apiUrl, getJson, getPreview, getRest } from './api.js';
-import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
+import { datasetRows, dimName } from './dataset.js';
+import { bytes, el, isComplexType, isNumericType, modeText, num, shapeText, status, typeText, valueText, when } from './format.js';
 import { SCALES, drawHeatmap } from './heatmap.js';
 import { VALUE_SCALES, drawLine } from './line.js';
+import { showRgb, trueColorLayout } from './rgb.js';
 
 const $ = (id) => document.getElementById(id);
 const ICONS = { group: 'G', dataset: 'D', datatype: 'T', soft_link: 'S', external_link: 'E', other: '?', folder: 'F', domain: 'D' };
@@ -271,59 +273,6 @@ function attributesCard(attributes) {
       el('td', { class: 'value' }, el('div', { class: 'clip' }, a.shown !== undefined ? valueText(a.shown) : valueText(a.value, a.type))))))));
 }
 
-function filtersText(filters) {
-  if (!filters?.length) return 'none';
-  return filters.map((f) => `${f.name ?? f.class}${f.level !== undefined ? ` (level ${f.level})` : ''}`).join(', ');
-}
-
-const LAYOUTS = {
-  H5D_CHUNKED: 'chunked',
-  H5D_CONTIGUOUS: 'contiguous',
-  H5D_COMPACT: 'compact',
-  H5D_CONTIGUOUS_REF: 'contiguous, in an HDF5 file',
-  H5D_CHUNKED_REF: 'chunked, in an HDF5 file',
-  H5D_CHUNKED_REF_INDIRECT: 'chunked, each chunk in the file its table names',
-};
-
-// The files a linked dataset reads: each with the chunks it holds, when counted.
-function linkedFiles(linked) {
-  const files = linked.files ?? [];
-  if (!files.length) return el('span', { class: 'muted' }, 'none');
-  const shown = files.slice(0, 20).map((f) => el('div', {}, f.uri,
-    f.chunks === null || f.chunks === undefined ? '' : el('span', { class: 'muted' }, ` (${f.chunks} chunk${f.chunks === 1 ? '' : 's'})`)));
-  if (files.length > 20) shown.push(el('div', { class: 'muted' }, `… and ${files.length - 20} more`));
-  return el('div', { class: 'files' }, shown);
-}
-
-function datasetRows(d) {
-  const s = d.stats;
-  const chunked = /CHUNKED/.test(d.layout ?? '');
-  const linked = d.linked;
-  // h5lake keeps every dataset in pieces of its own; for one created contiguous (or compact)
-  // those are not HDF5 chunks, so the page says where the values are instead
-  const kept = s && !linked && { compact: "in the dataset's document", chunks: `${s.allocatedChunkCount} stored piece${s.allocatedChunkCount === 1 ? '' : 's'}` }[s.storage];
-  // a chunk table's chunks are counted apart (countLinked): until then, or when it is too long
-  // to read here, the page does not claim a count
-  const indirect = linked?.class === 'H5D_CHUNKED_REF_INDIRECT';
-  const counted = !indirect || linked.allocatedChunks !== undefined;
-  const pending = indirect && !counted && linked.countable;
-  const waiting = pending ? 'counting in the chunk table…' : 'not counted (the chunk table is too long to read here)';
-  const files = linked?.files?.length ?? 0;
-  return [
-    ['type', typeText(d.type)],
-    ['shape', shapeText(d.shape)],
-    ['maximum shape', maxShapeText(d.shape)],
-    ['layout', d.layout ? `${LAYOUTS[d.layout] ?? d.layout} (${d.layout})` : '—'],
-    chunked && ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
-    ['filters', filtersText(d.filters)],
-    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
-    s && chunked && ['allocated chunks', counted ? `${s.allocatedChunkCount} of ${s.logicalChunkCount}` : waiting],
-    s && !chunked && kept && ['stored', kept],
-    s && ['allocated bytes', counted ? `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})` : `${waiting} (logical ${bytes(s.logicalSize)})`],
-    linked && [files === 1 ? 'linked file' : `linked files (${files})`, linkedFiles(linked)],
-  ];
-}
-
 function datasetParts(domain, entity) {
   const card = section('Dataset', infoTable('dataset-info', datasetRows(entity.dataset)));
   const d = entity.dataset;
@@ -414,17 +363,6 @@ function latest(host) {
 
 const reporter = (host) => (error) => { if (host.isConnected) showError(error); };
 
-function status(text) {
-  return el('div', { class: 'status muted' }, text);
-}
-
-function modeText(h) {
-  const what = { full: 'every value', mean: 'block means', minmax: 'min/max per pixel', stride: 'sampled' }[h.mode];
-  const step = h.step.some((s) => s > 1) ? `, step ${h.step.join(' × ')}` : '';
-  const gaps = h.mode === 'stride' ? ' (too large to read whole: values between samples are not shown; zoom in)' : '';
-  return `${what}${step}${gaps} — ${bytes(h.bytes)} transferred`;
-}
-
 async function showLine({ domain, path, dims, host }) {
   const n = dims[0];
   let range = [0, n];
@@ -470,13 +408,6 @@ async function showLine({ domain, path, dims, host }) {
     el('span', { class: 'muted' }, ' drag across the plot to zoom in'),
   );
   await load();
-}
-
-// A dimension as the page names it: its name (DIMENSION_LABELS, else its scale's NAME), and
-// its number.
-function dimName(dimensions, d) {
-  const label = dimensions?.[d]?.label;
-  return label ? `${label} (dim ${d})` : `dim ${d}`;
 }
 
 // A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
@@ -601,74 +532,6 @@ async function showImage({ domain, path, dims, host, fixed, dimensions }) {
 
 // Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
 // sliders' indexes), a page at a time; a row number jumps there.
-// HDF5's image convention: a true-colour image is rows x columns x channels (INTERLACE_PIXEL,
-// the default) or channels x rows x columns (INTERLACE_PLANE). H5Web reads 3 channels (RGB) or 4
-// (RGBA) and always takes the last dimension as the channels, ignoring INTERLACE_MODE; the page
-// honours it, as the HDF5 image specification defines it. Returns where the channels are
-// ('pixel' or 'plane'), or null when the dataset is not such an image.
-function trueColorLayout(dims, attributes) {
-  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
-  if (dims.length !== 3 || attr.CLASS !== 'IMAGE' || attr.IMAGE_SUBCLASS !== 'IMAGE_TRUECOLOR') return null;
-  const mode = attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL';
-  if (mode === 'INTERLACE_PIXEL' && (dims[2] === 3 || dims[2] === 4)) return 'pixel';
-  if (mode === 'INTERLACE_PLANE' && (dims[0] === 3 || dims[0] === 4)) return 'plane';
-  return null;
-}
-
-// H5Web's convention for the values of a true-colour image, which it does not rescale: floats
-// are 0-1, signed 8-bit integers -128-127 (shifted by 128), other integers 0-255. Values outside
-// are clipped (H5Web's wider integers wrap around instead), and the page says so.
-function rgbConvention(type) {
-  if (type.class === 'H5T_FLOAT') return { toByte: (v) => v * 255, low: 0, high: 1 };
-  if (/^H5T_STD_I8(LE|BE)$/.test(type.base ?? '')) return { toByte: (v) => v + 128, low: -128, high: 127 };
-  return { toByte: (v) => v, low: 0, high: 255 };
-}
-
-// The channels (3, or 4 with alpha), each reduced as an image is, painted as colours by
-// rgbConvention over a checkerboard, which shows through where alpha is below its top.
-async function showRgb({ domain, path, dims, type, host, interlace }) {
-  const plotHost = el('div', { class: 'plot' });
-  const info = status('');
-  host.replaceChildren(plotHost, info);
-  const width = Math.max(200, plotHost.clientWidth - 90);
-  const height = Math.round(width * 0.75);
-  const planar = interlace === 'plane';
-  const [h, w, count] = planar ? [dims[1], dims[2], dims[0]] : dims;
-  const channels = await Promise.all([...Array(count).keys()].map((k) => getPreview({
-    domain, path, selection: planar ? `${k},0:${h},0:${w}` : `0:${h},0:${w},${k}`, width, height,
-  })));
-  if (!host.isConnected) return;
-  const { header } = channels[0];
-  const [rows, cols] = header.dims;
-  const { toByte, low, high } = rgbConvention(type);
-  const image = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i += 1) {
-    for (let c = 0; c < count; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, toByte(channels[c].data[i])));
-    if (count === 3) image.data[i * 4 + 3] = 255;
-  }
-  const source = el('canvas', { width: cols, height: rows });
-  source.getContext('2d').putImageData(image, 0, 0);
-  const shown = Math.min(height, Math.round(width * (header.shape[0] / header.shape[1])));
-  const canvas = el('canvas', { id: 'rgb-image', width: Math.round(shown * (header.shape[1] / header.shape[0])), height: shown });
-  canvas.dataset.channels = count === 4 ? 'RGBA' : 'RGB';
-  const ctx = canvas.getContext('2d');
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
-  plotHost.replaceChildren(canvas);
-  const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
-  const layout = planar ? ', channels first (INTERLACE_PLANE)' : '';
-  info.textContent = `${h} × ${w} pixels: ${modeText({ ...header, bytes: sent })} `
-    + `(${count} channels: ${count === 4 ? 'red, green, blue, alpha' : 'red, green, blue'}${layout})`;
-  const lo = Math.min(...channels.map((ch) => ch.header.min ?? low));
-  const hi = Math.max(...channels.map((ch) => ch.header.max ?? high));
-  if (lo < low || hi > high) {
-    const outside = [lo < low ? `down to ${num(lo)}` : null, hi > high ? `up to ${num(hi)}` : null].filter(Boolean).join(' and ');
-    plotHost.before(el('p', { id: 'rgb-clipped', class: 'note' },
-      `Values ${outside} lie outside ${num(low)}–${num(high)}, the range of a true-colour image of this type `
-      + '(as H5Web reads them: integers 0–255, floats 0–1; no rescaling); they are shown clipped.'));
-  }
-}
-
 async function showTable({ domain, path, dims, type, host, fixed, dimensions }) {
   const rank = dims.length;
   const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
