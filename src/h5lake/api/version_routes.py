@@ -1,4 +1,4 @@
-"""``/versions``: commit, history, tags, diff, restore and forgetting versions of a domain."""
+"""``/versions``: commit, history, tags, diff, restore, merge, cherry-pick and forgetting versions of a domain."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake.api.http import caller, domain_param, int_param, json_body, links, ok, service
-from h5lake.service import versions_commit, versions_history, versions_ops
+from h5lake.service import versions_commit, versions_history, versions_merge, versions_ops
 
 
 def _hrefs(request: Request, path: str = "/versions") -> list[dict[str, str]]:
@@ -79,10 +79,26 @@ async def restore(request: Request) -> Response:
     return ok(out)
 
 
+async def merge(request: Request) -> Response:
+    """``/versions/merge`` and ``/versions/cherry-pick``: 201 with the new version, or 409 with
+    the conflicts (``Limit`` of them from ``Marker``, a position)."""
+    body = await json_body(request)
+    use = versions_merge.merge if request.url.path.endswith("/merge") else versions_merge.cherry_pick
+    out, status = await use(
+        service(request), caller(request), domain_param(request), body,
+        int_param(request, "Limit", minimum=1), int_param(request, "Marker", minimum=0) or 0,
+    )
+    if status == 201:
+        out["hrefs"] = _hrefs(request, f"/versions/{out['id']}")
+    return ok(out, status)
+
+
 ROUTES = [
     Route("/versions", commit, methods=["POST"]),
     Route("/versions", history, methods=["GET"]),
     Route("/versions/diff", diff, methods=["GET"]),
+    Route("/versions/merge", merge, methods=["POST"]),
+    Route("/versions/cherry-pick", merge, methods=["POST"]),
     Route("/versions/tags", tags, methods=["GET"]),
     Route("/versions/tags/{name}", tag, methods=["GET", "PUT", "DELETE"]),
     Route("/versions/{vid}", version, methods=["GET", "DELETE"]),

@@ -57,7 +57,13 @@ async def set_hint(svc: Service, path: str, number: int) -> None:
 
 
 def public(record: Doc) -> Doc:
-    return {k: record.get(k) for k in PUBLIC_FIELDS}
+    """A record as listed: ``parents`` names both of a merge (the second as ``FORK@vN``)."""
+    out = {k: record.get(k) for k in PUBLIC_FIELDS}
+    out["parents"] = record.get("parents") or ([] if record.get("parent") is None else [record["parent"]])
+    for key in ("merged", "cherryPicked"):
+        if key in record:
+            out[key] = record[key]
+    return out
 
 
 async def require(svc: Service, path: str, number: int) -> Doc:

@@ -94,7 +94,7 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
             doc["lastModified"] = ts
             return doc
 
-        base = {"from": src_domain.path, "version": record["id"], "tree": record["tree"], "created": ts}
+        base = {"from": src_domain.path, "version": record["id"], "tree": record["tree"], "created": ts, "ids": ids}
         await svc.store.put(fork_base_key(path, new_root), dumps(base))  # before any chunk it keeps alive is needed
         bases.append((new_root, base))
         others = [old for old in objects if old != root_tree["root"]]
