@@ -41,9 +41,9 @@ def test_merge_without_conflicts_takes_each_sides_changes(client: Client) -> Non
         f["g"].attrs["b"] = 3
         f.create_group("h")
     r = _merge(client, fork, message="bring back")
-    assert r.status_code == 201, (r.text, r.headers, r.history, r.request.url)
+    assert r.status_code == 201, r.text
     out = r.json()
-    assert out["message"] == "bring back" and out["conflicts"] if "conflicts" in out else True
+    assert out["message"] == "bring back" and out["elementwise"] == 0
     assert out["parents"][0] == out["parent"] and out["parents"][1].startswith(fork.domain + "@v")
     listed = client.get("/versions").json()["versions"][0]
     assert listed["id"] == out["id"] and listed["parents"] == out["parents"]
@@ -59,5 +59,134 @@ def test_merge_without_conflicts_takes_each_sides_changes(client: Client) -> Non
             assert f["g/y"].id.id not in str(fork.get("/").json())
     with _h5(ep, f"{d}@{out['parents'][0]}") as f:  # ours, committed first
         assert f["x"][0] == 0 and f["x"][95] == 500 and "y" not in f["g"]
-    with _h5(ep, out["parents"][1].replace("@", "@", 1)) as f:  # theirs, read as FORK@REF
+    with _h5(ep, out["parents"][1]) as f:  # theirs, read as FORK@REF
         assert f["x"][0] == -1 and f["x"][95] == 95
+
+
+def _conflicting(client: Client) -> Client:
+    """Both sides change attribute g.a, chunk 0 of x (the same element) and the shape of z."""
+    ep, d = client.endpoint, client.domain
+    with _h5(ep, d, "a") as f:
+        f.create_dataset("z", data=np.zeros(4, "i4"), maxshape=(None,), chunks=(4,))
+    fork = _setup(client)
+    with _h5(ep, fork.domain, "a") as f:
+        f["x"][1] = 1000
+        f["g"].attrs["a"] = 20
+        f["z"].resize((6,))
+    with _h5(ep, d, "a") as f:
+        f["x"][1] = 2000
+        f["g"].attrs["a"] = 30
+        f["z"].resize((8,))
+    return fork
+
+
+def test_conflicts_are_refused_listing_each_then_resolved_each_way(client: Client) -> None:
+    ep, d = client.endpoint, client.domain
+    fork = _conflicting(client)
+    r = _merge(client, fork)
+    assert r.status_code == 409, r.text
+    found = {(c["path"], c["kind"], c.get("name")): c for c in r.json()["conflicts"]}
+    assert set(found) == {("/g", "attribute", "a"), ("/x", "chunk", None), ("/z", "shape", "shape")}, found
+    assert found[("/x", "chunk", None)]["chunks"] == ["0"]
+    assert found[("/g", "attribute", "a")]["ours"]["value"] == 30 and found[("/g", "attribute", "a")]["theirs"]["value"] == 20
+    assert r.json()["count"] == 3
+    page = client.post("/versions/merge", json={"from": fork.domain}, params={"Limit": 2, "Marker": 2})
+    assert page.status_code == 409 and len(page.json()["conflicts"]) == 1 and "nextMarker" not in page.json()
+    first = client.post("/versions/merge", json={"from": fork.domain}, params={"Limit": 2})
+    assert first.json()["nextMarker"] == 2 and len(first.json()["conflicts"]) == 2
+    versions = client.get("/versions").json()["versions"]
+    with _h5(ep, d) as f:  # nothing changed: the head is ours (committed first, as for a fork)
+        assert f["x"][1] == 2000 and f["g"].attrs["a"] == 30 and f["z"].shape == (8,)
+    assert all("merged" not in v for v in versions)
+
+    r = _merge(client, fork, resolve={"/g": "theirs", "*": "ours"})
+    assert r.status_code == 201, r.text
+    assert r.json()["resolved"] == {"ours": 2, "theirs": 1}
+    with _h5(ep, d) as f:
+        assert f["x"][1] == 2000 and f["g"].attrs["a"] == 20 and f["z"].shape == (8,)
+
+    r = _merge(client, fork, resolve="theirs")  # again, against the same base: theirs for all
+    assert r.status_code == 201, r.text
+    with _h5(ep, d) as f:
+        assert f["x"][1] == 1000 and f["g"].attrs["a"] == 20 and f["z"].shape == (6,)
+        assert np.array_equal(f["x"][2:], np.arange(2, 100))
+
+
+def test_disjoint_edits_of_one_chunk_are_merged_element_wise(client: Client) -> None:
+    ep, d = client.endpoint, client.domain
+    fork = _setup(client)
+    with _h5(ep, fork.domain, "a") as f:
+        f["x"][11] = -11
+        f["x"][13] = -13
+    with _h5(ep, d, "a") as f:
+        f["x"][12] = -12
+        f["x"][13] = -13  # the same change on both sides is no conflict
+    r = _merge(client, fork)
+    assert r.status_code == 201, r.text
+    assert r.json()["elementwise"] == 1
+    expect = np.arange(100, dtype="i4")
+    expect[11:14] = [-11, -12, -13]
+    with _h5(ep, d) as f:
+        assert np.array_equal(f["x"][:], expect)
+    with _h5(ep, f"{d}@{r.json()['id']}") as f:
+        assert np.array_equal(f["x"][:], expect)
+
+
+def test_bad_merges_are_clear_4xx(client: Client) -> None:
+    ep, d = client.endpoint, client.domain
+    fork = _setup(client)
+    other = Client(ep, "test_user1", d.replace(".h5", "-other.h5"))
+    assert other.put("/").status_code == 201
+    cases = [
+        ({"from": d.replace(".h5", "-none.h5")}, 404),
+        ({"from": other.domain}, 400),  # not a fork
+        ({"from": "relative"}, 400),
+        ({"from": fork.domain, "resolve": "mine"}, 400),
+        ({"from": fork.domain, "resolve": {"/g": 1}}, 400),
+        ({"from": fork.domain, "resolve": ["ours"]}, 400),
+        ([1], 400),
+    ]
+    for body, status in cases:
+        r = client.post("/versions/merge", json=body)
+        assert r.status_code == status, (body, r.text)
+        assert r.json()["error"]["message"]
+    r = client.post("/versions/merge", json={"from": fork.domain}, params={"domain": d + "@v1"})
+    assert r.status_code == 400 and "version" in r.json()["error"]["message"]
+    # a fork of another domain is another lineage
+    third = Client(ep, "test_user1", d.replace(".h5", "-third.h5"))
+    assert third.put("/", json={"from": other.domain}).status_code == 201
+    r = client.post("/versions/merge", json={"from": third.domain})
+    assert r.status_code == 400 and other.domain in r.json()["error"]["message"]
+    # read on the source, update on the target
+    stranger = Client(ep, "test_user2", d)
+    assert stranger.post("/versions/merge", json={"from": fork.domain}).status_code == 403
+
+
+def test_cherry_pick_applies_one_versions_change(client: Client) -> None:
+    ep, d = client.endpoint, client.domain
+    fork = _setup(client)
+    with _h5(ep, fork.domain, "a") as f:
+        f["x"][50] = -50
+    assert fork.post("/versions", json={"message": "fix 50"}).status_code == 201  # fork v1
+    with _h5(ep, fork.domain, "a") as f:
+        f["x"][60] = -60
+        f["g"].attrs["a"] = 9
+    assert fork.post("/versions", json={"message": "more"}).status_code == 201  # fork v2
+    with _h5(ep, d, "a") as f:
+        f["x"][0] = 7
+    r = client.post("/versions/cherry-pick", json={"from": fork.domain + "@v2"})
+    assert r.status_code == 201, r.text
+    assert r.json()["cherryPicked"] == fork.domain + "@v2" and len(r.json()["parents"]) == 1
+    with _h5(ep, d) as f:  # v2's change only: not v1's
+        assert f["x"][60] == -60 and f["g"].attrs["a"] == 9 and f["x"][50] == 50 and f["x"][0] == 7
+    # within one domain: undoing and picking again
+    pick = r.json()["id"]
+    with _h5(ep, d, "a") as f:
+        f["x"][70] = -70
+    made = client.post("/versions", json={"message": "70"}).json()["id"]
+    assert client.post(f"/versions/{pick}/restore", json={"force": True}).status_code == 200
+    r = client.post("/versions/cherry-pick", json={"from": f"{d}@{made}"})
+    assert r.status_code == 201, r.text
+    with _h5(ep, d) as f:
+        assert f["x"][70] == -70 and f["x"][60] == -60
+    assert client.post("/versions/cherry-pick", json={"from": d}).status_code == 400

@@ -105,45 +105,45 @@ def _ids_by_path(base: Trees, fork: Trees, base_root: str, fork_root: str) -> di
 def _elementwise(svc: Service, docs: Trees) -> Any:
     """Merge one chunk changed on both sides in disjoint elements (compared with the base)."""
 
-    async def merge(obj_id: str, name: str, b: Entry, o: Entry, t: Entry) -> Entry | str:
+    async def merge(obj_id: str, name: str, b: Entry, o: Entry, t: Entry) -> tuple[Entry, str]:
         if b is None or o is None or t is None:
-            return "a side has no such chunk"
+            return None, "a side has no such chunk"
         doc = docs[obj_id]["doc"]
         try:
             chunk_shape = tuple(doc.get("layout", {}).get("dims", []))
             codec = ChunkCodec.for_dataset(doc["type"], chunk_shape, (doc.get("creationProperties") or {}).get("filters"))
         except (H5LakeError, KeyError, TypeError, ValueError):
-            return "its type cannot be compared element by element"
+            return None, "its type cannot be compared element by element"
         if codec.variable or codec.reduced:
-            return "variable-length or reduced-precision elements"
+            return None, "variable-length or reduced-precision elements"
         if isinstance(b, str) and isinstance(o, str) and isinstance(t, str):  # compact: held in the document
             stored = [base64.b64decode(x) for x in (b, o, t)]
         elif isinstance(b, list) and isinstance(o, list) and isinstance(t, list):
             blobs = [await svc.store.get(blob_key(e[0])) for e in (b, o, t)]
             if any(x is None for x in blobs):
-                return "a chunk is missing from the content store"
+                return None, "a chunk is missing from the content store"
             stored = [bytes(x.data) for x in blobs]  # type: ignore[union-attr]
         else:
-            return "the chunks are kept in different ways"
+            return None, "the chunks are kept in different ways"
         size = codec.dtype.itemsize
         base, ours, theirs = (
             np.frombuffer(codec.pipeline.decode(x, 0), dtype=np.uint8).reshape(-1, size) for x in stored
         )
         if not base.shape == ours.shape == theirs.shape:
-            return "the chunks differ in size"
+            return None, "the chunks differ in size"
         mine, yours = (ours != base).any(axis=1), (theirs != base).any(axis=1)
         both = mine & yours
         if (ours[both] != theirs[both]).any():
-            return "the same elements changed differently"
+            return None, "the same elements changed differently"
         out = base.copy()
         out[mine] = ours[mine]
         out[yours] = theirs[yours]
         raw = out.tobytes()
         encoded = bytes(codec.pipeline.encode(raw)) if codec.pipeline.filters else raw
         if isinstance(b, str):
-            return base64.b64encode(encoded).decode()
+            return base64.b64encode(encoded).decode(), ""
         sha = await svc.cas.put_blob(encoded)
-        return [sha, hashlib.md5(encoded, usedforsecurity=False).hexdigest()]
+        return [sha, hashlib.md5(encoded, usedforsecurity=False).hexdigest()], ""
 
     return merge
 

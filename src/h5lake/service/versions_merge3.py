@@ -18,8 +18,8 @@ Tree = dict[str, Any]
 Trees = dict[str, Tree]
 Entry = list[Any] | str | None
 """A chunk: a table entry [sha256, etag], a compact dataset's base64 bytes, None: none (fill)."""
-ChunkMerge = Callable[[str, str, Entry, Entry, Entry], Awaitable[Entry | str]]
-"""(object id, chunk name, base, ours, theirs) -> the merged entry, or a reason it cannot be."""
+ChunkMerge = Callable[[str, str, Entry, Entry, Entry], Awaitable[tuple[Entry, str]]]
+"""(object id, chunk name, base, ours, theirs) -> (the merged chunk, "") or (None, why it cannot be)."""
 
 KEYED = ("attributes", "links")
 IGNORED = ("lastModified", FORKED, "id", "root", "acls")  # not compared: differ by construction
@@ -142,6 +142,7 @@ class Merge:
     async def _chunks(self, obj_id: str, b: dict[str, Any], o: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         clashes: list[str] = []
+        reasons: set[str] = set()
         for name in sorted(set(b) | set(o) | set(t)):
             be, oe, te = b.get(name), o.get(name), t.get(name)
             eb, eo, et = _etag_of(be), _etag_of(oe), _etag_of(te)
@@ -150,9 +151,10 @@ class Merge:
             elif eo == eb:
                 chosen = te
             else:
-                merged = await self.chunk_merge(obj_id, name, be, oe, te)
-                if isinstance(merged, str):
+                merged, why = await self.chunk_merge(obj_id, name, be, oe, te)
+                if why:
                     clashes.append(name)
+                    reasons.add(why)
                     chosen = oe
                 else:
                     self.elementwise += 1
@@ -161,7 +163,7 @@ class Merge:
                 out[name] = chosen
         if clashes:
             choice = self._conflict(obj_id, "chunk", f"{len(clashes)} chunks changed",
-                                    f"{len(clashes)} chunks changed", chunks=clashes)
+                                    f"{len(clashes)} chunks changed", chunks=clashes, why=sorted(reasons))
             if choice == "theirs":
                 for name in clashes:
                     if t.get(name) is None:
