@@ -3,6 +3,8 @@ back through unchanged h5pyd (docs/versions.md, "Merge and cherry-pick")."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import requests
 from tests.conftest import Client
@@ -113,17 +115,26 @@ def test_conflicts_are_refused_listing_each_then_resolved_each_way(client: Clien
 
 
 def test_disjoint_edits_of_one_chunk_are_merged_element_wise(client: Client) -> None:
+    """x's values are kept in its document (compact), big's in chunk objects (deflated)."""
     ep, d = client.endpoint, client.domain
+    with _h5(ep, d, "a") as f:
+        f.create_dataset("big", data=np.arange(200_000, dtype="f8"), chunks=(50_000,), compression="gzip")
     fork = _setup(client)
     with _h5(ep, fork.domain, "a") as f:
         f["x"][11] = -11
         f["x"][13] = -13
+        f["big"][60_000] = -1
     with _h5(ep, d, "a") as f:
         f["x"][12] = -12
         f["x"][13] = -13  # the same change on both sides is no conflict
+        f["big"][60_001] = -2
     r = _merge(client, fork)
     assert r.status_code == 201, r.text
-    assert r.json()["elementwise"] == 1
+    assert r.json()["elementwise"] == 2
+    big = np.arange(200_000, dtype="f8")
+    big[60_000:60_002] = [-1, -2]
+    with _h5(ep, d) as f:
+        assert np.array_equal(f["big"][:], big)
     expect = np.arange(100, dtype="i4")
     expect[11:14] = [-11, -12, -13]
     with _h5(ep, d) as f:
@@ -190,3 +201,45 @@ def test_cherry_pick_applies_one_versions_change(client: Client) -> None:
     with _h5(ep, d) as f:
         assert f["x"][70] == -70 and f["x"][60] == -60
     assert client.post("/versions/cherry-pick", json={"from": d}).status_code == 400
+
+
+def test_merge_racing_a_writer_loses_no_acknowledged_write(client: Client) -> None:
+    """Writes to the target while merges run: each acknowledged before a merge was sent is in
+    that merge's version, and every one is in the head afterwards (a write lands wholly before
+    the merge, and is in ours, or wholly after it)."""
+    ep, d = client.endpoint, client.domain
+    fork = _setup(client)
+    with _h5(ep, fork.domain, "a") as f:
+        f["x"][0] = -1
+    acked: list[int] = []
+    done = threading.Event()
+    x_id = client.get("/", params={"h5path": "/x"}).json()["id"]
+
+    def write() -> None:  # plain HTTP: h5pyd buffers writes until a flush
+        writer = Client(ep, "test_user1", d)
+        for k in range(10, 90):
+            r = writer.put(f"/datasets/{x_id}/value", json={"start": [k], "stop": [k + 1], "value": [-k]})
+            assert r.status_code == 200, r.text
+            acked.append(k)
+            if done.is_set():
+                break
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    merges = []
+    try:
+        while writer.is_alive() and len(merges) < 3:
+            before = list(acked)
+            r = _merge(client, fork)
+            assert r.status_code == 201, r.text
+            merges.append((r.json()["id"], before))
+    finally:
+        done.set()
+        writer.join()
+    for vid, before in merges:
+        with _h5(ep, f"{d}@{vid}") as f:
+            x = f["x"][:]
+            assert x[0] == -1 and all(x[k] == -k for k in before)
+    with _h5(ep, d) as f:
+        x = f["x"][:]
+        assert x[0] == -1 and all(x[k] == -k for k in acked)
