@@ -3,11 +3,14 @@ back through unchanged h5pyd (docs/versions.md, "Merge and cherry-pick")."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import numpy as np
 import requests
-from tests.conftest import Client
+from tests.conftest import Client, auth
+from tests.support.cli import clean_env, run_h5lake
 from tests.versions.test_versions_http import _h5
 
 
@@ -243,3 +246,25 @@ def test_merge_racing_a_writer_loses_no_acknowledged_write(client: Client) -> No
     with _h5(ep, d) as f:
         x = f["x"][:]
         assert x[0] == -1 and all(x[k] == -k for k in acked)
+
+
+def test_command_line_merge_and_cherry_pick(client: Client, tmp_path: Path) -> None:
+    ep, d = client.endpoint, client.domain
+    fork = _conflicting(client)
+    env = clean_env(tmp_path, {"HS_ENDPOINT": ep, "HS_USERNAME": "test_user1", "HS_PASSWORD": auth("test_user1")[1]})
+    refused = run_h5lake("version", "merge", d, fork.domain, "--json", cwd=tmp_path, env=env)
+    assert refused.returncode != 0 and json.loads(refused.stderr[refused.stderr.index("{"):])["count"] == 3
+    done = run_h5lake("version", "merge", d, fork.domain, "--resolve", '{"*": "theirs"}', "-m", "cli", "--json",
+                      cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["message"] == "cli" and out["resolved"] == {"ours": 0, "theirs": 3}
+    log = run_h5lake("version", "log", d, cwd=tmp_path, env=env)
+    assert log.returncode == 0 and f"parents {out['parents'][0]} + {fork.domain}@v1" in log.stdout, log.stdout
+    with _h5(ep, fork.domain, "a") as f:
+        f["g"].attrs["c"] = 5
+    assert fork.post("/versions", json={}).status_code == 201
+    picked = run_h5lake("version", "cherry-pick", d, fork.domain + "@v2", cwd=tmp_path, env=env)
+    assert picked.returncode == 0, picked.stderr
+    with _h5(ep, d) as f:
+        assert f["g"].attrs["c"] == 5

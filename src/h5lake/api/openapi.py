@@ -43,6 +43,7 @@ SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:
 LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
 PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
 MARKER = Param("Marker", _STRING, "start after this item")
+_CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conflicts from this position (a 409's nextMarker)")
 ID = Param("id", _STRING, "an object id", where="path", required=True)
 
 
@@ -238,6 +239,10 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/versions/{vid}", "getVersion", "One version", {200: s.Version}, (_VID, DOMAIN)),
     Op("DELETE", "/versions/{vid}", "deleteVersion", "Forget an untagged version", {200: s.VersionDeleted},
        (_VID, DOMAIN)),
+    Op("POST", "/versions/merge", "mergeVersion", "Merge a fork (FORK or FORK@REF) into the head: a new version with two parents",
+       {201: s.Merged, 409: s.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=s.MergeBody, body_required=True),
+    Op("POST", "/versions/cherry-pick", "cherryPickVersion", "Apply one version's change (D@REF against its parent) to the head",
+       {201: s.Merged, 409: s.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=s.MergeBody, body_required=True),
     Op("POST", "/versions/{vid}/restore", "restoreVersion", "Make the head equal to a version", {200: s.Restored},
        (_VID, DOMAIN), body=s.RestoreBody),
 )

@@ -1,4 +1,4 @@
-"""``h5lake version commit|log|tag|diff|restore|fork|delete DOMAIN``: versions over REST."""
+"""``h5lake version commit|log|tag|diff|restore|fork|merge|cherry-pick|delete DOMAIN``: versions over REST."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _json_option(fn: Any) -> Any:
 
 
 def register(group: click.Group) -> None:
-    @group.group("version", short_help="Commit, list, tag, compare, restore, fork and delete versions.")
+    @group.group("version", short_help="Commit, list, tag, compare, restore, fork, merge and delete versions.")
     def version() -> None:
         """Versions of a domain (docs/versions.md). Read one with DOMAIN@REF anywhere a domain
         is accepted: REF is a version id (v3), a tag, ~N, or an ISO 8601 time."""
@@ -75,6 +75,7 @@ def register(group: click.Group) -> None:
                 tags.setdefault(t["version"], []).append(t["name"])
             lines = [
                 f"{v['id']}  {_when(v['created'])}  {v['author'] or '-'}  {v['message']}"
+                + (f"  [parents {' + '.join(v['parents'])}]" if len(v.get("parents") or []) > 1 else "")
                 + (f"  ({', '.join(tags[v['id']])})" if v["id"] in tags else "")
                 for v in out["versions"]
             ]
@@ -158,6 +159,45 @@ def register(group: click.Group) -> None:
             return out, f"{new_domain}: forked from {source}"
 
         _run(options, domain, work)
+
+    def _merge_command(name: str, route: str, doc: str) -> None:
+        @version.command(name, help=doc)
+        @click.argument("domain")
+        @click.argument("source")
+        @click.option("-m", "--message", default="", help="The new version's message.")
+        @click.option("--resolve", "resolve", help='"ours" or "theirs" for every conflict, or a JSON object of object path ("*": the rest) to one of them.')
+        @connection_options
+        @_json_option
+        def command(domain: str, source: str, message: str, resolve: str | None, **options: Any) -> None:
+            body: dict[str, Any] = {"from": source, "message": message}
+            if resolve:
+                try:
+                    body["resolve"] = resolve if resolve in ("ours", "theirs") else json.loads(resolve)
+                except json.JSONDecodeError as exc:
+                    raise click.UsageError(f'--resolve is "ours", "theirs" or JSON: {exc}') from None
+
+            as_json = options.get("as_json")
+
+            def work(c: RestClient) -> tuple[Any, str]:
+                response = c.request("POST", route, json=body, ok=(201, 409))
+                out = response.json()
+                if response.status_code == 409:
+                    lines = [f"{x['kind']:9} {x['path']}" + (f" {x['name']}" if x.get("name") else "")
+                             + (f" chunks {', '.join(x['chunks'][:20])}" if x.get("chunks") else "")
+                             for x in out["conflicts"]]
+                    if as_json:
+                        raise ToolError(json.dumps(out, indent=2))
+                    raise ToolError(f"{out['count']} conflict(s), nothing changed (give --resolve):\n" + "\n".join(lines))
+                text = (f"{out['id']}  {out['message']}: {out['objects']} object(s), {out['chunks']} chunk(s) written, "
+                        f"{out['elementwise']} merged element-wise")
+                return out, text
+
+            _run(options, domain, work)
+
+    _merge_command("merge", "/versions/merge", "Merge SOURCE (a fork of DOMAIN: FORK or FORK@REF) into the head of "
+                   "DOMAIN, as a new version with both parents; conflicts fail unless --resolve.")
+    _merge_command("cherry-pick", "/versions/cherry-pick", "Apply the change version SOURCE (D@REF: DOMAIN or a fork "
+                   "of it) made to its parent to the head of DOMAIN, as a new version.")
 
     @version.command("delete")
     @click.argument("domain")
