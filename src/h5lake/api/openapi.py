@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import schemas as s
+from h5lake.api import schemas_merge as sm
 from h5lake.api.http import JSON, OCTET
 
 _STRING = {"type": "string"}
@@ -240,9 +241,9 @@ OPS: tuple[Op, ...] = (
     Op("DELETE", "/versions/{vid}", "deleteVersion", "Forget an untagged version", {200: s.VersionDeleted},
        (_VID, DOMAIN)),
     Op("POST", "/versions/merge", "mergeVersion", "Merge a fork (FORK or FORK@REF) into the head: a new version with two parents",
-       {201: s.Merged, 409: s.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=s.MergeBody, body_required=True),
+       {201: sm.Merged, 409: sm.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=sm.MergeBody, body_required=True),
     Op("POST", "/versions/cherry-pick", "cherryPickVersion", "Apply one version's change (D@REF against its parent) to the head",
-       {201: s.Merged, 409: s.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=s.MergeBody, body_required=True),
+       {201: sm.Merged, 409: sm.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=sm.MergeBody, body_required=True),
     Op("POST", "/versions/{vid}/restore", "restoreVersion", "Make the head equal to a version", {200: s.Restored},
        (_VID, DOMAIN), body=s.RestoreBody),
 )

@@ -1,0 +1,44 @@
+"""Schemas of ``POST /versions/merge`` and ``/versions/cherry-pick`` (docs/versions.md, "Merge and
+cherry-pick"), beside the other version schemas of `schemas`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from h5lake.api.schemas import Open, Version
+
+
+class MergeBody(Open):
+    """``POST /versions/merge`` and ``/versions/cherry-pick``."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"from": "/home/u/f-fork.h5", "message": "bring back", "resolve": {"/g": "theirs", "*": "ours"}}]})
+    from_: str = Field(alias="from", description="merge: FORK or FORK@REF; cherry-pick: D@REF (D the domain or a fork of it)")
+    message: str | None = None
+    resolve: str | dict[str, str] | None = Field(
+        None, description='"ours" or "theirs" for every conflict, or per object path ("*": the rest)')
+
+
+class Merged(Version):
+    objects: int
+    chunks: int
+    elementwise: int = Field(description="chunks changed on both sides in disjoint elements, merged element by element")
+    resolved: dict[str, int] = Field(description="conflicts resolved as ours and as theirs")
+
+
+class MergeConflict(Open):
+    path: str
+    id: str
+    kind: str = Field(description="attribute, link, shape, object, chunk or deleted")
+    name: str | None = None
+    chunks: list[str] | None = None
+    ours: Any = None
+    theirs: Any = None
+
+
+class MergeConflicts(Open):
+    conflicts: list[MergeConflict]
+    count: int
+    nextMarker: int | None = None
