@@ -8,7 +8,7 @@ import uuid
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.conftest import Client
 
@@ -61,6 +61,9 @@ def _apply(values: np.ndarray, changes: list[tuple[int, int]]) -> np.ndarray:
 def test_random_edits_on_both_sides_merge_as_the_model_says(endpoint: str, home_folder: str) -> None:
     @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
     @given(ours_edits=edits, theirs_edits=edits, resolve=st.sampled_from([None, "ours", "theirs"]))
+    @example(ours_edits=[(1, 2), (CHUNK, 1)], theirs_edits=[(1, 3), (2, 1)], resolve=None)  # a conflict
+    @example(ours_edits=[(1, 2), (CHUNK, 1)], theirs_edits=[(1, 3), (2, 1)], resolve="theirs")
+    @example(ours_edits=[(1, 2), (7, -1)], theirs_edits=[(2, 3), (7, -1)], resolve=None)  # element-wise
     def check(ours_edits: list[tuple[int, int]], theirs_edits: list[tuple[int, int]], resolve: str | None) -> None:
         name = f"{home_folder}/m-{uuid.uuid4().hex[:12]}"
         src, fork = Client(endpoint, "test_user1", name + ".h5"), Client(endpoint, "test_user1", name + "-f.h5")
