@@ -15,6 +15,8 @@ Starts its own h5lake on a local directory (storage is measured there) and print
   * a full read of the version 50 commits back against the same read of the head (target: within
     1.2), best of three each;
   * a fork of the domain from a version: time (target: under 1 s, independent of size);
+  * merging that fork back after it changed 1% (then 4% more) of the chunks: time (follows the
+    change: the fork's commit and the chunks written to the head);
   * with versioned-hdf5 installed, the same workload on a local file with it.
 """
 
@@ -156,6 +158,18 @@ def run_h5lake(args: argparse.Namespace, workdir: Path) -> None:
         with h5pyd.File("/home/test_user1/fork.h5", "r", **opts) as f:
             assert np.array_equal(f["x"][0:CHUNK], head_values[0:CHUNK])
         row("fork of the domain from a version", f"{t_fork * 1000:.0f} ms")
+        for share in (args.fraction, 4 * args.fraction):  # a merge's time follows the change
+            count = max(1, round(chunks * share))
+            with h5pyd.File("/home/test_user1/fork.h5", "a", **opts) as f:
+                change(f["x"], chunks, rng, count)
+            start = time.perf_counter()
+            r = s.post(endpoint + "/versions/merge", params={"domain": domain}, timeout=3600,
+                       json={"from": "/home/test_user1/fork.h5", "resolve": "theirs"})
+            r.raise_for_status()
+            t_merge = time.perf_counter() - start
+            out = r.json()
+            row(f"merge of the fork after it changed {share:.0%} of chunks",
+                f"{t_merge * 1000:.0f} ms ({out['chunks']} chunk(s) written to the head, the fork committed first)")
     finally:
         server.stop()
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks.layout import ChunkCodec
-from h5lake.errors import Conflict, H5LakeError, InvalidInput, TooLarge
+from h5lake.errors import Conflict, H5LakeError, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection, blob_key, fork_base_key, new_object_id, version_key
 from h5lake.model.versionref import parse_ref, split_domain, version_id
@@ -291,7 +291,3 @@ async def cherry_pick(svc: Service, caller: Caller, path: str, body: Any, limit:
                                    {"cherryPicked": name}, limit, marker)
     return out, status
 
-
-def check_limit(limit: int | None) -> None:
-    if limit is not None and limit > 100_000:
-        raise TooLarge("Limit is at most 100000")
