@@ -194,16 +194,19 @@ async def _three_way(
             message_text = f"{len(merge.conflicts)} conflicts: give resolve (\"ours\"/\"theirs\", per path or for all)"
             return {"error": {"status": 409, "message": message_text}, **reply}, 409
         ts = now()
-        objects: dict[str, str] = {}
+        objects: dict[str, str] = dict((await svc.cas.get_tree(ours_record["tree"]))["objects"])
+        changed: list[str] = []
         for obj_id, tree in merge.merged.items():
-            if tree is not ours.get(obj_id):
+            if tree is not ours.get(obj_id):  # ours unchanged keeps its manifest (no store request)
                 tree = {**tree, "doc": {**tree["doc"], "lastModified": ts}}
                 if ours.get(obj_id, {}).get("doc", {}).get(FORKED):
                     tree["doc"][FORKED] = ours[obj_id]["doc"][FORKED]  # the target's own source stays
                 tree["etag"] = doc_etag(tree["doc"])
                 tree.pop("catalog", None)
                 merge.merged[obj_id] = tree
-            objects[obj_id] = await svc.cas.put_tree(tree)
+                changed.append(obj_id)
+        shas = await svc.workers.map([merge.merged[i] for i in changed], svc.cas.put_tree)
+        objects = {i: objects[i] for i in merge.merged if i not in changed} | dict(zip(changed, shas))
         root_sha = await svc.cas.put_tree({"root": root, "objects": dict(sorted(objects.items()))})
         number = await versions.highest_number(svc, target.path) + 1
         parents = [ours_record["id"], extra["merged"]] if "merged" in extra else [ours_record["id"]]
