@@ -3,14 +3,20 @@ back through unchanged h5pyd (docs/versions.md, "Merge and cherry-pick")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 import requests
 from tests.conftest import Client, auth
+from tests.scale.conftest import StartServer
+from tests.scale.test_many_processes import new_domain
 from tests.support.cli import clean_env, run_h5lake
+from tests.versions.test_versions_processes import N, make_dataset, read, write
 from tests.versions.test_versions_http import _h5
 
 
@@ -268,3 +274,36 @@ def test_command_line_merge_and_cherry_pick(client: Client, tmp_path: Path) -> N
     assert picked.returncode == 0, picked.stderr
     with _h5(ep, d) as f:
         assert f["g"].attrs["c"] == 5
+
+
+@pytest.mark.slow
+def test_server_killed_during_merges_leaves_no_half_version(start: StartServer) -> None:
+    """Kill -9 at moments during merges: every merge version that exists reads whole (the fork's
+    half and the target's half), and merging again afterwards gives that head."""
+    srv = start()
+    c = new_domain(srv.endpoint)
+    did = make_dataset(c)
+    write(c, did, 1.0)
+    assert c.post("/versions", json={}).status_code == 201
+    fork = Client(srv.endpoint, "test_user1", c.domain.replace(".h5", "-f.h5"))
+    assert fork.put("/", json={"from": c.domain + "@v1"}).status_code == 201
+    fdid = fork.get("/", params={"h5path": "/x"}).json()["id"]
+    write(fork, fdid, 2.0, 0, N // 2)
+    write(c, did, 3.0, N // 2, N)
+    expect = np.concatenate([np.full(N // 2, 2.0, "f4"), np.full(N - N // 2, 3.0, "f4")])
+    for delay in (0.0, 0.03, 0.1):
+        killer = threading.Timer(delay, lambda s=srv: s.stop(signal.SIGKILL))
+        killer.start()
+        with contextlib.suppress(requests.RequestException):
+            c.session.post(c.endpoint + "/versions/merge", params={"domain": c.domain}, json={"from": fork.domain},
+                           timeout=10)
+        killer.join()
+        srv.stop(signal.SIGKILL)
+        srv = start()
+        c, fork = Client(srv.endpoint, "test_user1", c.domain), Client(srv.endpoint, "test_user1", fork.domain)
+    for v in c.get("/versions").json()["versions"]:
+        if v.get("merged"):
+            assert np.array_equal(read(Client(srv.endpoint, "test_user1", f"{c.domain}@{v['id']}"), did), expect), v
+    r = c.post("/versions/merge", json={"from": fork.domain})
+    assert r.status_code == 201, r.text
+    assert np.array_equal(read(c, did), expect)
