@@ -146,6 +146,13 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500; docs/performance.md)",
     )
+    watch_interval: float = Field(
+        0.5, ge=0.05, le=10,
+        description="seconds between looks (one store HEAD) at each dataset watched with ?wait= (docs/api.md, \"The watch\")",
+    )
+    watch_max_datasets: int = Field(
+        256, ge=1, le=100_000, description="datasets watched at once per process; a wait on one more gets 503"
+    )
     public_read: bool = Field(False, description="domains and folders created while it is on are readable by everyone, without credentials")
     catalog_stale_after: float = Field(
         30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"

@@ -4,13 +4,23 @@ changes. Many server processes on one store: tests/scale/test_live_processes.py.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import os
 import subprocess
 import sys
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import orjson
+import pytest
+import requests
 from tests.api.test_h5pyd_metadata import open_file
-from tests.support.server import USERS
+from tests.conftest import Client
+from tests.support.server import USERS, Server, start_server
 
 WRITER = """
 import sys, numpy as np, h5pyd
@@ -44,3 +54,175 @@ def test_h5pyd_refresh_sees_another_process_append(endpoint: str, domain: str) -
             assert d.shape == (stop,)
             np.testing.assert_array_equal(d[...], np.arange(stop, dtype="f4"))
         np.testing.assert_array_equal(reader["fixed"][...], np.arange(3))
+
+
+# --- the watch ---------------------------------------------------------------------------------
+
+def make_dataset(client: Client) -> str:
+    r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [0], "maxdims": ["H5S_UNLIMITED"]})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+def extend(client: Client, dset: str, rows: int) -> None:
+    r = client.put(f"/datasets/{dset}/shape", json={"extend": rows})
+    assert r.status_code == 201, r.text
+
+
+def dims(reply: requests.Response) -> list[int]:
+    return list(reply.json()["shape"]["dims"])
+
+
+@pytest.mark.parametrize("part", ["/shape", ""])
+def test_a_waiter_is_answered_at_a_change_made_in_the_same_process(client: Client, part: str) -> None:
+    dset = make_dataset(client)
+    first = client.get(f"/datasets/{dset}{part}")
+    assert first.status_code == 200 and dims(first) == [0]
+    etag = first.headers["ETag"]
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(client.get, f"/datasets/{dset}{part}", params={"wait": 30},
+                              headers={"If-None-Match": etag})
+        time.sleep(0.3)  # the waiter is waiting (if it were answered already, it would be a 304 or [0])
+        assert not waiting.done()
+        extend(client, dset, 5)
+        answer = waiting.result(timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert dims(answer) == [5]
+    assert answer.headers["ETag"] != etag
+    assert answer.json() == client.get(f"/datasets/{dset}{part}").json()
+
+
+@pytest.mark.parametrize("part", ["/shape", ""])
+def test_an_unchanged_dataset_answers_304_after_the_wait(client: Client, part: str) -> None:
+    dset = make_dataset(client)
+    etag = client.get(f"/datasets/{dset}{part}").headers["ETag"]
+    for seconds in ("0", "0.2"):
+        r = client.get(f"/datasets/{dset}{part}", params={"wait": seconds}, headers={"If-None-Match": etag})
+        assert r.status_code == 304 and r.content == b""
+        assert r.headers["ETag"] == etag
+    # an out-of-date ETag, or none, is answered at once with the state
+    r = client.get(f"/datasets/{dset}{part}", params={"wait": 60}, headers={"If-None-Match": '"old"'})
+    assert r.status_code == 200 and r.headers["ETag"] == etag
+    r = client.get(f"/datasets/{dset}{part}", params={"wait": 60})
+    assert r.status_code == 200 and r.headers["ETag"] == etag
+
+
+@pytest.mark.parametrize("wait", ["-1", "60.5", "abc", "nan", "inf", ""])
+def test_a_bad_wait_is_400(client: Client, wait: str) -> None:
+    dset = make_dataset(client)
+    for part in ("/shape", ""):
+        r = client.get(f"/datasets/{dset}{part}", params={"wait": wait}, headers={"If-None-Match": "*"})
+        assert r.status_code == 400, r.text
+        assert "wait" in r.json()["error"]["message"]
+
+
+def test_a_user_without_read_gets_403_not_a_wait(client: Client) -> None:
+    dset = make_dataset(client)
+    etag = client.get(f"/datasets/{dset}/shape").headers["ETag"]
+    other = Client(client.endpoint, "test_user2", client.domain)
+    for part in ("/shape", ""):
+        r = other.get(f"/datasets/{dset}{part}", params={"wait": 60}, headers={"If-None-Match": etag})
+        assert r.status_code == 403, r.text
+
+
+# --- many waiters, clients that leave, the bounds (a server of their own) ----------------------
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server watching at most one dataset at once, with room for 1,010 connections."""
+    srv = start_server(tmp_path_factory.mktemp("live"), extra=["--watch-max-datasets", "1", "--max-connections", "1010"])
+    yield srv
+    srv.stop()
+
+
+def fresh_client(srv: Server) -> Client:
+    home = requests.put(srv.endpoint + "/", params={"domain": "/home/test_user1"}, json={"folder": 1},
+                        auth=("test_user1", USERS["test_user1"]), timeout=30)
+    assert home.status_code in (201, 409), home.text
+    c = Client(srv.endpoint, "test_user1", f"/home/test_user1/{uuid.uuid4().hex[:12]}.h5")
+    assert c.put("/").status_code == 201
+    return c
+
+
+async def send_wait(port: int, c: Client, dset: str, etag: str, seconds: float = 60) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection sending ``GET /datasets/{dset}/shape?wait=`` (its reply is not read here)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    token = base64.b64encode(f"test_user1:{USERS['test_user1']}".encode()).decode()
+    writer.write(f"GET /datasets/{dset}/shape?wait={seconds}&domain={c.domain} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                 f"Authorization: Basic {token}\r\nIf-None-Match: {etag}\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def reply_of(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Status and body of one reply (Content-Length framed)."""
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return status, await reader.readexactly(length)
+
+
+def test_a_thousand_waiters_leave_others_answered_and_all_wake(bounded: Server) -> None:
+    c = fresh_client(bounded)
+    dset = make_dataset(c)
+    etag = c.get(f"/datasets/{dset}/shape").headers["ETag"]
+    port = int(bounded.endpoint.rsplit(":", 1)[1])
+
+    async def run() -> tuple[list[tuple[int, bytes]], list[int]]:
+        waiters = [await send_wait(port, c, dset, etag) for _ in range(1000)]
+        # others are answered while the thousand wait (each waiter's reply not yet sent)
+        loop = asyncio.get_running_loop()
+        other = await loop.run_in_executor(None, lambda: c.get(f"/datasets/{dset}").status_code)
+        assert other == 200
+        assert not any(r.at_eof() or len(r._buffer) for r, _ in waiters)  # type: ignore[attr-defined]
+        # the per-process connection limit still holds: past 1,010 connections, 503
+        extra = [await send_wait(port, c, dset, etag) for _ in range(15)]
+        answered = await asyncio.gather(*(asyncio.wait_for(reply_of(r), 1) for r, _ in extra), return_exceptions=True)
+        statuses = [a[0] if isinstance(a, tuple) else 0 for a in answered]  # 0: let in, waiting
+        for _, w in extra:
+            w.close()
+        await loop.run_in_executor(None, extend, c, dset, 3)
+        replies = await asyncio.gather(*(asyncio.wait_for(reply_of(r), 30) for r, _ in waiters))
+        for _, w in waiters:
+            w.close()
+        return replies, statuses
+
+    replies, statuses = asyncio.run(run())
+    assert 503 in statuses and 0 in statuses
+    assert len(replies) == 1000
+    assert all(status == 200 and orjson.loads(body)["shape"]["dims"] == [3] for status, body in replies)
+
+
+def test_a_waiter_whose_client_hangs_up_is_dropped(bounded: Server) -> None:
+    c = fresh_client(bounded)
+    first, second = make_dataset(c), make_dataset(c)
+    etag_first = c.get(f"/datasets/{first}/shape").headers["ETag"]
+    etag_second = c.get(f"/datasets/{second}/shape").headers["ETag"]
+    port = int(bounded.endpoint.rsplit(":", 1)[1])
+
+    def second_wait() -> int:
+        r = c.get(f"/datasets/{second}/shape", params={"wait": 0}, headers={"If-None-Match": etag_second})
+        return r.status_code
+
+    async def run() -> list[int]:
+        loop = asyncio.get_running_loop()
+        _, writer = await send_wait(port, c, first, etag_first)
+        seen = []
+        while (status := await loop.run_in_executor(None, second_wait)) != 503:  # until the first is watched
+            seen.append(status)
+            await asyncio.sleep(0.05)
+        writer.close()  # hang up: the one watched dataset is let go
+        await writer.wait_closed()
+        for _ in range(200):  # the waiter asked for 60 s: this is well before
+            status = await loop.run_in_executor(None, second_wait)
+            seen.append(status)
+            if status == 304:
+                break
+            await asyncio.sleep(0.05)
+        return seen
+
+    seen = asyncio.run(run())
+    assert seen[-1] == 304

@@ -147,6 +147,8 @@ def _export(settings: Any) -> None:
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute kept in its object's document (JSON; larger ones are objects of their own); those kept there together: 4x [1 MiB].")
 @click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
 @click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [2000].")
+@click.option("--watch-interval", type=float, help="Seconds between store HEADs of each dataset watched with ?wait= [0.5].")
+@click.option("--watch-max-datasets", type=int, help="Datasets watched at once per process; more get 503 [256].")
 @click.option(
     "--public-read", is_flag=True, default=None,
     help="Domains and folders created while it is on are readable by everyone, without credentials "

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from h5lake.api import nonfinite
+from h5lake.api import nonfinite, watch_routes
 from h5lake.api.hrefs import root_of, segment
 from h5lake.api.http import (
     binary,
@@ -29,7 +29,7 @@ from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
 from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths
-from h5lake.service.context import Service
+from h5lake.service.context import Caller, Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 
 
@@ -127,6 +127,10 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             await objects.delete_object(svc, who, path, obj_id, collection)
             return ok({})
         h5path = request.query_params.get("h5path")
+        if collection is Collection.DATASETS and h5path is None and request.method == "GET":
+            seconds = watch_routes.wait_param(request)
+            if seconds is not None:
+                return await watch_routes.watched(request, obj_id, seconds, lambda: described(request, svc, who, path, obj_id))
         if h5path is not None:
             out = await paths.object_at_path(
                 svc,
@@ -142,6 +146,9 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             )
             out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
             return ok(out)
+        return await described(request, svc, who, path, obj_id)
+
+    async def described(request: Request, svc: Service, who: Caller, path: str, obj_id: str) -> Response:
         out = await objects.get_object(
             svc,
             who,
@@ -172,9 +179,14 @@ async def dataset_shape(request: Request) -> Response:
     if request.method == "PUT":
         region = await datasets.resize(svc, who, path, dset_id, await json_body(request))
         return ok({"selection": region.to_text(), "hrefs": hrefs_of(request).dataset_part(dset_id, "shape")}, 201)
-    out = await datasets.get_shape(svc, who, path, dset_id)
-    out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
-    return ok(out)
+    seconds = watch_routes.wait_param(request)
+
+    async def shape() -> Response:
+        out = await datasets.get_shape(svc, who, path, dset_id)
+        out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
+        return ok(out)
+
+    return await shape() if seconds is None else await watch_routes.watched(request, dset_id, seconds, shape)
 
 
 async def dataset_layout(request: Request) -> Response:

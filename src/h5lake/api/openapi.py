@@ -69,6 +69,12 @@ _INCLUDE = (
     Param("include_links", _FLAG, "include the links (groups)"),
     Param("include_attrs", _FLAG, "include the attributes"),
 )
+_WATCH = (
+    Param("wait", {"type": "number", "minimum": 0, "maximum": 60},
+          "seconds to wait for the reply to differ from If-None-Match (docs/api.md, \"The watch\")"),
+    Param("If-None-Match", _STRING, "the ETag of the reply the client has", where="header"),
+)
+_UNCHANGED = "not changed within wait seconds: no body, the ETag header as sent in If-None-Match"
 _ATTR_OWNER = (Param("collection", {"type": "string", "enum": ["groups", "datasets", "datatypes", "maps"]},
                      "the owner's collection", where="path", required=True), ID, DOMAIN)
 _ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required=True)
@@ -141,11 +147,12 @@ OPS: tuple[Op, ...] = (
        (DOMAIN,), body=s.DatasetCreate, body_required=True, many=True),
     Op("GET", "/datasets", "getDatasets", "The ids of the datasets of a domain", {200: s.IdList},
        (DOMAIN, LIMIT, MARKER)),
-    Op("GET", "/datasets/{id}", "getDataset", "A dataset", {200: s.Dataset}, _obj_params(*_INCLUDE)),
+    Op("GET", "/datasets/{id}", "getDataset", "A dataset (with wait: once it differs from If-None-Match)",
+       {200: s.Dataset, 304: _UNCHANGED}, _obj_params(*_INCLUDE, *_WATCH)),
     Op("DELETE", "/datasets/{id}", "deleteDataset", "Delete a dataset", {200: s.Empty}, _obj_params()),
     Op("GET", "/datasets/{id}/type", "getDatasetType", "A dataset's type", {200: s.DatasetType}, _obj_params()),
-    Op("GET", "/datasets/{id}/shape", "getDatasetShape", "A dataset's shape", {200: s.DatasetShape},
-       _obj_params()),
+    Op("GET", "/datasets/{id}/shape", "getDatasetShape", "A dataset's shape (with wait: once it differs from If-None-Match)",
+       {200: s.DatasetShape, 304: _UNCHANGED}, _obj_params(*_WATCH)),
     Op("PUT", "/datasets/{id}/shape", "putDatasetShape", "Resize a dataset", {201: s.Resized}, _obj_params(),
        body=s.ShapeChange, body_required=True),
     Op("PUT", "/datasets/{id}/layout", "putDatasetLayout",

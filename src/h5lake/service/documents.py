@@ -110,6 +110,9 @@ class Documents:
         self.store = store
         self.memo = DocumentMemo()
         self.parsing = asyncio.Semaphore(PARSED_AT_ONCE)  # large documents parsed at once (`parse`)
+        # told of each document this process stores (its new ETag) or deletes (None): the watch
+        # (service.watch) wakes the waiters on it at once
+        self.written: Callable[[str, str | None], None] = _nobody
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
@@ -129,12 +132,16 @@ class Documents:
 
     async def create(self, key: str, doc: Doc, what: str) -> str:
         try:
-            return await self.store.put(key, dumps(doc), if_none_match=True)
+            etag = await self.store.put(key, dumps(doc), if_none_match=True)
         except PreconditionFailed:
             raise AlreadyExists(f"{what} already exists") from None
+        self.written(key, etag)
+        return etag
 
     async def put(self, key: str, doc: Doc) -> str:
-        return await self.store.put(key, dumps(doc))
+        etag = await self.store.put(key, dumps(doc))
+        self.written(key, etag)
+        return etag
 
     async def update(
         self,
@@ -199,11 +206,17 @@ class Documents:
                 continue  # a remembered document that was not the stored one: read it now
             if reuse and native:
                 self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
+            self.written(key, new_etag)
             return doc, result
         raise Conflict(f"{what} is changing too fast; try again")
 
     async def delete(self, key: str) -> None:
         await self.store.delete(key)
+        self.written(key, None)
+
+
+def _nobody(key: str, etag: str | None) -> None:
+    """`Documents.written` when nothing listens."""
 
 
 class PutOutcome(enum.Enum):
