@@ -9,6 +9,7 @@ import base64
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -226,3 +227,84 @@ def test_a_waiter_whose_client_hangs_up_is_dropped(bounded: Server) -> None:
 
     seen = asyncio.run(run())
     assert seen[-1] == 304
+
+
+# --- consistent appends (service/appends.py) ----------------------------------------------------
+
+def filled_dataset(client: Client, values: list[int], chunk: int = 4) -> str:
+    r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [len(values)], "maxdims": ["H5S_UNLIMITED"],
+                                       "creationProperties": {"fillValue": -1, "layout": {"class": "H5D_CHUNKED", "dims": [chunk]}}})
+    assert r.status_code == 201, r.text
+    dset = str(r.json()["id"])
+    if values:
+        assert client.put(f"/datasets/{dset}/value", json={"value": values}).status_code == 200
+    return dset
+
+
+def visible_rows(client: Client, dset: str) -> list[int]:
+    """The rows inside the extent a reader sees (read after the extent)."""
+    n = dims(client.get(f"/datasets/{dset}/shape"))[0]
+    if n == 0:
+        return []
+    return list(client.get(f"/datasets/{dset}/value", params={"select": f"[0:{n}]"}).json()["value"])
+
+
+def test_an_append_is_shown_only_once_its_rows_are_written(client: Client) -> None:
+    """The appender's body arrives slowly: meanwhile readers see the old extent (its rows all
+    written), a resize is 409, and after it the new rows."""
+    dset = filled_dataset(client, [0, 1, 2])
+    port = int(client.endpoint.rsplit(":", 1)[1])
+    token = base64.b64encode(f"test_user1:{USERS['test_user1']}".encode()).decode()
+    body = np.arange(3, 7, dtype="<i4").tobytes()
+
+    async def run() -> tuple[list[int], int, int]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"PUT /datasets/{dset}/value?append=4&domain={client.domain} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                     f"Authorization: Basic {token}\r\nContent-Type: application/octet-stream\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:8])
+        await writer.drain()
+        await asyncio.sleep(0.3)  # the server has the headers and half the body
+        loop = asyncio.get_running_loop()
+        during = await loop.run_in_executor(None, visible_rows, client, dset)
+        resize = await loop.run_in_executor(None, lambda: client.put(f"/datasets/{dset}/shape", json={"extend": 1}).status_code)
+        writer.write(body[8:])
+        await writer.drain()
+        status, _ = await reply_of(reader)
+        writer.close()
+        return during, resize, status
+
+    during, resize, status = asyncio.run(run())
+    assert -1 not in during and during == [0, 1, 2]
+    assert resize == 409
+    assert status == 200
+    assert visible_rows(client, dset) == list(range(7))
+    assert "appends" not in client.get(f"/datasets/{dset}").json()
+
+
+def test_concurrent_appends_keep_every_row_and_readers_see_no_gap(client: Client) -> None:
+    dset = filled_dataset(client, [])
+    writers, appends, rows = 4, 8, 3
+    stop = threading.Event()
+    gaps: list[list[int]] = []
+
+    def append(w: int) -> None:
+        c = Client(client.endpoint, "test_user1", client.domain)
+        for a in range(appends):
+            base = (w * appends + a) * rows
+            r = c.put(f"/datasets/{dset}/value", params={"append": rows}, json={"value": list(range(base, base + rows))})
+            assert r.status_code == 200, r.text
+
+    def read() -> None:
+        c = Client(client.endpoint, "test_user1", client.domain)
+        while not stop.is_set():
+            seen = visible_rows(c, dset)
+            if -1 in seen:
+                gaps.append(seen)
+
+    with ThreadPoolExecutor(writers + 1) as pool:
+        reading = pool.submit(read)
+        list(pool.map(append, range(writers)))
+        stop.set()
+        reading.result()
+    assert gaps == [], [(len(g), [i for i, v in enumerate(g) if v == -1]) for g in gaps[:5]]
+    assert sorted(visible_rows(client, dset)) == list(range(writers * appends * rows))

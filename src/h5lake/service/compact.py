@@ -133,11 +133,12 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
         if moving:
             new[KEY]["moving"] = True
         try:
-            await svc.store.put(key, dumps(new), if_match=etag)
+            stored = await svc.store.put(key, dumps(new), if_match=etag)
         except PreconditionFailed:
             doc = etag = None
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
+        svc.docs.written(key, stored)  # the watch (service.watch)
         svc.catalog.note_object(domain.path, dataset_id)
         if moving:
             await finish_move(svc, domain, new)

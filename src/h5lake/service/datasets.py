@@ -15,7 +15,7 @@ from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
 from h5lake.model.types import client_type, to_dtype
-from h5lake.service import compact, shrink
+from h5lake.service import appends, compact, shrink
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -248,6 +248,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
     marked: list[bool] = [False]  # this update recorded a cleaning it then does itself
 
     def mutate(doc: Doc) -> Any:
+        appends.check_no_appends(doc)  # appends reserve rows first (service.appends)
         space = space_from_json(doc["shape"])
         dims = _new_dims(space, body)
         old_dims[:] = list(space.dims)

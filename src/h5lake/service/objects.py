@@ -19,6 +19,7 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
+from h5lake.service.appends import KEY as APPENDS_KEY
 from h5lake.service.attributes import ordered_attributes, parse_attributes, shown_value
 from h5lake.service.context import Caller, Service
 from h5lake.service.creation import answered_creation_properties, group_creation_properties
@@ -29,7 +30,7 @@ from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
 _ADMIN_KEYS = ("acls", FORKED)
-_NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KEYS)
+_NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY, APPENDS_KEY) + _ADMIN_KEYS)
 
 
 def object_json(

@@ -31,6 +31,7 @@ from h5lake.model.values import (
     json_item_chars,
     json_size_estimate,
 )
+from h5lake.service import appends
 from h5lake.service.budget import held_read, released_on_error, reply_bytes
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
@@ -236,7 +237,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.UPDATE)
     check_writable(ds.domain, ds.doc, Change.VALUES)
     layout = ds.require_layout()
-    fields = parse_fields(request.fields, layout.dtype)
+    parse_fields(request.fields, layout.dtype)  # checked before anything changes
     selection: Selection | PairedSelection | None
     appended: np.ndarray | None = None
     if request.append is not None:
@@ -244,12 +245,29 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         if not 0 <= axis < len(layout.shape):
             raise InvalidInput(f"append_dim must be in 0..{len(layout.shape) - 1}")
         appended = await _append_json(svc, ds, layout, request, axis)
+        reserved = await appends.reserve(svc, ds.domain, ds.id, request.append.count, axis)
+        if reserved is not None:  # rows reserved, written, then shown (service.appends)
+            try:
+                doc = reserved.writable_doc()
+                await _write_values(svc, OpenDataset(ds.domain, doc, native_layout(ds.domain, doc)), request, reserved.rows(), appended)
+            finally:
+                await appends.publish(svc, ds.id, reserved)
+            return
         resized = await grow(svc, ds.domain, ds.id, {"extend": request.append.count, "extend_dim": axis})
         ds = OpenDataset(ds.domain, resized.doc, native_layout(ds.domain, resized.doc))
-        layout = ds.require_layout()
         selection = resized.appended(axis)
     else:
         selection = _selection(layout, request.select)
+    await _write_values(svc, ds, request, selection, appended)
+
+
+async def _write_values(
+    svc: Service, ds: OpenDataset, request: ValueWrite, selection: Selection | PairedSelection | None,
+    appended: np.ndarray | None,
+) -> None:
+    """The values of ``request`` written at ``selection`` (or where the body says)."""
+    layout = ds.require_layout()
+    fields = parse_fields(request.fields, layout.dtype)
     body = request.body
     if isinstance(body, JsonValues) and request.select is None and request.append is None:
         if body.has_select:
