@@ -308,3 +308,18 @@ def test_concurrent_appends_keep_every_row_and_readers_see_no_gap(client: Client
         reading.result()
     assert gaps == [], [(len(g), [i for i, v in enumerate(g) if v == -1]) for g in gaps[:5]]
     assert sorted(visible_rows(client, dset)) == list(range(writers * appends * rows))
+
+
+def test_the_client_helper_yields_each_new_shape(endpoint: str, domain: str) -> None:
+    from h5lake.client import shapes
+
+    with open_file(endpoint, domain, "w") as f:
+        f.create_dataset("data", shape=(0,), dtype="f4", chunks=(2,), maxshape=(None,))
+    with open_file(endpoint, domain, "r") as f:
+        seen = shapes(f["data"], wait=30)
+        assert next(seen) == (0,)
+        with ThreadPoolExecutor(1) as pool:
+            for stop in (4, 8):
+                waiting = pool.submit(next, seen)
+                append_in_another_process(endpoint, domain, stop - 4, stop)
+                assert waiting.result(timeout=60) == (stop,)
