@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from h5lake.api.http import service
+from h5lake.api.http import caller, service
 from h5lake.errors import CallerGone, InvalidInput
 from h5lake.model.ids import object_key
 
@@ -69,9 +69,12 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
     gone = asyncio.ensure_future(_hung_up(request))
     try:
         async with service(request).watch.watching(object_key(dset_id)) as watcher:
+            asked = (dset_id, request.url.path, request.url.query, request.headers.get("host"), caller(request).user)
             while True:
                 seen = watcher.etag
-                now = await reply()  # again: the document may have changed before the watch began
+                # again: the document may have changed before the watch began. The waiters woken
+                # by one change that asked the same thing share one reply
+                now = await _shared((seen, *asked), reply)
                 etag = etag_of(now)
                 if not _matches(header, etag):
                     return now
@@ -89,6 +92,19 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
                     return _not_modified(etag)
     finally:
         gone.cancel()
+
+
+_MAKING: dict[tuple[object, ...], asyncio.Task[Response]] = {}
+"""Replies being made for waiters, by what they asked and the document's ETag they saw."""
+
+
+async def _shared(key: tuple[object, ...], reply: Callable[[], Awaitable[Response]]) -> Response:
+    """``reply()``, or the reply another waiter is making for the same ``key``."""
+    making = _MAKING.get(key)
+    if making is None:
+        making = _MAKING[key] = asyncio.ensure_future(reply())
+        making.add_done_callback(lambda _: _MAKING.pop(key, None))
+    return await asyncio.shield(making)
 
 
 def _not_modified(etag: bytes) -> Response:
