@@ -28,9 +28,10 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths
+from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths, values
 from h5lake.service.context import Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
+from h5lake.service.value_requests import JsonValues, ValueWrite
 
 
 def _collection(request: Request) -> Collection:
@@ -67,9 +68,14 @@ async def post_datatypes(request: Request) -> Response:
 
 
 async def post_datasets(request: Request) -> Response:
-    items, many = await datasets.create_datasets(
-        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
-    )
+    svc, who, path, body = service(request), caller(request), domain_param(request), await json_body(request)
+    items, many = await datasets.create_datasets(svc, who, path, body, flag(request, "implicit"))
+    # HSDS takes a dataset's first values in its POST (``value`` or ``value_base64``, as a PUT
+    # of the whole dataset takes them); the 201 comes once they are written
+    for item, made in zip(body if isinstance(body, list) else [body], items):
+        given = {k: item[k] for k in ("value", "value_base64") if item.get(k) is not None} if isinstance(item, dict) else {}
+        if given:
+            await values.write_values(svc, who, path, made["id"], ValueWrite(JsonValues.from_body(given)))
     return _created(request, items, many)
 
 

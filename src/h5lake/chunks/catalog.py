@@ -52,6 +52,7 @@ from typing import Any
 
 import orjson
 
+from h5lake.chunks.changed import advance
 from h5lake.chunks.fanout import bounded
 from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
@@ -293,6 +294,7 @@ class ChunkCatalog:
         self._chunks: dict[tuple[str, str], set[Index]] = {}
         self._objects: dict[str, set[str]] = {}
         self._done: set[str] = set()  # intents to delete after the next flush
+        self._changed: dict[str, float] = {}  # domain -> time of its newest write noted
         self._mine: set[str] = set()  # intents this process has begun and not yet deleted
         self._wake, self._stop = asyncio.Event(), asyncio.Event()  # stop: cut pauses short
         self._lock = asyncio.Lock()
@@ -322,6 +324,7 @@ class ChunkCatalog:
              intent: Intent | None = None) -> None:
         """Chunks ``indexes`` of the dataset were written (or deleted). Never blocks."""
         self._chunks.setdefault((domain, dataset_id), set()).update(tuple(i) for i in indexes)
+        self._changed[domain] = time.time()
         if intent is not None and intent.key is not None:
             self._done.add(intent.key)
         self._kick()
@@ -335,6 +338,7 @@ class ChunkCatalog:
     def note_object(self, domain: str, obj_id: str) -> None:
         """A group, dataset or datatype was created, updated or deleted. Never blocks."""
         self._objects.setdefault(domain, set()).add(obj_id)
+        self._changed[domain] = time.time()
         self._kick()
 
     # -- lifecycle
@@ -364,16 +368,19 @@ class ChunkCatalog:
     async def flush(self) -> None:
         """Merge everything noted so far (after a flush already under way)."""
         async with self._lock:
-            chunks, objects, done = self._chunks, self._objects, self._done
-            self._chunks, self._objects, self._done = {}, {}, set()
+            chunks, objects, done, changed = self._chunks, self._objects, self._done, self._changed
+            self._chunks, self._objects, self._done, self._changed = {}, {}, set(), {}
             try:
                 await self._merge(chunks, objects)
+                await bounded(changed.items(), lambda dc: advance(self.store, *dc), 8)
             except BaseException:  # put the batch back for the next try
                 for k, v in chunks.items():
                     self._chunks.setdefault(k, set()).update(v)
                 for d, group in objects.items():
                     self._objects.setdefault(d, set()).update(group)
                 self._done |= done
+                for d, at in changed.items():
+                    self._changed[d] = max(at, self._changed.get(d, 0.0))
                 raise
             keys = sorted(done)
             results = await asyncio.gather(*map(self.store.delete, keys), return_exceptions=True)
@@ -404,6 +411,7 @@ class ChunkCatalog:
                 log.warning("dropping unreadable catalog intent %s", key)
             else:
                 await self._merge({(domain, dataset_id): indexes}, {})
+                await advance(self.store, domain, blob.last_modified)
                 merged += 1
             await self.store.delete(key)
         await self.alive.forget_dead(limit)
@@ -452,7 +460,7 @@ class ChunkCatalog:
                 self._flusher = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while not self._closing or self._chunks or self._objects or self._done:
+        while not self._closing or self._chunks or self._objects or self._done or self._changed:
             await self._wake.wait()
             await self._pause(self.delay)  # coalesce a burst of writes into one merge
             self._wake.clear()

@@ -299,6 +299,15 @@ def catalog_key(domain: str, name: str) -> str:
     return domain_prefix(domain) + name
 
 
+CHANGED_FILE = ".changed.txt"
+"""A domain's last change (seconds since the epoch, as text), moved forward by the catalog
+flusher after writes (:mod:`h5lake.chunks.changed`); listings read it."""
+
+
+def changed_key(domain: str) -> str:
+    return domain_prefix(domain) + CHANGED_FILE
+
+
 def chunk_catalog_key(domain: str, dataset_id: str) -> str:
     return domain_prefix(domain) + "." + dataset_id + ".chunks.txt"
 

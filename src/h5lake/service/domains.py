@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
+from h5lake.chunks.changed import last_changed
 from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
 from h5lake.errors import AlreadyExists, Conflict, Forbidden, Gone, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
@@ -339,7 +340,19 @@ async def list_domains(
                 break
     if verbose:
         await _add_stats(svc, caller, out, docs, names)
+    else:
+        await _add_last_changes(svc, out)
     return out
+
+
+async def _add_last_changes(svc: Service, items: list[Doc]) -> None:
+    """A listed domain's ``lastModified`` is its last write, not its document's last change
+    (`h5lake.chunks.changed`: one small read per domain)."""
+    listed = [item for item in items if item["class"] == "domain"]
+    stamps = await svc.workers.map(listed, lambda item: last_changed(svc.store, item["name"]))
+    for item, stamp in zip(listed, stamps):
+        if stamp is not None and stamp > (item.get("lastModified") or 0.0):
+            item["lastModified"] = stamp
 
 
 async def _matching(

@@ -177,7 +177,7 @@ async def _put_links(
     return outcome  # type: ignore[no-any-return]
 
 
-def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
+def parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
     if not isinstance(body, dict):
         raise InvalidInput("links must be an object keyed by link name")
     return {validate_name(name): parse_link(link, domain) for name, link in body.items()}
@@ -203,7 +203,7 @@ async def put_links(
         raise InvalidInput("body must be a JSON object")
     per_group: dict[str, dict[str, Doc]] = {}
     if "grp_ids" in body and isinstance(body["grp_ids"], list):
-        shared = _parse_links(body.get("links"), domain)
+        shared = parse_links(body.get("links"), domain)
         for gid in body["grp_ids"]:
             parse_id(gid, Collection.GROUPS)
             per_group[gid] = shared
@@ -214,9 +214,9 @@ async def put_links(
         for gid, item in grp_ids.items():
             parse_id(gid, Collection.GROUPS)
             links = item.get("links") if isinstance(item, dict) else None
-            per_group[gid] = _parse_links(links, domain)
+            per_group[gid] = parse_links(links, domain)
     elif "links" in body:
-        per_group[group_id] = _parse_links(body["links"], domain)
+        per_group[group_id] = parse_links(body["links"], domain)
     else:
         raise InvalidInput("body needs links or grp_ids")
     outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item, replace))

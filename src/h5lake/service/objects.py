@@ -24,7 +24,7 @@ from h5lake.service.context import Caller, Service
 from h5lake.service.creation import answered_creation_properties, group_creation_properties
 from h5lake.service.documents import ENTRY_BYTES, Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.links import link_json, link_new_object, path_of, place_new_object
+from h5lake.service.links import link_json, link_new_object, parse_links, path_of, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
@@ -128,8 +128,11 @@ async def create_groups(
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs, links = [], []
     for item in items:
+        if "type" in item:  # as HSDS: a committed datatype is made by POST /datatypes
+            raise InvalidInput("a group has no type (POST /datatypes commits a datatype)")
         doc = base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item)
-        doc["links"] = {}
+        # links made with the group, as HSDS takes them: {name: link} as PUT .../links takes
+        doc["links"] = parse_links(item["links"], domain) if item.get("links") is not None else {}
         doc["creationProperties"] = group_creation_properties(item.get("creationProperties"))
         doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"), doc["id"])
         docs.append(doc)
