@@ -28,7 +28,17 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths, values
+from h5lake.service import (
+    attributes,
+    attrlist,
+    attrvalues,
+    datasets,
+    links,
+    object_acls,
+    objects,
+    paths,
+    values,
+)
 from h5lake.service.context import Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
 from h5lake.service.value_requests import JsonValues, ValueWrite
