@@ -73,7 +73,7 @@ GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to th
 OFF_LOOP_LINES = 1024
 """A catalog of more lines (or an intent of more chunks) is parsed, rendered and summed on a
 thread: a dataset of 100,000 chunks made every merge of its catalog cost ~0.6 s of the event
-loop (docs/security.md, "Tenth attack pass")."""
+loop (docs/security.md, "Wide objects")."""
 
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line
