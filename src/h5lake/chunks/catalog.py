@@ -32,8 +32,8 @@ its ``stale_after`` only when the owner's heartbeat is absent or older than
 ``max(stale_after, 3 * renew)``:
 a write that runs longer than that (a slow client streaming a large body) keeps its intent, so
 the chunks it stores after a recovery would have merged and deleted the intent are not left
-out of both the catalog and the intents (session 10; reads of many chunks, shrinks and commits
-would miss them for good had the writer died before its flush).
+out of both the catalog and the intents (docs/storage.md, "Crashes and races"; reads of many
+chunks, shrinks and commits would miss them for good had the writer died before its flush).
 """
 
 from __future__ import annotations
