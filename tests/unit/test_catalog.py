@@ -287,7 +287,8 @@ async def test_aborted_write_is_left_to_recovery(store: Store) -> None:
 
 async def test_a_live_process_keeps_its_intent_however_long_its_write_runs(store: Store) -> None:
     """Another process recovers an intent only once its owner stops saying it is alive (its
-    heartbeat); before session 10 a write running past ``stale_after`` lost its intent."""
+    heartbeat), so a write running past ``stale_after`` keeps its intent (docs/storage.md,
+    "Crashes and races")."""
     ds = await new_dataset(store, new_root_id())
     # heartbeats every 0.3 s, judged stale after 0.9 s: a writer whose heartbeat task a loaded
     # machine delays by 0.1 s is still alive (at 0.05 s and 0.15 s the test failed under load)

@@ -32,8 +32,8 @@ its ``stale_after`` only when the owner's heartbeat is absent or older than
 ``max(stale_after, 3 * renew)``:
 a write that runs longer than that (a slow client streaming a large body) keeps its intent, so
 the chunks it stores after a recovery would have merged and deleted the intent are not left
-out of both the catalog and the intents (session 10; reads of many chunks, shrinks and commits
-would miss them for good had the writer died before its flush).
+out of both the catalog and the intents (docs/storage.md, "Crashes and races"; reads of many
+chunks, shrinks and commits would miss them for good had the writer died before its flush).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to th
 OFF_LOOP_LINES = 1024
 """A catalog of more lines (or an intent of more chunks) is parsed, rendered and summed on a
 thread: a dataset of 100,000 chunks made every merge of its catalog cost ~0.6 s of the event
-loop (docs/security.md, "Tenth attack pass")."""
+loop (docs/security.md, "Wide objects")."""
 
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line

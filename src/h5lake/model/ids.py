@@ -366,6 +366,6 @@ whose chunks it reads until it writes its own (never shown to clients)."""
 def fork_base_key(domain: str, root_id: str) -> str:
     """What the fork of root ``root_id`` was made from (keeps the source version's chunks alive
     for gc). Named by the root: forks racing for one path each put their own, so the one that
-    loses cannot replace the winner's (stores before session 10 hold ``base.json``, which gc
-    reads alike)."""
+    loses cannot replace the winner's (stores written by older h5lake releases hold
+    ``base.json``, which gc reads alike; docs/versions.md, "Storage keys")."""
     return versions_prefix(domain) + f"base-{root_id}.json"

@@ -60,7 +60,7 @@ MEMO_DOC_BYTES = 256 * 1024  # a larger document is not remembered
 ENTRY_BYTES = 64
 """About what one link or attribute costs to select and show, as bytes of work for
 `Workers.cpu`: a listing or description of more than ~1,000 of them is made on a pool thread
-(docs/security.md, "Tenth attack pass")."""
+(docs/security.md, "Wide objects")."""
 SLICED_ABOVE = 1024 * 1024
 """A stored document larger than this is parsed a slice at a time, others running in between
 (`parse`): orjson takes ~15 ms per MB in one call that holds the interpreter."""
@@ -88,7 +88,7 @@ def loads(data: bytes, key: str) -> Any:
 
 async def parse(data: bytes, key: str, gate: asyncio.Semaphore) -> Any:
     """`loads`, in slices with other tasks running between them for a large document (a group
-    of many links: docs/security.md, "Tenth attack pass"); the same value either way. At most
+    of many links: docs/security.md, "Wide objects"); the same value either way. At most
     large documents are parsed at once (``gate``): the event loop runs each ready task in turn,
     so a request waits a slice of every parse in progress at each of its steps."""
     if len(data) <= SLICED_ABOVE:

@@ -67,7 +67,7 @@ async def shown_object(
     svc: Service, domain: Domain, doc: Doc, *, include_links: bool, include_attrs: bool, create_order: bool = False
 ) -> Doc:
     """`object_json`, on a pool thread when it shows many links or attributes: a group of
-    200,000 links took ~0.1 s of the event loop to show (docs/security.md, "Tenth attack pass")."""
+    200,000 links took ~0.1 s of the event loop to show (docs/security.md, "Wide objects")."""
     shown = len(doc.get("links", ())) if include_links else 0
     shown += len(doc.get("attributes", ())) if include_attrs else 0
     if include_attrs and any(attrvalues.is_outside(a) for a in doc.get("attributes", {}).values()):

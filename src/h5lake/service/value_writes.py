@@ -69,7 +69,7 @@ def chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
 async def chunks_in(svc: Service, layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
     """`chunks_of`, on the CPU pool for a selection of more than a few thousand elements: a
     write of 100,000 chunks spent ~0.3-0.5 s of the event loop listing them (docs/security.md,
-    "Tenth attack pass")."""
+    "Wide objects")."""
     return await svc.workers.cpu(chunks_of, layout, sel, size=sel.count * 16)
 
 

@@ -1,4 +1,4 @@
-"""Forking a version into a new, writable domain (docs/versions.md, "Fork").
+"""Forking a version into a new, writable domain (docs/versions.md, "Restore, fork, forget, collect").
 
 Object ids are bucket-global, so the fork's objects get new ids (the new root's prefix); their
 documents are copied with links and datatype references renamed. No chunk is copied: each

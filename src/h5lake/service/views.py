@@ -1,11 +1,11 @@
 """The seam every read of a domain goes through: an opened `Domain` and the `DomainView` it is
 read through.
 
-Today there is one view, the head (`HeadView`): the documents and chunks as they are now,
-writable. A version of a domain will be another view class: documents resolved from a
-snapshot, chunks from a content-addressed store, ``writable`` False. Handlers, use cases and
-the chunk engine ask the view and never the store, so a versioned read needs that class and
-the code that picks it when a domain is opened, nothing else.
+Two views implement it: the head (`HeadView`, here), the documents and chunks as they are now,
+writable; and a version of the domain (`service/versions.VersionView`), documents resolved from
+a snapshot, chunks from the content-addressed store, ``writable`` False. Handlers, use cases and
+the chunk engine ask the view and never the store, so a read does not know which one it goes
+through; `service/versions.py` picks the version view when a domain is opened at ``@ref``.
 """
 
 from __future__ import annotations
