@@ -47,9 +47,9 @@ import orjson
 
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
+from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
 
-Doc = dict[str, Any]
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
 Pieces = dict[str, tuple[Doc, dict[Any, orjson.Fragment]]]

@@ -39,6 +39,7 @@ import numpy as np
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
 from h5lake.errors import H5LakeError
 from h5lake.model.layout import chunk_grid
+from h5lake.model.stored import Doc
 from h5lake.model.types import CharSet
 
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
@@ -48,7 +49,6 @@ URI_TABLE_CHUNK_ENTRIES = 4 * 1024  # with file URIs (variable-length): each chu
 # dataset (an extent of 10**12 elements, a few chunks written) would take gigabytes of table,
 # built in memory and sent. Past this many grid chunks the dataset is copied (its written chunks).
 MAX_TABLE_ENTRIES = 1 << 24  # 256 MiB of (offset, size)
-Doc = dict[str, Any]
 
 
 class LinkError(Exception):
