@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -22,6 +22,7 @@ from h5lake.chunks.capability import copies
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import DataCorruption, NotFound
 from h5lake.model.ids import blob_key, tree_key
+from h5lake.model.stored import Manifest, RootManifest
 from h5lake.storage.base import PreconditionFailed, Store
 
 TREE_CACHE = 4096  # manifests kept per process
@@ -77,6 +78,14 @@ class ContentStore:
         await self._put_once(tree_key(sha), data)
         self._remember(sha, tree)
         return sha
+
+    async def get_root(self, sha: str) -> RootManifest:
+        """A version's root manifest (`get_tree` typed)."""
+        return cast(RootManifest, await self.get_tree(sha))
+
+    async def get_manifest(self, sha: str) -> Manifest:
+        """One object's manifest in a version (`get_tree` typed)."""
+        return cast(Manifest, await self.get_tree(sha))
 
     async def get_tree(self, sha: str) -> Tree:
         found = self._trees.get(sha)

@@ -52,7 +52,7 @@ class VersionRecord(TypedDict, total=False):
     number: int
     parent: str | None
     created: float
-    author: str
+    author: str | None
     message: str
     metadata: Any
     tree: str  # the SHA-256 of the root manifest in the content store
@@ -64,7 +64,7 @@ class VersionTag(TypedDict, total=False):
     version: str
     number: int
     created: float
-    author: str
+    author: str | None
 
 
 class RootManifest(TypedDict, total=False):

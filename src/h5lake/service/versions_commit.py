@@ -34,6 +34,7 @@ from h5lake.model.ids import (
 )
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_version_id, version_id
 from h5lake.service import versions
 from h5lake.service.context import Caller, Service, now
@@ -183,7 +184,7 @@ class Snapshot:
         return dict(sorted(table.items())), None if blob is None else _etag(blob.etag)
 
 
-def _created(body: Doc, parent: Doc | None) -> float:
+def _created(body: Doc, parent: VersionRecord | None) -> float:
     """The version's time: now, or ``created`` when given (a history loaded from elsewhere), which
     must not precede the parent's nor lie in the future, so times stay in commit order."""
     ts = now()
@@ -218,7 +219,7 @@ def _commit_body(body: Any) -> tuple[str, Doc, str | None, bool]:
 
 
 async def head_tree(
-    svc: Service, domain: Domain, parent: Doc | None, *, dry: bool = False, memory: bool = False
+    svc: Service, domain: Domain, parent: VersionRecord | None, *, dry: bool = False, memory: bool = False
 ) -> Snapshot:
     parent_objects = (await svc.cas.get_tree(parent["tree"]))["objects"] if parent else {}
     snap = Snapshot(svc, domain, parent_objects, dry=dry, memory=memory)
@@ -229,7 +230,7 @@ async def head_tree(
 COMMIT_ATTEMPTS = 10
 
 
-async def consistent_tree(svc: Service, domain: Domain, parent: Doc | None) -> str:
+async def consistent_tree(svc: Service, domain: Domain, parent: VersionRecord | None) -> str:
     """The head's root manifest, as of one moment: taken after the write intents on the domain
     have cleared, and checked (after they clear again) to still equal the head. A write by another
     process that ran while it was taken shows in that check (a changed document or chunk catalog)
@@ -294,7 +295,7 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
         created = _created(body or {}, prev)
         async with commit_flag(svc, domain):
             tree = await consistent_tree(svc, domain, prev)
-        record = {
+        record: VersionRecord = {
             "id": version_id(number),
             "number": number,
             "parent": latest_id,

@@ -13,6 +13,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import blob_key, chunk_key, object_key
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_ref, parse_version_id
 from h5lake.service import versions
 from h5lake.service.context import Caller, Service
@@ -26,7 +27,7 @@ Trees = dict[str, dict[str, Any]]
 DEFAULT_LIMIT = 1000
 
 
-async def _version_trees(svc: Service, record: Doc) -> Trees:
+async def _version_trees(svc: Service, record: VersionRecord) -> Trees:
     objects = (await svc.cas.get_tree(record["tree"]))["objects"]
     found = await svc.workers.map(list(objects.values()), svc.cas.get_tree)
     return dict(zip(objects, found))
