@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import orjson
@@ -139,16 +140,29 @@ def index_name(index: tuple[int, ...]) -> str:
 
 
 class VersionChunks:
-    """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs."""
+    """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs.
+
+    The table is the dataset's manifest's ``chunks``: given when the manifest was read already,
+    else read (once) through ``manifest`` at the first chunk located, so a locator made before the
+    dataset's document was read still finds every chunk."""
 
     writable = False
 
-    def __init__(self, store: Store, table: dict[str, list[str]]) -> None:
+    def __init__(self, store: Store, table: dict[str, list[str]] | None = None, *,
+                 manifest: Callable[[], Awaitable[Manifest | None]] | None = None) -> None:
         self.store = store
         self.table = table
+        self.manifest = manifest
+
+    async def chunk_table(self) -> dict[str, list[str]]:
+        if self.table is None:
+            found = None if self.manifest is None else await self.manifest()
+            self.table = {} if found is None else found.get("chunks", {})
+        return self.table
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
-        entry = self.table.get(index_name(index))
+        table = self.table if self.table is not None else await self.chunk_table()
+        entry = table.get(index_name(index))
         return None if entry is None else ChunkRef(self.store, blob_key(entry[0]))
 
 

@@ -153,9 +153,12 @@ class VersionView:
         return None if tree is None else Versioned(tree["doc"], tree["etag"])
 
     def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
-        # A dataset's document is read (``object``) before its chunks are located.
-        tree = self._read.get(dataset_id, {})
-        return VersionChunks(self.svc.store, tree.get("chunks", {}))
+        """The dataset's chunks, from its manifest: the one ``object`` read for this request, else
+        read at the first chunk located (the locator does not depend on the order of the calls)."""
+        tree = self._read.get(dataset_id)
+        if tree is not None:
+            return VersionChunks(self.svc.store, tree.get("chunks", {}))
+        return VersionChunks(self.svc.store, manifest=lambda: self.tree(dataset_id))
 
 
 async def open_version(svc: Service, head: Domain, ref_text: str) -> Domain:
