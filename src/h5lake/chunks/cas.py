@@ -172,7 +172,7 @@ class ForkedChunks(NativeChunks):
     costs one HEAD more than a native one."""
 
     def __init__(self, cas: ContentStore, dataset_id: str, tree: str) -> None:
-        super().__init__(cas.store, dataset_id, cataloged=False)  # unwritten chunks read the source's
+        super().__init__(cas.store, dataset_id)  # no chunk catalog: unwritten chunks read the source's
         self.cas = cas
         self.tree = tree
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from h5lake.chunks.cas import ContentStore, ForkedChunks
-from h5lake.chunks.locate import ChunkLocator, NativeChunks
+from h5lake.chunks.locate import ChunkLocator
+from h5lake.chunks.written import CatalogedChunks
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import object_key
 from h5lake.service.documents import Doc, Documents, Versioned
@@ -66,7 +67,7 @@ class HeadView:
     def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
         if forked_from:
             return ForkedChunks(self.cas, dataset_id, forked_from)
-        return NativeChunks(self.store, dataset_id)
+        return CatalogedChunks(self.store, dataset_id)
 
 
 @dataclass(frozen=True, slots=True)
