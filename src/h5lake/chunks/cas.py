@@ -22,7 +22,7 @@ import orjson
 from h5lake.chunks.capability import copies
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import DataCorruption, NotFound
-from h5lake.model.ids import blob_key, tree_key
+from h5lake.model.ids import blob_key, index_name, parse_index_name, tree_key
 from h5lake.model.stored import Manifest, RootManifest
 from h5lake.storage.base import PreconditionFailed, Store
 
@@ -135,10 +135,6 @@ class ContentStore:
             self._trees.popitem(last=False)
 
 
-def index_name(index: tuple[int, ...]) -> str:
-    return "_".join(str(i) for i in index) or "0"
-
-
 class VersionChunks:
     """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs.
 
@@ -187,7 +183,7 @@ class ForkedChunks(NativeChunks):
     async def source_indexes(self) -> list[tuple[int, ...]]:
         """The chunk indexes the source version has."""
         names = (await self.cas.get_tree(self.tree)).get("chunks", {})
-        return [tuple(int(i) for i in name.split("_")) for name in names]
+        return [parse_index_name(name) for name in names]
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         key = self.key(index)

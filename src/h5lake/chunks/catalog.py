@@ -111,13 +111,8 @@ def region_indexes(doc: dict[str, Any]) -> Iterator[Index]:
 # --- catalog text ---------------------------------------------------------------------------------
 
 
-def index_name(index: Index) -> str:
-    """``0_3``; a scalar dataset's one chunk is ``0``, as in its chunk key."""
-    return "_".join(str(i) for i in index) or "0"
-
-
-def _index_of(name: str) -> Index:
-    return tuple(int(i) for i in name.split("_"))
+index_name = ids.index_name
+_index_of = ids.parse_index_name
 
 
 def _line(name: str, info: ObjectInfo, *extra: int) -> str:

@@ -132,12 +132,24 @@ _OBJECT_KEYS: dict[str, str] = {}
 _OBJECT_KEYS_MAX = 4096
 
 
+def index_name(index: tuple[int, ...]) -> str:
+    """A chunk index as it names the chunk in keys, catalogs, manifests and compact documents:
+    ``"0_3"``. A scalar dataset's one chunk, index ``()``, is stored as chunk ``"0"``: the same
+    name as index ``(0,)``, whose parse (`parse_index_name`) it is."""
+    return "_".join(str(i) for i in index) or "0"
+
+
+def parse_index_name(name: str) -> tuple[int, ...]:
+    """``"0_3"`` -> ``(0, 3)``; ValueError unless every part is an integer."""
+    return tuple(int(i) for i in name.split("_"))
+
+
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
     """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
     object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
     body = obj_id.removeprefix("d-")
-    return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
+    return "c-" + body + "_" + index_name(index)
 
 
 def chunk_key(obj_id: str, index: tuple[int, ...]) -> str:

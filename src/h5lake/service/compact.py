@@ -33,12 +33,11 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from h5lake.chunks.catalog import index_name
 from h5lake.chunks.inline import KEY, listed_chunks
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import Conflict
-from h5lake.model.ids import object_key
+from h5lake.model.ids import index_name, object_key
 from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype

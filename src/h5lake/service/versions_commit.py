@@ -29,6 +29,7 @@ from h5lake.model.ids import (
     domain_key,
     is_valid_id,
     object_key,
+    parse_index_name,
     same_domain,
     version_key,
 )
@@ -54,8 +55,6 @@ def _etag(raw: str) -> str:
     return raw.strip('"').replace(" ", "") or "-"
 
 
-def _index(name: str) -> tuple[int, ...]:
-    return tuple(int(i) for i in name.split("_"))
 
 
 def children(doc: Doc) -> list[str]:
@@ -172,11 +171,11 @@ class Snapshot:
                 todo.append(name)
 
         async def copy(name: str) -> None:
-            chunk = await self.svc.store.get(chunk_key(obj_id, _index(name)))
+            chunk = await self.svc.store.get(chunk_key(obj_id, parse_index_name(name)))
             if chunk is None:
                 return  # deleted since the catalog was read
             sha = await self.svc.workers.cpu(sha256, chunk.data, size=len(chunk.data))
-            await self.svc.cas.copy_blob(chunk_key(obj_id, _index(name)), chunk.etag, chunk.data, sha)
+            await self.svc.cas.copy_blob(chunk_key(obj_id, parse_index_name(name)), chunk.etag, chunk.data, sha)
             table[name] = [sha, _etag(chunk.etag)]
             self.blobs_written += 1
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
 from h5lake.errors import H5LakeError
+from h5lake.model.ids import index_name
 from h5lake.model.layout import chunk_grid
 from h5lake.model.stored import Doc
 from h5lake.model.types import CharSet
@@ -352,7 +353,7 @@ def plan_link(
         coords, addrs, sizes, masks = chunk_locations(dset)
         chunks: Doc = {}
         for c, a, s, m in zip(coords.tolist(), addrs.tolist(), sizes.tolist(), masks.tolist()):
-            chunks["_".join(str(i) for i in c)] = [a, s, m] if m else [a, s]
+            chunks[index_name(c)] = [a, s, m] if m else [a, s]
         props["layout"] = {"class": "H5D_CHUNKED_REF", "file_uri": file_uri, "dims": list(dset.chunks), "chunks": chunks}
         return LinkPlan(props, shape, None)
     table = build_table(dset, None)
