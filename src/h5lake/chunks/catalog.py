@@ -257,7 +257,7 @@ async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
     the root group has none, a dataset's line carries its chunk totals."""
     by_kind: dict[str, set[str]] = {}
     for obj_id in obj_ids:
-        if ids.is_valid_id(obj_id) and not (obj_id[0] == "g" and _is_root(obj_id)):
+        if ids.is_valid_id(obj_id) and not (ids.Collection.of(obj_id) is ids.Collection.GROUPS and _is_root(obj_id)):
             by_kind.setdefault(obj_id[0], set()).add(obj_id)
     for kind, group in sorted(by_kind.items()):
 
@@ -528,7 +528,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     more = list(more)
     listed: Lines = {}
     grid = None
-    if dataset_id.startswith("m-"):
+    if ids.Collection.of(dataset_id) is ids.Collection.MAPS:
         listed = await _read_chunk_lines(store, domain, dataset_id)
     elif not is_linked(dataset_doc):
         more = []

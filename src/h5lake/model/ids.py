@@ -27,6 +27,12 @@ class Collection(enum.Enum):
         return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}[self.value]
 
     @classmethod
+    def of(cls, obj_id: str) -> Collection | None:
+        """The collection an id's prefix names (``g-...`` groups), without validating the rest:
+        for ids read from stored documents; `parse_id` checks an id that comes from a request."""
+        return _COLLECTIONS.get(obj_id[:1]) if obj_id[1:2] == "-" else None
+
+    @classmethod
     def from_path(cls, name: str) -> Collection:
         found = _BY_PATH.get(name)  # a dict: every route with {collection} asks, once a request
         if found is None:

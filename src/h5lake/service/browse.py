@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from h5lake.chunks.stats import dataset_stats
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import object_key
+from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
 from h5lake.service import domains
@@ -100,7 +100,7 @@ async def _entity(svc: Service, domain: Domain, path: str) -> Entity:
     except NotFound:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}") from None
     link = parent.get("links", {}).get(name)
-    if link is None or not parent["id"].startswith("g-"):
+    if link is None or Collection.of(parent["id"]) is not Collection.GROUPS:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}")
     return await _follow(svc, domain, path, link)
 
@@ -186,7 +186,7 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
                 out.append((child, "other"))
                 continue
             out.append((child, _kind(found.doc)))
-            if oid.startswith("g-") and oid not in seen:
+            if Collection.of(oid) is Collection.GROUPS and oid not in seen:
                 seen.add(oid)
                 frontier.append((child, found.doc))
     return PathList(out[:MAX_PATHS], len(out) > MAX_PATHS or bool(frontier))

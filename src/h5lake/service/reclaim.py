@@ -73,7 +73,7 @@ async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:
     pair buckets (those its catalog lists and those reachable from its root bucket)."""
     try:
         more = []
-        if dataset["id"].startswith("m-"):
+        if Collection.of(dataset["id"]) is Collection.MAPS:
             more = [(b[0],) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
         await delete_dataset_chunks(svc.store, path, dataset, more)
     except Exception:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from h5lake.chunks.stats import dataset_chunk_totals
+from h5lake.model.ids import Collection
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.views import Domain
@@ -18,7 +19,7 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         counts[doc["id"][0]] += 1
         metadata_bytes += len(dumps(doc))
         last = max(last, doc.get("lastModified", 0.0))
-        if doc["id"].startswith("d-"):
+        if Collection.of(doc["id"]) is Collection.DATASETS:
             datasets.append(doc)
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)
     # HSDS answers the summary of its last scan as ``scan_info`` too; the HDF5 REST VOL
