@@ -135,7 +135,7 @@ async def get_map(svc: Service, caller: Caller, domain_path: str, map_id: str, *
         out["key_type"], out["value_type"] = client_type(opened.doc["key_type"]), client_type(opened.doc["value_type"])
     if verbose:
         found = await opened.buckets.buckets()
-        out["stats"] = {"pairCount": sum(b[2] for b in found), "allocatedSize": sum(b[1] for b in found),
+        out["stats"] = {"pairCount": sum(b.pairs for b in found), "allocatedSize": sum(b.nbytes for b in found),
                         "bucketCount": len(found)}
     return out
 

@@ -74,7 +74,7 @@ async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:
     try:
         more = []
         if Collection.of(dataset["id"]) is Collection.MAPS:
-            more = [(b[0],) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
+            more = [(b.node,) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
         await delete_dataset_chunks(svc.store, path, dataset, more)
     except Exception:
         log.exception("reclaiming chunks of %s failed", dataset.get("id"))
