@@ -46,7 +46,7 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,18 @@ class Intent:
     """A durable note that a write is under way (``key`` None: it touches no chunk)."""
 
     key: str | None
+
+
+class Recording:
+    """One write of chunks between its intent and its note (`ChunkCatalog.recording`).
+    ``written`` is what the note records: the chunks the intent named, unless the write sets the
+    chunks it did touch, or None to note nothing."""
+
+    __slots__ = ("intent", "written")
+
+    def __init__(self, intent: Intent, written: Iterable[Index] | None) -> None:
+        self.intent = intent
+        self.written = written
 
 
 def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
@@ -298,9 +310,27 @@ class ChunkCatalog:
         self.alive = Liveness(store, stale_after)  # this process's heartbeat, other processes' checked
 
     # -- the write path
+    @contextlib.asynccontextmanager
+    async def recording(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> AsyncIterator[Recording]:
+        """The write protocol, in one place: ``async with catalog.recording(...) as rec:`` begins
+        the intent naming chunks ``indexes`` (durable before the body runs), and on leaving notes
+        ``rec.written`` with it, or aborts it when the body raised (the intent is then left to
+        recovery, which probes its chunks: a cancelled put may still land)."""
+        indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
+        intent = await self.begin(domain, dataset_id, indexes)
+        rec = Recording(intent, indexes)
+        try:
+            yield rec
+        except BaseException:
+            self.abort(intent)
+            raise
+        if rec.written is not None:
+            self.note(domain, dataset_id, rec.written, intent)
+
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
-        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
+        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure
+        (`recording` does the three)."""
         indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
         region = await _off_loop(len(indexes), region_json, indexes)
         if region == {"chunks": []}:

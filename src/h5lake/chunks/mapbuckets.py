@@ -258,20 +258,18 @@ class MapBuckets:
                 return 0, 0  # deletes of absent keys change nothing
             writes, tree = await self.workers.cpu(self.fmt.build, node, depth, merged, size=len(merged) * 16)
             indexes = [(n,) for n, _ in writes]
-            intent = await self.catalog.begin(self.domain, self.map_id, indexes)
-            try:
-                await self.workers.each(writes[1:], lambda w: self._put(w[0], w[1]))
-                await self.store.put(self.key(node), writes[0][1], if_match=blob.etag if blob else None,
-                                     if_none_match=blob is None)
-            except PreconditionFailed:
-                await self.workers.each(writes[1:], lambda w: self.store.delete(self.key(w[0])))
-                self.catalog.note(self.domain, self.map_id, indexes, intent)
+            lost = False
+            async with self.catalog.recording(self.domain, self.map_id, indexes):
+                try:
+                    await self.workers.each(writes[1:], lambda w: self._put(w[0], w[1]))
+                    await self.store.put(self.key(node), writes[0][1], if_match=blob.etag if blob else None,
+                                         if_none_match=blob is None)
+                except PreconditionFailed:  # another writer changed the bucket: ours are deleted, noted
+                    await self.workers.each(writes[1:], lambda w: self.store.delete(self.key(w[0])))
+                    lost = True
+            if lost:
                 await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                 continue
-            except BaseException:
-                self.catalog.abort(intent)
-                raise
-            self.catalog.note(self.domain, self.map_id, indexes, intent)
             self.tree.update(tree)
             return added, removed
         raise Conflict(f"map {self.map_id} bucket {node} is changing too fast; try again")

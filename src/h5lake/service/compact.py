@@ -150,20 +150,14 @@ async def finish_move(svc: Service, domain: Domain, doc: Doc) -> Doc:
     chunks = stored_chunks(doc)
     target = domain.view.chunks(dataset_id)
     assert isinstance(target, NativeChunks)
-    intent = await svc.catalog.begin(domain.path, dataset_id, list(chunks))
-
     async def store(item: tuple[tuple[int, ...], bytes]) -> None:
         try:
             await target.store.put(target.key(item[0]), item[1], if_none_match=True)
         except PreconditionFailed:
             pass  # stored by another helper of this move, or written since it ended
 
-    try:
+    async with svc.catalog.recording(domain.path, dataset_id, list(chunks)):
         await svc.workers.each(list(chunks.items()), store)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(domain.path, dataset_id, list(chunks), intent)
 
     def drop(current: Doc) -> Any:
         if not is_moving(current):

@@ -78,10 +78,5 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
         layout = native_layout(domain, moved)
         assert layout is not None
     indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
-    intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
-    try:
+    async with svc.catalog.recording(layout.domain, layout.dataset_id, indexes):
         await writes.write_selection(layout, sel, values, svc.workers)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(layout.domain, layout.dataset_id, indexes, intent)

@@ -165,19 +165,13 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
 
         # An intent, as for a value write: a crash part-way leaves no chunk the catalog misses
         # (reads of many chunks trust the catalog and intents, docs/storage.md).
-        intent = await svc.catalog.begin(domain.path, obj_id, [parse_index_name(n) for n in put])
-
         async def remove(name: str, obj_id: str = obj_id) -> None:
             await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
 
-        try:
+        async with svc.catalog.recording(domain.path, obj_id, [parse_index_name(n) for n in put]) as rec:
             await svc.workers.each(put, copy)
             await svc.workers.each(drop, remove)
-        except BaseException:
-            svc.catalog.abort(intent)  # left to recovery, which probes its chunks
-            raise
-        if put or drop:
-            svc.catalog.note(domain.path, obj_id, [parse_index_name(n) for n in put + drop], intent)
+            rec.written = [parse_index_name(n) for n in put + drop] if put or drop else None
         if old.get("etag") != tree["etag"]:
             await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
             svc.catalog.note_object(domain.path, obj_id)
