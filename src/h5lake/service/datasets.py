@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from h5lake.errors import Conflict, InvalidInput, ReadOnly, TooLarge
+from h5lake.errors import Conflict, InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import LayoutClass, is_linked
@@ -202,14 +202,12 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
     """``PUT /datasets/{id}/shape``: grow the dataset to ``shape``, or by ``extend`` along one axis."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
     check_writable(domain, found.doc, Change.SHAPE)
-    if isinstance(body, dict) and "prepend" in body and is_linked(found.doc):
-        raise ReadOnly(
-            "a dataset linked to HDF5 files cannot grow at the front (prepend): its chunks are the files' own"
-        )
+    if isinstance(body, dict) and "prepend" in body:
+        check_writable(domain, found.doc, Change.PREPEND)
     space = space_from_json(found.doc["shape"])
     dims = _new_dims(space, body)  # validate before touching storage
-    if is_linked(found.doc) and any(n < o for n, o in zip(dims, space.dims)):
-        raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+    if any(n < o for n, o in zip(dims, space.dims)):
+        check_writable(domain, found.doc, Change.SHRINK)
     return await grow(svc, domain, dset_id, body)
 
 
@@ -258,8 +256,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
         if shrink.blocks_growth(doc, dims):
             raise _Owed(doc)
         if any(n < o for n, o in zip(dims, space.dims)):
-            if is_linked(doc):
-                raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+            check_writable(domain, doc, Change.SHRINK)
             if compact.is_moving(doc):
                 raise _Owed(doc)
             if compact.is_compact(doc):
@@ -271,8 +268,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
                 marked[0] = True
         doc["shape"] = space.resized(dims).to_json()
         if front:
-            if is_linked(doc):
-                raise ReadOnly("a dataset linked to HDF5 files cannot grow at the front (prepend)")
+            check_writable(domain, doc, Change.PREPEND)
             count, axis = _prepend(body, space.rank)
             origin = list(doc["layout"].get("origin") or [0] * space.rank)
             origin[axis] += count

@@ -13,8 +13,7 @@ from typing import cast
 
 from h5lake.chunks.cas import VersionChunks
 from h5lake.chunks.locate import ChunkLocator
-from h5lake.errors import InvalidInput, NotFound, ReadOnly
-from h5lake.model.acl import Permission
+from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import latest_hint_key, tag_key, version_key
 from h5lake.model.stored import Manifest, RootManifest, VersionRecord, VersionTag
 from h5lake.model.versionref import Ref, parse_ref, version_id
@@ -22,7 +21,6 @@ from h5lake.service.context import Service
 from h5lake.service.documents import Doc, Versioned
 from h5lake.service.views import Domain
 
-READ_PERMISSIONS = (Permission.READ, Permission.READ_ACL)
 PUBLIC_FIELDS = ("id", "parent", "created", "author", "message", "metadata")
 
 
@@ -171,6 +169,3 @@ async def open_version(svc: Service, head: Domain, ref_text: str) -> Domain:
     return Domain(f"{head.path}@{ref_text}", doc, record["tree"], VersionView(svc, record, root_tree))
 
 
-def refuse_change(domain: Domain, permission: Permission) -> None:
-    if not domain.view.writable and permission not in READ_PERMISSIONS:
-        raise ReadOnly(f"{domain.path} is a version (read-only): changes go to the head domain")
