@@ -162,7 +162,7 @@ async def _off_loop(count: int, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 async def _parsed(data: bytes, chunks: bool) -> Lines:
-    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))  # type: ignore[no-any-return]
+    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))
 
 
 def _totals(lines: Lines) -> tuple[int, int, float]:
@@ -237,13 +237,13 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
 async def listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
     """`_totals` of the dataset's chunk catalog."""
     lines = await _read_chunk_lines(store, domain, dataset_id)
-    return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
+    return await _off_loop(len(lines), _totals, lines)
 
 
 async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
     """The chunk indexes the dataset's chunk catalog lists (it lags writes by about its delay)."""
     names = list(await _read_chunk_lines(store, domain, dataset_id))
-    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])  # type: ignore[no-any-return]
+    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])
 
 
 async def _chunk_totals(store: Store, domain: str, dataset_id: str,

@@ -220,7 +220,7 @@ async def _put_attributes(svc: Service, domain: Domain, obj_id: str, new: dict[s
     limit = ATTRIBUTES_PER_OBJECT * svc.limits.max_attribute_size
     _, outcome = await update_object(svc, domain, obj_id, lambda d: _add_attributes(d, new, limit), reuse=True, check=_total_within(limit))
     svc.catalog.note_object(domain.path, obj_id)
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
 async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dict[str, Doc]:

@@ -290,7 +290,7 @@ class ByEtag:
         self._bytes += size
 
 
-class _Tracked(dict):  # type: ignore[type-arg]
+class _Tracked(dict):
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
     mutation sets in it (``added``, in the order first set: the order new keys take in the
     dictionary) and whether it deleted any (``dropped``); ``source`` is
@@ -319,7 +319,7 @@ class _Tracked(dict):  # type: ignore[type-arg]
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def __ior__(self, other: Any) -> Self:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
         self.update(other)
         return self
 

@@ -174,7 +174,7 @@ async def _put_links(
     # reuse: _add_links sets whole links and lastModified (Documents.update)
     _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace), reuse=True)
     svc.catalog.note_object(domain.path, group_id)
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
 def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:

@@ -188,7 +188,7 @@ def _body_reader(body: PackedBody) -> Reader:
     end); the body's own ``readinto`` when it has one, else copied from its pieces."""
     direct = getattr(body, "readinto", None)
     if direct is not None:
-        return direct  # type: ignore[no-any-return]
+        return direct
     it = body.stream().__aiter__()
     left = memoryview(b"")
 

@@ -179,7 +179,7 @@ def _filters(dsid: Any, notes: list[str]) -> list[Doc]:
     flag on one of those is noted (the service's filter JSON has no place for it). Filters it
     records verbatim keep their ``flags`` and ``parameters`` (cd_values)."""
     dcpl = dsid.get_create_plist()
-    out = from_h5py_dcpl(SimpleNamespace(id=dsid))  # type: ignore[arg-type]
+    out = from_h5py_dcpl(SimpleNamespace(id=dsid))
     for i, spec in enumerate(out):
         fid, flags, _, _ = dcpl.get_filter(i)
         if "parameters" in spec:
