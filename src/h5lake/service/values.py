@@ -167,7 +167,8 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
     if request.binary and not fields and not is_variable(ds.type_json):
         encode: Callable[[np.ndarray], bytes | memoryview] = lambda a: array_to_buffer(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
-        return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
+        size = sel.count * layout.dtype.itemsize
+        return ValuesRead(ds.type_json, size=size, blocks=blocks, streamed=size > STREAM_BLOCK_BYTES)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
     per_item = json_item_chars(layout.dtype)
     if not request.binary and per_item is not None and sel.count * per_item > svc.limits.max_json_size:
