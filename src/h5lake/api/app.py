@@ -183,7 +183,7 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         middleware.insert(0, cors_middleware(settings.cors_origin))
     app = App(
         routes=routes,
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=HANDLERS,
         middleware=middleware,
         lifespan=lifespan,
     )

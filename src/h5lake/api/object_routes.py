@@ -89,7 +89,7 @@ async def post_datasets(request: Request) -> Response:
     return _created(request, items, many)
 
 
-def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
+def list_collection(collection: Collection):
     async def handler(request: Request) -> Response:
         ids = await objects.list_objects(
             service(request),
@@ -108,7 +108,7 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
 # --- single objects ---------------------------------------------------------------------------
 
 
-def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
+def object_by_path(collection: Collection):
     """``GET /groups/?h5path=/a/b`` (and datasets, datatypes): the object an absolute path names."""
 
     async def handler(request: Request) -> Response:
@@ -135,7 +135,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
     return handler
 
 
-def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
+def object_handler(collection: Collection):
     async def handler(request: Request) -> Response:
         svc, who, path = service(request), caller(request), domain_param(request)
         obj_id = request.path_params["id"]
@@ -331,7 +331,7 @@ def _collection_path(obj_id: str) -> str:
 def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
     """NaN and infinities of float values as HSDS answers them: bare tokens, or null with
     ``ignore_nan=1`` (`api.nonfinite`)."""
-    return nonfinite.attribute_items(items, flag(request, "ignore_nan"))  # type: ignore[no-any-return]
+    return nonfinite.attribute_items(items, flag(request, "ignore_nan"))
 
 
 def _b64(request: Request) -> bool:

@@ -46,7 +46,7 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,18 @@ class Intent:
     key: str | None
 
 
+class Recording:
+    """One write of chunks between its intent and its note (`ChunkCatalog.recording`).
+    ``written`` is what the note records: the chunks the intent named, unless the write sets the
+    chunks it did touch, or None to note nothing."""
+
+    __slots__ = ("intent", "written")
+
+    def __init__(self, intent: Intent, written: Iterable[Index] | None) -> None:
+        self.intent = intent
+        self.written = written
+
+
 def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
     """Chunk indexes as an intent stores them: their bounding box ``lo <= i < hi`` when it holds
     at most twice as many chunks (a hyperslab's chunks fill their box), else the list."""
@@ -112,13 +124,8 @@ def region_indexes(doc: dict[str, Any]) -> Iterator[Index]:
 # --- catalog text ---------------------------------------------------------------------------------
 
 
-def index_name(index: Index) -> str:
-    """``0_3``; a scalar dataset's one chunk is ``0``, as in its chunk key."""
-    return "_".join(str(i) for i in index) or "0"
-
-
-def _index_of(name: str) -> Index:
-    return tuple(int(i) for i in name.split("_"))
+index_name = ids.index_name
+_index_of = ids.parse_index_name
 
 
 def _line(name: str, info: ObjectInfo, *extra: int) -> str:
@@ -156,7 +163,7 @@ async def _off_loop(count: int, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 async def _parsed(data: bytes, chunks: bool) -> Lines:
-    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))  # type: ignore[no-any-return]
+    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))
 
 
 def _totals(lines: Lines) -> tuple[int, int, float]:
@@ -231,13 +238,13 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
 async def listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
     """`_totals` of the dataset's chunk catalog."""
     lines = await _read_chunk_lines(store, domain, dataset_id)
-    return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
+    return await _off_loop(len(lines), _totals, lines)
 
 
 async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
     """The chunk indexes the dataset's chunk catalog lists (it lags writes by about its delay)."""
     names = list(await _read_chunk_lines(store, domain, dataset_id))
-    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])  # type: ignore[no-any-return]
+    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])
 
 
 async def _chunk_totals(store: Store, domain: str, dataset_id: str,
@@ -263,7 +270,7 @@ async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
     the root group has none, a dataset's line carries its chunk totals."""
     by_kind: dict[str, set[str]] = {}
     for obj_id in obj_ids:
-        if ids.is_valid_id(obj_id) and not (obj_id[0] == "g" and _is_root(obj_id)):
+        if ids.is_valid_id(obj_id) and not (ids.Collection.of(obj_id) is ids.Collection.GROUPS and _is_root(obj_id)):
             by_kind.setdefault(obj_id[0], set()).add(obj_id)
     for kind, group in sorted(by_kind.items()):
 
@@ -305,9 +312,27 @@ class ChunkCatalog:
         self.alive = Liveness(store, stale_after)  # this process's heartbeat, other processes' checked
 
     # -- the write path
+    @contextlib.asynccontextmanager
+    async def recording(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> AsyncIterator[Recording]:
+        """The write protocol, in one place: ``async with catalog.recording(...) as rec:`` begins
+        the intent naming chunks ``indexes`` (durable before the body runs), and on leaving notes
+        ``rec.written`` with it, or aborts it when the body raised (the intent is then left to
+        recovery, which probes its chunks: a cancelled put may still land)."""
+        indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
+        intent = await self.begin(domain, dataset_id, indexes)
+        rec = Recording(intent, indexes)
+        try:
+            yield rec
+        except BaseException:
+            self.abort(intent)
+            raise
+        if rec.written is not None:
+            self.note(domain, dataset_id, rec.written, intent)
+
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
-        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
+        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure
+        (`recording` does the three)."""
         indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
         region = await _off_loop(len(indexes), region_json, indexes)
         if region == {"chunks": []}:
@@ -541,7 +566,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     more = list(more)
     listed: Lines = {}
     grid = None
-    if dataset_id.startswith("m-"):
+    if ids.Collection.of(dataset_id) is ids.Collection.MAPS:
         listed = await _read_chunk_lines(store, domain, dataset_id)
     elif not is_linked(dataset_doc):
         more = []

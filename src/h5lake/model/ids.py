@@ -28,6 +28,12 @@ class Collection(enum.Enum):
         return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}[self.value]
 
     @classmethod
+    def of(cls, obj_id: str) -> Collection | None:
+        """The collection an id's prefix names (``g-...`` groups), without validating the rest:
+        for ids read from stored documents; `parse_id` checks an id that comes from a request."""
+        return _COLLECTIONS.get(obj_id[:1]) if obj_id[1:2] == "-" else None
+
+    @classmethod
     def from_path(cls, name: str) -> Collection:
         found = _BY_PATH.get(name)  # a dict: every route with {collection} asks, once a request
         if found is None:
@@ -144,12 +150,24 @@ _OBJECT_KEYS: dict[str, str] = {}
 _OBJECT_KEYS_MAX = 4096
 
 
+def index_name(index: tuple[int, ...]) -> str:
+    """A chunk index as it names the chunk in keys, catalogs, manifests and compact documents:
+    ``"0_3"``. A scalar dataset's one chunk, index ``()``, is stored as chunk ``"0"``: the same
+    name as index ``(0,)``, whose parse (`parse_index_name`) it is."""
+    return "_".join(str(i) for i in index) or "0"
+
+
+def parse_index_name(name: str) -> tuple[int, ...]:
+    """``"0_3"`` -> ``(0, 3)``; ValueError unless every part is an integer."""
+    return tuple(int(i) for i in name.split("_"))
+
+
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
     """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
     object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
     body = obj_id.removeprefix("d-")
-    return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
+    return "c-" + body + "_" + index_name(index)
 
 
 def chunk_key(obj_id: str, index: tuple[int, ...]) -> str:

@@ -47,9 +47,9 @@ import orjson
 
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
+from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
 
-Doc = dict[str, Any]
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
 Pieces = dict[str, tuple[Doc, dict[Any, orjson.Fragment]]]
@@ -290,7 +290,7 @@ class ByEtag:
         self._bytes += size
 
 
-class _Tracked(dict):  # type: ignore[type-arg]
+class _Tracked(dict):
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
     mutation sets in it (``added``, in the order first set: the order new keys take in the
     dictionary) and whether it deleted any (``dropped``); ``source`` is
@@ -319,7 +319,7 @@ class _Tracked(dict):  # type: ignore[type-arg]
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def __ior__(self, other: Any) -> Self:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
         self.update(other)
         return self
 

@@ -31,7 +31,7 @@ from h5lake.service.context import Caller, Service, now
 from h5lake.service.creation import group_creation_properties
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
-from h5lake.service.views import Domain
+from h5lake.service.views import READ_PERMISSIONS, Domain, refuse_change
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,8 @@ _COMMIT_POLL = 0.02
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
-    versions.refuse_change(domain, permission)
-    if permission not in versions.READ_PERMISSIONS:
+    refuse_change(domain, permission)
+    if permission not in READ_PERMISSIONS:
         domain = await wait_for_commit(svc, domain)
     return domain
 

@@ -78,8 +78,8 @@ async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:
     pair buckets (those its catalog lists and those reachable from its root bucket)."""
     try:
         more = []
-        if dataset["id"].startswith("m-"):
-            more = [(b[0],) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
+        if Collection.of(dataset["id"]) is Collection.MAPS:
+            more = [(b.node,) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
         await delete_dataset_chunks(svc.store, path, dataset, more)
     except Exception:
         log.exception("reclaiming chunks of %s failed", dataset.get("id"))

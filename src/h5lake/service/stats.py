@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from h5lake.chunks.changed import last_changed
 from h5lake.chunks.stats import dataset_chunk_totals, map_bucket_bytes
+from h5lake.model.ids import Collection
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.views import Domain
@@ -20,9 +21,9 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
         counts[doc["id"][0]] += 1
         metadata_bytes += len(dumps(doc))
         last = max(last, doc.get("lastModified", 0.0))
-        if doc["id"].startswith("d-"):
+        if Collection.of(doc["id"]) is Collection.DATASETS:
             datasets.append(doc)
-        elif doc["id"].startswith("m-"):
+        elif Collection.of(doc["id"]) is Collection.MAPS:
             maps.append(doc["id"])
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)
     # a map's pairs are chunk objects too (its buckets): they count in the allocated bytes

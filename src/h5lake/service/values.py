@@ -23,7 +23,7 @@ from h5lake.model.projection import ChunkProjection, grid_shift, project
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import Coords, PairedSelection, PointSelection, Selection, Slice
 from h5lake.model.selectparse import Bounds, parse_select
-from h5lake.model.types import is_variable
+from h5lake.model.types import TypeClass, is_variable
 from h5lake.model.values import (
     array_to_buffer,
     bytes_to_array,
@@ -76,7 +76,7 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     if not names:
         return type_json
     fields = {f["name"]: f for f in type_json["fields"]}
-    return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
+    return {"class": TypeClass.COMPOUND.value, "fields": [fields[n] for n in names]}
 
 
 def _selection(layout: DatasetLayout, text: str | list[Any] | Bounds | None) -> Selection | PairedSelection | None:
@@ -178,7 +178,8 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         check_streamed(svc, sel.count * layout.dtype.itemsize)
         encode: Callable[[np.ndarray], bytes | memoryview] = lambda a: array_to_buffer(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
-        return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
+        size = sel.count * layout.dtype.itemsize
+        return ValuesRead(ds.type_json, size=size, blocks=blocks, streamed=size > STREAM_BLOCK_BYTES)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
     per_item = json_item_chars(layout.dtype)
     if not request.binary and per_item is not None and sel.count * per_item > svc.limits.max_json_size:
@@ -337,7 +338,7 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
         count *= n
     # a body of one element's bytes is broadcast; never for variable-length types, whose byte
     # count says nothing about their element count (two empty strings in a compound are 8 bytes)
-    if ds.type_json.get("class") != "H5T_STRING" and not is_variable(ds.type_json) and count > 1 and not fields:
+    if ds.type_json.get("class") != TypeClass.STRING and not is_variable(ds.type_json) and count > 1 and not fields:
         itemsize = layout.dtype.itemsize
         if len(data) == itemsize:  # one element: broadcast
             one = bytes_to_array(data, type_json, ())

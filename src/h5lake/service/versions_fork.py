@@ -22,6 +22,7 @@ from h5lake.model.ids import (
     object_key,
     strip_collection_prefix,
 )
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_ref, split_domain
 from h5lake.service import versions
 from h5lake.service.attributes import shown_value
@@ -58,7 +59,7 @@ def _regions_as_objects(doc: Doc) -> Doc:
     return {**doc, "attributes": shown}
 
 
-async def _source_version(svc: Service, caller: Caller, source: str) -> tuple[Domain, Doc]:
+async def _source_version(svc: Service, caller: Caller, source: str) -> tuple[Domain, VersionRecord]:
     path, ref = split_domain(source)
     domain = await open_domain(svc, caller, path, Permission.READ)
     if ref is not None:
