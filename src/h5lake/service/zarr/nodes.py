@@ -1,0 +1,393 @@
+"""What a Zarr store key under ``/zarr{domain}`` names, and the ``zarr.json`` of groups and arrays.
+
+A key is ``{domain}/{hdf5 path}/zarr.json`` or ``{domain}/{hdf5 path}/c/{i}/{j}...``. The
+domain is the shortest prefix of the key's components that is a domain (not a folder), or
+the components up to the one holding ``@REF``. The HDF5 path is walked from the root group
+along links, one component at a time; reaching a dataset, the rest is its chunk key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from h5lake.chunks.layout import DatasetLayout
+from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
+from h5lake.model.acl import Permission
+from h5lake.model.links import LinkClass
+from h5lake.model.shapes import SpaceClass, space_from_json
+from h5lake.model.types import TypeClass, type_class
+from h5lake.model.zarrtypes import (
+    OMITTED_ATTR,
+    Unrepresentable,
+    ZarrForm,
+    attributes_json,
+    fill_json,
+    zarr_form,
+)
+from h5lake.service import domains
+from h5lake.service.access import load_object
+from h5lake.service.context import Caller, Service
+from h5lake.service.documents import Doc
+from h5lake.service.links import resolve_path
+from h5lake.service.opened import dataset_layout
+from h5lake.service.views import Domain
+from h5lake.service.zarr import codecs
+
+META = "zarr.json"
+MAX_KEY_PARTS = 64  # components of a store key (domain, path and chunk index together)
+MAX_DOMAIN_DEPTH = 16  # prefixes tried as the domain
+MAX_CONSOLIDATED_NODES = 100_000
+"""Nodes the root's inline ``consolidated_metadata`` holds at most; a larger hierarchy's root has
+none (readers then read each ``zarr.json``) and says so in ``_h5lake_consolidated``."""
+MAX_CONSOLIDATED_BYTES = 64 << 20
+CONSOLIDATED_ATTR = "_h5lake_consolidated"
+NETCDF_DIMENSION = "This is a netCDF dimension but not a netCDF variable"
+NETCDF_HIDDEN = frozenset({"_Netcdf4Dimid", "_Netcdf4Coordinates", "_NCProperties", "_nc3_strict"})
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """A store key split into its domain and the components after it."""
+
+    domain: str
+    parts: tuple[str, ...]
+
+    @property
+    def is_meta(self) -> bool:
+        return bool(self.parts) and self.parts[-1] == META
+
+
+def split_components(path: str) -> list[str]:
+    parts = [p for p in path.split("/") if p]
+    if len(parts) > MAX_KEY_PARTS:
+        raise InvalidInput(f"a Zarr key has at most {MAX_KEY_PARTS} components")
+    if any(p in (".", "..") for p in parts):
+        raise InvalidInput("a Zarr key has no '.' or '..' components")
+    return parts
+
+
+async def find_domain(svc: Service, path: str) -> Key:
+    """Split ``path`` (what follows ``/zarr``) into the domain and the rest."""
+    parts = split_components(path)
+    for n, p in enumerate(parts):
+        if "@" in p:  # a version: the domain ends with this component
+            if n == 0 and p.startswith("@"):
+                raise InvalidInput(f"a domain version needs a domain before '@' ({p[:80]!r})")
+            return Key("/" + "/".join(parts[: n + 1]), tuple(parts[n + 1 :]))
+    for n in range(1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):
+        candidate = "/" + "/".join(parts[:n])
+        try:
+            domain = await domains.load_domain(svc, candidate)
+        except (NotFound, Gone):
+            break
+        except InvalidInput:
+            break
+        if not domain.is_folder:
+            return Key(domain.path, tuple(parts[n:]))
+    raise NotFound(f"no domain in Zarr key /{'/'.join(parts)[:200]}")
+
+
+@dataclass(slots=True)
+class Node:
+    """What a key's HDF5 path names: a group or a dataset, with the groups above it."""
+
+    path: str  # the HDF5 path, "/" for the root group
+    doc: Doc
+    parents: list[Doc] = field(default_factory=list)  # nearest first
+    etag: str | None = None  # of ``doc`` as read (None through a soft link)
+
+    @property
+    def is_group(self) -> bool:
+        return str(self.doc["id"]).startswith("g-")
+
+
+async def open_key(svc: Service, caller: Caller, key: Key, permission: Permission) -> Domain:
+    """Authorize ``caller`` on the key's domain for ``permission`` (a version refuses changes)."""
+    domain = await domains.open_domain(svc, caller, key.domain, permission)
+    domain.require_root()
+    return domain
+
+
+async def walk(svc: Service, caller: Caller, domain: Domain, parts: tuple[str, ...],
+               permission: Permission) -> tuple[Node, tuple[str, ...]]:
+    """The node the leading ``parts`` name and the parts after it (a dataset's chunk key, or
+    ``zarr.json``). Hard and soft links are followed; anything else is 404."""
+    found = await load_object(svc, domain, domain.require_root())
+    node = Node("/", found.doc, etag=found.etag)
+    n = 0
+    while n < len(parts):
+        name = parts[n]
+        if not node.is_group or name == META:
+            break
+        link = node.doc.get("links", {}).get(name)
+        if link is None:
+            raise NotFound(f"{_join(node.path, name)} is not in {domain.path}")
+        doc, etag = await follow(svc, domain, link, _join(node.path, name))
+        node = Node(_join(node.path, name), doc, [node.doc, *node.parents], etag)
+        n += 1
+    domains.authorize_object(caller, domain, node.doc, permission)
+    return node, parts[n:]
+
+
+async def follow(svc: Service, domain: Domain, link: Doc, path: str) -> tuple[Doc, str | None]:
+    match link.get("class"):
+        case LinkClass.HARD.value:
+            found = await load_object(svc, domain, link["id"])
+            return found.doc, found.etag
+        case LinkClass.SOFT.value:
+            return await resolve_path(svc, domain, link["h5path"]), None
+        case _:
+            raise NotFound(f"{path} is an external or user-defined link, which the Zarr bridge does not follow")
+
+
+def _join(parent: str, name: str) -> str:
+    return "/" + name if parent == "/" else f"{parent}/{name}"
+
+
+# --- arrays -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayView:
+    """A dataset as a Zarr array: its layout, element form and codecs."""
+
+    layout: DatasetLayout
+    form: ZarrForm
+    plan: codecs.CodecPlan
+
+
+def netcdf_dimension(doc: Doc) -> bool:
+    """A netCDF-4 dimension without a variable: a dimension scale holding no values of its own."""
+    name = doc.get("attributes", {}).get("NAME", {}).get("value")
+    return isinstance(name, str) and name.startswith(NETCDF_DIMENSION)
+
+
+async def array_view(svc: Service, domain: Domain, doc: Doc, core: bool = False) -> ArrayView:
+    """The dataset as a Zarr array; `Unrepresentable` with the reason when it cannot be one."""
+    space = space_from_json(doc["shape"])
+    if space.kind is SpaceClass.NULL:
+        raise Unrepresentable("a null dataspace has no Zarr form")
+    if type_class(doc["type"]) is TypeClass.ARRAY:
+        raise Unrepresentable("array element types have no Zarr data type")
+    form = zarr_form(doc["type"])
+    layout = await dataset_layout(svc, domain, doc)
+    if layout is None:
+        raise Unrepresentable("a null dataspace has no Zarr form")
+    if any(layout.origin):
+        raise Unrepresentable("a dataset grown at the front has chunk indexes below zero")
+    return ArrayView(layout, form, codecs.plan(form, layout, core))
+
+
+def _dimension_ids(doc: Doc) -> list[str | None] | None:
+    dl = doc.get("attributes", {}).get("DIMENSION_LIST")
+    if not isinstance(dl, dict) or not isinstance(dl.get("value"), list):
+        return None
+    out: list[str | None] = []
+    for refs in dl["value"]:
+        ref = refs[0] if isinstance(refs, list) and refs else refs
+        out.append(ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref else None)
+    return out
+
+
+def _scale_name(scale_id: str, groups: list[Doc], names: dict[str, str] | None) -> str | None:
+    if names is not None and scale_id in names:
+        return names[scale_id]
+    for g in groups:
+        for name, link in g.get("links", {}).items():
+            if link.get("id") == scale_id:
+                return str(name)
+    return None
+
+
+def dimension_names(doc: Doc, groups: list[Doc], names: dict[str, str] | None = None) -> list[str | None] | None:
+    """The dataset's dimension names: the names its dimension scales are linked under (found in
+    ``names``, id -> name, else in the ``groups`` above it, nearest first); None without scales."""
+    ids = _dimension_ids(doc)
+    if ids is None:
+        if str(doc.get("attributes", {}).get("CLASS", {}).get("value")) == "DIMENSION_SCALE":
+            own = doc["id"]
+            found = _scale_name(own, groups, names)
+            return [found] if found and len(doc.get("shape", {}).get("dims", [])) == 1 else None
+        return None
+    rank = len(doc.get("shape", {}).get("dims", []))
+    if len(ids) != rank:
+        return None
+    return [None if i is None else _scale_name(i, groups, names) for i in ids]
+
+
+def shown_attributes(doc: Doc) -> dict[str, Any]:
+    """The object's attributes as Zarr attributes: HDF5 dimension scale and netCDF-4 bookkeeping
+    left out (given as ``dimension_names``)."""
+    attrs = attributes_json(doc.get("attributes", {}))
+    for name in NETCDF_HIDDEN:
+        attrs.pop(name, None)
+    if attrs.get("CLASS") == "DIMENSION_SCALE":
+        attrs.pop("CLASS")
+        attrs.pop("NAME", None)
+    return attrs
+
+
+def array_json(view: ArrayView, doc: Doc, dims: list[str | None] | None) -> Doc:
+    layout = view.layout
+    out: Doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(layout.shape),
+        "data_type": view.form.data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(layout.chunk_shape)}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill_json(view.form, layout.fill),
+        "codecs": view.plan.codecs,
+        "attributes": {**shown_attributes(doc), **view.form.attributes},
+    }
+    if dims is not None and len(dims) == len(layout.shape):
+        out["dimension_names"] = dims
+    return out
+
+
+def group_json(doc: Doc, omitted: dict[str, str]) -> Doc:
+    attrs = shown_attributes(doc)
+    if omitted:
+        attrs[OMITTED_ATTR] = omitted
+    return {"zarr_format": 3, "node_type": "group", "attributes": attrs}
+
+
+# --- groups -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Member:
+    name: str
+    doc: Doc | None  # None: not served (``reason``)
+    reason: str = ""
+
+
+async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
+    """A group's links as Zarr members: each followed (hard links; soft links inside the domain),
+    the ones not served with their reason."""
+    links = sorted(group.get("links", {}).items())
+    out: list[Member] = []
+    for start in range(0, len(links), 64):
+        batch = links[start : start + 64]
+        out.extend(await asyncio.gather(*(_member(svc, caller, domain, n, l) for n, l in batch)))
+    return out
+
+
+async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link: Doc) -> Member:
+    if link.get("class") == LinkClass.SOFT.value:
+        return Member(name, None, f"soft link to {link.get('h5path')}")
+    if link.get("class") != LinkClass.HARD.value:
+        return Member(name, None, "external or user-defined link")
+    try:
+        doc = (await load_object(svc, domain, link["id"])).doc
+    except (NotFound, Gone):
+        return Member(name, None, "dangling link")
+    try:
+        domains.authorize_object(caller, domain, doc, Permission.READ)
+    except Forbidden:
+        return Member(name, None, "not readable by this user")
+    if str(doc["id"]).startswith("t-"):
+        return Member(name, None, "committed datatype")
+    return Member(name, doc)
+
+
+async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -> Doc:
+    """A group's ``zarr.json``: its attributes, with the members that are not served listed."""
+    omitted: dict[str, str] = {}
+    for m in await members(svc, caller, domain, node.doc):
+        if m.doc is None:
+            omitted[m.name] = m.reason
+        elif not str(m.doc["id"]).startswith("g-"):
+            if netcdf_dimension(m.doc):
+                continue
+            try:
+                await array_view(svc, domain, m.doc)
+            except Unrepresentable as exc:
+                omitted[m.name] = exc.reason
+    return group_json(node.doc, omitted)
+
+
+async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, core: bool = False) -> Doc:
+    """The ``zarr.json`` of a node; the root group's carries the consolidated metadata."""
+    if node.is_group:
+        if node.path == "/":
+            return await root_meta(svc, caller, domain, node.doc, core)
+        return await group_meta(svc, caller, domain, node)
+    if netcdf_dimension(node.doc):
+        raise NotFound(f"{node.path} is a netCDF dimension, not a variable (docs/zarr.md)")
+    try:
+        view = await array_view(svc, domain, node.doc, core)
+    except Unrepresentable as exc:
+        raise NotFound(f"{node.path} has no Zarr form: {exc.reason}") from None
+    return array_json(view, node.doc, dimension_names(node.doc, node.parents))
+
+
+async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
+    """The root group with the whole hierarchy inline (``consolidated_metadata``): groups
+    breadth first, each group once (a group reached again is listed under its first path only)."""
+    flat: dict[str, Doc] = {}
+    names: dict[str, str] = {}
+    seen = {root["id"]}
+    frontier: list[tuple[str, Doc]] = [("", root)]
+    root_omitted: dict[str, str] = {}
+    size = 0
+    count = 0
+    too_many: str | None = None
+    while frontier and too_many is None:
+        following: list[tuple[str, Doc]] = []
+        for prefix, group in frontier:
+            listed = await members(svc, caller, domain, group)
+            for m in listed:
+                if m.doc is not None:
+                    names.setdefault(str(m.doc["id"]), m.name)
+            omitted: dict[str, str] = {}
+            for m in listed:
+                path = f"{prefix}/{m.name}" if prefix else m.name
+                if m.doc is None:
+                    omitted[m.name] = m.reason
+                    continue
+                oid = str(m.doc["id"])
+                if oid.startswith("g-"):
+                    if oid in seen:
+                        omitted[m.name] = "a group already listed under another path"
+                        continue
+                    seen.add(oid)
+                    following.append((path, m.doc))
+                    continue
+                if netcdf_dimension(m.doc):
+                    continue
+                try:
+                    view = await array_view(svc, domain, m.doc, core)
+                except Unrepresentable as exc:
+                    omitted[m.name] = exc.reason
+                    continue
+                flat[path] = array_json(view, m.doc, dimension_names(m.doc, [group], names))
+                size += len(orjson.dumps(flat[path]))
+                count += 1
+            if prefix:
+                flat[prefix] = group_json(group, omitted)
+            else:
+                root_omitted = omitted
+            count += 1
+            size += len(orjson.dumps(flat[prefix])) if prefix else 0
+            if count > MAX_CONSOLIDATED_NODES or size > MAX_CONSOLIDATED_BYTES:
+                too_many = f"more than {MAX_CONSOLIDATED_NODES} nodes or {MAX_CONSOLIDATED_BYTES} bytes"
+                break
+            await asyncio.sleep(0)
+        frontier = following
+    out = group_json(root, root_omitted)
+    if too_many is not None:
+        out["attributes"][CONSOLIDATED_ATTR] = f"no consolidated metadata: {too_many}"
+        return out
+    out["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
+                                    "metadata": dict(sorted(flat.items()))}
+    return out
+
+
+def check_size(what: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise TooLarge(f"{what} is {size} bytes, more than {limit}")
