@@ -154,6 +154,19 @@ def _compound(t: TypeJson) -> ZarrForm:
     return ZarrForm({"name": "structured", "configuration": {"fields": out}}, Elements.FIXED, served, stored == served)
 
 
+def to_served(arr: np.ndarray, form: ZarrForm) -> np.ndarray:
+    """Fixed-size elements as the served dtype (h5py's complex compounds as complex numbers)."""
+    dt = form.served
+    if arr.dtype == dt:
+        return arr
+    if dt.kind == "c" and arr.dtype.names:
+        out = np.empty(arr.shape, dtype=dt)
+        out.real = arr[arr.dtype.names[0]]
+        out.imag = arr[arr.dtype.names[1]]
+        return out
+    return arr.astype(dt)
+
+
 # --- fill values ------------------------------------------------------------------------------
 
 
@@ -181,7 +194,7 @@ def fill_json(form: ZarrForm, fill: np.ndarray) -> Any:
         v = fill.item() if fill.shape == () else b""
         return base64.b64encode(v if isinstance(v, bytes) else b"").decode()
     dt = form.served
-    value = np.asarray(fill).astype(dt) if fill.dtype != dt else np.asarray(fill)
+    value = to_served(np.asarray(fill), form)
     if dt.names is not None or dt.kind in "SV":
         return base64.b64encode(value.tobytes()).decode()
     if dt.kind == "b":
@@ -267,3 +280,42 @@ def vlen_decode(data: bytes, count: int, form: ZarrForm) -> np.ndarray:
     if pos != len(data):
         raise ValueError(f"{len(data) - pos} bytes after the last element")
     return out
+
+
+FILL_ATTR = "_FillValue"
+KEPT_FILL_ATTR = ATTR_PREFIX + "FillValue"
+
+
+def _b64_double(v: Any) -> str:
+    return base64.b64encode(struct.pack("<d", float(v))).decode()
+
+
+def fill_attribute(attrs: dict[str, Any], form: ZarrForm) -> dict[str, Any]:
+    """An array's ``_FillValue`` attribute (netCDF's) in the form xarray's Zarr reader decodes:
+    a float as the base64 of its little-endian float64, a complex as two of those, integers
+    and booleans as they are. Of any other type it is kept as ``_h5lake_FillValue``."""
+    if FILL_ATTR not in attrs:
+        return attrs
+    value = attrs[FILL_ATTR]
+    kind = form.served.kind if form.elements is Elements.FIXED else "O"
+    out = dict(attrs)
+    try:
+        if kind == "f":
+            out[FILL_ATTR] = _b64_double(_number(value))
+        elif kind == "c":
+            pair = value if isinstance(value, list) else [value, 0]
+            out[FILL_ATTR] = [_b64_double(_number(pair[0])), _b64_double(_number(pair[1]))]
+        elif kind in "iub" and isinstance(value, int | float) and not isinstance(value, bool) or isinstance(value, bool):
+            out[FILL_ATTR] = value
+        else:
+            raise ValueError
+    except (ValueError, TypeError, IndexError):
+        del out[FILL_ATTR]
+        out[KEPT_FILL_ATTR] = value
+    return out
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[v]
+    return float(v)

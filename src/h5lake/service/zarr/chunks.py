@@ -21,7 +21,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import DataCorruption, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
-from h5lake.model.zarrtypes import Elements, ZarrForm, vlen_decode, vlen_encode
+from h5lake.model.zarrtypes import Elements, ZarrForm, to_served, vlen_decode, vlen_encode
 from h5lake.service import compact
 from h5lake.service.context import Caller, Service
 from h5lake.service.opened import Change, OpenDataset, check_writable
@@ -61,13 +61,7 @@ def served_bytes(arr: np.ndarray, form: ZarrForm) -> bytes:
     """A decoded chunk as its Zarr encoding under the plain codec (``bytes`` or ``vlen-*``)."""
     if form.elements is not Elements.FIXED:
         return vlen_encode(arr, form)
-    dt = form.served
-    if dt.kind == "c" and arr.dtype.names:
-        out = np.empty(arr.shape, dtype=dt)
-        out.real = arr[arr.dtype.names[0]]
-        out.imag = arr[arr.dtype.names[1]]
-        return out.tobytes()
-    return np.ascontiguousarray(arr.astype(dt, copy=False)).tobytes()
+    return np.ascontiguousarray(to_served(arr, form)).tobytes()
 
 
 def _from_served(data: bytes, form: ZarrForm, layout: DatasetLayout) -> np.ndarray:

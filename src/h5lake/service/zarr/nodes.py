@@ -25,6 +25,7 @@ from h5lake.model.zarrtypes import (
     Unrepresentable,
     ZarrForm,
     attributes_json,
+    fill_attribute,
     fill_json,
     zarr_form,
 )
@@ -242,7 +243,7 @@ def array_json(view: ArrayView, doc: Doc, dims: list[str | None] | None) -> Doc:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": fill_json(view.form, layout.fill),
         "codecs": view.plan.codecs,
-        "attributes": {**shown_attributes(doc), **view.form.attributes},
+        "attributes": fill_attribute({**shown_attributes(doc), **view.form.attributes}, view.form),
     }
     if dims is not None and len(dims) == len(layout.shape):
         out["dimension_names"] = dims
