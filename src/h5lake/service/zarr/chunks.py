@@ -123,7 +123,7 @@ async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -
     layout = view.layout
     arr = await svc.workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
     data = await svc.workers.cpu(served_bytes, arr, view.form, size=arr.nbytes)
-    if view.plan.as_stored:  # a chunk stored with filters skipped: given the advertised ones
+    if view.plan.filtered:  # the codecs name the dataset's filters: applied to the Zarr form
         data = bytes(await svc.workers.cpu(layout.codec.pipeline.encode, data, size=len(data)))
     return ChunkBytes(data, etag, immutable(key))
 
@@ -170,7 +170,13 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes,
 
         await recorded(svc, ds, layout, [index], store_as_sent)
         return
-    arr = await svc.workers.cpu(_from_served, body, view.form, layout, size=len(body))
+    raw: bytes = body
+    if view.plan.filtered:
+        try:
+            raw = bytes(await svc.workers.cpu(layout.codec.pipeline.decode, body, 0, size=len(body) * 4))
+        except DataCorruption as exc:
+            raise InvalidInput(f"the chunk does not decode with this array's codecs: {exc.message}") from None
+    arr = await svc.workers.cpu(_from_served, raw, view.form, layout, size=len(raw))
 
     async def encode_and_store(target: DatasetLayout) -> None:
         await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)

@@ -22,6 +22,7 @@ from h5lake.model.zarrtypes import Elements, ZarrForm
 class CodecPlan:
     codecs: list[dict[str, Any]]
     as_stored: bool  # a chunk's stored bytes are its Zarr encoding
+    filtered: bool = False  # the codecs after the first are the dataset's filters (applied here when not as_stored)
 
 
 def _array_bytes(form: ZarrForm) -> dict[str, Any]:
@@ -58,11 +59,14 @@ def _codec(f: ChunkFilter, core: bool) -> dict[str, Any] | None:
 
 
 def plan(form: ZarrForm, layout: DatasetLayout, core: bool = False) -> CodecPlan:
-    """The codecs a dataset's chunks are served under, and whether they are sent as stored."""
+    """The codecs a dataset's chunks are served under, and whether they are sent as stored.
+
+    Elements whose stored form is not their Zarr form (variable-length ones, h5lake keeps in
+    its own encoding; reduced precision; compounds with padding or big-endian fields) are
+    decoded and encoded again with the same filters, which the Zarr codecs then name."""
     head = _array_bytes(form)
-    if form.elements is not Elements.FIXED or not form.as_stored or layout.codec.reduced:
-        return CodecPlan([head], False)
     mapped = [_codec(f, core) for f in layout.codec.pipeline.filters]
     if any(c is None for c in mapped):
         return CodecPlan([head], False)
-    return CodecPlan([head, *(c for c in mapped if c is not None)], True)
+    as_stored = form.elements is Elements.FIXED and form.as_stored and not layout.codec.reduced
+    return CodecPlan([head, *(c for c in mapped if c is not None)], as_stored, bool(mapped))

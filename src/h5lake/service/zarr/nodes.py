@@ -117,8 +117,7 @@ async def walk(svc: Service, caller: Caller, domain: Domain, parts: tuple[str, .
                permission: Permission) -> tuple[Node, tuple[str, ...]]:
     """The node the leading ``parts`` name and the parts after it (a dataset's chunk key, or
     ``zarr.json``). Hard and soft links are followed; anything else is 404."""
-    found = await load_object(svc, domain, domain.require_root())
-    node = Node("/", found.doc, etag=found.etag)
+    node = await load_root(svc, domain)
     n = 0
     while n < len(parts):
         name = parts[n]
@@ -126,12 +125,22 @@ async def walk(svc: Service, caller: Caller, domain: Domain, parts: tuple[str, .
             break
         link = node.doc.get("links", {}).get(name)
         if link is None:
-            raise NotFound(f"{_join(node.path, name)} is not in {domain.path}")
-        doc, etag = await follow(svc, domain, link, _join(node.path, name))
-        node = Node(_join(node.path, name), doc, [node.doc, *node.parents], etag)
+            raise NotFound(f"{join(node.path, name)} is not in {domain.path}")
+        doc, etag = await follow(svc, domain, link, join(node.path, name))
+        node = Node(join(node.path, name), doc, [node.doc, *node.parents], etag)
         n += 1
-    domains.authorize_object(caller, domain, node.doc, permission)
+    check_object(caller, domain, node.doc, permission)
     return node, parts[n:]
+
+
+async def load_root(svc: Service, domain: Domain) -> Node:
+    found = await load_object(svc, domain, domain.require_root())
+    return Node("/", found.doc, etag=found.etag)
+
+
+def check_object(caller: Caller, domain: Domain, doc: Doc, permission: Permission) -> None:
+    """The object's own ACL, as every route checks it (`domains.authorize_object`)."""
+    domains.authorize_object(caller, domain, doc, permission)
 
 
 async def follow(svc: Service, domain: Domain, link: Doc, path: str) -> tuple[Doc, str | None]:
@@ -145,7 +154,7 @@ async def follow(svc: Service, domain: Domain, link: Doc, path: str) -> tuple[Do
             raise NotFound(f"{path} is an external or user-defined link, which the Zarr bridge does not follow")
 
 
-def _join(parent: str, name: str) -> str:
+def join(parent: str, name: str) -> str:
     return "/" + name if parent == "/" else f"{parent}/{name}"
 
 
