@@ -19,7 +19,7 @@ import numpy as np
 from h5lake.chunks import engine, writes
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
-from h5lake.errors import DataCorruption, InvalidInput, NotFound, TooLarge
+from h5lake.errors import DataCorruption, InvalidInput, NotFound, ReadOnly, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.zarrtypes import Elements, ZarrForm, to_served, vlen_decode, vlen_encode
 from h5lake.service import compact
@@ -192,16 +192,13 @@ def _replace(arr: np.ndarray) -> Any:
 
 
 async def delete_chunk(svc: Service, caller: Caller, key: nodes.Key) -> None:
-    """Drop one chunk (it reads as the fill value again). A compact dataset's chunk is set to
-    the fill value instead (its chunks live in its document)."""
+    """Drop one chunk (it reads as the fill value again); a compact dataset's from its document."""
     ds, view, index = await _writable(svc, caller, key, False)
     layout = view.layout
 
     async def drop(target: DatasetLayout) -> None:
-        if isinstance(target.locator, NativeChunks) and target.locator.cataloged:
-            await target.locator.store.delete(target.locator.key(index))
-        else:
-            fill = target.empty_chunk()
-            await writes.update_chunk(target, index, _replace(fill), True, svc.workers, whole=fill)
+        if not isinstance(target.locator, NativeChunks):
+            raise ReadOnly(f"the chunks of {target.dataset_id} cannot be written")
+        await target.locator.store.delete(target.locator.key(index))
 
     await recorded(svc, ds, layout, [index], drop)

@@ -71,23 +71,30 @@ async def _create(svc: Service, caller: Caller, key: nodes.Key, parts: tuple[str
         raise NotFound(f"domain {key.domain} has no root group")
     h5path = "/" + "/".join(parts)
     attrs = user_attributes(body)
-    try:
-        if kind == "group":
-            made, _ = await objects.create_groups(svc, caller, key.domain, {"h5path": h5path}, implicit=True)
-        else:
-            spec = array_spec(body)
-            made, _ = await datasets.create_datasets(svc, caller, key.domain, spec.post_body(h5path), implicit=True)
-    except (AlreadyExists, Conflict):
-        # made meanwhile by another request (zarr-python writes parents and children at once)
-        domain = await nodes.open_key(svc, caller, key, Permission.UPDATE)
-        node, _ = await _existing(svc, domain, parts)
-        if node is None or node.is_group != (kind == "group"):
-            raise
-        await _set_attributes(svc, caller, key.domain, node.doc, attrs)
-        return False
+    for attempt in range(_RACES):
+        try:
+            if kind == "group":
+                made, _ = await objects.create_groups(svc, caller, key.domain, {"h5path": h5path}, implicit=True)
+            else:
+                spec = array_spec(body)
+                made, _ = await datasets.create_datasets(svc, caller, key.domain, spec.post_body(h5path), implicit=True)
+            break
+        except (AlreadyExists, Conflict):
+            # zarr-python writes a node's parents and the node at once: a group on the way (or
+            # the node itself) was made meanwhile by another request
+            domain = await nodes.open_key(svc, caller, key, Permission.UPDATE)
+            node, _ = await _existing(svc, domain, parts)
+            if node is not None and node.is_group == (kind == "group"):
+                await _set_attributes(svc, caller, key.domain, node.doc, attrs)
+                return False
+            if node is not None or attempt == _RACES - 1:
+                raise
     if attrs:
         await _set_attributes(svc, caller, key.domain, {"id": made[0]["id"], "attributes": {}}, attrs)
     return True
+
+
+_RACES = 4  # creations lost to concurrent creations of the groups on the way, before giving up
 
 
 async def _set_attributes(svc: Service, caller: Caller, domain_path: str, doc: Doc, wanted: dict[str, Any]) -> None:
