@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import requests
 import xarray as xr
-import zarr
 
+import zarr
 from tests.conftest import auth
 from tests.support.server import Server
 from tests.zarr.conftest import USER, Zarr, load

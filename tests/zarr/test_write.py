@@ -11,8 +11,8 @@ import h5pyd
 import numcodecs.zarr3 as nz
 import numpy as np
 import pytest
-import zarr
 
+import zarr
 from tests.conftest import Backing, auth
 from tests.support.server import Server
 from tests.zarr.conftest import USER, Zarr, new_domain
