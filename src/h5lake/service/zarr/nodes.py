@@ -18,7 +18,6 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.links import LinkClass
-from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import TypeClass, type_class
 from h5lake.model.zarrtypes import (
     OMITTED_ATTR,
@@ -33,6 +32,7 @@ from h5lake.service import domains
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
+from h5lake.service.layouts import layout_with
 from h5lake.service.links import resolve_path
 from h5lake.service.opened import dataset_layout
 from h5lake.service.views import Domain
@@ -176,15 +176,26 @@ def netcdf_dimension(doc: Doc) -> bool:
     return isinstance(name, str) and name.startswith(NETCDF_DIMENSION)
 
 
-async def array_view(svc: Service, domain: Domain, doc: Doc, core: bool = False) -> ArrayView:
-    """The dataset as a Zarr array; `Unrepresentable` with the reason when it cannot be one."""
-    space = space_from_json(doc["shape"])
-    if space.kind is SpaceClass.NULL:
-        raise Unrepresentable("a null dataspace has no Zarr form")
+class _Unlocated:
+    """The locator of a layout made for metadata alone: its chunks are never asked for."""
+
+    writable = False
+
+    async def locate(self, index: tuple[int, ...]) -> None:
+        raise RuntimeError("a metadata layout locates no chunk")
+
+
+_UNLOCATED = _Unlocated()
+
+
+async def array_view(svc: Service, domain: Domain, doc: Doc, core: bool = False, *, chunks: bool = True) -> ArrayView:
+    """The dataset as a Zarr array; `Unrepresentable` with the reason when it cannot be one.
+    Without ``chunks`` the layout locates none (metadata only: no linked chunk table is read,
+    no compact chunk decoded)."""
     if type_class(doc["type"]) is TypeClass.ARRAY:
         raise Unrepresentable("array element types have no Zarr data type")
     form = zarr_form(doc["type"])
-    layout = await dataset_layout(svc, domain, doc)
+    layout = await dataset_layout(svc, domain, doc) if chunks else layout_with(domain, doc, _UNLOCATED)
     if layout is None:
         raise Unrepresentable("a null dataspace has no Zarr form")
     if any(layout.origin):
@@ -315,7 +326,7 @@ async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -
             if netcdf_dimension(m.doc):
                 continue
             try:
-                await array_view(svc, domain, m.doc)
+                await array_view(svc, domain, m.doc, chunks=False)
             except Unrepresentable as exc:
                 omitted[m.name] = exc.reason
     return group_json(node.doc, omitted)
@@ -330,7 +341,7 @@ async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, co
     if netcdf_dimension(node.doc):
         raise NotFound(f"{node.path} is a netCDF dimension, not a variable (docs/zarr.md)")
     try:
-        view = await array_view(svc, domain, node.doc, core)
+        view = await array_view(svc, domain, node.doc, core, chunks=False)
     except Unrepresentable as exc:
         raise NotFound(f"{node.path} has no Zarr form: {exc.reason}") from None
     return array_json(view, node.doc, dimension_names(node.doc, node.parents))
@@ -344,7 +355,6 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
     seen = {root["id"]}
     frontier: list[tuple[str, Doc]] = [("", root)]
     root_omitted: dict[str, str] = {}
-    size = 0
     count = 0
     too_many: str | None = None
     while frontier and too_many is None:
@@ -371,25 +381,25 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
                 if netcdf_dimension(m.doc):
                     continue
                 try:
-                    view = await array_view(svc, domain, m.doc, core)
+                    view = await array_view(svc, domain, m.doc, core, chunks=False)
                 except Unrepresentable as exc:
                     omitted[m.name] = exc.reason
                     continue
                 flat[path] = array_json(view, m.doc, dimension_names(m.doc, [group], names))
-                size += len(orjson.dumps(flat[path]))
                 count += 1
             if prefix:
                 flat[prefix] = group_json(group, omitted)
             else:
                 root_omitted = omitted
             count += 1
-            size += len(orjson.dumps(flat[prefix])) if prefix else 0
-            if count > MAX_CONSOLIDATED_NODES or size > MAX_CONSOLIDATED_BYTES:
-                too_many = f"more than {MAX_CONSOLIDATED_NODES} nodes or {MAX_CONSOLIDATED_BYTES} bytes"
+            if count > MAX_CONSOLIDATED_NODES:
+                too_many = f"more than {MAX_CONSOLIDATED_NODES} nodes"
                 break
             await asyncio.sleep(0)
         frontier = following
     out = group_json(root, root_omitted)
+    if too_many is None and len(orjson.dumps(flat)) > MAX_CONSOLIDATED_BYTES:
+        too_many = f"more than {MAX_CONSOLIDATED_BYTES} bytes"
     if too_many is not None:
         out["attributes"][CONSOLIDATED_ATTR] = f"no consolidated metadata: {too_many}"
         return out
