@@ -195,7 +195,9 @@ def fill_json(form: ZarrForm, fill: np.ndarray) -> Any:
         return base64.b64encode(v if isinstance(v, bytes) else b"").decode()
     dt = form.served
     value = to_served(np.asarray(fill), form)
-    if dt.names is not None or dt.kind in "SV":
+    if dt.kind == "S":  # as numpy (and zarr-python) gives it: trailing NULs dropped
+        return base64.b64encode(value.tobytes().rstrip(b"\0")).decode()
+    if dt.names is not None or dt.kind == "V":
         return base64.b64encode(value.tobytes()).decode()
     if dt.kind == "b":
         return bool(value)
