@@ -81,10 +81,12 @@ def test_h5pyd_writes_what_zarr_python_reads(zserver: Server) -> None:
         d[...] = np.linspace(0, 1, 2000).reshape(40, 50)
         f["made"].attrs["who"] = "h5pyd"
         f.create_dataset("strings", data=np.array(["one", "two"], dtype=object), dtype=h5pyd.special_dtype(vlen=str))
+        f.create_dataset("at@sign", data=np.array([1, 2, 3], dtype="i2"))  # '@' after the domain is a name
     group = zarr.open_group(z.fsspec(), mode="r", zarr_format=3, use_consolidated=True)
     assert np.array_equal(group["made/by/h5pyd"][...], np.linspace(0, 1, 2000).reshape(40, 50))
     assert group["made"].attrs["who"] == "h5pyd"
     assert list(group["strings"][...]) == ["one", "two"]
+    assert list(zarr.open_array(z.fsspec("/at@sign"), mode="r", zarr_format=3)[...]) == [1, 2, 3]
     # zarr-python writes into the dataset h5pyd made: a chunk as its codecs encode it
     writable = zarr.open_array(z.fsspec("/made/by/h5pyd", read_only=False), mode="r+", zarr_format=3)
     writable[0:10, 0:25] = 5.0

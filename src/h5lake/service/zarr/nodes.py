@@ -74,18 +74,13 @@ def split_components(path: str) -> list[str]:
 async def find_domain(svc: Service, path: str) -> Key:
     """Split ``path`` (what follows ``/zarr``) into the domain and the rest."""
     parts = split_components(path)
-    for n, p in enumerate(parts):
-        if "@" in p:  # a version: the domain ends with this component
-            if n == 0 and p.startswith("@"):
-                raise InvalidInput(f"a domain version needs a domain before '@' ({p[:80]!r})")
-            return Key("/" + "/".join(parts[: n + 1]), tuple(parts[n + 1 :]))
     for n in range(1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):
         candidate = "/" + "/".join(parts[:n])
+        if "@" in parts[n - 1]:  # domain names hold no '@': this is D@REF, errors name it
+            return Key((await domains.load_domain(svc, candidate)).path, tuple(parts[n:]))
         try:
             domain = await domains.load_domain(svc, candidate)
-        except (NotFound, Gone):
-            break
-        except InvalidInput:
+        except (NotFound, Gone, InvalidInput):
             break
         if not domain.is_folder:
             return Key(domain.path, tuple(parts[n:]))
