@@ -71,9 +71,28 @@ def split_components(path: str) -> list[str]:
     return parts
 
 
+_SEEN: set[str] = set()
+"""Domains keys named lately. A domain has no domain above it (folders hold domains), so a
+prefix that still loads as a domain is the shortest one: found with one load, not one per
+folder above it."""
+_SEEN_MAX = 4096
+
+
 async def find_domain(svc: Service, path: str) -> Key:
     """Split ``path`` (what follows ``/zarr``) into the domain and the rest."""
     parts = split_components(path)
+    for n in range(1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):  # a domain found before: one load
+        candidate = "/" + "/".join(parts[:n])
+        if candidate in _SEEN:
+            try:
+                domain = await domains.load_domain(svc, candidate)
+            except (NotFound, Gone):
+                _SEEN.discard(candidate)
+                break
+            if domain.is_folder:
+                _SEEN.discard(candidate)
+                break
+            return Key(domain.path, tuple(parts[n:]))
     for n in range(1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):
         candidate = "/" + "/".join(parts[:n])
         if "@" in parts[n - 1]:  # domain names hold no '@': this is D@REF, errors name it
@@ -83,6 +102,9 @@ async def find_domain(svc: Service, path: str) -> Key:
         except (NotFound, Gone, InvalidInput):
             break
         if not domain.is_folder:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN.add(domain.path)
             return Key(domain.path, tuple(parts[n:]))
     raise NotFound(f"no domain in Zarr key /{'/'.join(parts)[:200]}")
 
