@@ -9,6 +9,7 @@ along links, one component at a time; reaching a dataset, the rest is its chunk 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,6 +303,7 @@ class Member:
     name: str
     doc: Doc | None  # None: not served (``reason``)
     reason: str = ""
+    etag: str | None = None  # of ``doc`` as read
 
 
 async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
@@ -321,16 +323,42 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
     if link.get("class") != LinkClass.HARD.value:
         return Member(name, None, "external or user-defined link")
     try:
-        doc = (await load_object(svc, domain, link["id"])).doc
+        found = await load_object(svc, domain, link["id"])
     except (NotFound, Gone):
         return Member(name, None, "dangling link")
+    doc = found.doc
     try:
         domains.authorize_object(caller, domain, doc, Permission.READ)
     except Forbidden:
         return Member(name, None, "not readable by this user")
     if str(doc["id"]).startswith("t-"):
         return Member(name, None, "committed datatype")
-    return Member(name, doc)
+    return Member(name, doc, etag=found.etag)
+
+
+_ENTRIES: OrderedDict[tuple[Any, ...], Doc | str] = OrderedDict()
+"""Array ``zarr.json`` entries (or the reason there is none) made lately, by document id and
+ETag, codec profile and dimension names: a changed document has another ETag, so an entry is
+never stale; consolidating a domain again costs its document reads, not the mapping again."""
+_ENTRIES_MAX = 50_000
+
+
+async def _array_entry(svc: Service, domain: Domain, m: Member, dims: list[str | None] | None, core: bool) -> Doc | str:
+    assert m.doc is not None
+    key = (m.doc["id"], m.etag, core, None if dims is None else tuple(dims)) if m.etag else None
+    found = _ENTRIES.get(key) if key is not None else None
+    if found is not None:
+        return found
+    try:
+        view = await array_view(svc, domain, m.doc, core, chunks=False)
+        entry: Doc | str = array_json(view, m.doc, dims)
+    except Unrepresentable as exc:
+        entry = exc.reason
+    if key is not None:
+        _ENTRIES[key] = entry
+        if len(_ENTRIES) > _ENTRIES_MAX:
+            _ENTRIES.popitem(last=False)
+    return entry
 
 
 async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -> Doc:
@@ -397,12 +425,11 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
                     continue
                 if netcdf_dimension(m.doc):
                     continue
-                try:
-                    view = await array_view(svc, domain, m.doc, core, chunks=False)
-                except Unrepresentable as exc:
-                    omitted[m.name] = exc.reason
+                entry = await _array_entry(svc, domain, m, dimension_names(m.doc, [group], names), core)
+                if isinstance(entry, str):
+                    omitted[m.name] = entry
                     continue
-                flat[path] = array_json(view, m.doc, dimension_names(m.doc, [group], names))
+                flat[path] = entry
                 count += 1
             if prefix:
                 flat[prefix] = group_json(group, omitted)
