@@ -28,6 +28,7 @@ from h5lake.api import (
     value_routes,
     version_routes,
     view_routes,
+    zarr_routes,
 )
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
@@ -176,7 +177,7 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
 
     routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
     routes += [*openapi.ROUTES, *version_routes.ROUTES]
-    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
+    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES, *zarr_routes.ROUTES]
     middleware = [Middleware(Authenticate), Middleware(CommitFence)]
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.

@@ -42,6 +42,10 @@ class DocumentChunks:
         self._blobs[key] = Blob(bytes(data), str(self._serial), 0.0)
         return str(self._serial)
 
+    async def delete(self, key: str) -> None:
+        """Drop a chunk (it reads as fill again): the Zarr bridge's DELETE of a chunk key."""
+        self._blobs.pop(key, None)
+
     def contents(self, dataset_id: str) -> dict[str, str]:
         """The chunks as the document lists them (index name: base64)."""
         out = {}
