@@ -10,7 +10,7 @@ from typing import Any, ClassVar, NoReturn
 
 import click
 
-from h5lake import __version__
+from h5lake import __version__, extras
 
 
 class _Commands(click.Group):
@@ -87,6 +87,9 @@ class _Commands(click.Group):
         except click.Abort:
             _fail("aborted", 1)
         except Exception as exc:
+            missing = extras.explain(exc)  # an optional package not installed: not a bug
+            if missing is not None:
+                _fail(missing, 1)
             if os.environ.get("H5LAKE_TRACEBACK"):
                 raise
             text = str(exc).splitlines()[0] if str(exc) else ""

@@ -127,6 +127,13 @@ class Settings(BaseSettings):
         description="memory per process for replies made whole (h5grove data, downloads, JSON values; "
         "default: twice --max-request-bytes); more wait their turn",
     )
+    max_reply_bytes: int = Field(
+        4 * 1024**3, ge=1024 * 1024,
+        description="largest binary value reply (streamed); a larger selection is read in parts (select=...)",
+    )
+    max_query_elements: int = Field(
+        10**9, ge=1000, description="most elements one value query may examine (chunks never written cost none)"
+    )
     max_chunk_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="largest chunk a dataset may have (a client's choice or a linked file's)"
     )

@@ -28,6 +28,7 @@ from h5lake.api import (
     value_routes,
     version_routes,
     view_routes,
+    zarr_routes,
 )
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
@@ -68,6 +69,8 @@ def build_service(settings: Settings, store: Store) -> Service:
             settings.max_json_bytes,
             settings.compact_max_bytes,
             settings.max_attribute_bytes,
+            max_reply_size=settings.max_reply_bytes,
+            max_query_elements=settings.max_query_elements,
         ),
         admins=frozenset(settings.admin),
         public_read=settings.public_read,
@@ -176,14 +179,14 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
 
     routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
     routes += [*openapi.ROUTES, *version_routes.ROUTES]
-    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
+    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES, *zarr_routes.ROUTES]
     middleware = [Middleware(Authenticate), Middleware(CommitFence)]
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
         middleware.insert(0, cors_middleware(settings.cors_origin))
     app = App(
         routes=routes,
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=HANDLERS,
         middleware=middleware,
         lifespan=lifespan,
     )

@@ -142,6 +142,11 @@ def _export(settings: Any) -> None:
     "--reply-memory-bytes", type=int,
     help="Memory per process for replies made whole (h5grove data, downloads, JSON values); more wait [2x --max-request-bytes].",
 )
+@click.option(
+    "--max-reply-bytes", type=int,
+    help="Largest binary value reply (streamed); larger selections are read in parts [4 GiB].",
+)
+@click.option("--max-query-elements", type=int, help="Most elements one value query may examine [10**9].")
 @click.option("--max-chunk-bytes", type=int, help="Largest chunk a dataset may have [64 MiB].")
 @click.option("--max-json-bytes", type=int, help="Largest JSON request body or value reply [100 MiB].")
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute kept in its object's document (JSON; larger ones are objects of their own); those kept there together: 4x [1 MiB].")

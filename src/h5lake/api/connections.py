@@ -291,7 +291,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return  # an upgrade: not ours to read
         self.cycle.__class__ = _OneSendCycle  # the same object, with a `send` of its own
         self.cycle.transport = _HeadWithBody(self.transport)  # type: ignore[assignment]
-        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
         extensions[READINTO] = partial(self._readinto, self.cycle)
         length = None
         for name, value in self.headers:

@@ -49,7 +49,7 @@ STATUS: dict[type[H5LakeError], int] = {
 
 def status_of(exc: H5LakeError) -> int:
     for cls in type(exc).__mro__:
-        status = STATUS.get(cls)  # type: ignore[call-overload]
+        status = STATUS.get(cls)
         if status is not None:
             return status
     return 500

@@ -70,7 +70,7 @@ class Query(QueryParams):
 
     def __init__(self, query: bytes) -> None:
         super().__init__(query)
-        self.get = self._dict.get  # type: ignore[method-assign,assignment]
+        self.get = self._dict.get  # type: ignore[method-assign]
 
 
 @lru_cache(maxsize=1024)

@@ -78,21 +78,22 @@ async def summary(request: Request) -> Response:
 
 
 async def describe(request: Request) -> Response:
-    tree, stats = await browse.describe(
+    found = await browse.describe(
         service(request), caller(request), _param(request, "domain"), _param(request, "path", False)
     )
-    out = _entity_json(tree.entity)
+    tree = found.tree
+    out = _entity_json(tree.entity, found.paths)
     out["domain"] = tree.domain.path
     out["children"] = [{"name": c.name, "path": c.path, "kind": c.kind} for c in tree.children]
     doc = tree.entity.doc
     if doc is not None and tree.entity.kind == "dataset":
-        out["dataset"] = _dataset_json(doc, stats)
+        out["dataset"] = _dataset_json(doc, found)
     elif doc is not None and tree.entity.kind == "datatype":
         out["datatype"] = {"type": client_type(doc["type"])}
     return ok(out)
 
 
-def _entity_json(entity: Entity) -> dict[str, Any]:
+def _entity_json(entity: Entity, paths: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"path": entity.path, "name": entity.name or "/", "kind": entity.kind}
     if entity.link is not None:
         out["link"] = {k: v for k, v in entity.link.items() if k in ("class", "h5path", "h5domain", "file")}
@@ -101,14 +102,29 @@ def _entity_json(entity: Entity) -> dict[str, Any]:
         out["id"] = doc["id"]
         out["created"] = doc.get("created")
         out["lastModified"] = doc.get("lastModified")
-        out["attributes"] = [
-            {"name": name, "type": client_type(a["type"]), "shape": a["shape"], "value": js_exact(a.get("value"))}
-            for name, a in sorted(doc.get("attributes", {}).items())
-        ]
+        out["attributes"] = [_attribute_json(name, a, paths) for name, a in sorted(doc.get("attributes", {}).items())]
     return out
 
 
-def _dataset_json(doc: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
+def _attribute_json(name: str, attr: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
+    """An attribute for the page; one holding object references also as ``shown``: each
+    reference the path of its object (``datasets/d-...`` tells a reader nothing)."""
+    out = {"name": name, "type": client_type(attr["type"]), "shape": attr["shape"], "value": js_exact(attr.get("value"))}
+    if paths and "H5T_STD_REF_OBJ" in str(attr["type"]):
+        out["shown"] = _as_paths(attr.get("value"), paths)
+    return out
+
+
+def _as_paths(value: Any, paths: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        m = browse.REFERENCE.match(value)
+        return paths.get(m.group(1), value) if m else value
+    if isinstance(value, list):
+        return [_as_paths(v, paths) for v in value]
+    return value
+
+
+def _dataset_json(doc: dict[str, Any], found: browse.Description) -> dict[str, Any]:
     props = doc.get("creationProperties", {})
     layout = doc.get("layout", {})
     return {
@@ -118,9 +134,18 @@ def _dataset_json(doc: dict[str, Any], stats: dict[str, Any] | None) -> dict[str
         "layout": props.get("layout", {}).get("class") or layout.get("class"),
         "filters": props.get("filters", []),
         "fillValue": props.get("fillValue"),
-        "stats": stats,
-        "linked": browse.linked_file(doc),
+        "stats": found.stats,
+        "linked": found.linked,
+        "dimensions": found.dimensions,
     }
+
+
+async def linked_chunks(request: Request) -> Response:
+    """The files a linked dataset reads, with the chunks of each (read from its chunk table:
+    asked apart from ``object`` so that the page shows the rest without waiting)."""
+    return ok(
+        await browse.linked_chunks(service(request), caller(request), _param(request, "domain"), _param(request, "path"))
+    )
 
 
 async def paths(request: Request) -> Response:
@@ -237,6 +262,7 @@ ROUTES = [
     Route("/view/api/summary", summary, methods=["GET"]),
     Route("/view/api/object", describe, methods=["GET"]),
     Route("/view/api/paths", paths, methods=["GET"]),
+    Route("/view/api/linked", linked_chunks, methods=["GET"]),
     Route("/view/api/preview", preview_values, methods=["GET"]),
     Route("/view/api/values", region_values, methods=["GET"]),
     Mount("/view/static", app=StaticFiles(packages=[("h5lake", "web")]), name="view-static"),

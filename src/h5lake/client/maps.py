@@ -21,10 +21,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
-import h5pyd
 import numpy as np
 import requests
-from h5json.hdf5dtype import createDataType, getTypeItem
+
+from h5lake.extras import need
+
+# h5pyd (and h5json, which comes with it) are the client extra: h5lake[client]
+h5pyd = need("h5pyd", "h5lake.client")
+_hdf5dtype = need("h5json.hdf5dtype", "h5lake.client")
+createDataType, getTypeItem = _hdf5dtype.createDataType, _hdf5dtype.getTypeItem
 
 from h5lake.client import exact
 
@@ -433,9 +438,9 @@ def install() -> None:
     """Let h5pyd's groups open links to maps (``group["name"]`` -> `Map`, ``group.get(name,
     getclass=True)`` -> the class `Map`). Done on import; calling it again changes nothing."""
     if not getattr(h5pyd.Group.__getitem__, "opens_maps", False):
-        h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)  # type: ignore[method-assign]
+        h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)
     if not getattr(h5pyd.Group.get, "opens_maps", False):
-        h5pyd.Group.get = _classing_maps(h5pyd.Group.get)  # type: ignore[method-assign]
+        h5pyd.Group.get = _classing_maps(h5pyd.Group.get)
 
 
 install()

@@ -14,6 +14,7 @@ import re
 import secrets
 
 from h5lake.errors import InvalidInput, NotFound
+from h5lake.storage.base import MAX_KEY_BYTES
 
 
 class Collection(enum.Enum):
@@ -25,6 +26,12 @@ class Collection(enum.Enum):
     @property
     def path(self) -> str:
         return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}[self.value]
+
+    @classmethod
+    def of(cls, obj_id: str) -> Collection | None:
+        """The collection an id's prefix names (``g-...`` groups), without validating the rest:
+        for ids read from stored documents; `parse_id` checks an id that comes from a request."""
+        return _COLLECTIONS.get(obj_id[:1]) if obj_id[1:2] == "-" else None
 
     @classmethod
     def from_path(cls, name: str) -> Collection:
@@ -143,12 +150,24 @@ _OBJECT_KEYS: dict[str, str] = {}
 _OBJECT_KEYS_MAX = 4096
 
 
+def index_name(index: tuple[int, ...]) -> str:
+    """A chunk index as it names the chunk in keys, catalogs, manifests and compact documents:
+    ``"0_3"``. A scalar dataset's one chunk, index ``()``, is stored as chunk ``"0"``: the same
+    name as index ``(0,)``, whose parse (`parse_index_name`) it is."""
+    return "_".join(str(i) for i in index) or "0"
+
+
+def parse_index_name(name: str) -> tuple[int, ...]:
+    """``"0_3"`` -> ``(0, 3)``; ValueError unless every part is an integer."""
+    return tuple(int(i) for i in name.split("_"))
+
+
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
     """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
     object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
     body = obj_id.removeprefix("d-")
-    return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
+    return "c-" + body + "_" + index_name(index)
 
 
 def chunk_key(obj_id: str, index: tuple[int, ...]) -> str:
@@ -172,6 +191,15 @@ DOMAIN_FILE = ".domain.json"
 # control characters (C0, DEL, C1), surrogates and the backslash: one regex search per
 # component instead of a Python loop over its characters (every request names a domain)
 _BAD_DOMAIN_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\\\\]")
+
+
+#: The longest key h5lake keeps under a domain's prefix, past the prefix: a tag's record,
+#: ``.history/tags/<100 characters>.json`` (119 bytes); object documents' tombstones and chunk
+#: catalogs (``.<id>.chunks.txt``) are shorter.
+DOMAIN_KEY_ROOM = 128
+#: The longest domain path, in UTF-8 bytes: every key under it stays within the storage key
+#: limit (seed 001: 1,024 bytes, ``storage.base.MAX_KEY_BYTES``).
+MAX_DOMAIN_BYTES = MAX_KEY_BYTES - DOMAIN_KEY_ROOM
 
 
 def normalize_domain(path: str) -> str:
@@ -199,8 +227,12 @@ _NORMALIZED_MAX = 4096
 def _normalize_domain(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise InvalidInput("domain is required")
-    if len(path) > 900:
-        raise InvalidInput("domain path is too long")
+    if len(path) > MAX_DOMAIN_BYTES or len(path.encode("utf-8", "surrogatepass")) > MAX_DOMAIN_BYTES:
+        raise InvalidInput(
+            f"domain path is {len(path.encode('utf-8', 'surrogatepass'))} bytes in UTF-8, over the limit of "
+            f"{MAX_DOMAIN_BYTES} (storage keys are at most {MAX_KEY_BYTES} bytes, and h5lake keeps keys of up "
+            f"to {DOMAIN_KEY_ROOM} bytes more under a domain)"
+        )
     if not path.startswith("/"):
         path = "/" + path
     path = path.rstrip("/") or "/"
@@ -285,6 +317,15 @@ def catalog_key(domain: str, name: str) -> str:
     return domain_prefix(domain) + name
 
 
+CHANGED_FILE = ".changed.txt"
+"""A domain's last change (seconds since the epoch, as text), moved forward by the catalog
+flusher after writes (:mod:`h5lake.chunks.changed`); listings read it."""
+
+
+def changed_key(domain: str) -> str:
+    return domain_prefix(domain) + CHANGED_FILE
+
+
 def chunk_catalog_key(domain: str, dataset_id: str) -> str:
     return domain_prefix(domain) + "." + dataset_id + ".chunks.txt"
 
@@ -343,6 +384,6 @@ whose chunks it reads until it writes its own (never shown to clients)."""
 def fork_base_key(domain: str, root_id: str) -> str:
     """What the fork of root ``root_id`` was made from (keeps the source version's chunks alive
     for gc). Named by the root: forks racing for one path each put their own, so the one that
-    loses cannot replace the winner's (stores before session 10 hold ``base.json``, which gc
-    reads alike)."""
+    loses cannot replace the winner's (stores written by older h5lake releases hold
+    ``base.json``, which gc reads alike; docs/versions.md, "Storage keys")."""
     return versions_prefix(domain) + f"base-{root_id}.json"

@@ -326,7 +326,7 @@ async def _put_once(svc: Service, domain: Domain, obj_id: str, new: dict[str, Do
         await attrvalues.drop(svc, obj_id, dropped)
     if stored:
         svc.spawn(attrvalues.collect(svc, obj_id, doc))
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
 async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dict[str, Doc]:

@@ -47,7 +47,7 @@ async def get_attributes(
     if include_data:
         attrs = await _with_listed_values(svc, domain, obj_id, attrs, names, create_order, marker, limit, pattern,
                                           max_data_size, b64)
-    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Tenth attack pass")
+    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Wide objects")
         _listed, attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size,
         size=len(attrs) * ENTRY_BYTES,
     )

@@ -8,18 +8,21 @@ and given their own ``kind``; nothing else in the view needs to know about them.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from h5lake.chunks.stats import dataset_stats
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import object_key
+from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
 from h5lake.service import domains
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
+from h5lake.service.linked import linked_storage
 from h5lake.service.links import resolve_path
 from h5lake.service.stats import domain_stats
 from h5lake.service.views import Domain
@@ -100,7 +103,7 @@ async def _entity(svc: Service, domain: Domain, path: str) -> Entity:
     except NotFound:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}") from None
     link = parent.get("links", {}).get(name)
-    if link is None or not parent["id"].startswith("g-"):
+    if link is None or Collection.of(parent["id"]) is not Collection.GROUPS:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}")
     return await _follow(svc, domain, path, link)
 
@@ -186,7 +189,7 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
                 out.append((child, "other"))
                 continue
             out.append((child, _kind(found.doc)))
-            if oid.startswith("g-") and oid not in seen:
+            if Collection.of(oid) is Collection.GROUPS and oid not in seen:
                 seen.add(oid)
                 frontier.append((child, found.doc))
     return PathList(out[:MAX_PATHS], len(out) > MAX_PATHS or bool(frontier))
@@ -195,25 +198,144 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
 # --- a full description for the page ---------------------------------------------------------
 
 
-async def describe(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> tuple[EntityTree, Doc | None]:
-    """The entity with its children and, for a dataset, its storage statistics."""
+@dataclass(frozen=True, slots=True)
+class Description:
+    """What the page shows of a path: the entity and its children; for a dataset its storage
+    statistics, where a linked one's values are, and its dimensions' names and scales; the
+    paths of the objects its attributes refer to (``id -> path``)."""
+
+    tree: EntityTree
+    stats: Doc | None = None
+    linked: Doc | None = None
+    dimensions: list[Doc] = field(default_factory=list)
+    paths: dict[str, str] = field(default_factory=dict)
+
+
+async def describe(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> Description:
     tree = await entity_with_children(svc, caller, domain_path, h5path)
-    stats = None
+    stats = linked = None
     doc = tree.entity.doc
-    if tree.entity.kind == "dataset" and doc is not None:
+    if doc is None:
+        return Description(tree)
+    paths = await _referenced_paths(svc, tree.domain, tree.entity)
+    if tree.entity.kind != "dataset":
+        return Description(tree, paths=paths)
+    try:
+        stats = await dataset_stats(svc.store, tree.domain.path, doc)
+    except (TypeError, ValueError, KeyError):
+        stats = None  # a type without a fixed size (vlen) has no byte statistics
+    if is_linked(doc):  # the files recorded; a chunk table's are counted on request (linked_chunks)
+        linked = await linked_storage(svc, tree.domain, doc)
+    dimensions = await _dimensions(svc, tree.domain, doc, paths)
+    return Description(tree, stats, linked, dimensions, paths)
+
+
+async def linked_chunks(svc: Service, caller: Caller, domain_path: str, h5path: str | None) -> Doc:
+    """A linked dataset's files, each with its chunks, counted in its chunk table when that is
+    short enough (`linked_storage`); 400 for a dataset that is not linked."""
+    domain, entity = await entity_at(svc, caller, domain_path, h5path)
+    if entity.kind != "dataset" or entity.doc is None or not is_linked(entity.doc):
+        raise InvalidInput(f"{entity.path} is not a linked dataset")
+    return await linked_storage(svc, domain, entity.doc, count=True)
+
+
+REFERENCE = re.compile(r"^(?:datasets|groups|datatypes)/([dgt]-[0-9a-f-]+)$")
+MAX_REFERENCES = 64
+"""Object references of one object's attributes given as paths; more are shown as ids."""
+
+
+def _references(value: Any, out: set[str]) -> None:
+    if isinstance(value, str):
+        m = REFERENCE.match(value)
+        if m:
+            out.add(m.group(1))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _references(v, out)
+
+
+async def _referenced_paths(svc: Service, domain: Domain, entity: Entity) -> dict[str, str]:
+    """The paths of the objects the entity's attributes refer to (DIMENSION_LIST's scales,
+    REFERENCE_LIST's datasets...): a link of the entity's group or the root first, else the
+    first path found from the root (as ``getalias``)."""
+    assert entity.doc is not None
+    wanted: set[str] = set()
+    for attr in entity.doc.get("attributes", {}).values():
+        if "H5T_STD_REF_OBJ" in str(attr.get("type")):
+            _references(attr.get("value"), wanted)
+    wanted = set(sorted(wanted)[:MAX_REFERENCES])
+    found: dict[str, str] = {}
+    parent = entity.path.rpartition("/")[0] or "/"
+    for group_path in dict.fromkeys([parent, "/"]):
+        if len(found) == len(wanted):
+            break
         try:
-            stats = await dataset_stats(svc.store, tree.domain.path, doc)
-        except (TypeError, ValueError, KeyError):
-            stats = None  # a type without a fixed size (vlen) has no byte statistics
-    return tree, stats
+            group = await resolve_path(svc, domain, group_path)
+        except (NotFound, InvalidInput):
+            continue
+        for name, link in group.get("links", {}).items():
+            if link.get("id") in wanted and link["id"] not in found:
+                found[link["id"]] = join(group_path, name)
+    if len(found) < len(wanted):
+        found.update(await _search_paths(svc, domain, wanted - set(found)))
+    return found
 
 
-def linked_file(doc: Doc) -> Doc | None:
-    """For a dataset served in place from an HDF5 file: its layout class and file."""
-    if not is_linked(doc):
-        return None
-    layout = doc.get("layout", {})
-    return {k: layout[k] for k in ("class", "file_uri", "offset", "size", "chunk_table") if k in layout}
+SEARCH_GROUPS = 1024
+"""Groups searched (breadth first from the root) for the paths of referenced objects that are
+not linked from the entity's group or the root; one not found by then is shown by its id."""
+
+
+async def _search_paths(svc: Service, domain: Domain, wanted: set[str]) -> dict[str, str]:
+    """The first path (breadth first, names in order) to each of ``wanted``, within
+    SEARCH_GROUPS groups, loaded CHILDREN_AT_ONCE at a time (others run in between)."""
+    found: dict[str, str] = {}
+    root = domain.require_root()
+    seen = {root}
+    frontier: list[tuple[str, str]] = [("", root)]
+    searched = 0
+    while frontier and len(found) < len(wanted) and searched < SEARCH_GROUPS:
+        batch, frontier = frontier[:CHILDREN_AT_ONCE], frontier[CHILDREN_AT_ONCE:]
+        searched += len(batch)
+        docs = await asyncio.gather(*(svc.docs.get(object_key(g)) for _, g in batch))
+        await asyncio.sleep(0)
+        for (prefix, _), got in zip(batch, docs):
+            if got is None or got.doc.get("root") != domain.root:
+                continue
+            for name, link in sorted(got.doc.get("links", {}).items()):
+                target = link.get("id")
+                if target is None or target in seen:
+                    continue
+                seen.add(target)
+                if target in wanted:
+                    found[target] = f"{prefix}/{name}"
+                if Collection.of(target) is Collection.GROUPS:
+                    frontier.append((f"{prefix}/{name}", target))
+    return found
+
+
+async def _dimensions(svc: Service, domain: Domain, doc: Doc, paths: dict[str, str]) -> list[Doc]:
+    """Each dimension's name (its ``DIMENSION_LABELS`` entry, else its first scale's ``NAME``)
+    and its scales (``{id, path}``), from ``DIMENSION_LIST``."""
+    rank = len(doc.get("shape", {}).get("dims") or [])
+    attrs = doc.get("attributes", {})
+    labels = attrs.get("DIMENSION_LABELS", {}).get("value")
+    lists = attrs.get("DIMENSION_LIST", {}).get("value")
+    out: list[Doc] = []
+    for d in range(rank):
+        label = labels[d] if isinstance(labels, list) and d < len(labels) and isinstance(labels[d], str) else ""
+        refs = lists[d] if isinstance(lists, list) and d < len(lists) and isinstance(lists[d], list) else []
+        ids = [m.group(1) for m in (REFERENCE.match(r) for r in refs if isinstance(r, str)) if m]
+        scales = [{"id": i, "path": paths.get(i)} for i in ids]
+        if not label and ids:
+            try:
+                scale = (await load_object(svc, domain, ids[0])).doc
+            except (NotFound, Gone, InvalidInput):  # not an object of this domain (any more)
+                scale = {}
+            name = scale.get("attributes", {}).get("NAME", {}).get("value")
+            label = name if isinstance(name, str) else ""
+        out.append({"label": label.rstrip("\x00"), "scales": scales})
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ waits its turn (first come, first served), or after ``wait`` seconds is answered
 ``Retry-After``. A reservation below ``small`` bytes is counted but never waits, so small reads
 are not held behind large ones; one above the whole budget takes all of it (it runs alone).
 
-The budget is per server process (each worker has its own): docs/security.md, "Memory".
+The budget is per server process (each worker has its own): docs/security.md, "Replies made whole".
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ class Limits:
     max_json_size: int = 100 * 1024 * 1024  # JSON text, in and out: the encoder's own limits are far above
     compact_max_size: int = 64 * 1024  # stored bytes a dataset may keep in its document (service.compact)
     max_attribute_size: int = 1024 * 1024  # one attribute as stored (JSON), service.attributes
+    max_reply_size: int = 4 * 1024**3  # one binary value reply, streamed (service.values)
+    max_query_elements: int = 10**9  # elements one value query may examine (service.queries)
 
     def to_json(self) -> dict[str, int]:
         return {

@@ -7,12 +7,15 @@ about files and layouts is asked of ``h5lake.sources.linked`` through typed valu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from h5lake.chunks import engine
 from h5lake.chunks.locate import ChunkLocator
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import object_key
+from h5lake.model.layout import chunk_grid
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import Space
 from h5lake.service.context import Service
@@ -32,6 +35,7 @@ from h5lake.sources.linked import (
     mark_table_user,
     new_sources,
     ref_layout,
+    table_fields,
 )
 
 
@@ -126,3 +130,51 @@ async def locator_of_linked(svc: Service, domain: Domain, doc: Doc) -> ChunkLoca
             raise InvalidInput(f"the chunk table {layout.chunk_table} has no values")
         table = ChunkTable(found.doc, table_layout)
     return linked_locator(doc, registry(svc), table, svc.workers)
+
+
+TABLE_COUNT_LIMIT = 1 << 14
+"""Entries of a chunk table (whole table chunks, as they are decoded) the view reads to count a
+linked dataset's chunks per file; past it only the files the table names are listed. Decoding
+is ~40 us an entry (variable-length file names): a table chunk of 4,096 entries ~160 ms."""
+
+
+async def linked_storage(svc: Service, domain: Domain, doc: Doc, count: bool = False) -> Doc:
+    """Where a linked dataset's values are, for the view: its layout class and the files it
+    reads (``files``: ``[{uri, chunks}]``, ``chunks`` None when not counted). With ``count``,
+    a chunk table of at most TABLE_COUNT_LIMIT entries is read to count each file's chunks and
+    those that hold values with their bytes (``allocatedChunks``, ``allocatedBytes``);
+    without, its files are those recorded on it (no values read)."""
+    layout = doc.get("layout", {})
+    out: Doc = {"class": layout.get("class")}
+    parsed = ref_layout(doc)
+    if isinstance(parsed, ContiguousRef):  # one file's bytes, or an External File List's
+        out["files"] = [{"uri": uri, "chunks": None} for uri in parsed.uris]
+        return out
+    if not isinstance(parsed, ChunkedRefIndirect):  # CHUNKED_REF: one file, its chunks listed here
+        table_dict = layout.get("chunks") or {}
+        out["files"] = [{"uri": parsed.file_uri, "chunks": len(table_dict)}]
+        return out
+    out["chunk_table"] = layout["chunk_table"]
+    found = await domain.view.object(layout["chunk_table"])
+    if found is None or found.doc.get("root") != domain.root:
+        out["files"] = []
+        return out
+    table = found.doc
+    table_layout = native_layout(domain, table)
+    decoded = 0 if table_layout is None else math.prod(chunk_grid(table_layout.shape, table_layout.chunk_shape)) * math.prod(table_layout.chunk_shape)
+    out["countable"] = table_layout is not None and decoded <= TABLE_COUNT_LIMIT
+    if not (count and out["countable"]) or table_layout is None:
+        out["files"] = [{"uri": uri, "chunks": None} for uri in sorted(table.get(SOURCES_KEY, {}))]
+        return out
+    entries = await engine.read_selection(table_layout, Selection.all(table_layout.shape), svc.workers)
+    _, size_f, uri_f, _ = table_fields(table["type"])
+    held = entries[entries[size_f] > 0] if entries.size else entries
+    counts: dict[str, int] = {}
+    for entry in held.reshape(-1):
+        raw = entry[uri_f] if uri_f is not None else None
+        uri = (raw.decode("utf-8") if isinstance(raw, bytes) else str(raw or "")).rstrip("\x00") or layout.get("file_uri") or "?"
+        counts[uri] = counts.get(uri, 0) + 1
+    out["files"] = [{"uri": uri, "chunks": n} for uri, n in sorted(counts.items())]
+    out["allocatedChunks"] = int(held.size)
+    out["allocatedBytes"] = int(held[size_f].astype("i8").sum()) if held.size else 0
+    return out

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks import engine, writes
-from h5lake.chunks.blocks import row_split
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
@@ -24,7 +23,7 @@ from h5lake.model.projection import ChunkProjection, grid_shift, project
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import Coords, PairedSelection, PointSelection, Selection, Slice
 from h5lake.model.selectparse import Bounds, parse_select
-from h5lake.model.types import is_variable
+from h5lake.model.types import TypeClass, is_variable
 from h5lake.model.values import (
     array_to_buffer,
     bytes_to_array,
@@ -39,12 +38,12 @@ from h5lake.service.documents import Doc
 from h5lake.service.layouts import native_layout
 from h5lake.service.linked import is_chunk_table
 from h5lake.service.opened import Change, OpenDataset, check_writable, open_dataset
+from h5lake.service.queries import check_update_work, fill_matches, query_values, written_rows
 from h5lake.service.value_requests import (
     QUERY_UPDATE_SHAPE,
     JsonValues,
     PointRead,
     Points,
-    Query,
     QueryUpdate,
     ValueRead,
     ValuesRead,
@@ -78,7 +77,7 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     if not names:
         return type_json
     fields = {f["name"]: f for f in type_json["fields"]}
-    return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
+    return {"class": TypeClass.COMPOUND.value, "fields": [fields[n] for n in names]}
 
 
 def _selection(layout: DatasetLayout, text: str | list[Any] | Bounds | None) -> Selection | PairedSelection | None:
@@ -124,6 +123,17 @@ def check_size(svc: Service, nbytes: int, binary: bool) -> None:
         raise TooLarge(f"selection of {nbytes} bytes is too large for one {kind} reply; read it in parts")
 
 
+def check_streamed(svc: Service, nbytes: int) -> None:
+    """A streamed binary reply is bounded too (``--max-reply-bytes``): its memory is a block at
+    a time, but its time and bytes grow with the selection (fill of a huge dataset never written)."""
+    limit = svc.limits.max_reply_size
+    if nbytes > limit:
+        raise TooLarge(
+            f"selection of {nbytes} bytes is over the limit of {limit} bytes for one reply "
+            "(the server's --max-reply-bytes); read it in parts with select=..."
+        )
+
+
 def check_json_reply(svc: Service, arr: np.ndarray, binary: bool) -> None:
     """A JSON reply is refused before it is made when its text would pass ``max_json_size``:
     JSON text is several times the values' bytes, and encoding hundreds of megabytes of it is
@@ -161,14 +171,16 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         return ValuesRead(field_type(ds.type_json, fields), found, held=held)
     sel = selection if selection is not None else Selection.all(layout.shape)
     if request.query is not None:
-        matches, index = await _query(svc, layout, sel, request.query)
+        matches, index = await query_values(svc, layout, sel, request.query)
         found = matches[fields] if fields else matches
         check_json_reply(svc, found, request.binary)
         return ValuesRead(field_type(ds.type_json, fields), found, index)
     if request.binary and not fields and not is_variable(ds.type_json):
+        check_streamed(svc, sel.count * layout.dtype.itemsize)
         encode: Callable[[np.ndarray], bytes | memoryview] = lambda a: array_to_buffer(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
-        return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
+        size = sel.count * layout.dtype.itemsize
+        return ValuesRead(ds.type_json, size=size, blocks=blocks, streamed=size > STREAM_BLOCK_BYTES)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
     per_item = json_item_chars(layout.dtype)
     if not request.binary and per_item is not None and sel.count * per_item > svc.limits.max_json_size:
@@ -197,36 +209,6 @@ async def read_points(svc: Service, caller: Caller, domain_path: str, dset_id: s
     with released_on_error(held):
         check_json_reply(svc, found, request.binary)
     return ValuesRead(field_type(ds.type_json, fields), found, held=held)
-
-
-async def _query(svc: Service, layout: DatasetLayout, sel: Selection, q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """Matching elements and their positions in the dataset (its indexes for one dimension, C-order
-    flat indexes for more), as HSDS answers ``index`` (h5pyd 0.24's ``Table.read_where`` reads it so
-    with ``start``/``stop``)."""
-    predicate = parse_query(q.expression)
-    found_values: list[np.ndarray] = []
-    found_index: list[np.ndarray] = []
-    total = 0
-    offset = 0
-    for piece in row_split(sel, layout, STREAM_BLOCK_BYTES):
-        arr = await engine.read_selection(layout, piece, svc.workers)
-        idx = np.flatnonzero(predicate(arr))
-        if q.limit is not None:
-            idx = idx[: max(0, q.limit - total)]
-        found_values.append(arr.reshape(-1)[idx])
-        found_index.append(idx + offset)
-        offset += arr.size
-        total += idx.size
-        if total * layout.dtype.itemsize > svc.limits.max_request_size:
-            raise TooLarge(
-                f"the query matches more than {total} elements, over the reply limit of "
-                f"{svc.limits.max_request_size} bytes; give a Limit or query a selection at a time"
-            )
-        if q.limit is not None and total >= q.limit:
-            break
-    flat = np.concatenate(found_index) if found_index else np.empty(0, np.int64)
-    values = np.concatenate(found_values) if found_values else np.empty(0, layout.dtype)
-    return values, sel.dataset_positions(flat, layout.shape)
 
 
 # --- writes -----------------------------------------------------------------------------------
@@ -374,7 +356,7 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
         count *= n
     # a body of one element's bytes is broadcast; never for variable-length types, whose byte
     # count says nothing about their element count (two empty strings in a compound are 8 bytes)
-    if ds.type_json.get("class") != "H5T_STRING" and not is_variable(ds.type_json) and count > 1 and not fields:
+    if ds.type_json.get("class") != TypeClass.STRING and not is_variable(ds.type_json) and count > 1 and not fields:
         itemsize = layout.dtype.itemsize
         if len(data) == itemsize:  # one element: broadcast
             one = bytes_to_array(data, type_json, ())
@@ -478,6 +460,11 @@ async def update_where(
         rows_looked_at = sel_part.count
     else:
         rows_looked_at = rows
+    if not fill_matches(predicate, layout):  # a chunk never written changes nothing: skip those
+        kept = await written_rows(layout, sel_part, chunks_looked_at, (lead, base, per_chunk))
+        if kept is not None:
+            chunks_looked_at, chunk_window = len(kept), lambda i, j: kept[i:j]
+    check_update_work(svc, chunks_looked_at * per_chunk)
     most = rows_looked_at if limit is None else min(rows_looked_at, limit)
     if most * INDEX_JSON_CHARS > svc.limits.max_json_size:  # the reply lists every changed index
         raise TooLarge(

@@ -10,10 +10,10 @@ from typing import Any
 from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.layout import native_layout
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import Doc
 from h5lake.model.values import array_to_json, bytes_to_array
 from h5lake.tools.rest import RestClient
 
-Doc = dict[str, Any]
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from h5lake.extras import need
 from h5lake.tools.common import ToolError
 from h5lake.tools.rest import RestClient
 
@@ -149,10 +150,10 @@ def h5pyd_options(client: RestClient) -> dict[str, Any]:
 
 def load_versions(source: Path, client: RestClient) -> list[dict[str, Any]]:
     """Make ``client.domain`` (which must not exist) hold every version of ``source``."""
-    # imported here: versioned-hdf5 and h5pyd are optional (the test extra; a server never needs
-    # them), needed only for such files
-    import h5pyd
-    from versioned_hdf5 import VersionedHDF5File
+    # imported here: versioned-hdf5 and h5pyd are optional (the client extra; a server never
+    # needs them), needed only for such files
+    h5pyd = need("h5pyd", f"loading {source} (a versioned-hdf5 file)")
+    VersionedHDF5File = need("versioned_hdf5", f"loading {source} (a versioned-hdf5 file)").VersionedHDF5File
 
     if client.domain_exists():
         raise ToolError(f"{client.domain} exists: a versioned-hdf5 file is loaded into a new domain")
@@ -182,10 +183,9 @@ def load_versions(source: Path, client: RestClient) -> list[dict[str, Any]]:
 
 def export_versions(client: RestClient, target: Path) -> list[str]:
     """Write every version of ``client.domain`` into a new versioned-hdf5 file ``target``."""
-    # imported here: versioned-hdf5 and h5pyd are optional (the test extra; a server never needs
-    # them), needed only for such files
-    import h5pyd
-    from versioned_hdf5 import VersionedHDF5File
+    # imported here (see load_versions)
+    h5pyd = need("h5pyd", "export --all-versions")
+    VersionedHDF5File = need("versioned_hdf5", "export --all-versions").VersionedHDF5File
 
     history = client.get_json("/versions")["versions"][::-1]
     if not history:

@@ -1,5 +1,11 @@
 // Calls to the view's own API (/view/api/...). Same origin: the browser sends the login it
 // gave for the page. Every failure becomes an ApiError carrying the server's message.
+//
+// A page opened as http://user:password@host/view/ resolves a relative URL against its own,
+// which holds those credentials, and fetch refuses such a URL: requests name the page's origin
+// (which holds none). The browser keeps the login it gave for the page and sends it with them,
+// as it does for a login it asked for.
+const ORIGIN = window.location.origin;
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -17,7 +23,7 @@ export function apiUrl(route, params) {
 }
 
 async function request(route, params) {
-  return fetched(apiUrl(route, params));
+  return fetched(ORIGIN + apiUrl(route, params));
 }
 
 async function fetched(url) {
@@ -36,7 +42,7 @@ async function fetched(url) {
 // The HDF REST API itself (same origin, same login), for what the view's routes do not carry:
 // a dataset by id, as a dimension scale is referenced.
 export async function getRest(path, params) {
-  return (await fetched(`${path}?${new URLSearchParams(params)}`)).json();
+  return (await fetched(`${ORIGIN}${path}?${new URLSearchParams(params)}`)).json();
 }
 
 export async function getJson(route, params) {

@@ -4,9 +4,11 @@
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
 import { ApiError, apiUrl, getJson, getPreview, getRest } from './api.js';
-import { bytes, el, isComplexType, isNumericType, maxShapeText, num, shapeText, typeText, valueText, when } from './format.js';
+import { datasetRows, dimName } from './dataset.js';
+import { bytes, el, isComplexType, isNumericType, modeText, num, shapeText, status, typeText, valueText, when } from './format.js';
 import { SCALES, drawHeatmap } from './heatmap.js';
 import { VALUE_SCALES, drawLine } from './line.js';
+import { showRgb, trueColorLayout } from './rgb.js';
 
 const $ = (id) => document.getElementById(id);
 const ICONS = { group: 'G', dataset: 'D', datatype: 'T', soft_link: 'S', external_link: 'E', other: '?', folder: 'F', domain: 'D' };
@@ -18,6 +20,7 @@ let openDomainPath = null;
 let domainPaths = [];
 let treeNodes = new Map(); // path -> {path, kind, children, expand(open)}
 let navigation = 0; // bumped by every route(): an answer for an older one is dropped
+let keepRatio = true; // images keep their data's aspect ratio (or fill the width), for every image
 
 // --- navigation --------------------------------------------------------------------------
 
@@ -98,6 +101,7 @@ async function openFolder(folder, stale) {
   $('tree').replaceChildren();
   const { entries } = await getJson('folder', { folder });
   if (stale()) return;
+  folderTree(folder, entries);
   const rows = entries.map((e) => el('tr', {},
     el('td', {}, icon(e.kind), ' ',
       anchor(e.kind === 'folder' ? { folder: e.name } : { domain: e.name }, e.name.split('/').pop())),
@@ -113,6 +117,23 @@ async function openFolder(folder, stale) {
         el('tbody', {}, rows))
       : el('p', { class: 'muted' }, 'Nothing here that you may read.'),
   );
+}
+
+// The sidebar of a folder page: the folders from / down to this one, and what this one holds
+// (from the listing the page shows: no other request).
+function folderTree(folder, entries) {
+  treeNodes = new Map();
+  const parts = folder.split('/').filter(Boolean);
+  const node = (params, kind, name, path) => anchor(params, [icon(kind), ` ${name}`],
+    { class: `node ${kind}${path === folder ? ' selected' : ''}`, 'data-path': path, 'data-kind': kind, role: 'treeitem' });
+  let inner = el('ul', { role: 'group' }, entries.map((e) => el('li', {},
+    node(e.kind === 'folder' ? { folder: e.name } : { domain: e.name }, e.kind, e.name.split('/').pop(), e.name))));
+  for (let i = parts.length; i >= 0; i -= 1) {
+    const path = '/' + parts.slice(0, i).join('/');
+    const li = el('li', {}, node({ folder: path }, 'folder', i ? parts[i - 1] : '/', path), inner);
+    inner = i ? el('ul', { role: 'group' }, li) : li;
+  }
+  $('tree').replaceChildren(inner);
 }
 
 // --- a domain: tree and search --------------------------------------------------------------
@@ -249,30 +270,31 @@ function attributesCard(attributes) {
     el('thead', {}, el('tr', {}, ['name', 'type', 'shape', 'value'].map((h) => el('th', {}, h)))),
     el('tbody', {}, attributes.map((a) => el('tr', {},
       el('td', {}, a.name), el('td', {}, typeText(a.type)), el('td', {}, shapeText(a.shape)),
-      el('td', { class: 'value' }, el('div', { class: 'clip' }, valueText(a.value, a.type))))))));
-}
-
-function filtersText(filters) {
-  if (!filters?.length) return 'none';
-  return filters.map((f) => `${f.name ?? f.class}${f.level !== undefined ? ` (level ${f.level})` : ''}`).join(', ');
+      el('td', { class: 'value' }, el('div', { class: 'clip' }, a.shown !== undefined ? valueText(a.shown) : valueText(a.value, a.type))))))));
 }
 
 function datasetParts(domain, entity) {
+  const card = section('Dataset', infoTable('dataset-info', datasetRows(entity.dataset)));
   const d = entity.dataset;
-  const s = d.stats;
-  const rows = [
-    ['type', typeText(d.type)],
-    ['shape', shapeText(d.shape)],
-    ['maximum shape', maxShapeText(d.shape)],
-    ['chunk shape', d.chunks?.length ? d.chunks.join(' × ') : '—'],
-    ['layout', d.layout ?? '—'],
-    ['filters', filtersText(d.filters)],
-    ['fill value', d.fillValue === undefined || d.fillValue === null ? 'default' : valueText(d.fillValue, d.type)],
-    s && ['allocated chunks', `${s.allocatedChunkCount} of ${s.logicalChunkCount}`],
-    s && ['allocated bytes', `${bytes(s.allocatedSize)} (logical ${bytes(s.logicalSize)})`],
-    d.linked && ['linked file', `${d.linked.file_uri ?? '?'} (${d.linked.class})`],
-  ];
-  return [section('Dataset', infoTable('dataset-info', rows)), el('section', { class: 'card', id: 'vis' })];
+  if (d.linked?.class === 'H5D_CHUNKED_REF_INDIRECT' && d.linked.countable) countLinked(domain, entity, card);
+  return [card, el('section', { class: 'card', id: 'vis' })];
+}
+
+// The chunks of a dataset appended from several files: each file's, counted in the chunk
+// table (a read of its own, so that the rest of the page does not wait for it).
+async function countLinked(domain, entity, card) {
+  try {
+    const linked = await getJson('linked', { domain, path: entity.path });
+    if (!card.isConnected) return; // another object is shown since (the card is placed before any answer)
+    const d = entity.dataset;
+    d.linked = linked;
+    if (d.stats && linked.allocatedChunks !== undefined) {
+      d.stats = { ...d.stats, allocatedChunkCount: linked.allocatedChunks, allocatedSize: linked.allocatedBytes };
+    }
+    card.querySelector('#dataset-info').replaceWith(infoTable('dataset-info', datasetRows(d)));
+  } catch (error) {
+    if (card.isConnected) showError(error);
+  }
 }
 
 // --- values ------------------------------------------------------------------------------------
@@ -307,7 +329,7 @@ function showValues(domain, entity) {
     for (const t of tabs.children) t.classList.toggle('active', t.dataset.view === view);
     const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
     body.replaceChildren(host);
-    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, attributes: entity.attributes };
+    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, dimensions: entity.dataset.dimensions };
     const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
     run(ctx).catch(reporter(host));
   };
@@ -340,17 +362,6 @@ function latest(host) {
 }
 
 const reporter = (host) => (error) => { if (host.isConnected) showError(error); };
-
-function status(text) {
-  return el('div', { class: 'status muted' }, text);
-}
-
-function modeText(h) {
-  const what = { full: 'every value', mean: 'block means', minmax: 'min/max per pixel', stride: 'sampled' }[h.mode];
-  const step = h.step.some((s) => s > 1) ? `, step ${h.step.join(' × ')}` : '';
-  const gaps = h.mode === 'stride' ? ' (too large to read whole: values between samples are not shown; zoom in)' : '';
-  return `${what}${step}${gaps} — ${bytes(h.bytes)} transferred`;
-}
 
 async function showLine({ domain, path, dims, host }) {
   const n = dims[0];
@@ -400,16 +411,16 @@ async function showLine({ domain, path, dims, host }) {
 }
 
 // A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
-function sliders(dims, fixed, onChange) {
+function sliders(dims, fixed, onChange, dimensions) {
   return el('div', { class: 'sliders' }, fixed.map((_, d) => {
     const out = el('output', { id: `dim-${d}-value` }, String(fixed[d]));
     const input = el('input', {
       type: 'range', min: 0, max: dims[d] - 1, value: fixed[d], class: 'dim-slider', 'data-dim': d,
-      'aria-label': `index in dimension ${d}`,
+      'aria-label': `index in ${dimName(dimensions, d)}`,
       oninput: () => { out.textContent = input.value; },
       onchange: () => { fixed[d] = Number(input.value); onChange(); },
     });
-    return el('label', {}, `dim ${d} (of ${dims[d]}): `, input, ' ', out);
+    return el('label', { class: 'dim-label', 'data-dim': d }, `${dimName(dimensions, d)}, of ${dims[d]}: `, input, ' ', out);
   }));
 }
 
@@ -418,13 +429,11 @@ function sliders(dims, fixed, onChange) {
 // {id, label} or {why} (it cannot: the axis shows indexes), or null when none is attached.
 // H5Web plots against NeXus axes only (dimension scales: silx-kit/h5web#1313, open); the rules
 // follow its proposal (#2035): a missing, non-numeric or wrong-length scale leaves indexes.
-async function dimensionScale(domain, attributes, d, size) {
-  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
-  const ref = attr.DIMENSION_LIST?.[d]?.[0];
-  if (typeof ref !== 'string' || !ref.startsWith('datasets/')) return null;
-  const id = ref.slice('datasets/'.length);
-  const scale = await getRest(`/datasets/${encodeURIComponent(id)}`, { domain, include_attrs: 1 });
-  const label = attr.DIMENSION_LABELS?.[d] || scale.attributes?.NAME?.value || '';
+async function dimensionScale(domain, dimensions, d, size) {
+  const id = dimensions?.[d]?.scales?.[0]?.id;
+  if (!id) return null;
+  const scale = await getRest(`/datasets/${encodeURIComponent(id)}`, { domain });
+  const label = dimensions[d].label;
   const dims = scale.shape?.dims ?? [];
   if (!isNumericType(scale.type) || isComplexType(scale.type)) return { why: 'its values are not numbers' };
   if (dims.length !== 1 || dims[0] !== size) return { why: `its shape ${dims.join(' × ') || 'scalar'} is not the dimension's ${size}` };
@@ -445,10 +454,10 @@ async function scaleSamples(domain, scale, start, count, size) {
   return monotonic && (sign !== 0 || val.length === 1) ? { idx, val } : { why: 'its values are not strictly increasing or decreasing' };
 }
 
-async function showImage({ domain, path, dims, host, fixed, attributes }) {
+async function showImage({ domain, path, dims, host, fixed, dimensions }) {
   const rank = dims.length;
   const shownDims = [rank - 2, rank - 1];
-  const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, attributes, d, dims[d])
+  const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, dimensions, d, dims[d])
     .catch((error) => ({ why: `it could not be read: ${error.message}` }))));
   if (!host.isConnected) return;
   let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
@@ -462,9 +471,12 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
   hover.id = 'hover';
   const scale = el('select', { id: 'colour-scale', 'aria-label': 'colour scale', onchange: () => draw() },
     Object.entries(SCALES).map(([key, s]) => el('option', { value: key }, s.label)));
-  host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host))), el('div', { class: 'controls' },
+  host.replaceChildren(sliders(dims, fixed, () => load().catch(reporter(host)), dimensions), el('div', { class: 'controls' },
     el('button', { onclick: () => { region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] }; load().catch(reporter(host)); } }, 'Reset zoom'),
     el('label', {}, 'colour scale ', scale),
+    el('label', { title: 'square cells (as H5Web\'s aspect ratio "equal"); unticked, the image fills the width' },
+      el('input', { type: 'checkbox', id: 'keep-ratio', checked: keepRatio, onchange: (e) => { keepRatio = e.target.checked; draw(); } }),
+      ' keep aspect ratio'),
     el('span', { class: 'muted' }, ' drag a rectangle on the image to zoom in')), axisNote, plotHost, note, info, hover,
   el('div', { id: 'dl' }));
   const draw = () => {
@@ -474,6 +486,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
     note.textContent = drawHeatmap(plotHost, preview, {
       scale: scale.value,
       axes,
+      keepRatio,
       onZoom: (r) => { region = r; load().catch(reporter(host)); },
       onHover: (r, c, v, y, x) => {
         const where = [axes.rows, axes.cols].map((a, k) => (a.scale ? `, ${a.label || names[k]} = ${num([y, x][k])}` : '')).join('');
@@ -485,7 +498,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
   const axesFor = async (header) => {
     const why = [];
     const axes = await Promise.all(shownDims.map(async (d, k) => {
-      const index = { label: `${k ? 'column' : 'row'} index (dim ${d})`, scale: null };
+      const index = { label: `${k ? 'column' : 'row'} index (${dimName(dimensions, d)})`, scale: null };
       const found = scales[k];
       if (!found) return index;
       let samples = found;
@@ -493,7 +506,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
         samples = await scaleSamples(domain, found, header.start[k], header.shape[k], dims[d])
           .catch((error) => ({ why: `it could not be read: ${error.message}` }));
       }
-      if (samples.why) { why.push(`dim ${d}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
+      if (samples.why) { why.push(`${dimName(dimensions, d)}: its dimension scale is not used (${samples.why}); the axis shows indexes.`); return index; }
       return { label: found.label, scale: samples };
     }));
     axisNote.textContent = why.join(' ');
@@ -519,75 +532,7 @@ async function showImage({ domain, path, dims, host, fixed, attributes }) {
 
 // Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
 // sliders' indexes), a page at a time; a row number jumps there.
-// HDF5's image convention: a true-colour image is rows x columns x channels (INTERLACE_PIXEL,
-// the default) or channels x rows x columns (INTERLACE_PLANE). H5Web reads 3 channels (RGB) or 4
-// (RGBA) and always takes the last dimension as the channels, ignoring INTERLACE_MODE; the page
-// honours it, as the HDF5 image specification defines it. Returns where the channels are
-// ('pixel' or 'plane'), or null when the dataset is not such an image.
-function trueColorLayout(dims, attributes) {
-  const attr = Object.fromEntries((attributes ?? []).map((a) => [a.name, a.value]));
-  if (dims.length !== 3 || attr.CLASS !== 'IMAGE' || attr.IMAGE_SUBCLASS !== 'IMAGE_TRUECOLOR') return null;
-  const mode = attr.INTERLACE_MODE ?? 'INTERLACE_PIXEL';
-  if (mode === 'INTERLACE_PIXEL' && (dims[2] === 3 || dims[2] === 4)) return 'pixel';
-  if (mode === 'INTERLACE_PLANE' && (dims[0] === 3 || dims[0] === 4)) return 'plane';
-  return null;
-}
-
-// H5Web's convention for the values of a true-colour image, which it does not rescale: floats
-// are 0-1, signed 8-bit integers -128-127 (shifted by 128), other integers 0-255. Values outside
-// are clipped (H5Web's wider integers wrap around instead), and the page says so.
-function rgbConvention(type) {
-  if (type.class === 'H5T_FLOAT') return { toByte: (v) => v * 255, low: 0, high: 1 };
-  if (/^H5T_STD_I8(LE|BE)$/.test(type.base ?? '')) return { toByte: (v) => v + 128, low: -128, high: 127 };
-  return { toByte: (v) => v, low: 0, high: 255 };
-}
-
-// The channels (3, or 4 with alpha), each reduced as an image is, painted as colours by
-// rgbConvention over a checkerboard, which shows through where alpha is below its top.
-async function showRgb({ domain, path, dims, type, host, interlace }) {
-  const plotHost = el('div', { class: 'plot' });
-  const info = status('');
-  host.replaceChildren(plotHost, info);
-  const width = Math.max(200, plotHost.clientWidth - 90);
-  const height = Math.round(width * 0.75);
-  const planar = interlace === 'plane';
-  const [h, w, count] = planar ? [dims[1], dims[2], dims[0]] : dims;
-  const channels = await Promise.all([...Array(count).keys()].map((k) => getPreview({
-    domain, path, selection: planar ? `${k},0:${h},0:${w}` : `0:${h},0:${w},${k}`, width, height,
-  })));
-  if (!host.isConnected) return;
-  const { header } = channels[0];
-  const [rows, cols] = header.dims;
-  const { toByte, low, high } = rgbConvention(type);
-  const image = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i += 1) {
-    for (let c = 0; c < count; c += 1) image.data[i * 4 + c] = Math.max(0, Math.min(255, toByte(channels[c].data[i])));
-    if (count === 3) image.data[i * 4 + 3] = 255;
-  }
-  const source = el('canvas', { width: cols, height: rows });
-  source.getContext('2d').putImageData(image, 0, 0);
-  const shown = Math.min(height, Math.round(width * (header.shape[0] / header.shape[1])));
-  const canvas = el('canvas', { id: 'rgb-image', width: Math.round(shown * (header.shape[1] / header.shape[0])), height: shown });
-  canvas.dataset.channels = count === 4 ? 'RGBA' : 'RGB';
-  const ctx = canvas.getContext('2d');
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
-  plotHost.replaceChildren(canvas);
-  const sent = channels.reduce((n, ch) => n + ch.header.bytes, 0);
-  const layout = planar ? ', channels first (INTERLACE_PLANE)' : '';
-  info.textContent = `${h} × ${w} pixels: ${modeText({ ...header, bytes: sent })} `
-    + `(${count} channels: ${count === 4 ? 'red, green, blue, alpha' : 'red, green, blue'}${layout})`;
-  const lo = Math.min(...channels.map((ch) => ch.header.min ?? low));
-  const hi = Math.max(...channels.map((ch) => ch.header.max ?? high));
-  if (lo < low || hi > high) {
-    const outside = [lo < low ? `down to ${num(lo)}` : null, hi > high ? `up to ${num(hi)}` : null].filter(Boolean).join(' and ');
-    plotHost.before(el('p', { id: 'rgb-clipped', class: 'note' },
-      `Values ${outside} lie outside ${num(low)}–${num(high)}, the range of a true-colour image of this type `
-      + '(as H5Web reads them: integers 0–255, floats 0–1; no rescaling); they are shown clipped.'));
-  }
-}
-
-async function showTable({ domain, path, dims, type, host, fixed }) {
+async function showTable({ domain, path, dims, type, host, fixed, dimensions }) {
   const rank = dims.length;
   const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
   const colCount = rank > 1 ? dims[rank - 1] : 1;
@@ -608,7 +553,7 @@ async function showTable({ domain, path, dims, type, host, fixed }) {
       if (Number.isFinite(row)) { start = Math.max(0, Math.min(rowCount - 1, row)); reload(); }
     },
   });
-  host.replaceChildren(sliders(dims, fixed, reload),
+  host.replaceChildren(sliders(dims, fixed, reload, dimensions),
     el('div', { class: 'controls' }, prev, next, colCount > TABLE_COLS ? [left, right] : [], 'go to row ', goto),
     info, tableHost, el('div', { id: 'dl' }));
   const ticket = latest(host);

@@ -133,3 +133,15 @@ export function niceTicks(lo, hi, count, integer = false) {
   for (let k = Math.ceil(lo / step); k * step <= hi + step * 1e-9; k += 1) out.push(Number((k * step).toPrecision(12)));
   return out;
 }
+
+export function status(text) {
+  return el('div', { class: 'status muted' }, text);
+}
+
+// How a preview was reduced, and what it cost, for a plot's status line.
+export function modeText(h) {
+  const what = { full: 'every value', mean: 'block means', minmax: 'min/max per pixel', stride: 'sampled' }[h.mode];
+  const step = h.step.some((s) => s > 1) ? `, step ${h.step.join(' × ')}` : '';
+  const gaps = h.mode === 'stride' ? ' (too large to read whole: values between samples are not shown; zoom in)' : '';
+  return `${what}${step}${gaps} — ${bytes(h.bytes)} transferred`;
+}

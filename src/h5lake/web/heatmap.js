@@ -127,15 +127,26 @@ function axisElement(id, direction, ticks, length) {
     ticks.map((t) => el('span', { class: 'tick', 'data-value': t.value, style: `${prop}: ${(t.pos * length).toFixed(1)}px` }, t.text)));
 }
 
+export const MAX_HEIGHT = 560;
+
+// The image's size in pixels for ``available`` pixels of width and data of ``ratio`` rows per
+// column: with ``keepRatio`` (H5Web's default aspect) a cell is square, the image as wide as
+// fits and at most MAX_HEIGHT tall; without, it fills the width and its height follows the
+// data between 200 and MAX_HEIGHT pixels.
+export function imageSize(available, ratio, keepRatio) {
+  if (!keepRatio) return [available, Math.max(200, Math.min(MAX_HEIGHT, Math.round(available * ratio)))];
+  const height = Math.min(MAX_HEIGHT, available * ratio);
+  return [Math.max(1, Math.round(height / ratio)), Math.max(1, Math.round(height))];
+}
+
 // preview: {header, data}; region: {rows: [start, stop], cols: [start, stop]} in dataset indexes.
 // scale: a key of SCALES. axes: {rows, cols}, each {label, scale} (scale: see axisModel, or null
-// for indexes). Returns a note to show when the scale can place no value.
-export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear', axes = {} }) {
+// for indexes); keepRatio: see imageSize. Returns a note to show when the scale can place no value.
+export function drawHeatmap(host, preview, { onZoom, onHover, scale = 'linear', axes = {}, keepRatio = true }) {
   const { header, data } = preview;
   const [rows, cols] = header.dims;
   const range = scaleRange(data, header, scale);
-  const width = host.clientWidth - 170 || 600;
-  const height = Math.max(200, Math.min(560, Math.round(width * (header.shape[0] / header.shape[1]))));
+  const [width, height] = imageSize(host.clientWidth - 170 || 600, header.shape[0] / header.shape[1], keepRatio);
   const canvas = el('canvas', { id: 'heatmap', width, height, 'aria-label': 'image of the selected values' });
   const ctx = canvas.getContext('2d');
   const source = el('canvas', { width: cols, height: rows });
