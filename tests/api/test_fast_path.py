@@ -10,6 +10,8 @@ have answered most of them itself (else the comparison proves nothing).
 
 from __future__ import annotations
 
+import itertools
+
 import base64
 import shutil
 from collections.abc import Iterator
@@ -167,7 +169,12 @@ def apps(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient, Counted]]:
         yield fast, full, counted
 
 
+_ids = itertools.count()
+
+
 def same(fast: TestClient, full: TestClient, method: str, url: str, headers: dict[str, str]) -> None:
+    # one request id for both (each would make its own, api/observe.py)
+    headers = {"X-Request-Id": f"same-{next(_ids)}", **headers}
     a = fast.request(method, url, headers=headers, follow_redirects=False)
     b = full.request(method, url, headers=headers, follow_redirects=False)
     where = (method, url, headers)
@@ -252,6 +259,7 @@ def twins(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient, Counted, dic
 
 
 def same_put(fast: TestClient, full: TestClient, url: str, headers: dict[str, str], body: bytes) -> int:
+    headers = {"X-Request-Id": f"same-{next(_ids)}", **headers}
     a = fast.put(url, headers=headers, content=body)
     b = full.put(url, headers=headers, content=body)
     where = (url, headers, body[:200])
