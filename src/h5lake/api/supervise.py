@@ -172,4 +172,8 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # Run as ``python -m``, this file is ``__main__``; the classes the workers unpickle and the
+    # `SHUTDOWN` that /readyz reads must be those of the module itself.
+    from h5lake.api import supervise
+
+    supervise.main(sys.argv[1:])
