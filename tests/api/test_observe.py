@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from h5lake.api.app import create_app
 from h5lake.api.observe import READINESS
 from h5lake.config import Settings
+from tests.support.s3server import start_s3_server
 from tests.support.server import USERS, Server, start_server, write_passwd
 
 ADMIN = ("admin", USERS["admin"])
@@ -248,3 +249,41 @@ def test_protocol_refusals_carry_a_request_id(two_workers: Server) -> None:
     assert head.startswith(b"HTTP/1.1 431")
     rid = next(line.split(b": ", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"x-request-id:"))
     assert json.loads(body)["error"]["request_id"] == rid.decode()
+
+
+# --- readiness follows the store -------------------------------------------------------------
+
+
+def status_of(url: str) -> int | None:
+    try:
+        return requests.get(url, timeout=10).status_code
+    except requests.RequestException:
+        return None
+
+
+def becomes(url: str, status: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if status_of(url) == status:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow  # SeaweedFS started twice
+def test_readiness_follows_the_s3_store_down_and_up(tmp_path: Path) -> None:
+    with start_s3_server(tmp_path / "s3") as s3:
+        server = start_server(
+            tmp_path / "server", timeout=90,
+            extra=["--storage", f"s3://{s3.bucket}/ready", "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"],
+            env={"AWS_ACCESS_KEY_ID": s3.access_key_id, "AWS_SECRET_ACCESS_KEY": s3.secret_access_key},
+        )
+        try:
+            assert status_of(server.endpoint + "/readyz") == 200
+            s3.stop(keep_workdir=True)
+            assert becomes(server.endpoint + "/readyz", 503, 60)
+            assert status_of(server.endpoint + "/healthz") == 200  # the process still serves
+            s3.start_again(timeout=60)
+            assert becomes(server.endpoint + "/readyz", 200, 60)
+        finally:
+            server.stop()
