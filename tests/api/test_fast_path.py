@@ -10,9 +10,8 @@ have answered most of them itself (else the comparison proves nothing).
 
 from __future__ import annotations
 
-import itertools
-
 import base64
+import itertools
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -289,7 +288,7 @@ def test_puts_of_one_attribute_or_link_answer_as_the_application(
     now = 1.7e9  # replaced by the server's clock: the replies carry none, the state is compared without
 
     def attr(value: Any, type_: Any = "H5T_STD_I32LE", shape: Any = "H5S_SCALAR", **more: Any) -> bytes:
-        import json as _json  # noqa: PLC0415 -- local: the module has no other use for it
+        import json as _json
 
         return _json.dumps({"type": type_, "shape": shape, "value": value, **more}).encode()
 

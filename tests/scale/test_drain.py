@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from tests.support.server import USERS, free_port, start_server
 
 pytestmark = pytest.mark.slow  # three servers, haproxy and a few seconds of load

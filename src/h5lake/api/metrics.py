@@ -26,7 +26,14 @@ from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client import REGISTRY as DEFAULT_REGISTRY
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from h5lake.api import supervise
+from h5lake.api.stopping import SHUTDOWN
 from h5lake.errors import Unauthorized
 from h5lake.storage import Store
 
@@ -87,7 +87,7 @@ class Tally:
     """This process's request figures since the last flush into Prometheus (`api/metrics.py`):
     plain numbers, so that counting costs a request a few dictionary updates."""
 
-    __slots__ = ("bytes_in", "bytes_out", "durations", "inflight", "requests", "auth_failures")
+    __slots__ = ("auth_failures", "bytes_in", "bytes_out", "durations", "inflight", "requests")
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str, int], int] = {}
@@ -130,7 +130,7 @@ class Readiness:
 
     @property
     def stopping(self) -> bool:
-        return self._stopping or supervise.SHUTDOWN.is_set()
+        return self._stopping or SHUTDOWN.is_set()
 
     @stopping.setter
     def stopping(self, value: bool) -> None:
@@ -150,7 +150,7 @@ class Readiness:
         try:
             await asyncio.wait_for(store.head(PROBE_KEY), READY_TIMEOUT)
             ok = True
-        except Exception:  # the store's error, or no answer in time: not ready
+        except Exception:  # noqa: BLE001  (whatever the store raised, or no answer in time: not ready)
             ok = False
         self._ready, self._checked = ok, time.monotonic()
         return ok

@@ -2,7 +2,7 @@
 
 ``h5lake serve`` checks its settings and, for more than one worker, replaces itself
 (``os.execv``: same process id, same process group) with ``python -m h5lake.api.supervise
-OPTIONS``. This module imports only uvicorn, whose supervisor binds the port and spawns the
+OPTIONS``. This module imports only uvicorn (and `api/stopping.py`), whose supervisor binds the port and spawns the
 worker processes (``multiprocessing`` spawn: each starts a fresh interpreter and loads the
 application itself); the supervisor so stays at ~20 MiB resident instead of the ~90 MiB of a
 process that imported the application (docs/performance.md, "Memory").
@@ -25,27 +25,26 @@ orphan keeps serving the port.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
 import time
-from typing import Any
-
-import shutil
-import threading
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import multiprocess
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from h5lake.api.stopping import SHUTDOWN
+
 APP = "h5lake.api.supervise:worker_app"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-SHUTDOWN = threading.Event()
-"""Set once this process has been asked to stop: ``/readyz`` answers 503 from then on."""
 
 
 def drain_seconds() -> float:
@@ -172,8 +171,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    # Run as ``python -m``, this file is ``__main__``; the classes the workers unpickle and the
-    # `SHUTDOWN` that /readyz reads must be those of the module itself.
-    from h5lake.api import supervise
-
-    supervise.main(sys.argv[1:])
+    # Run as ``python -m``, this file is ``__main__``; the classes the workers unpickle must be
+    # those of the module itself (whose names they import).
+    importlib.import_module("h5lake.api.supervise").main(sys.argv[1:])
