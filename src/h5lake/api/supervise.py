@@ -34,6 +34,7 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -132,9 +133,20 @@ class Supervisor(Multiprocess):
     is ready. A worker that ends before it is ready leaves the line unprinted; uvicorn's loop
     then sees it (a start-up failure stops the supervisor, another death starts a new worker)."""
 
-    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], line: str) -> None:
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], line: str, metrics_dir: str | None = None) -> None:
         super().__init__(config, sockets)
         self.line = line
+        self.metrics_dir = metrics_dir
+
+    def keep_subprocess_alive(self) -> None:
+        before = {p.pid for p in self.processes}
+        super().keep_subprocess_alive()
+        if self.metrics_dir:
+            # a worker that died and was replaced: its gauges ("live" modes) no longer count,
+            # as prometheus-client's mark_process_dead does (without importing it here)
+            for pid in before - {p.pid for p in self.processes}:
+                for path in Path(self.metrics_dir).glob(f"gauge_live*_{pid}.db"):
+                    path.unlink(missing_ok=True)
 
     def terminate_all(self) -> None:
         super().terminate_all()
@@ -164,7 +176,7 @@ def main(argv: list[str]) -> None:
     config = uvicorn.Config(APP, factory=True, **options)
     sock = config.bind_socket()
     try:
-        Supervisor(config, [sock], line).run()
+        Supervisor(config, [sock], line, metrics_dir).run()
     finally:
         if metrics_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
