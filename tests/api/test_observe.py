@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -287,3 +288,15 @@ def test_readiness_follows_the_s3_store_down_and_up(tmp_path: Path) -> None:
             assert becomes(server.endpoint + "/readyz", 200, 60)
         finally:
             server.stop()
+
+
+def test_the_dashboard_plots_metrics_the_server_exports(client: TestClient) -> None:
+    client.get("/healthz")  # the process's metrics are declared at start-up
+    suffix = {"counter": "_total", "histogram": "_bucket", "gauge": ""}
+    exported = {
+        family.name + suffix.get(family.type, "")
+        for family in text_string_to_metric_families(client.get("/metrics", headers=basic(*ADMIN)).text)
+    }
+    dashboard = (Path(__file__).parents[2] / "deploy" / "monitoring" / "grafana-dashboard.json").read_text()
+    used = set(re.findall(r"h5lake_[a-z_]+", dashboard))
+    assert used and used <= exported, used - exported
