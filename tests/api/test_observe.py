@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -300,3 +301,31 @@ def test_the_dashboard_plots_metrics_the_server_exports(client: TestClient) -> N
     dashboard = (Path(__file__).parents[2] / "deploy" / "monitoring" / "grafana-dashboard.json").read_text()
     used = set(re.findall(r"h5lake_[a-z_]+", dashboard))
     assert used and used <= exported, used - exported
+
+
+def test_the_text_access_log_names_the_request_without_secrets(tmp_path: Path) -> None:
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger("h5lake.access").addHandler(keep)
+    try:
+        passwd = write_passwd(tmp_path / "passwd")
+        app = create_app(Settings(data=tmp_path / "data", passwd=passwd, access_log="text"))
+        with TestClient(app) as c:
+            c.get(f"/?domain=/home/x.h5&api_key={API_KEY_SECRET}&password=pw-in-url", headers={**basic(*USER), "X-Request-Id": "text-1"})
+            c.get("/about", headers={"Authorization": "Bearer not-a-valid-token-abc", "X-Request-Id": "text-2"})
+    finally:
+        logging.getLogger("h5lake.access").removeHandler(keep)
+    first = next(line for line in lines if " text-1 " in line)
+    assert re.fullmatch(
+        r"\S+Z text-1 test_user1 \"GET /\?domain=/home/x\.h5&api_key=\*\*\*&password=\*\*\*\" 404 0 \d+ [\d.]+ms worker=\d+",
+        first,
+    ), first
+    second = next(line for line in lines if " text-2 " in line)
+    assert " - \"GET /about\" 401 " in second  # refused credentials: no user
+    for secret in (API_KEY_SECRET, "pw-in-url", USERS["test_user1"], "not-a-valid-token-abc"):
+        assert not any(secret in line for line in lines)

@@ -285,10 +285,11 @@ class Observe:
 def configure_access_log() -> None:
     """Access lines go to stderr, one per line, whatever uvicorn's log level (they are asked for
     by ``--access-log``)."""
-    if access_log.handlers:
+    access_log.setLevel(logging.INFO)
+    access_log.propagate = False
+    if any(getattr(h, "h5lake_access", False) for h in access_log.handlers):
         return
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.h5lake_access = True  # type: ignore[attr-defined]
     access_log.addHandler(handler)
-    access_log.setLevel(logging.INFO)
-    access_log.propagate = False
