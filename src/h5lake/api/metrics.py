@@ -61,21 +61,33 @@ VERSION_OPS = {
 MAP_PREFIX = "/maps"
 
 
-class StoreTally:
-    """Storage operations of this process since the last flush."""
+OUTCOMES = ("ok", "missing", "conflict", "error")
+_SUM, _BYTES, _BUCKETS = len(OUTCOMES), len(OUTCOMES) + 1, len(OUTCOMES) + 2
 
-    __slots__ = ("bytes", "durations", "operations")
+
+class StoreTally:
+    """Storage operations of this process since the last flush: per operation one list of
+    numbers (a count per outcome, the seconds, the bytes, then the duration buckets), so that
+    counting one is a few list updates."""
+
+    __slots__ = ("ops",)
 
     def __init__(self) -> None:
-        self.operations: dict[tuple[str, str], int] = {}
-        self.durations: dict[str, list[float]] = {}
-        self.bytes: dict[str, int] = {"read": 0, "written": 0}
+        self.ops: dict[str, list[float]] = {}
 
-    def take(self) -> StoreTally:
-        taken = StoreTally()
-        taken.operations, self.operations = self.operations, {}
-        taken.durations, self.durations = self.durations, {}
-        taken.bytes, self.bytes = self.bytes, {"read": 0, "written": 0}
+    def slot(self, op: str) -> list[float]:
+        found = self.ops.get(op)
+        if found is None:
+            found = self.ops[op] = [0.0] * (_BUCKETS + len(DURATION_BUCKETS) + 1)
+        return found
+
+    def take(self) -> dict[str, list[float]]:
+        """The numbers so far, each list zeroed in place (the wrappers hold them)."""
+        taken = {}
+        for op, numbers in self.ops.items():
+            if any(numbers[: len(OUTCOMES)]):
+                taken[op] = numbers[:]
+                numbers[:] = [0.0] * len(numbers)
         return taken
 
 
@@ -116,22 +128,12 @@ def metered(store: Store) -> Store:
 
 
 def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE` (a store operation is a few microseconds of the
-    request's CPU here: no generic helpers on its path)."""
-    ok, missing, conflict, error = ((op, outcome) for outcome in ("ok", "missing", "conflict", "error"))
+    """``method`` counted into `STORE` (per operation a microsecond or so: plain list updates)."""
+    slot = STORE.slot(op)
     blob = op == "get"  # a Blob (its bytes in ``data``)
     clock = time.perf_counter
     bounds = DURATION_BUCKETS
     where = bisect.bisect_left
-
-    def record(key: tuple[str, str], seconds: float) -> None:
-        tally = STORE
-        tally.operations[key] = tally.operations.get(key, 0) + 1
-        counts = tally.durations.get(op)
-        if counts is None:
-            counts = tally.durations[op] = [0.0] * (len(bounds) + 2)
-        counts[where(bounds, seconds)] += 1
-        counts[-1] += seconds
 
     @wraps(method)
     async def timed(*args: Any, **kwargs: Any) -> Any:
@@ -139,14 +141,21 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
         try:
             result = await method(*args, **kwargs)
         except BaseException as exc:
-            record(conflict if isinstance(exc, PreconditionFailed) else error, clock() - start)
+            seconds = clock() - start
+            slot[2 if isinstance(exc, PreconditionFailed) else 3] += 1
+            slot[_SUM] += seconds
+            slot[_BUCKETS + where(bounds, seconds)] += 1
             raise
-        record(missing if result is None else ok, clock() - start)
+        seconds = clock() - start
+        slot[1 if result is None else 0] += 1
+        slot[_SUM] += seconds
+        slot[_BUCKETS + where(bounds, seconds)] += 1
         if direction is not None:
             if direction == "read":
-                STORE.bytes["read"] += len(result.data) if blob and result is not None else _size(result)
+                if result is not None:
+                    slot[_BYTES] += len(result.data) if blob else _size(result)
             elif len(args) > 1:
-                STORE.bytes["written"] += _size(args[1])
+                slot[_BYTES] += _size(args[1])
         return result
 
     return timed
@@ -219,14 +228,13 @@ def flush(requests: Tally, service: Any | None) -> None:
         m["auth_failures"].inc(taken.auth_failures)
     m["inflight"].set(taken.inflight)
     m["connections"].set(open_connections())
-    stored = STORE.take()
-    for (op, outcome), n in stored.operations.items():
-        m["storage_ops"].labels(op, outcome).inc(n)
-    for op, counts in stored.durations.items():
-        _add_histogram(m["storage_duration"].labels(op), counts)
-    for direction, n in stored.bytes.items():
-        if n:
-            m["storage_bytes"].labels(direction).inc(n)
+    for op, numbers in STORE.take().items():
+        for outcome, n in zip(OUTCOMES, numbers):
+            if n:
+                m["storage_ops"].labels(op, outcome).inc(n)
+        _add_histogram(m["storage_duration"].labels(op), [*numbers[_BUCKETS:], numbers[_SUM]])
+        if numbers[_BYTES]:
+            m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(numbers[_BYTES])
     budget = getattr(service, "replies", None)
     if budget is not None:
         m["budget_used"].set(budget.used)
