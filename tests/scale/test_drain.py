@@ -37,6 +37,7 @@ defaults
     timeout connect 5s
     timeout client 60s
     timeout server 60s
+    timeout check 10s
 frontend front
     bind 127.0.0.1:{port}
     default_backend back
