@@ -229,9 +229,9 @@ def flush(requests: Tally, service: Any | None) -> None:
     m["inflight"].set(taken.inflight)
     m["connections"].set(open_connections())
     for op, numbers in STORE.take().items():
-        for outcome, n in zip(OUTCOMES, numbers):
-            if n:
-                m["storage_ops"].labels(op, outcome).inc(n)
+        for outcome, count in zip(OUTCOMES, numbers):
+            if count:
+                m["storage_ops"].labels(op, outcome).inc(count)
         _add_histogram(m["storage_duration"].labels(op), [*numbers[_BUCKETS:], numbers[_SUM]])
         if numbers[_BYTES]:
             m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(numbers[_BYTES])
