@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -329,3 +331,19 @@ def test_the_text_access_log_names_the_request_without_secrets(tmp_path: Path) -
     assert " - \"GET /about\" 401 " in second  # refused credentials: no user
     for secret in (API_KEY_SECRET, "pw-in-url", USERS["test_user1"], "not-a-valid-token-abc"):
         assert not any(secret in line for line in lines)
+
+
+def test_start_up_removes_the_metrics_folders_of_servers_gone(tmp_path: Path) -> None:
+    parent = Path(tempfile.gettempdir()) / f"h5lake-metrics-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = parent / str(gone.pid)  # a server ended by a signal leaves its folder behind
+    stale.mkdir(exist_ok=True)
+    (stale / "counter_1.db").write_bytes(b"x")
+    server = start_server(tmp_path, timeout=90)
+    try:
+        assert not stale.exists()
+        assert (parent / str(server.process.pid)).is_dir()
+    finally:
+        server.stop()

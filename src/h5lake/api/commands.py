@@ -215,11 +215,30 @@ def serve(**options: Any) -> None:
 
 def _metrics_dir() -> str:
     """A new, empty folder for this server's Prometheus values (prometheus-client's multiprocess
-    mode, `api/metrics.py`), named to its processes by ``PROMETHEUS_MULTIPROC_DIR``; removed
-    when the server ends."""
-    folder = tempfile.mkdtemp(prefix="h5lake-metrics-")
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
-    return folder
+    mode, `api/metrics.py`), named to its processes by ``PROMETHEUS_MULTIPROC_DIR``. It is named
+    after this process (the server's process id, kept by the supervisor) and removed when the
+    server ends; a server that a signal ended cannot remove it, so the folders of servers no
+    longer running are removed here, at start-up."""
+    parent = Path(tempfile.gettempdir()) / f"h5lake-metrics-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    for old in parent.iterdir():
+        if old.name.isdigit() and not _running(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = parent / str(os.getpid())
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=0o700)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    return str(folder)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _serve_one(options: dict[str, Any], line: str) -> None:
