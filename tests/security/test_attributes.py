@@ -187,3 +187,34 @@ def test_opening_an_attribute_whose_json_passes_the_reply_limit(target: Target) 
     binary = requests.get(f"{target.ep}/groups/{gid}/attributes/big/value", params={"domain": DOMAIN}, auth=A, timeout=30,
                           headers={"Accept": "application/octet-stream"})
     assert binary.status_code == 200 and binary.content == values.tobytes()
+
+
+def test_values_read_for_many_objects_are_bounded_together(target: Target) -> None:
+    """One request that reads attribute values of several objects (POST ``obj_ids``,
+    ``follow_links`` with data) reads at most what one request carries (here 1 MiB) together,
+    not that much per object: past it a 413, as for one object's listing."""
+    parent = target.group()
+    n = 400_000  # uint8: 400 KB each, outside the document; three take 1.2 MB together
+    gids = []
+    for i in range(3):
+        gid = target.group()
+        body = {"type": "H5T_STD_U8LE", "shape": [n], "value_base64": base64.b64encode(bytes([i]) * n).decode()}
+        assert target.put(gid, "v", body).status_code == 201
+        link = requests.put(f"{target.ep}/groups/{parent}/links/g{i}", params={"domain": DOMAIN}, auth=A, timeout=10,
+                            json={"id": gid})
+        assert link.status_code in (200, 201), link.text[:300]
+        gids.append(gid)
+    b64 = {"domain": DOMAIN, "encoding": "base64"}  # each value's JSON would pass the limit alone
+    many = requests.post(f"{target.ep}/groups/{target.root}/attributes", params=b64, auth=A, timeout=60,
+                         json={"obj_ids": gids})
+    assert many.status_code == 413, (many.status_code, many.text[:300])
+    assert "--max-json-bytes" in many.json()["error"]["message"]
+    followed = requests.get(f"{target.ep}/groups/{parent}/attributes", auth=A, timeout=60,
+                            params={**b64, "follow_links": 1, "IncludeData": 1})
+    assert followed.status_code == 413, (followed.status_code, followed.text[:300])
+    # two of them fit: both read whole
+    two = requests.post(f"{target.ep}/groups/{target.root}/attributes", params=b64, auth=A, timeout=60,
+                        json={"obj_ids": gids[:2]})
+    assert two.status_code == 200, two.text[:300]
+    got = [base64.b64decode(two.json()["attributes"][g][0]["value"]) for g in gids[:2]]
+    assert got == [bytes([0]) * n, bytes([1]) * n]
