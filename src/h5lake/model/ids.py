@@ -134,6 +134,16 @@ def attribute_values_prefix(obj_id: str) -> str:
     return object_key(obj_id) + ".attrs/"
 
 
+def is_attribute_values_prefix(entry: str) -> bool:
+    """Whether ``entry`` (a prefix a listing of the top of the bucket finds) is an object's
+    `attribute_values_prefix`, not a folder or domain."""
+    if not entry.endswith(".attrs/"):
+        return False
+    key = entry[: -len(".attrs/")]
+    obj_id = key[6:]
+    return (_ID_RE.match(obj_id) is not None or _FOREIGN_ID_RE.match(obj_id) is not None) and _hashed(obj_id) == key
+
+
 def attribute_value_key(obj_id: str, token: str) -> str:
     """``<object key>.attrs/<token>``: one large attribute value, ``token`` a fresh uuid hex."""
     return attribute_values_prefix(obj_id) + token
