@@ -218,3 +218,20 @@ def test_values_read_for_many_objects_are_bounded_together(target: Target) -> No
     assert two.status_code == 200, two.text[:300]
     got = [base64.b64decode(two.json()["attributes"][g][0]["value"]) for g in gids[:2]]
     assert got == [bytes([0]) * n, bytes([1]) * n]
+
+
+def test_a_new_value_keeps_the_attributes_name_character_set(target: Target) -> None:
+    """``PUT .../attributes/{name}/value`` changes the value only: the character set HDF5 records
+    for the name (``nameCharSet``, kept by load and export) stays, for a small and a large value."""
+    gid = target.group()
+    for name, n in (("small", 4), ("large", 100_000)):  # 100 KB: kept outside the document
+        body = {"type": "H5T_STD_U8LE", "shape": [n], "nameCharSet": "H5T_CSET_UTF8",
+                "value_base64": base64.b64encode(bytes(n)).decode()}
+        assert target.put(gid, name, body).status_code == 201
+        assert _get(target, gid, name).json().get("nameCharSet") == "H5T_CSET_UTF8"
+        new = requests.put(f"{target.ep}/groups/{gid}/attributes/{name}/value", params={"domain": DOMAIN}, auth=A,
+                           timeout=30, data=bytes([1]) * n, headers={"Content-Type": "application/octet-stream"})
+        assert new.status_code in (200, 201), new.text[:300]
+        got = _get(target, gid, name, encoding="base64").json()
+        assert base64.b64decode(got["value"]) == bytes([1]) * n
+        assert got.get("nameCharSet") == "H5T_CSET_UTF8", (name, got.get("nameCharSet"))
