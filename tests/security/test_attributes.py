@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import requests
 
 from h5lake.service.attributes import ATTRIBUTES_PER_OBJECT
+from tests.support.cli import clean_env, run_h5lake
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")
@@ -235,3 +238,22 @@ def test_a_new_value_keeps_the_attributes_name_character_set(target: Target) -> 
         got = _get(target, gid, name, encoding="base64").json()
         assert base64.b64decode(got["value"]) == bytes([1]) * n
         assert got.get("nameCharSet") == "H5T_CSET_UTF8", (name, got.get("nameCharSet"))
+
+
+def test_export_writes_values_an_objects_description_leaves_out(target: Target, tmp_path: Path) -> None:
+    """``h5lake export`` reads objects with ``include_attrs``, which leaves out a large value
+    whose JSON passes the reply limit (here 1 MiB) or past what one request carries together:
+    the file must still get every value, not an attribute of zeros."""
+    domain = "/home/admin/attrs-export.h5"
+    root = requests.put(target.ep + "/", params={"domain": domain}, auth=A, timeout=10).json()["root"]
+    values = np.arange(100_000) / 7  # 800 KB binary, ~2 MB as JSON
+    made = requests.put(f"{target.ep}/groups/{root}/attributes/big", auth=A, timeout=30, data=values.tobytes(),
+                        params={"domain": domain, "type": "H5T_IEEE_F64LE", "shape": f"[{values.size}]"},
+                        headers={"Content-Type": "application/octet-stream"})
+    assert made.status_code == 201, made.text[:300]
+    env = clean_env(tmp_path, {"HS_ENDPOINT": target.ep, "HS_USERNAME": A[0], "HS_PASSWORD": A[1]})
+    out = tmp_path / "out.h5"
+    done = run_h5lake("export", domain, str(out), cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(out) as f:
+        assert np.array_equal(f.attrs["big"], values)
