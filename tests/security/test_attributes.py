@@ -257,3 +257,21 @@ def test_export_writes_values_an_objects_description_leaves_out(target: Target, 
     assert done.returncode == 0, done.stderr
     with h5py.File(out) as f:
         assert np.array_equal(f.attrs["big"], values)
+
+
+def test_malformed_obj_ids_of_an_attribute_read_are_a_400(target: Target) -> None:
+    """``POST`` (and ``PUT``) ``.../attributes`` with ``obj_ids``: ids that are not strings and
+    name lists that are not lists of strings are a 400 naming the problem, never a 500."""
+    gid = target.group()
+    assert target.put(gid, "a", {"type": "H5T_STD_I32LE", "shape": [], "value": 1}).status_code == 201
+    for obj_ids in ([5], [None], {gid: 5}, {gid: "a"}, {gid: [{}]}, {gid: [["a"]]}):
+        r = requests.post(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                          timeout=10, json={"obj_ids": obj_ids})
+        assert r.status_code == 400, (obj_ids, r.status_code, r.text[:200])
+    for body in ({"obj_ids": [5], "attributes": {}}, {"obj_ids": [None], "attributes": {"b": {"type": "H5T_STD_I32LE"}}}):
+        r = requests.put(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                         timeout=10, json=body)
+        assert r.status_code == 400, (body, r.status_code, r.text[:200])
+    good = requests.post(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                         timeout=10, json={"obj_ids": {gid: ["a"]}})
+    assert good.status_code == 200 and good.json()["attributes"][gid][0]["value"] == 1

@@ -71,6 +71,8 @@ def new_object_id(collection: Collection, root_id: str) -> str:
 
 def strip_collection_prefix(ref: str) -> str:
     """Accept both ``d-...`` and ``datasets/d-...`` forms."""
+    if not isinstance(ref, str):  # a request's list of ids may hold anything
+        raise InvalidInput(f"an object id must be a string, not {type(ref).__name__}")
     for c in Collection:
         if ref.startswith(c.path + "/"):
             return ref[len(c.path) + 1 :]

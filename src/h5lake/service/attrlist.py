@@ -190,8 +190,13 @@ async def get_attributes_of_many(
 ) -> Doc:
     """``POST /groups/{root}/attributes`` with ``obj_ids``: attributes of several objects."""
     if isinstance(obj_ids, dict):
+        for listed in obj_ids.values():
+            if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
+                raise InvalidInput("obj_ids maps each object id to a list of attribute names")
         requests = {strip_collection_prefix(k): v for k, v in obj_ids.items()}
     elif isinstance(obj_ids, list):
+        if not all(isinstance(k, str) for k in obj_ids):
+            raise InvalidInput("obj_ids lists object ids (strings)")
         requests = {strip_collection_prefix(k): names for k in obj_ids}
     else:
         raise InvalidInput("obj_ids must be a list or an object")
