@@ -77,6 +77,8 @@ def new_object_id(collection: Collection, root_id: str) -> str:
 
 def strip_collection_prefix(ref: str) -> str:
     """Accept both ``d-...`` and ``datasets/d-...`` forms."""
+    if not isinstance(ref, str):  # a request's list of ids may hold anything
+        raise InvalidInput(f"an object id must be a string, not {type(ref).__name__}")
     for c in Collection:
         if ref.startswith(c.path + "/"):
             return ref[len(c.path) + 1 :]
@@ -138,6 +140,16 @@ def attribute_values_prefix(obj_id: str) -> str:
     """``<object key>.attrs/``: where an object's large attribute values are kept, one object
     each (docs/storage.md, "Large attributes"); listed only to collect them."""
     return object_key(obj_id) + ".attrs/"
+
+
+def is_attribute_values_prefix(entry: str) -> bool:
+    """Whether ``entry`` (a prefix a listing of the top of the bucket finds) is an object's
+    `attribute_values_prefix`, not a folder or domain."""
+    if not entry.endswith(".attrs/"):
+        return False
+    key = entry[: -len(".attrs/")]
+    obj_id = key[6:]
+    return (_ID_RE.match(obj_id) is not None or _FOREIGN_ID_RE.match(obj_id) is not None) and _hashed(obj_id) == key
 
 
 def attribute_value_key(obj_id: str, token: str) -> str:

@@ -509,6 +509,8 @@ async def put_attribute_value(
     packed bytes in base64; a null value stores zeros, as HSDS does)."""
     existing = await get_attribute(svc, caller, domain_path, obj_id, name, value=False)
     attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
+    if "nameCharSet" in existing:  # the value changes, not the name
+        attr["nameCharSet"] = existing["nameCharSet"]
     if packed is not None:
         attr[attrvalues.PACKED] = packed
     else:

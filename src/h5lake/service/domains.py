@@ -20,6 +20,7 @@ from h5lake.model.ids import (
     domain_key,
     domain_prefix,
     domain_tombstone_key,
+    is_attribute_values_prefix,
     new_root_id,
     normalize_domain,
     object_key,
@@ -305,8 +306,8 @@ async def list_domains(
     while not exhausted and (limit is None or len(out) < limit):
         batch.clear()
         async for entry in listing:
-            if not entry.endswith("/"):
-                continue
+            if not entry.endswith("/") or is_attribute_values_prefix(entry):
+                continue  # (an object's large attribute values sit under a prefix at the top)
             name = "/" + entry[:-1]
             if pattern and not fnmatch.fnmatch(name.rsplit("/", 1)[-1], pattern):
                 continue

@@ -345,7 +345,7 @@ class Writer:
             aid = h5py.h5a.create(obj, raw, tid, space)
         else:
             aid = h5native.create_attribute(obj, raw, tid, space, _CSETS[cset])
-        if space.get_simple_extent_type() == h5s.NULL or attr.get("value") is None:
+        if space.get_simple_extent_type() == h5s.NULL or attr.get("value") is None and "value_base64" not in attr:
             return
         if "value_base64" in attr:  # the exact bytes, where the JSON value could not keep them
             wire = base64.b64decode(attr["value_base64"])
