@@ -10,8 +10,8 @@ samples of the older pages send none), ids replaced by
 ids of objects made first. Each answer is checked against the page's sample response: the
 status, every key the sample shows with its JSON type, and the ``rel``s of ``hrefs``. Where the
 documentation and HSDS 1.0 disagree, the check follows HSDS and says so (``hsds:``); a line
-``DIFF`` is a documented form h5lake answers otherwise on purpose (docs/api.md, "Documentation
-pass, session 10"). Without ``--endpoint`` it starts ``h5lake serve`` from this tree on a free
+``DIFF`` is a documented form h5lake answers otherwise on purpose (docs/api.md, "The HDF REST
+API documentation, replayed"). Without ``--endpoint`` it starts ``h5lake serve`` from this tree on a free
 loopback port with the test users (tests/support/server.py) and stops it at the end. Exit
 status 1 if any check FAILs.
 """

@@ -2,28 +2,45 @@
 # Run HSDS's REST-level integration suite (tests/integ of github.com/HDFGroup/hsds), unchanged,
 # against a fresh h5lake server of this tree, and print pass/fail counts per file.
 #
-#   tools/run_hsds_integ.sh HSDS_CHECKOUT_OR_GIT_DIR [FILE...]
+#   tools/run_hsds_integ.sh [--ref REF] HSDS_CHECKOUT_OR_GIT_DIR [FILE...]
 #
-# HSDS_CHECKOUT_OR_GIT_DIR: a checkout of the hsds repository (or a bare git dir: its HEAD's
-# tests/integ is extracted). FILEs: test files to run (default: all of them, setup_test first).
-# Needs pytest and requests-unixsocket (imported by the suite's helper.py). Not part of our own
-# test suite: it needs the HSDS repository. Results: docs/api.md, "HSDS's REST test suite".
+# HSDS_CHECKOUT_OR_GIT_DIR: a checkout of the hsds repository, or a git dir (a checkout's .git or
+# a bare one). Without --ref a checkout's files are used as they are, and a git dir's HEAD; with
+# --ref (a branch, tag or commit, e.g. h5json) the suite of that commit is extracted from git.
+# FILEs: test files to run (default: all of them, setup_test first). Needs pytest and
+# requests-unixsocket (imported by the suite's helper.py); the h5json branch's suite also imports
+# the h5json package. Not part of our own test suite: it needs the HSDS repository. Results:
+# docs/api.md, "HSDS's REST test suite".
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-src=${1:?usage: $0 HSDS_CHECKOUT_OR_GIT_DIR [FILE...]}
+ref=
+if [ "${1:-}" = --ref ]; then
+    ref=${2:?usage: $0 [--ref REF] HSDS_CHECKOUT_OR_GIT_DIR [FILE...]}
+    shift 2
+fi
+src=${1:?usage: $0 [--ref REF] HSDS_CHECKOUT_OR_GIT_DIR [FILE...]}
 shift
 work=$(mktemp -d /tmp/h5lake-hsds-integ.XXXXXX)
-# vlen_test.py imports hsds.util.arrayUtil and hdf5dtype (numpy only): the suite gets
-# those two modules (and their package files) on its path
+# vlen_test.py of master imports hsds.util.arrayUtil and hdf5dtype (numpy only): the suite
+# gets those two modules (and their package files) on its path where the commit has them (the
+# h5json branch imports the h5json package instead)
 helpers=(hsds/__init__.py hsds/util/__init__.py hsds/util/arrayUtil.py hsds/util/hdf5dtype.py)
 mkdir -p "$work/pkg"
-if [ -d "$src/tests/integ" ]; then
+if [ -z "$ref" ] && [ -d "$src/tests/integ" ]; then
     cp -r "$src/tests/integ" "$work/integ"
-    (cd "$src" && cp --parents "${helpers[@]}" "$work/pkg/")
+    (cd "$src" && cp --parents "${helpers[@]}" "$work/pkg/" 2>/dev/null) || true
 else
-    git --git-dir="$src" archive HEAD tests/integ "${helpers[@]}" | tar -x -C "$work"
+    gitdir=$src
+    [ -d "$src/.git" ] && gitdir=$src/.git
+    commit=$(git --git-dir="$gitdir" rev-parse --verify "${ref:-HEAD}^{commit}")
+    echo "HSDS suite of ${ref:-HEAD} at ${commit:0:8}"
+    present=()
+    for h in "${helpers[@]}"; do
+        git --git-dir="$gitdir" cat-file -e "$commit:$h" 2>/dev/null && present+=("$h")
+    done
+    git --git-dir="$gitdir" archive "$commit" tests/integ "${present[@]}" | tar -x -C "$work"
     mv "$work/tests/integ" "$work/integ"
-    mv "$work/hsds" "$work/pkg/hsds"
+    [ -d "$work/hsds" ] && mv "$work/hsds" "$work/pkg/hsds"
 fi
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then

@@ -10,7 +10,7 @@ import json
 import math
 import os
 from pathlib import Path, PurePath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -153,6 +153,13 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="GET / with getobjs lists the domain's objects only when it has at most this many (HSDS: 500; docs/performance.md)",
     )
+    watch_interval: float = Field(
+        0.5, ge=0.05, le=10,
+        description="seconds between looks (one store HEAD) at each dataset watched with ?wait= (docs/api.md, \"The watch\")",
+    )
+    watch_max_datasets: int = Field(
+        256, ge=1, le=100_000, description="datasets watched at once per process; a wait on one more gets 503"
+    )
     public_read: bool = Field(False, description="domains and folders created while it is on are readable by everyone, without credentials")
     catalog_stale_after: float = Field(
         30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"
@@ -175,6 +182,18 @@ class Settings(BaseSettings):
     oidc_admin_claim: str | None = Field(None, description="claim (string or list) that may grant admin")
     oidc_admin_value: str | None = Field(None, description="value of --oidc-admin-claim that makes an admin")
     apikey_cache_seconds: float = Field(30.0, ge=0, le=3600, description="how long a key lookup is remembered")
+    access_log: Literal["json", "text", "off"] = Field("off", description="one line per request on stderr: json, text or off")
+    metrics: bool = Field(True, description="count requests and storage operations for GET /metrics")
+    metrics_token: str | None = Field(
+        None, description="bearer token that may read GET /metrics besides admins (Authorization: Bearer TOKEN)"
+    )
+    drain_seconds: float = Field(
+        0.0, ge=0, le=3600,
+        description="on SIGTERM: seconds /readyz answers 503 while requests are still served, before the listener closes",
+    )
+    shutdown_timeout: float = Field(
+        10.0, gt=0, le=3600, description="on shutdown: seconds requests in flight may take to finish once the listener closed"
+    )
 
     @property
     def authenticates(self) -> bool:
@@ -208,6 +227,22 @@ class Settings(BaseSettings):
                 return auto_workers()
             if not text.isdigit():
                 raise ValueError("must be a number of processes or 'auto' (one per usable core)")
+        return v
+
+    @field_validator("access_log", mode="before")
+    @classmethod
+    def _access_log(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() not in {"json", "text", "off"}:
+            raise ValueError("must be json, text or off")
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _token(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("is empty; give a long random token (e.g. `openssl rand -hex 32`) or leave it out")
+        if v is not None and (v != v.strip() or any(ord(c) < 33 or ord(c) > 126 for c in v)):
+            raise ValueError("must be printable ASCII without spaces (it is sent in an Authorization header)")
         return v
 
     @field_validator("log_level")

@@ -36,8 +36,8 @@ class NotFound(H5LakeError):
 
 
 class ReadOnly(H5LakeError):
-    """The thing exists but cannot be changed this way (a dataset linked to an HDF5 file,
-    tomorrow a version of a domain)."""
+    """The thing exists but cannot be changed this way (a dataset linked to an HDF5 file, a
+    version of a domain, a domain opened read-only)."""
 
 
 class Conflict(H5LakeError):

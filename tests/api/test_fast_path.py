@@ -11,6 +11,7 @@ have answered most of them itself (else the comparison proves nothing).
 from __future__ import annotations
 
 import base64
+import itertools
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,7 +168,12 @@ def apps(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient, Counted]]:
         yield fast, full, counted
 
 
+_ids = itertools.count()
+
+
 def same(fast: TestClient, full: TestClient, method: str, url: str, headers: dict[str, str]) -> None:
+    # one request id for both (each would make its own, api/observe.py)
+    headers = {"X-Request-Id": f"same-{next(_ids)}", **headers}
     a = fast.request(method, url, headers=headers, follow_redirects=False)
     b = full.request(method, url, headers=headers, follow_redirects=False)
     where = (method, url, headers)
@@ -252,6 +258,7 @@ def twins(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient, Counted, dic
 
 
 def same_put(fast: TestClient, full: TestClient, url: str, headers: dict[str, str], body: bytes) -> int:
+    headers = {"X-Request-Id": f"same-{next(_ids)}", **headers}
     a = fast.put(url, headers=headers, content=body)
     b = full.put(url, headers=headers, content=body)
     where = (url, headers, body[:200])
@@ -281,7 +288,7 @@ def test_puts_of_one_attribute_or_link_answer_as_the_application(
     now = 1.7e9  # replaced by the server's clock: the replies carry none, the state is compared without
 
     def attr(value: Any, type_: Any = "H5T_STD_I32LE", shape: Any = "H5S_SCALAR", **more: Any) -> bytes:
-        import json as _json  # noqa: PLC0415 -- local: the module has no other use for it
+        import json as _json
 
         return _json.dumps({"type": type_, "shape": shape, "value": value, **more}).encode()
 

@@ -280,3 +280,63 @@ def test_a_new_domain_answers_dn_ids_when_asked(endpoint: str, domain: str) -> N
     assert created.status_code == 201 and created.json()["dn_ids"] == []  # no data nodes
     assert c.get("/", params={"getdnids": 1}).json()["dn_ids"] == []
     assert "dn_ids" not in c.get("/").json()
+
+
+# --- forms of the suite of HSDS's h5json branch (HSDS 1.0.x) ------------------------------------
+
+
+def test_group_post_refuses_a_type_and_takes_links(client: Client) -> None:
+    root = client.get("/").json()["root"]
+    r = client.post("/groups", json={"type": I32})  # as if committing a datatype
+    assert r.status_code == 400 and "datatype" in r.json()["error"]["message"]
+    targets = [client.post("/groups").json()["id"] for _ in range(3)]
+    links = {f"obj_{i}": {"id": t} for i, t in enumerate(targets)}
+    links["soft"] = {"h5path": "/somewhere"}
+    r = client.post("/groups", json={"links": links, "link": {"id": root, "name": "g1"}})
+    assert r.status_code == 201, r.text
+    assert r.json()["linkCount"] == 4
+    listed = client.get(f"/groups/{r.json()['id']}/links").json()["links"]
+    assert [(x["title"], x["class"]) for x in listed] == [
+        ("obj_0", "H5L_TYPE_HARD"), ("obj_1", "H5L_TYPE_HARD"), ("obj_2", "H5L_TYPE_HARD"), ("soft", "H5L_TYPE_SOFT")]
+    assert [x["id"] for x in listed[:3]] == targets
+    r = client.post("/groups", json={"links": {"bad": {"class": "nonsense"}}})
+    assert r.status_code == 400
+
+
+def test_dataset_post_takes_first_values(client: Client) -> None:
+    r = client.post("/datasets", json={"type": I32, "shape": "H5S_SCALAR", "value": 42})
+    assert r.status_code == 201, r.text
+    assert client.get(f"/datasets/{r.json()['id']}/value").json()["value"] == 42
+    compound = {"class": "H5T_COMPOUND", "fields": [
+        {"name": "a", "type": I32},
+        {"name": "b", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 1}}]}
+    r = client.post("/datasets", json=[{"type": compound, "shape": [2], "value": [[42, "C"], [7, "D"]]},
+                                       {"type": I32, "shape": [3], "value_base64": "AQAAAAIAAAADAAAA"}])
+    assert r.status_code == 201, r.text
+    first, second = (d["id"] for d in r.json()["objects"])
+    assert client.get(f"/datasets/{first}/value").json()["value"] == [[42, "C"], [7, "D"]]
+    assert client.get(f"/datasets/{second}/value").json()["value"] == [1, 2, 3]
+    # a value that does not fit is a 400
+    assert client.post("/datasets", json={"type": I32, "shape": [3], "value": [1, 2]}).status_code == 400
+
+
+def test_contiguous_extendible_dataset_is_400(client: Client) -> None:
+    body = {"type": I32, "shape": [10], "maxdims": [20], "creationProperties": {"layout": {"class": "H5D_CONTIGUOUS"}}}
+    r = client.post("/datasets", json=body)
+    assert r.status_code == 400 and "chunked" in r.json()["error"]["message"]
+    body["maxdims"] = [10]  # fixed extents may be contiguous
+    assert client.post("/datasets", json=body).status_code == 201
+
+
+def test_compressors_listed_come_back_by_that_name(client: Client) -> None:
+    from h5json.filters import getFilterItem
+
+    listed = client.get("/").json()["compressors"]
+    assert "deflate" in listed and "zlib" not in listed  # as HSDS lists them
+    for name in listed:
+        body = {"type": "H5T_IEEE_F32LE", "shape": [40, 80], "creationProperties": {
+            "filters": [getFilterItem(name)], "layout": {"class": "H5D_CHUNKED", "dims": [10, 20]}}}
+        r = client.post("/datasets", json=body)
+        assert r.status_code == 201, (name, r.text)
+        [item] = client.get(f"/datasets/{r.json()['id']}").json()["creationProperties"]["filters"]
+        assert item["name"] == name or name == "deflate" and item["name"] == "gzip", (name, item)

@@ -9,7 +9,15 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 from tests.support import conformance
 
-from h5lake.api import domain_routes, map_routes, object_routes, openapi, value_routes, version_routes
+from h5lake.api import (
+    domain_routes,
+    map_routes,
+    object_routes,
+    openapi,
+    value_routes,
+    version_routes,
+    zarr_routes,
+)
 
 
 def test_document_is_valid_openapi_31(endpoint: str) -> None:
@@ -24,7 +32,7 @@ def test_document_is_valid_openapi_31(endpoint: str) -> None:
 
 def _served() -> set[tuple[str, str]]:
     out = set()
-    for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES:
+    for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES + zarr_routes.ROUTES:
         assert isinstance(route, Route)
         path = route.path.replace(":path}", "}")
         for method in route.methods or ():
@@ -42,7 +50,7 @@ def test_document_covers_every_route_and_nothing_else() -> None:
 def test_every_operation_is_matched_by_the_checker() -> None:
     for op in openapi.OPS:
         concrete = op.path.replace("{collection}", "groups").replace("{id}", "g-1").replace("{title}", "a/b")
-        concrete = concrete.replace("{name}", "n").replace("{user}", "u").replace("{key}", "k").replace("{vid}", "v1")
+        concrete = concrete.replace("{name}", "n").replace("{user}", "u").replace("{key}", "k").replace("{vid}", "v1").replace("{path}", "home/u/f.h5/g/c/0")
         found = conformance.find(op.method, concrete)
         assert found is not None and found.template == op.path, (op.method, op.path)
 

@@ -293,3 +293,26 @@ async def test_writable_says_whether_writes_land(case: Case) -> None:
     with pytest.raises(ReadOnly):
         await writes.write_selection(layout, sel, patch, WORKERS)
     assert np.array_equal(await engine.read_selection(layout, Selection.all(SHAPE), WORKERS), case.expected)
+
+
+async def test_a_version_locator_made_before_the_document_is_read_finds_every_chunk() -> None:
+    """`VersionView.chunks` asked before `VersionView.object` (the manifest not read yet) reads
+    the dataset's manifest itself: every committed chunk is found, none reads as fill."""
+    from types import SimpleNamespace
+
+    from h5lake.service.versions import VersionView
+
+    store = MemoryStore()
+    cas, manifest, table = await committed(store)
+    dataset_id = new_object_id(Collection.DATASETS, new_root_id())
+    root = await cas.get_root(await cas.put_tree({"root": "g-root", "objects": {dataset_id: manifest}}))
+    svc: Any = SimpleNamespace(store=store, cas=cas)
+    view = VersionView(svc, {"id": "v1", "number": 1, "tree": "-"}, root)
+    first = view.chunks(dataset_id)  # before view.object(dataset_id)
+    assert table
+    for name in table:
+        index = tuple(int(i) for i in name.split("_"))
+        ref = await first.locate(index)
+        assert ref is not None and ref.key == (await VersionChunks(store, table).locate(index)).key
+    assert await view.object(dataset_id) is not None
+    assert await view.chunks("d-not-in-this-version").locate((0, 0)) is None

@@ -67,9 +67,9 @@ def test_deployment_service_and_probes_agree(k8s: dict[tuple[str, str], dict[str
     assert pod["securityContext"]["runAsNonRoot"] is True
     c = container(k8s)
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         get = c[probe]["httpGet"]
-        assert get["path"] == "/about"
+        assert get["path"] == path
         assert get["port"] in ports or get["port"] in ports.values()
     (service,) = [d for (kind, _), d in k8s.items() if kind == "Service"]
     assert service["spec"]["selector"].items() <= labels.items()

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import requests
 
 from h5lake.service.attributes import ATTRIBUTES_PER_OBJECT
+from tests.support.cli import clean_env, run_h5lake
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")
@@ -187,3 +190,88 @@ def test_opening_an_attribute_whose_json_passes_the_reply_limit(target: Target) 
     binary = requests.get(f"{target.ep}/groups/{gid}/attributes/big/value", params={"domain": DOMAIN}, auth=A, timeout=30,
                           headers={"Accept": "application/octet-stream"})
     assert binary.status_code == 200 and binary.content == values.tobytes()
+
+
+def test_values_read_for_many_objects_are_bounded_together(target: Target) -> None:
+    """One request that reads attribute values of several objects (POST ``obj_ids``,
+    ``follow_links`` with data) reads at most what one request carries (here 1 MiB) together,
+    not that much per object: past it a 413, as for one object's listing."""
+    parent = target.group()
+    n = 400_000  # uint8: 400 KB each, outside the document; three take 1.2 MB together
+    gids = []
+    for i in range(3):
+        gid = target.group()
+        body = {"type": "H5T_STD_U8LE", "shape": [n], "value_base64": base64.b64encode(bytes([i]) * n).decode()}
+        assert target.put(gid, "v", body).status_code == 201
+        link = requests.put(f"{target.ep}/groups/{parent}/links/g{i}", params={"domain": DOMAIN}, auth=A, timeout=10,
+                            json={"id": gid})
+        assert link.status_code in (200, 201), link.text[:300]
+        gids.append(gid)
+    b64 = {"domain": DOMAIN, "encoding": "base64"}  # each value's JSON would pass the limit alone
+    many = requests.post(f"{target.ep}/groups/{target.root}/attributes", params=b64, auth=A, timeout=60,
+                         json={"obj_ids": gids})
+    assert many.status_code == 413, (many.status_code, many.text[:300])
+    assert "--max-json-bytes" in many.json()["error"]["message"]
+    followed = requests.get(f"{target.ep}/groups/{parent}/attributes", auth=A, timeout=60,
+                            params={**b64, "follow_links": 1, "IncludeData": 1})
+    assert followed.status_code == 413, (followed.status_code, followed.text[:300])
+    # two of them fit: both read whole
+    two = requests.post(f"{target.ep}/groups/{target.root}/attributes", params=b64, auth=A, timeout=60,
+                        json={"obj_ids": gids[:2]})
+    assert two.status_code == 200, two.text[:300]
+    got = [base64.b64decode(two.json()["attributes"][g][0]["value"]) for g in gids[:2]]
+    assert got == [bytes([0]) * n, bytes([1]) * n]
+
+
+def test_a_new_value_keeps_the_attributes_name_character_set(target: Target) -> None:
+    """``PUT .../attributes/{name}/value`` changes the value only: the character set HDF5 records
+    for the name (``nameCharSet``, kept by load and export) stays, for a small and a large value."""
+    gid = target.group()
+    for name, n in (("small", 4), ("large", 100_000)):  # 100 KB: kept outside the document
+        body = {"type": "H5T_STD_U8LE", "shape": [n], "nameCharSet": "H5T_CSET_UTF8",
+                "value_base64": base64.b64encode(bytes(n)).decode()}
+        assert target.put(gid, name, body).status_code == 201
+        assert _get(target, gid, name).json().get("nameCharSet") == "H5T_CSET_UTF8"
+        new = requests.put(f"{target.ep}/groups/{gid}/attributes/{name}/value", params={"domain": DOMAIN}, auth=A,
+                           timeout=30, data=bytes([1]) * n, headers={"Content-Type": "application/octet-stream"})
+        assert new.status_code in (200, 201), new.text[:300]
+        got = _get(target, gid, name, encoding="base64").json()
+        assert base64.b64decode(got["value"]) == bytes([1]) * n
+        assert got.get("nameCharSet") == "H5T_CSET_UTF8", (name, got.get("nameCharSet"))
+
+
+def test_export_writes_values_an_objects_description_leaves_out(target: Target, tmp_path: Path) -> None:
+    """``h5lake export`` reads objects with ``include_attrs``, which leaves out a large value
+    whose JSON passes the reply limit (here 1 MiB) or past what one request carries together:
+    the file must still get every value, not an attribute of zeros."""
+    domain = "/home/admin/attrs-export.h5"
+    root = requests.put(target.ep + "/", params={"domain": domain}, auth=A, timeout=10).json()["root"]
+    values = np.arange(100_000) / 7  # 800 KB binary, ~2 MB as JSON
+    made = requests.put(f"{target.ep}/groups/{root}/attributes/big", auth=A, timeout=30, data=values.tobytes(),
+                        params={"domain": domain, "type": "H5T_IEEE_F64LE", "shape": f"[{values.size}]"},
+                        headers={"Content-Type": "application/octet-stream"})
+    assert made.status_code == 201, made.text[:300]
+    env = clean_env(tmp_path, {"HS_ENDPOINT": target.ep, "HS_USERNAME": A[0], "HS_PASSWORD": A[1]})
+    out = tmp_path / "out.h5"
+    done = run_h5lake("export", domain, str(out), cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(out) as f:
+        assert np.array_equal(f.attrs["big"], values)
+
+
+def test_malformed_obj_ids_of_an_attribute_read_are_a_400(target: Target) -> None:
+    """``POST`` (and ``PUT``) ``.../attributes`` with ``obj_ids``: ids that are not strings and
+    name lists that are not lists of strings are a 400 naming the problem, never a 500."""
+    gid = target.group()
+    assert target.put(gid, "a", {"type": "H5T_STD_I32LE", "shape": [], "value": 1}).status_code == 201
+    for obj_ids in ([5], [None], {gid: 5}, {gid: "a"}, {gid: [{}]}, {gid: [["a"]]}):
+        r = requests.post(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                          timeout=10, json={"obj_ids": obj_ids})
+        assert r.status_code == 400, (obj_ids, r.status_code, r.text[:200])
+    for body in ({"obj_ids": [5], "attributes": {}}, {"obj_ids": [None], "attributes": {"b": {"type": "H5T_STD_I32LE"}}}):
+        r = requests.put(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                         timeout=10, json=body)
+        assert r.status_code == 400, (body, r.status_code, r.text[:200])
+    good = requests.post(f"{target.ep}/groups/{target.root}/attributes", params={"domain": DOMAIN}, auth=A,
+                         timeout=10, json={"obj_ids": {gid: ["a"]}})
+    assert good.status_code == 200 and good.json()["attributes"][gid][0]["value"] == 1

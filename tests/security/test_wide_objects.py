@@ -1,4 +1,4 @@
-"""The tenth attack pass: very wide objects. A group's links and an object's attributes live in
+"""Very wide objects (docs/security.md, "Wide objects"). A group's links and an object's attributes live in
 its document, and HDF5 bounds neither count: every read of a group of 100,000 links parsed its
 document in one call that held the event loop, and sorting, showing and serializing a listing of
 them held it again. Several such requests at once held every other client for seconds. Now a

@@ -47,7 +47,7 @@ def _pointer(*parts: str) -> str:
 def _group(m: re.Match[str]) -> str:
     """A path parameter as a named group: names may hold slashes, ids may not."""
     name = m.group(1)
-    return f"(?P<{name}>{'.+' if name in ('title', 'name') else '[^/]+'})"
+    return f"(?P<{name}>{'.+' if name in ('title', 'name', 'path') else '[^/]+'})"
 
 
 @cache

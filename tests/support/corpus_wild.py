@@ -415,7 +415,7 @@ def native_complex(path: Path) -> None:
         raw_dataset(f, "in_array", h5t.array_create(h5t.COMPLEX_IEEE_F64LE, (2,)), (2,), values.tobytes())
 
 
-# -- a fresh pass over storage forms and types (docs/fidelity.md, "Other libraries' files") --------
+# -- storage forms and types (docs/fidelity.md, "Files from elsewhere, read through h5pyd") --
 
 
 def _vals(shape: tuple[int, ...], dtype: str = "<f4") -> np.ndarray:
@@ -689,7 +689,7 @@ def hdf5_tools_output(path: Path) -> None:
     subprocess.run(["h5jam", "-i", str(paged), "-u", str(block), "-o", str(path)], check=True, capture_output=True)
 
 
-# -- a second pass: families of files not covered above (docs/fidelity.md) ----------------------
+# -- further families of files (docs/fidelity.md, "Files from elsewhere, read through h5pyd") --
 
 STRUCT_METADATA = """GROUP=SwathStructure
 \tGROUP=SWATH_1

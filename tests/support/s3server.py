@@ -75,6 +75,7 @@ class S3Server:
     log: Path
     ports: dict[str, int] = field(default_factory=dict)
     _own_workdir: bool = False
+    args: list[str] = field(default_factory=list)
 
     @property
     def credentials(self) -> dict[str, str]:
@@ -103,6 +104,16 @@ class S3Server:
                     sock.unlink()
         if self._own_workdir and not keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def start_again(self, timeout: float = 30.0) -> None:
+        """Start the server stopped with ``stop(keep_workdir=True)`` again: same ports, data and
+        credentials (an outage of the store, over)."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.args, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_ready(self, timeout)
 
     def __enter__(self) -> Self:
         return self
@@ -200,6 +211,7 @@ def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float
         log=log,
         ports=ports,
         _own_workdir=own,
+        args=args,
     )
     try:
         _wait_ready(server, timeout)

@@ -285,9 +285,37 @@ async def test_aborted_write_is_left_to_recovery(store: Store) -> None:
     assert set(await chunk_lines(store, ds["id"])) == {"0_1"}
 
 
+async def test_recording_notes_what_the_write_did_with_its_intent(store: Store) -> None:
+    """``catalog.recording``: the intent is durable while the body runs, the chunks the body says
+    it wrote are noted with it, and the intent is deleted once they are merged."""
+    ds = await new_dataset(store, new_root_id())
+    catalog = ChunkCatalog(store, autostart=False)
+    async with catalog.recording(DOMAIN, ds["id"], [(0, 0), (0, 1)]) as rec:
+        assert len(await pending(store)) == 1
+        await write_chunk(store, ds["id"], (0, 1), b"b")
+        rec.written = [(0, 1)]
+    await catalog.flush()
+    assert await pending(store) == []
+    assert set(await chunk_lines(store, ds["id"])) == {"0_1"}
+
+
+async def test_a_recording_whose_write_fails_is_left_to_recovery(store: Store) -> None:
+    ds = await new_dataset(store, new_root_id())
+    catalog = ChunkCatalog(store, autostart=False)
+    with pytest.raises(OSError):
+        async with catalog.recording(DOMAIN, ds["id"], [(0, 0), (0, 1)]):
+            await write_chunk(store, ds["id"], (0, 1), b"half")
+            raise OSError("the store went away")
+    await catalog.flush()
+    assert len(await pending(store)) == 1  # not noted: the intent stays for recovery
+    assert await catalog.recover(older_than=0) == 1
+    assert set(await chunk_lines(store, ds["id"])) == {"0_1"}
+
+
 async def test_a_live_process_keeps_its_intent_however_long_its_write_runs(store: Store) -> None:
     """Another process recovers an intent only once its owner stops saying it is alive (its
-    heartbeat); before session 10 a write running past ``stale_after`` lost its intent."""
+    heartbeat), so a write running past ``stale_after`` keeps its intent (docs/storage.md,
+    "Crashes and races")."""
     ds = await new_dataset(store, new_root_id())
     # heartbeats every 0.3 s, judged stale after 0.9 s: a writer whose heartbeat task a loaded
     # machine delays by 0.1 s is still alive (at 0.05 s and 0.15 s the test failed under load)

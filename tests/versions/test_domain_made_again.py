@@ -2,11 +2,11 @@
 deleted domain's versions, and the deleted domain's clean-up (run in the background by the
 process that deleted it) takes none of the new domain's versions, tags or deletion marks away.
 
-Found by the crash and race pass of session 10 (docs/storage.md): the path-level state of a
-domain (``.history/``, the domain catalogs, ``.gone/``) outlived its deletion until the
-background reclaim reached it (never, after ``keep_root=1`` or a crash), so the new domain read
-the old one's versions (``D@v1`` showed the deleted data, to whoever made the path again); and a
-reclaim still running when the path was made again deleted the new domain's versions.
+docs/storage.md, "Crashes and races": the path-level state of a domain (``.history/``, the
+domain catalogs, ``.gone/``) would outlive its deletion until the background reclaim reached it
+(never, after ``keep_root=1`` or a crash), so the new domain would read the old one's versions
+(``D@v1`` showing the deleted data, to whoever made the path again); and a reclaim still running
+when the path is made again must not delete the new domain's versions.
 """
 
 from __future__ import annotations

@@ -23,17 +23,20 @@ from h5lake.api import (
     domain_routes,
     h5grove_routes,
     map_routes,
+    metrics,
     object_routes,
     openapi,
     value_routes,
     version_routes,
     view_routes,
+    zarr_routes,
 )
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
 from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate, undecodable_url
+from h5lake.api.observe import READINESS, Observe, configure_access_log
 from h5lake.api.stores import open_store, s3_store
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
@@ -80,6 +83,8 @@ def build_service(settings: Settings, store: Store) -> Service:
         catalog_stale_after=settings.catalog_stale_after,
         catalog_recover_every=settings.catalog_recover_every,
         reply_memory=settings.reply_memory_bytes or 2 * settings.max_request_bytes,
+        watch_interval=settings.watch_interval,
+        watch_max_datasets=settings.watch_max_datasets,
     )
 
 
@@ -135,8 +140,15 @@ class App(Starlette):
     fast: FastReads | None = None
     service: Service  # set at start-up, as ``state.service``
     authenticator: Authenticator | None = None  # likewise
+    observe: Observe | None = None  # request ids, figures, access log, health (`api/observe.py`)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.observe is not None:
+            await self.observe(scope, receive, send)
+        else:
+            await self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and (bad := undecodable_url(scope)) is not None:
             await error_response(status_of(bad), bad.message)(scope, receive, send)
             return
@@ -149,11 +161,15 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     """The ASGI application. ``fast=False`` leaves out the read fast path (`api/fast.py`), which
     answers exactly as the full stack does: only its equivalence test turns it off."""
     connections.configure(settings.header_timeout, settings.body_timeout)
+    tally = metrics.tally() if settings.metrics else None
     fix_mmap_threshold()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         backend = store if store is not None else open_store(settings)
+        if tally is not None:
+            backend = metrics.metered(backend)
+        READINESS.store, READINESS.stopping = backend, False
         svc = build_service(settings, backend)
         app.state.service = svc
         app.state.authenticator = build_authenticator(settings, backend)
@@ -168,28 +184,35 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         # What start-up made lives as long as the process: out of the collector's way, so the
         # full collections that requests with big documents trigger do not scan it every time.
         gc.freeze()
+        flushing = metrics.start_flushing(tally, svc) if tally is not None else None
         try:
             yield
         finally:
+            if flushing is not None:
+                await metrics.stop_flushing(flushing, tally)
             await svc.drain()
             await backend.close()
 
     routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
     routes += [*openapi.ROUTES, *version_routes.ROUTES]
-    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES]
+    routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES, *zarr_routes.ROUTES, *metrics.ROUTES]
     middleware = [Middleware(Authenticate), Middleware(CommitFence)]
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
         middleware.insert(0, cors_middleware(settings.cors_origin))
     app = App(
         routes=routes,
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=HANDLERS,
         middleware=middleware,
         lifespan=lifespan,
     )
     app.router = IndexedRouter(routes, lifespan=lifespan)  # the same routes, tried fewer at a time
     if fast and not settings.cors_origin:  # with CORS every reply gets headers from its middleware (Vary)
         app.fast = FastReads(app, routes)
+    app.observe = Observe(app.serve, tally, None if settings.access_log == "off" else settings.access_log)
+    app.state.metrics_token = settings.metrics_token
+    if settings.access_log != "off":
+        configure_access_log()
     return app
 
 

@@ -10,8 +10,10 @@ import dataclasses
 import errno
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,8 @@ def _export(settings: Any) -> None:
 @click.option("--max-attribute-bytes", type=int, help="Largest attribute kept in its object's document (JSON; larger ones are objects of their own); those kept there together: 4x [1 MiB].")
 @click.option("--compact-max-bytes", type=int, help="Largest stored values a dataset keeps in its document; 0: none [64 KiB].")
 @click.option("--domain-objects-limit", type=int, help="Most objects a domain may have for GET /?getobjs=1 to list them all [2000].")
+@click.option("--watch-interval", type=float, help="Seconds between store HEADs of each dataset watched with ?wait= [0.5].")
+@click.option("--watch-max-datasets", type=int, help="Datasets watched at once per process; more get 503 [256].")
 @click.option(
     "--public-read", is_flag=True, default=None,
     help="Domains and folders created while it is on are readable by everyone, without credentials "
@@ -168,6 +172,11 @@ def _export(settings: Any) -> None:
 @click.option("--header-timeout", type=float, help="Seconds a client has to send its request headers [10].")
 @click.option("--body-timeout", type=float, help="Seconds a request body may stall [60].")
 @click.option("--keep-alive-timeout", type=int, help="Seconds an idle keep-alive connection stays open [5].")
+@click.option("--access-log", metavar="json|text|off", help="One line per request on stderr [H5LAKE_ACCESS_LOG, off].")
+@click.option("--metrics/--no-metrics", default=None, help="Count requests for GET /metrics [H5LAKE_METRICS, on].")
+@click.option("--metrics-token", help="Bearer token that may read GET /metrics besides admins [H5LAKE_METRICS_TOKEN].")
+@click.option("--drain-seconds", type=float, help="On SIGTERM, seconds /readyz answers 503 before the listener closes [0].")
+@click.option("--shutdown-timeout", type=float, help="Seconds requests in flight may take to finish at shutdown [10].")
 @click.option(
     "--insecure-no-auth", is_flag=True, default=None,
     help="Allow no authentication off loopback or with --admin (anyone may act as anyone).",
@@ -198,12 +207,45 @@ def serve(**options: Any) -> None:
         "ws": "none",  # no WebSocket routes: an upgrade request is an ordinary request (JSON errors)
         "limit_concurrency": settings.max_connections,
         "timeout_keep_alive": settings.keep_alive_timeout,
-        "timeout_graceful_shutdown": 10,
+        "timeout_graceful_shutdown": settings.shutdown_timeout,
     }
+    metrics_dir = _metrics_dir() if settings.metrics else None
     if settings.workers == 1:
-        _serve_one(server, line)
+        try:
+            _serve_one(server, line)
+        finally:
+            if metrics_dir:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
         return
-    _supervise({**server, "workers": settings.workers, "announce": line})
+    _supervise({**server, "workers": settings.workers, "announce": line, "metrics_dir": metrics_dir})
+
+
+def _metrics_dir() -> str:
+    """A new, empty folder for this server's Prometheus values (prometheus-client's multiprocess
+    mode, `api/metrics.py`), named to its processes by ``PROMETHEUS_MULTIPROC_DIR``. It is named
+    after this process (the server's process id, kept by the supervisor) and removed when the
+    server ends; a server that a signal ended cannot remove it, so the folders of servers no
+    longer running are removed here, at start-up."""
+    parent = Path(tempfile.gettempdir()) / f"h5lake-metrics-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    for old in parent.iterdir():
+        if old.name.isdigit() and not _running(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = parent / str(os.getpid())
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=0o700)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    return str(folder)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _serve_one(options: dict[str, Any], line: str) -> None:

@@ -43,6 +43,8 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from h5lake.api import observe
+
 DIRECT_MIN = 1024 * 1024  # bodies from this size on skip the parser (below it, it costs little)
 READINTO = "h5lake.readinto"  # the ASGI scope extension
 MAX_HEAD_BYTES = 64 * 1024
@@ -51,19 +53,22 @@ MAX_HEADERS = 100
 """Header fields of one request (Apache's default)."""
 
 
-def error_bytes(status: int, message: str) -> bytes:
-    return orjson.dumps({"error": {"status": status, "message": message}})
+def error_bytes(status: int, message: str, request_id: str) -> bytes:
+    return orjson.dumps({"error": {"status": status, "message": message, "request_id": request_id}})
 
 
 def _refusal(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Any:
     """An ASGI application answering ``status`` with ``message`` and closing the connection."""
-    body = error_bytes(status, message)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        given = next((value for name, value in scope["headers"] if name == observe.HEADER), None)
+        rid = observe.request_id_of(given)
+        body = error_bytes(status, message, rid)
         headers = [
             (b"content-type", b"application/json; charset=utf-8"),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
+            (observe.HEADER, rid.encode()),
             *extra,
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -152,6 +157,7 @@ class _OneSendCycle(RequestResponseCycle):
 class GuardedHttpProtocol(HttpToolsProtocol):
     header_timeout: float = 10.0
     body_timeout: float = 60.0
+    live: set[Any] | None = None  # the server's open connections (uvicorn's set), for /metrics
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -169,12 +175,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _send_error(self, status: int, message: str) -> None:
         """Answer a request the application never saw, and close the connection."""
-        body = error_bytes(status, message)
+        rid = observe.new_id()
+        body = error_bytes(status, message, rid)
         phrase = http.HTTPStatus(status).phrase.encode()
         head = [b"HTTP/1.1 %d %s\r\n" % (status, phrase)]
         head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
         head += [
-            b"content-type: application/json; charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+            b"content-type: application/json; charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n"
+            b"x-request-id: %s\r\n\r\n" % (len(body), rid.encode())
         ]
         self.transport.write(b"".join(head) + body)
         self.transport.close()
@@ -221,6 +229,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     # -- the connection
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        GuardedHttpProtocol.live = self.connections
         self._arm(self.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -291,7 +300,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             return  # an upgrade: not ours to read
         self.cycle.__class__ = _OneSendCycle  # the same object, with a `send` of its own
         self.cycle.transport = _HeadWithBody(self.transport)  # type: ignore[assignment]
-        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
         extensions[READINTO] = partial(self._readinto, self.cycle)
         length = None
         for name, value in self.headers:
@@ -465,6 +474,12 @@ class BufferedHttpProtocol:
             self.http._direct_filled(nbytes)
         else:  # read in one loop callback right after get_buffer: nothing else used SCRATCH since
             self.http.data_received(bytes(SCRATCH[:nbytes]))
+
+
+def open_connections() -> int:
+    """Client connections this process has open."""
+    live = GuardedHttpProtocol.live
+    return 0 if live is None else len(live)
 
 
 def configure(header_timeout: float, body_timeout: float) -> None:

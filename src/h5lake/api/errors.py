@@ -13,6 +13,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from h5lake.api.http import JSONResponse, UnsupportedMediaType
+from h5lake.api.observe import REQUEST_ID
 from h5lake.errors import (
     Busy,
     CallerGone,
@@ -49,7 +50,7 @@ STATUS: dict[type[H5LakeError], int] = {
 
 def status_of(exc: H5LakeError) -> int:
     for cls in type(exc).__mro__:
-        status = STATUS.get(cls)  # type: ignore[call-overload]
+        status = STATUS.get(cls)
         if status is not None:
             return status
     return 500
@@ -59,7 +60,12 @@ CHALLENGE = 'Basic realm="h5lake"'
 
 
 def error_response(status: int, message: str) -> Response:
-    return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
+    """The JSON error reply; it names the request's id (`api/observe.py`) when there is one."""
+    error: dict[str, object] = {"status": status, "message": message}
+    rid = REQUEST_ID.get()
+    if rid:
+        error["request_id"] = rid
+    return JSONResponse({"error": error}, status_code=status)
 
 
 async def h5lake_error(request: Request, exc: Exception) -> Response:
@@ -68,10 +74,10 @@ async def h5lake_error(request: Request, exc: Exception) -> Response:
     message = exc.message
     if isinstance(exc, StorageUnavailable):
         # the store's own words name local paths, buckets and endpoints: they go to the log only
-        log.error("%s %s: %s", request.method, request.url.path, exc.message)
+        log.error("%s %s (request %s): %s", request.method, request.url.path, REQUEST_ID.get(), exc.message)
         message = "the store is unavailable; try again shortly"
     elif status >= 500:
-        log.error("%s %s: %s", request.method, request.url.path, exc.message)
+        log.error("%s %s (request %s): %s", request.method, request.url.path, REQUEST_ID.get(), exc.message)
     response = error_response(status, message)
     if isinstance(exc, (StorageUnavailable, Busy)):
         response.headers["Retry-After"] = "1"
@@ -88,7 +94,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error in %s %s", request.method, request.url.path)
+    log.exception("unhandled error in %s %s (request %s)", request.method, request.url.path, REQUEST_ID.get())
     return error_response(500, f"internal error: {type(exc).__name__}")
 
 

@@ -70,7 +70,7 @@ class Query(QueryParams):
 
     def __init__(self, query: bytes) -> None:
         super().__init__(query)
-        self.get = self._dict.get  # type: ignore[method-assign,assignment]
+        self.get = self._dict.get  # type: ignore[method-assign]
 
 
 @lru_cache(maxsize=1024)
@@ -122,11 +122,15 @@ class FastReads:
     def __init__(self, app: Any, routes: list[BaseRoute]) -> None:
         self.app = app
         endpoints: dict[str, Handler] = {}
+        #: the route of each handler, named in the scope as the router does (`api/observe.py`
+        #: labels figures with its path)
+        self.routes: dict[Handler, BaseRoute] = {}
         for route in routes:  # the first route of each path, as the router finds it
             path, endpoint = getattr(route, "path", None), getattr(route, "endpoint", None)
             methods = getattr(route, "methods", None) or ()
             if path in HOT and path not in endpoints and endpoint is not None and "GET" in methods:
                 endpoints[path] = endpoint
+                self.routes[endpoint] = route
         missing = set(HOT) - set(endpoints)
         if missing:
             raise RuntimeError(f"fast path: no GET route for {sorted(missing)}")
@@ -194,6 +198,7 @@ class FastReads:
         scope.setdefault("state", {})["identity"] = identity
         handler, params = found
         scope["app"] = self.app
+        scope["route"] = self.routes[handler]
         scope["path_params"] = params
         query = query_of(scope["query_string"])
         request = FastRequest(scope, query, receive)

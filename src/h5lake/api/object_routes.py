@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from h5lake.api import nonfinite
+from h5lake.api import nonfinite, watch_routes
 from h5lake.api.hrefs import root_of, segment
 from h5lake.api.http import (
     binary,
@@ -28,9 +28,20 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.ids import Collection, parse_id
-from h5lake.service import attributes, attrlist, attrvalues, datasets, links, object_acls, objects, paths
-from h5lake.service.context import Service
+from h5lake.service import (
+    attributes,
+    attrlist,
+    attrvalues,
+    datasets,
+    links,
+    object_acls,
+    objects,
+    paths,
+    values,
+)
+from h5lake.service.context import Caller, Service
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
+from h5lake.service.value_requests import JsonValues, ValueWrite
 
 
 def _collection(request: Request) -> Collection:
@@ -67,13 +78,18 @@ async def post_datatypes(request: Request) -> Response:
 
 
 async def post_datasets(request: Request) -> Response:
-    items, many = await datasets.create_datasets(
-        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
-    )
+    svc, who, path, body = service(request), caller(request), domain_param(request), await json_body(request)
+    items, many = await datasets.create_datasets(svc, who, path, body, flag(request, "implicit"))
+    # HSDS takes a dataset's first values in its POST (``value`` or ``value_base64``, as a PUT
+    # of the whole dataset takes them); the 201 comes once they are written
+    for item, made in zip(body if isinstance(body, list) else [body], items):
+        given = {k: item[k] for k in ("value", "value_base64") if item.get(k) is not None} if isinstance(item, dict) else {}
+        if given:
+            await values.write_values(svc, who, path, made["id"], ValueWrite(JsonValues.from_body(given)))
     return _created(request, items, many)
 
 
-def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
+def list_collection(collection: Collection):
     async def handler(request: Request) -> Response:
         ids = await objects.list_objects(
             service(request),
@@ -92,7 +108,7 @@ def list_collection(collection: Collection):  # type: ignore[no-untyped-def]
 # --- single objects ---------------------------------------------------------------------------
 
 
-def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
+def object_by_path(collection: Collection):
     """``GET /groups/?h5path=/a/b`` (and datasets, datatypes): the object an absolute path names."""
 
     async def handler(request: Request) -> Response:
@@ -119,7 +135,7 @@ def object_by_path(collection: Collection):  # type: ignore[no-untyped-def]
     return handler
 
 
-def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
+def object_handler(collection: Collection):
     async def handler(request: Request) -> Response:
         svc, who, path = service(request), caller(request), domain_param(request)
         obj_id = request.path_params["id"]
@@ -127,6 +143,10 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             await objects.delete_object(svc, who, path, obj_id, collection)
             return ok({})
         h5path = request.query_params.get("h5path")
+        if collection is Collection.DATASETS and h5path is None and request.method == "GET":
+            seconds = watch_routes.wait_param(request)
+            if seconds is not None:
+                return await watch_routes.watched(request, obj_id, seconds, lambda: described(request, svc, who, path, obj_id))
         if h5path is not None:
             out = await paths.object_at_path(
                 svc,
@@ -142,6 +162,9 @@ def object_handler(collection: Collection):  # type: ignore[no-untyped-def]
             )
             out["hrefs"] = hrefs_of(request).obj(nonfinite.description(out, flag(request, "ignore_nan")))
             return ok(out)
+        return await described(request, svc, who, path, obj_id)
+
+    async def described(request: Request, svc: Service, who: Caller, path: str, obj_id: str) -> Response:
         out = await objects.get_object(
             svc,
             who,
@@ -172,9 +195,14 @@ async def dataset_shape(request: Request) -> Response:
     if request.method == "PUT":
         region = await datasets.resize(svc, who, path, dset_id, await json_body(request))
         return ok({"selection": region.to_text(), "hrefs": hrefs_of(request).dataset_part(dset_id, "shape")}, 201)
-    out = await datasets.get_shape(svc, who, path, dset_id)
-    out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
-    return ok(out)
+    seconds = watch_routes.wait_param(request)
+
+    async def shape() -> Response:
+        out = await datasets.get_shape(svc, who, path, dset_id)
+        out["hrefs"] = hrefs_of(request).dataset_part(dset_id, "shape")
+        return ok(out)
+
+    return await shape() if seconds is None else await watch_routes.watched(request, dset_id, seconds, shape)
 
 
 async def dataset_layout(request: Request) -> Response:
@@ -315,7 +343,7 @@ def _collection_path(obj_id: str) -> str:
 def _ignore_nan(request: Request, items: list[dict]) -> list[dict]:
     """NaN and infinities of float values as HSDS answers them: bare tokens, or null with
     ``ignore_nan=1`` (`api.nonfinite`)."""
-    return nonfinite.attribute_items(items, flag(request, "ignore_nan"))  # type: ignore[no-any-return]
+    return nonfinite.attribute_items(items, flag(request, "ignore_nan"))
 
 
 def _b64(request: Request) -> bool:

@@ -24,6 +24,7 @@ from h5lake import __version__
 from h5lake.api import schemas as s
 from h5lake.api import schemas_merge as sm
 from h5lake.api.http import JSON, OCTET
+from h5lake.api.zarr_schemas import ZarrNode
 
 _STRING = {"type": "string"}
 _FLAG = {"type": "string", "enum": ["0", "1", "true", "false"]}
@@ -71,6 +72,12 @@ _INCLUDE = (
     Param("include_links", _FLAG, "include the links (groups)"),
     Param("include_attrs", _FLAG, "include the attributes"),
 )
+_WATCH = (
+    Param("wait", {"type": "number", "minimum": 0, "maximum": 60},
+          "seconds to wait for the reply to differ from If-None-Match (docs/api.md, \"The watch\")"),
+    Param("If-None-Match", _STRING, "the ETag of the reply the client has", where="header"),
+)
+_UNCHANGED = "not changed within wait seconds: no body, the ETag header as sent in If-None-Match"
 _ATTR_OWNER = (Param("collection", {"type": "string", "enum": ["groups", "datasets", "datatypes", "maps"]},
                      "the owner's collection", where="path", required=True), ID, DOMAIN)
 _ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required=True)
@@ -79,6 +86,10 @@ _KEY = Param("key", _STRING, "a string key (URL-encoded) or an integer key (deci
 _ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as base64 of their packed bytes")
 _NAMES = Param("attr_names", _STRING, "names separated by the separator")
 _SEP = Param("separator", _STRING, "separator of a names list (default /)")
+_ZARR_PATH = Param("path", _STRING, "the domain, the HDF5 path, then zarr.json or c/i/j...: "
+                   "home/u/f.h5/grp/temp/c/0/3", where="path", required=True)
+_ZARR_CODECS = Param("X-H5lake-Zarr-Codecs", {"type": "string", "enum": ["core", "all"]},
+                     "core: only Zarr v3 core codecs (other filters decoded on the server)", where="header")
 _QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
 _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
 _VID = Param("vid", _STRING, "a version id (v1, v2, ...)", where="path", required=True)
@@ -143,11 +154,12 @@ OPS: tuple[Op, ...] = (
        (DOMAIN,), body=s.DatasetCreate, body_required=True, many=True),
     Op("GET", "/datasets", "getDatasets", "The ids of the datasets of a domain", {200: s.IdList},
        (DOMAIN, LIMIT, MARKER)),
-    Op("GET", "/datasets/{id}", "getDataset", "A dataset", {200: s.Dataset}, _obj_params(*_INCLUDE)),
+    Op("GET", "/datasets/{id}", "getDataset", "A dataset (with wait: once it differs from If-None-Match)",
+       {200: s.Dataset, 304: _UNCHANGED}, _obj_params(*_INCLUDE, *_WATCH)),
     Op("DELETE", "/datasets/{id}", "deleteDataset", "Delete a dataset", {200: s.Empty}, _obj_params()),
     Op("GET", "/datasets/{id}/type", "getDatasetType", "A dataset's type", {200: s.DatasetType}, _obj_params()),
-    Op("GET", "/datasets/{id}/shape", "getDatasetShape", "A dataset's shape", {200: s.DatasetShape},
-       _obj_params()),
+    Op("GET", "/datasets/{id}/shape", "getDatasetShape", "A dataset's shape (with wait: once it differs from If-None-Match)",
+       {200: s.DatasetShape, 304: _UNCHANGED}, _obj_params(*_WATCH)),
     Op("PUT", "/datasets/{id}/shape", "putDatasetShape", "Resize a dataset", {201: s.Resized}, _obj_params(),
        body=s.ShapeChange, body_required=True),
     Op("PUT", "/datasets/{id}/layout", "putDatasetLayout",
@@ -246,10 +258,19 @@ OPS: tuple[Op, ...] = (
        {201: sm.Merged, 409: sm.MergeConflicts}, (DOMAIN, PAGE_LIMIT, _CONFLICT_MARKER), body=sm.MergeBody, body_required=True),
     Op("POST", "/versions/{vid}/restore", "restoreVersion", "Make the head equal to a version", {200: s.Restored},
        (_VID, DOMAIN), body=s.RestoreBody),
+    # the Zarr v3 bridge (h5lake extension, docs/zarr.md): {path} is the domain, then an HDF5
+    # path, then zarr.json or a chunk key c/i/j...; D@REF serves a version read-only
+    Op("GET", "/zarr/{path}", "getZarrKey", "A Zarr v3 store key: a group's or array's zarr.json, or a chunk",
+       {200: ZarrNode, 304: "unchanged (a version's answer, by its ETag)"}, (_ZARR_PATH, _ZARR_CODECS), tags=("zarr",)),
+    Op("PUT", "/zarr/{path}", "putZarrKey", "Write a chunk, or a zarr.json (a new group or array; attributes, shape)",
+       {200: "stored", 201: "created"}, (_ZARR_PATH, _ZARR_CODECS), body=ZarrNode, binary_body=True, body_required=True,
+       tags=("zarr",)),
+    Op("DELETE", "/zarr/{path}", "deleteZarrKey", "Delete a chunk (it reads as the fill value again)",
+       {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
 )
 
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
-BINARY_REPLIES = frozenset({"getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
+BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
 
 _ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
 

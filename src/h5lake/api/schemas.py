@@ -31,6 +31,7 @@ Hrefs = list[Href]
 class ErrorDetail(BaseModel):
     status: int = Field(ge=400, le=599)
     message: str
+    request_id: str | None = Field(None, description="the reply's X-Request-Id")
 
 
 class ErrorBody(BaseModel):

@@ -113,7 +113,7 @@ async def _reply(request: Request, found: ValuesRead) -> Response:
 async def _made_reply(request: Request, found: ValuesRead) -> Response:
     as_binary = wants_binary(request)
     if found.blocks is not None:
-        if found.size > values.STREAM_BLOCK_BYTES:
+        if found.streamed:
             return StreamingResponse(_slices(found.blocks), media_type=OCTET, headers={"Content-Length": str(found.size)})
         parts = [c async for c in found.blocks]
         return binary(parts[0] if len(parts) == 1 else b"".join(parts))  # one block: no copy

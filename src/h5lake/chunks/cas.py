@@ -14,14 +14,16 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 import orjson
 
 from h5lake.chunks.capability import copies
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.errors import DataCorruption, NotFound
-from h5lake.model.ids import blob_key, tree_key
+from h5lake.model.ids import blob_key, index_name, parse_index_name, tree_key
+from h5lake.model.stored import Manifest, RootManifest
 from h5lake.storage.base import PreconditionFailed, Store
 
 TREE_CACHE = 4096  # manifests kept per process
@@ -78,6 +80,14 @@ class ContentStore:
         self._remember(sha, tree)
         return sha
 
+    async def get_root(self, sha: str) -> RootManifest:
+        """A version's root manifest (`get_tree` typed)."""
+        return cast(RootManifest, await self.get_tree(sha))
+
+    async def get_manifest(self, sha: str) -> Manifest:
+        """One object's manifest in a version (`get_tree` typed)."""
+        return cast(Manifest, await self.get_tree(sha))
+
     async def get_tree(self, sha: str) -> Tree:
         found = self._trees.get(sha)
         if found is not None:
@@ -125,21 +135,30 @@ class ContentStore:
             self._trees.popitem(last=False)
 
 
-def index_name(index: tuple[int, ...]) -> str:
-    return "_".join(str(i) for i in index) or "0"
-
-
 class VersionChunks:
-    """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs."""
+    """A committed dataset's chunks: its chunk table (``"i_j" -> [sha256, etag]``) over blobs.
+
+    The table is the dataset's manifest's ``chunks``: given when the manifest was read already,
+    else read (once) through ``manifest`` at the first chunk located, so a locator made before the
+    dataset's document was read still finds every chunk."""
 
     writable = False
 
-    def __init__(self, store: Store, table: dict[str, list[str]]) -> None:
+    def __init__(self, store: Store, table: dict[str, list[str]] | None = None, *,
+                 manifest: Callable[[], Awaitable[Manifest | None]] | None = None) -> None:
         self.store = store
         self.table = table
+        self.manifest = manifest
+
+    async def chunk_table(self) -> dict[str, list[str]]:
+        if self.table is None:
+            found = None if self.manifest is None else await self.manifest()
+            self.table = {} if found is None else found.get("chunks", {})
+        return self.table
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
-        entry = self.table.get(index_name(index))
+        table = self.table if self.table is not None else await self.chunk_table()
+        entry = table.get(index_name(index))
         return None if entry is None else ChunkRef(self.store, blob_key(entry[0]))
 
 
@@ -149,7 +168,7 @@ class ForkedChunks(NativeChunks):
     costs one HEAD more than a native one."""
 
     def __init__(self, cas: ContentStore, dataset_id: str, tree: str) -> None:
-        super().__init__(cas.store, dataset_id, cataloged=False)  # unwritten chunks read the source's
+        super().__init__(cas.store, dataset_id)  # no chunk catalog: unwritten chunks read the source's
         self.cas = cas
         self.tree = tree
 
@@ -164,7 +183,7 @@ class ForkedChunks(NativeChunks):
     async def source_indexes(self) -> list[tuple[int, ...]]:
         """The chunk indexes the source version has."""
         names = (await self.cas.get_tree(self.tree)).get("chunks", {})
-        return [tuple(int(i) for i in name.split("_")) for name in names]
+        return [parse_index_name(name) for name in names]
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         key = self.key(index)

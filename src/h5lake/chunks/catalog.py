@@ -32,8 +32,8 @@ its ``stale_after`` only when the owner's heartbeat is absent or older than
 ``max(stale_after, 3 * renew)``:
 a write that runs longer than that (a slow client streaming a large body) keeps its intent, so
 the chunks it stores after a recovery would have merged and deleted the intent are not left
-out of both the catalog and the intents (session 10; reads of many chunks, shrinks and commits
-would miss them for good had the writer died before its flush).
+out of both the catalog and the intents (docs/storage.md, "Crashes and races"; reads of many
+chunks, shrinks and commits would miss them for good had the writer died before its flush).
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from h5lake.chunks.changed import advance
 from h5lake.chunks.fanout import bounded
 from h5lake.chunks.liveness import Liveness
 from h5lake.errors import Conflict, InvalidInput, NotFound
@@ -72,7 +73,7 @@ GRID_PROBE_LIMIT = 100_000  # delete_dataset_chunks deletes whole grids up to th
 OFF_LOOP_LINES = 1024
 """A catalog of more lines (or an intent of more chunks) is parsed, rendered and summed on a
 thread: a dataset of 100,000 chunks made every merge of its catalog cost ~0.6 s of the event
-loop (docs/security.md, "Tenth attack pass")."""
+loop (docs/security.md, "Wide objects")."""
 
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line
@@ -87,6 +88,18 @@ class Intent:
     """A durable note that a write is under way (``key`` None: it touches no chunk)."""
 
     key: str | None
+
+
+class Recording:
+    """One write of chunks between its intent and its note (`ChunkCatalog.recording`).
+    ``written`` is what the note records: the chunks the intent named, unless the write sets the
+    chunks it did touch, or None to note nothing."""
+
+    __slots__ = ("intent", "written")
+
+    def __init__(self, intent: Intent, written: Iterable[Index] | None) -> None:
+        self.intent = intent
+        self.written = written
 
 
 def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
@@ -111,13 +124,8 @@ def region_indexes(doc: dict[str, Any]) -> Iterator[Index]:
 # --- catalog text ---------------------------------------------------------------------------------
 
 
-def index_name(index: Index) -> str:
-    """``0_3``; a scalar dataset's one chunk is ``0``, as in its chunk key."""
-    return "_".join(str(i) for i in index) or "0"
-
-
-def _index_of(name: str) -> Index:
-    return tuple(int(i) for i in name.split("_"))
+index_name = ids.index_name
+_index_of = ids.parse_index_name
 
 
 def _line(name: str, info: ObjectInfo, *extra: int) -> str:
@@ -155,7 +163,7 @@ async def _off_loop(count: int, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 async def _parsed(data: bytes, chunks: bool) -> Lines:
-    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))  # type: ignore[no-any-return]
+    return await _off_loop(len(data) // 32, lambda: parse_lines(data, chunks=chunks))
 
 
 def _totals(lines: Lines) -> tuple[int, int, float]:
@@ -230,13 +238,13 @@ async def _read_chunk_lines(store: Store, domain: str, dataset_id: str) -> Lines
 async def listed_totals(store: Store, domain: str, dataset_id: str) -> tuple[int, int, float]:
     """`_totals` of the dataset's chunk catalog."""
     lines = await _read_chunk_lines(store, domain, dataset_id)
-    return await _off_loop(len(lines), _totals, lines)  # type: ignore[no-any-return]
+    return await _off_loop(len(lines), _totals, lines)
 
 
 async def listed_chunk_indexes(store: Store, domain: str, dataset_id: str) -> list[Index]:
     """The chunk indexes the dataset's chunk catalog lists (it lags writes by about its delay)."""
     names = list(await _read_chunk_lines(store, domain, dataset_id))
-    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])  # type: ignore[no-any-return]
+    return await _off_loop(len(names), lambda: [_index_of(name) for name in names])
 
 
 async def _chunk_totals(store: Store, domain: str, dataset_id: str,
@@ -262,7 +270,7 @@ async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
     the root group has none, a dataset's line carries its chunk totals."""
     by_kind: dict[str, set[str]] = {}
     for obj_id in obj_ids:
-        if ids.is_valid_id(obj_id) and not (obj_id[0] == "g" and _is_root(obj_id)):
+        if ids.is_valid_id(obj_id) and not (ids.Collection.of(obj_id) is ids.Collection.GROUPS and _is_root(obj_id)):
             by_kind.setdefault(obj_id[0], set()).add(obj_id)
     for kind, group in sorted(by_kind.items()):
 
@@ -293,6 +301,7 @@ class ChunkCatalog:
         self._chunks: dict[tuple[str, str], set[Index]] = {}
         self._objects: dict[str, set[str]] = {}
         self._done: set[str] = set()  # intents to delete after the next flush
+        self._changed: dict[str, float] = {}  # domain -> time of its newest write noted
         self._mine: set[str] = set()  # intents this process has begun and not yet deleted
         self._wake, self._stop = asyncio.Event(), asyncio.Event()  # stop: cut pauses short
         self._lock = asyncio.Lock()
@@ -303,9 +312,27 @@ class ChunkCatalog:
         self.alive = Liveness(store, stale_after)  # this process's heartbeat, other processes' checked
 
     # -- the write path
+    @contextlib.asynccontextmanager
+    async def recording(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> AsyncIterator[Recording]:
+        """The write protocol, in one place: ``async with catalog.recording(...) as rec:`` begins
+        the intent naming chunks ``indexes`` (durable before the body runs), and on leaving notes
+        ``rec.written`` with it, or aborts it when the body raised (the intent is then left to
+        recovery, which probes its chunks: a cancelled put may still land)."""
+        indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
+        intent = await self.begin(domain, dataset_id, indexes)
+        rec = Recording(intent, indexes)
+        try:
+            yield rec
+        except BaseException:
+            self.abort(intent)
+            raise
+        if rec.written is not None:
+            self.note(domain, dataset_id, rec.written, intent)
+
     async def begin(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> Intent:
         """Durably record that chunks ``indexes`` are about to be written. Await it before the
-        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure."""
+        chunk writes; then ``note(..., intent)`` on success or ``abort(intent)`` on failure
+        (`recording` does the three)."""
         indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
         region = await _off_loop(len(indexes), region_json, indexes)
         if region == {"chunks": []}:
@@ -322,6 +349,7 @@ class ChunkCatalog:
              intent: Intent | None = None) -> None:
         """Chunks ``indexes`` of the dataset were written (or deleted). Never blocks."""
         self._chunks.setdefault((domain, dataset_id), set()).update(tuple(i) for i in indexes)
+        self._changed[domain] = time.time()
         if intent is not None and intent.key is not None:
             self._done.add(intent.key)
         self._kick()
@@ -335,6 +363,7 @@ class ChunkCatalog:
     def note_object(self, domain: str, obj_id: str) -> None:
         """A group, dataset or datatype was created, updated or deleted. Never blocks."""
         self._objects.setdefault(domain, set()).add(obj_id)
+        self._changed[domain] = time.time()
         self._kick()
 
     # -- lifecycle
@@ -364,16 +393,19 @@ class ChunkCatalog:
     async def flush(self) -> None:
         """Merge everything noted so far (after a flush already under way)."""
         async with self._lock:
-            chunks, objects, done = self._chunks, self._objects, self._done
-            self._chunks, self._objects, self._done = {}, {}, set()
+            chunks, objects, done, changed = self._chunks, self._objects, self._done, self._changed
+            self._chunks, self._objects, self._done, self._changed = {}, {}, set(), {}
             try:
                 await self._merge(chunks, objects)
+                await bounded(changed.items(), lambda dc: advance(self.store, *dc), 8)
             except BaseException:  # put the batch back for the next try
                 for k, v in chunks.items():
                     self._chunks.setdefault(k, set()).update(v)
                 for d, group in objects.items():
                     self._objects.setdefault(d, set()).update(group)
                 self._done |= done
+                for d, at in changed.items():
+                    self._changed[d] = max(at, self._changed.get(d, 0.0))
                 raise
             keys = sorted(done)
             results = await asyncio.gather(*map(self.store.delete, keys), return_exceptions=True)
@@ -404,6 +436,7 @@ class ChunkCatalog:
                 log.warning("dropping unreadable catalog intent %s", key)
             else:
                 await self._merge({(domain, dataset_id): indexes}, {})
+                await advance(self.store, domain, blob.last_modified)
                 merged += 1
             await self.store.delete(key)
         await self.alive.forget_dead(limit)
@@ -452,7 +485,7 @@ class ChunkCatalog:
                 self._flusher = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while not self._closing or self._chunks or self._objects or self._done:
+        while not self._closing or self._chunks or self._objects or self._done or self._changed:
             await self._wake.wait()
             await self._pause(self.delay)  # coalesce a burst of writes into one merge
             self._wake.clear()
@@ -533,7 +566,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     more = list(more)
     listed: Lines = {}
     grid = None
-    if dataset_id.startswith("m-"):
+    if ids.Collection.of(dataset_id) is ids.Collection.MAPS:
         listed = await _read_chunk_lines(store, domain, dataset_id)
     elif not is_linked(dataset_doc):
         more = []

@@ -24,7 +24,7 @@ from h5lake.chunks.buffers import BufferPool
 from h5lake.chunks.capability import gets_ranges, reads_into
 from h5lake.chunks.fanout import Workers, bounded
 from h5lake.chunks.layout import DatasetLayout
-from h5lake.chunks.locate import ChunkRef
+from h5lake.chunks.locate import ChunkRef, lists_written, reads_ranged
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import DataCorruption
 from h5lake.model.distinct import distinct
@@ -287,7 +287,7 @@ async def read_selection(
         layout, plan(selection, layout.shape, layout.chunk_shape, layout.origin), out
     )
     with lanes.bulk():
-        if getattr(layout.locator, "ranged", False):
+        if reads_ranged(layout.locator):
             await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)
@@ -304,10 +304,9 @@ async def _maybe_written(
     more than SPARSE_AFTER chunks and the locator can tell (`ListsWritten`) at that price; else
     all. So a read of many chunks never written costs a few store calls, not one miss (and a
     task and a projection) per chunk."""
-    written = getattr(layout.locator, "written", None)
-    if written is None or projections.count <= SPARSE_AFTER:
+    if not lists_written(layout.locator) or projections.count <= SPARSE_AFTER:
         return projections
-    known = await written(layout.domain, projections.count)
+    known = await layout.locator.written(layout.domain, projections.count)
     if known is None:
         return projections
     out[...] = layout.fill
@@ -318,13 +317,12 @@ async def _points_written(
     layout: DatasetLayout, projections: Iterable[PointProjection], out: np.ndarray
 ) -> Iterable[PointProjection]:
     """`_maybe_written` for points (grouped per chunk already, so the projections are listed)."""
-    written = getattr(layout.locator, "written", None)
-    if written is None:
+    if not lists_written(layout.locator):
         return projections
     listed = list(projections)
     if len(listed) <= SPARSE_AFTER:
         return listed
-    known = await written(layout.domain, len(listed))
+    known = await layout.locator.written(layout.domain, len(listed))
     if known is None:
         return listed
     out[...] = layout.fill
@@ -381,7 +379,7 @@ async def read_points(layout: DatasetLayout, points: PointSelection, workers: Wo
     grouped = await group_points(points, layout, workers)
     projections = await _points_written(layout, grouped, out)
     with lanes.bulk():
-        if getattr(layout.locator, "ranged", False):
+        if reads_ranged(layout.locator):
             await each_read_ahead(layout, projections, workers, placed)
         else:
             await workers.each(projections, one)

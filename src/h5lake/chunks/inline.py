@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from h5lake.chunks.catalog import index_name
-from h5lake.model.ids import chunk_key, parse_chunk_key
+from h5lake.model.ids import chunk_key, index_name, parse_chunk_key, parse_index_name
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.storage.base import Blob, PreconditionFailed
 
@@ -16,7 +15,7 @@ KEY = COMPACT_KEY
 
 def listed_chunks(listing: dict[str, str]) -> dict[tuple[int, ...], bytes]:
     """``{"0_1": base64}`` as chunk index: stored bytes."""
-    return {tuple(int(i) for i in name.split("_")): base64.b64decode(text) for name, text in listing.items()}
+    return {parse_index_name(name): base64.b64decode(text) for name, text in listing.items()}
 
 
 class DocumentChunks:
@@ -42,6 +41,10 @@ class DocumentChunks:
         self._serial += 1
         self._blobs[key] = Blob(bytes(data), str(self._serial), 0.0)
         return str(self._serial)
+
+    async def delete(self, key: str) -> None:
+        """Drop a chunk (it reads as fill again): the Zarr bridge's DELETE of a chunk key."""
+        self._blobs.pop(key, None)
 
     def contents(self, dataset_id: str) -> dict[str, str]:
         """The chunks as the document lists them (index name: base64)."""

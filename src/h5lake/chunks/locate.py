@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Container
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard, cast, runtime_checkable
 
-from h5lake.chunks.written import written_chunks
+from h5lake.chunks.capability import capable
 from h5lake.model.ids import chunk_key
 from h5lake.storage.base import ByteRangeSource, Store
 
@@ -32,10 +32,22 @@ class ChunkLocator(Protocol):
     writable: bool
 
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
-        """The chunk's bytes, or None when the chunk was never written (it reads as fill)."""
+        """Where the chunk's bytes are if it has any; None when the locator knows, without a store
+        call, that it has none. Either way a chunk without bytes reads as fill: a ref to an object
+        that does not exist reads as fill too (a native locator answers a ref for every index,
+        and the fetch finds out)."""
         ...
 
 
+@runtime_checkable
+class RangedChunks(Protocol):
+    """A locator whose chunks are byte ranges of larger objects (chunks inside HDF5 files): the
+    engine reads neighbouring chunks together and a chunk in part (`chunks/ranged.py`)."""
+
+    ranged: bool
+
+
+@runtime_checkable
 class ListsWritten(Protocol):
     """A locator that can say at once which of its chunks may exist (optional: the engine asks
     it before reading many chunks, so the ones never written cost no store call)."""
@@ -46,20 +58,14 @@ class ListsWritten(Protocol):
         ...
 
 
-INTENTS_PER_CHUNK = 4  # at most one pending intent read per 4 chunks a read touches
-CATALOG_BYTES_PER_CHUNK = 1024  # ~20 catalog lines (~1 us each) per chunk touched: less than a miss costs
-CATALOG_BYTES_MAX = 2 << 20  # ~40,000 lines: parsed on the event loop, so ~0.1 s at most
-
-
 class NativeChunks:
     """Chunks stored as objects of their own, keyed as the seed schema says."""
 
     writable = True
 
-    def __init__(self, store: Store, dataset_id: str, *, cataloged: bool = True) -> None:
+    def __init__(self, store: Store, dataset_id: str) -> None:
         self.store = store
         self.dataset_id = dataset_id
-        self.cataloged = cataloged  # chunk objects of a head dataset, with a chunk catalog
 
     def key(self, index: tuple[int, ...]) -> str:
         return chunk_key(self.dataset_id, index)
@@ -67,17 +73,17 @@ class NativeChunks:
     async def locate(self, index: tuple[int, ...]) -> ChunkRef | None:
         return ChunkRef(self.store, self.key(index))
 
-    async def written(self, domain: str, touched: int) -> Container[tuple[int, ...]] | None:
-        """The chunk catalog and the pending write intents (`h5lake.chunks.written.written_chunks`):
-        chunk keys are spread by a hash prefix, so they cannot be listed per dataset."""
-        if not self.cataloged:
-            return None
-        most = min(touched * CATALOG_BYTES_PER_CHUNK, CATALOG_BYTES_MAX)
-        return await written_chunks(
-            self.store, domain, self.dataset_id, max_intents=max(16, touched // INTENTS_PER_CHUNK), max_catalog_bytes=most
-        )
-
     async def original(self, index: tuple[int, ...]) -> bytes | None:
         """The bytes a chunk not yet written has (None: fill); a forked dataset's come from
         its source version (`h5lake.chunks.cas.ForkedChunks`)."""
         return None
+
+
+def reads_ranged(locator: ChunkLocator) -> bool:
+    """Whether the engine reads this locator's chunks as byte ranges (`RangedChunks`)."""
+    return capable(locator, RangedChunks) and bool(cast(RangedChunks, locator).ranged)
+
+
+def lists_written(locator: ChunkLocator) -> TypeGuard[ListsWritten]:
+    """Whether the locator can say which of its chunks may exist (`ListsWritten`)."""
+    return capable(locator, ListsWritten)

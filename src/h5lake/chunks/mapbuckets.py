@@ -36,6 +36,7 @@ from h5lake.errors import Conflict
 from h5lake.model import mapdata as md
 from h5lake.model import mapkeys, mapleaf
 from h5lake.model.ids import chunk_key
+from h5lake.model.stored import BucketStats
 from h5lake.storage.base import GetRanges, PreconditionFailed, Store
 
 DEFAULT_MAX_BUCKET_BYTES = 2 * 1024 * 1024
@@ -257,20 +258,18 @@ class MapBuckets:
                 return 0, 0  # deletes of absent keys change nothing
             writes, tree = await self.workers.cpu(self.fmt.build, node, depth, merged, size=len(merged) * 16)
             indexes = [(n,) for n, _ in writes]
-            intent = await self.catalog.begin(self.domain, self.map_id, indexes)
-            try:
-                await self.workers.each(writes[1:], lambda w: self._put(w[0], w[1]))
-                await self.store.put(self.key(node), writes[0][1], if_match=blob.etag if blob else None,
-                                     if_none_match=blob is None)
-            except PreconditionFailed:
-                await self.workers.each(writes[1:], lambda w: self.store.delete(self.key(w[0])))
-                self.catalog.note(self.domain, self.map_id, indexes, intent)
+            lost = False
+            async with self.catalog.recording(self.domain, self.map_id, indexes):
+                try:
+                    await self.workers.each(writes[1:], lambda w: self._put(w[0], w[1]))
+                    await self.store.put(self.key(node), writes[0][1], if_match=blob.etag if blob else None,
+                                         if_none_match=blob is None)
+                except PreconditionFailed:  # another writer changed the bucket: ours are deleted, noted
+                    await self.workers.each(writes[1:], lambda w: self.store.delete(self.key(w[0])))
+                    lost = True
+            if lost:
                 await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                 continue
-            except BaseException:
-                self.catalog.abort(intent)
-                raise
-            self.catalog.note(self.domain, self.map_id, indexes, intent)
             self.tree.update(tree)
             return added, removed
         raise Conflict(f"map {self.map_id} bucket {node} is changing too fast; try again")
@@ -428,10 +427,10 @@ class MapBuckets:
             if len(leaf):
                 yield leaf
 
-    async def buckets(self) -> list[tuple[int, int, int]]:
+    async def buckets(self) -> list[BucketStats]:
         """Every bucket reachable from the root as this map's view has them (the head, a
-        version, a fork): (number, stored bytes, pairs), reading only headers."""
-        out: list[tuple[int, int, int]] = []
+        version, a fork), reading only headers."""
+        out: list[BucketStats] = []
         frontier = [(0, 0)]
         while frontier:
             found: list[tuple[int, int]] = []
@@ -451,7 +450,7 @@ class MapBuckets:
                 if head is None or size is None:
                     return
                 header = md.parse_header(head)
-                out.append((node, size, header.count))
+                out.append(BucketStats(node, size, header.count))
                 if header.split:
                     self.tree[node] = (depth, *header.children)
                     found.extend((c, depth + 1) for c in header.children)
@@ -462,10 +461,9 @@ class MapBuckets:
 
 
 async def reachable_buckets(store: Store, map_id: str, workers: Workers,
-                            tree: Tree | None = None) -> list[tuple[int, int, int]]:
-    """Every bucket of a map reachable from its root: (number, stored bytes, pairs), reading
-    only headers."""
-    out: list[tuple[int, int, int]] = []
+                            tree: Tree | None = None) -> list[BucketStats]:
+    """Every bucket of a map reachable from its root, reading only headers."""
+    out: list[BucketStats] = []
     frontier = [(0, 0)]
     while frontier:
         batch: list[tuple[int, int]] = frontier
@@ -479,7 +477,7 @@ async def reachable_buckets(store: Store, map_id: str, workers: Workers,
             if info is None or head is None:
                 return
             header = md.parse_header(head)
-            out.append((node, info.size, header.count))
+            out.append(BucketStats(node, info.size, header.count))
             if header.split:
                 if tree is not None:
                     tree[node] = (depth, *header.children)

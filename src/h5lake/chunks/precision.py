@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from h5lake.errors import InvalidInput
-from h5lake.model.types import BIT_OFFSET, PRECISION, TypeJson, reduced_precision
+from h5lake.model.types import BIT_OFFSET, PRECISION, TypeClass, TypeJson, reduced_precision
 
 
 def to_stored(arr: np.ndarray, t: TypeJson) -> np.ndarray:
@@ -37,13 +37,13 @@ def _walk(arr: np.ndarray, t: TypeJson, storing: bool) -> None:
     if not reduced_precision(t):
         return
     cls = t["class"]
-    if cls == "H5T_INTEGER":
+    if cls == TypeClass.INTEGER:
         _convert(arr, int(t[PRECISION]), int(t[BIT_OFFSET]), storing)
-    elif cls == "H5T_ENUM":
+    elif cls == TypeClass.ENUM:
         _walk(arr, t["base"], storing)
-    elif cls == "H5T_ARRAY":
+    elif cls == TypeClass.ARRAY:
         _walk(arr, t["base"], storing)  # numpy keeps an array member as extra dims of its base
-    elif cls == "H5T_COMPOUND":
+    elif cls == TypeClass.COMPOUND:
         for field in t["fields"]:
             _walk(arr[field["name"]], field["type"], storing)
 

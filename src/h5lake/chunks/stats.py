@@ -63,6 +63,24 @@ def json_int(n: int) -> int | float:
     return n if n <= 2**63 - 1 else float(n)
 
 
+async def map_bucket_bytes(store: Store, domain: str, map_ids: list[str]) -> int:
+    """The bytes of the pair buckets of maps ``map_ids``: from their ``.maps.txt`` lines (one
+    read), or from the bucket catalog of a map without a line yet."""
+    if not map_ids:
+        return 0
+    blob = await store.get(ids.catalog_key(domain, ids.CATALOG_FILES[ids.Collection.MAPS]))
+    lines = parse_lines(blob.data) if blob is not None else {}
+    total = 0
+
+    async def one(map_id: str) -> None:
+        nonlocal total
+        fields = lines.get(map_id, "").split()
+        total += int(fields[5]) if len(fields) >= 6 else (await listed_totals(store, domain, map_id))[1]
+
+    await bounded(map_ids, one, HEAD_CONCURRENCY)
+    return total
+
+
 async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
                         item_size: int | None = None) -> dict[str, Any]:
     """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""

@@ -10,6 +10,7 @@ import orjson
 
 from h5lake.chunks.catalog import HEAD_CONCURRENCY, PENDING_PREFIX, Index
 from h5lake.chunks.fanout import bounded
+from h5lake.chunks.locate import NativeChunks
 from h5lake.model import ids
 from h5lake.storage.base import Store
 
@@ -82,3 +83,21 @@ def _add_indexes(found: set[Index], data: bytes) -> None:
             found.add(tuple(int(i) for i in name.split(b"_")))
         except ValueError:
             continue  # an empty or malformed line
+
+
+INTENTS_PER_CHUNK = 4  # at most one pending intent read per 4 chunks a read touches
+CATALOG_BYTES_PER_CHUNK = 1024  # ~20 catalog lines (~1 us each) per chunk touched: less than a miss costs
+CATALOG_BYTES_MAX = 2 << 20  # ~40,000 lines: parsed on the event loop, so ~0.1 s at most
+
+
+class CatalogedChunks(NativeChunks):
+    """A head dataset's native chunks, which its chunk catalog and the pending write intents
+    list (`ListsWritten`): a read of many chunks asks which may exist before it reads any."""
+
+    async def written(self, domain: str, touched: int) -> Written | None:
+        """The chunk catalog and the pending write intents (`written_chunks`): chunk keys are
+        spread by a hash prefix, so they cannot be listed per dataset."""
+        most = min(touched * CATALOG_BYTES_PER_CHUNK, CATALOG_BYTES_MAX)
+        return await written_chunks(
+            self.store, domain, self.dataset_id, max_intents=max(16, touched // INTENTS_PER_CHUNK), max_catalog_bytes=most
+        )

@@ -438,9 +438,9 @@ def install() -> None:
     """Let h5pyd's groups open links to maps (``group["name"]`` -> `Map`, ``group.get(name,
     getclass=True)`` -> the class `Map`). Done on import; calling it again changes nothing."""
     if not getattr(h5pyd.Group.__getitem__, "opens_maps", False):
-        h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)  # type: ignore[method-assign]
+        h5pyd.Group.__getitem__ = _opening_maps(h5pyd.Group.__getitem__)
     if not getattr(h5pyd.Group.get, "opens_maps", False):
-        h5pyd.Group.get = _classing_maps(h5pyd.Group.get)  # type: ignore[method-assign]
+        h5pyd.Group.get = _classing_maps(h5pyd.Group.get)
 
 
 install()

@@ -28,6 +28,12 @@ class Collection(enum.Enum):
         return {"g": "groups", "d": "datasets", "t": "datatypes", "m": "maps"}[self.value]
 
     @classmethod
+    def of(cls, obj_id: str) -> Collection | None:
+        """The collection an id's prefix names (``g-...`` groups), without validating the rest:
+        for ids read from stored documents; `parse_id` checks an id that comes from a request."""
+        return _COLLECTIONS.get(obj_id[:1]) if obj_id[1:2] == "-" else None
+
+    @classmethod
     def from_path(cls, name: str) -> Collection:
         found = _BY_PATH.get(name)  # a dict: every route with {collection} asks, once a request
         if found is None:
@@ -71,6 +77,8 @@ def new_object_id(collection: Collection, root_id: str) -> str:
 
 def strip_collection_prefix(ref: str) -> str:
     """Accept both ``d-...`` and ``datasets/d-...`` forms."""
+    if not isinstance(ref, str):  # a request's list of ids may hold anything
+        raise InvalidInput(f"an object id must be a string, not {type(ref).__name__}")
     for c in Collection:
         if ref.startswith(c.path + "/"):
             return ref[len(c.path) + 1 :]
@@ -134,6 +142,16 @@ def attribute_values_prefix(obj_id: str) -> str:
     return object_key(obj_id) + ".attrs/"
 
 
+def is_attribute_values_prefix(entry: str) -> bool:
+    """Whether ``entry`` (a prefix a listing of the top of the bucket finds) is an object's
+    `attribute_values_prefix`, not a folder or domain."""
+    if not entry.endswith(".attrs/"):
+        return False
+    key = entry[: -len(".attrs/")]
+    obj_id = key[6:]
+    return (_ID_RE.match(obj_id) is not None or _FOREIGN_ID_RE.match(obj_id) is not None) and _hashed(obj_id) == key
+
+
 def attribute_value_key(obj_id: str, token: str) -> str:
     """``<object key>.attrs/<token>``: one large attribute value, ``token`` a fresh uuid hex."""
     return attribute_values_prefix(obj_id) + token
@@ -144,12 +162,24 @@ _OBJECT_KEYS: dict[str, str] = {}
 _OBJECT_KEYS_MAX = 4096
 
 
+def index_name(index: tuple[int, ...]) -> str:
+    """A chunk index as it names the chunk in keys, catalogs, manifests and compact documents:
+    ``"0_3"``. A scalar dataset's one chunk, index ``()``, is stored as chunk ``"0"``: the same
+    name as index ``(0,)``, whose parse (`parse_index_name`) it is."""
+    return "_".join(str(i) for i in index) or "0"
+
+
+def parse_index_name(name: str) -> tuple[int, ...]:
+    """``"0_3"`` -> ``(0, 3)``; ValueError unless every part is an integer."""
+    return tuple(int(i) for i in name.split("_"))
+
+
 def chunk_id(obj_id: str, index: tuple[int, ...]) -> str:
     """A dataset's chunk is ``c-<uuid>_<i>_<j>`` (the seed's form); any other object's bulk
     object (a map's pair bucket) keeps its prefix: ``c-m-<uuid>_<n>``."""
     # A scalar dataset has one chunk with the empty index; it is stored as chunk 0.
     body = obj_id.removeprefix("d-")
-    return "c-" + body + "_" + ("_".join(str(i) for i in index) or "0")
+    return "c-" + body + "_" + index_name(index)
 
 
 def chunk_key(obj_id: str, index: tuple[int, ...]) -> str:
@@ -299,6 +329,15 @@ def catalog_key(domain: str, name: str) -> str:
     return domain_prefix(domain) + name
 
 
+CHANGED_FILE = ".changed.txt"
+"""A domain's last change (seconds since the epoch, as text), moved forward by the catalog
+flusher after writes (:mod:`h5lake.chunks.changed`); listings read it."""
+
+
+def changed_key(domain: str) -> str:
+    return domain_prefix(domain) + CHANGED_FILE
+
+
 def chunk_catalog_key(domain: str, dataset_id: str) -> str:
     return domain_prefix(domain) + "." + dataset_id + ".chunks.txt"
 
@@ -357,6 +396,6 @@ whose chunks it reads until it writes its own (never shown to clients)."""
 def fork_base_key(domain: str, root_id: str) -> str:
     """What the fork of root ``root_id`` was made from (keeps the source version's chunks alive
     for gc). Named by the root: forks racing for one path each put their own, so the one that
-    loses cannot replace the winner's (stores before session 10 hold ``base.json``, which gc
-    reads alike)."""
+    loses cannot replace the winner's (stores written by older h5lake releases hold
+    ``base.json``, which gc reads alike; docs/versions.md, "Storage keys")."""
     return versions_prefix(domain) + f"base-{root_id}.json"

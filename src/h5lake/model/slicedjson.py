@@ -98,6 +98,6 @@ def _entries(text: str, i: int, step: int, nested: bool) -> Generator[None, None
 
 def _value(text: str, i: int) -> tuple[Any, int]:
     try:
-        return _SCAN(text, i)  # type: ignore[no-any-return]
+        return _SCAN(text, i)
     except StopIteration:  # no JSON value at ``i``
         raise NotSliceable from None

@@ -326,7 +326,7 @@ async def _put_once(svc: Service, domain: Domain, obj_id: str, new: dict[str, Do
         await attrvalues.drop(svc, obj_id, dropped)
     if stored:
         svc.spawn(attrvalues.collect(svc, obj_id, doc))
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
 async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dict[str, Doc]:
@@ -509,6 +509,8 @@ async def put_attribute_value(
     packed bytes in base64; a null value stores zeros, as HSDS does)."""
     existing = await get_attribute(svc, caller, domain_path, obj_id, name, value=False)
     attr: Doc = {"type": existing["type"], "shape": existing["shape"]}
+    if "nameCharSet" in existing:  # the value changes, not the name
+        attr["nameCharSet"] = existing["nameCharSet"]
     if packed is not None:
         attr[attrvalues.PACKED] = packed
     else:

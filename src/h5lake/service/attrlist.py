@@ -47,7 +47,7 @@ async def get_attributes(
     if include_data:
         attrs = await _with_listed_values(svc, domain, obj_id, attrs, names, create_order, marker, limit, pattern,
                                           max_data_size, b64)
-    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Tenth attack pass")
+    return await svc.workers.cpu(  # many attributes: on a pool thread (docs/security.md, "Wide objects")
         _listed, attrs, names, include_data, create_order, marker, limit, b64, pattern, max_data_size,
         size=len(attrs) * ENTRY_BYTES,
     )
@@ -59,15 +59,25 @@ async def _with_listed_values(
 ) -> dict[str, Doc]:
     """``attrs`` with the outside values a listing with data shows read (those it lists within
     ``max_data_size``); an error of the listing itself is left to `_listed`."""
-    if not any(attrvalues.is_outside(a) for a in attrs.values()):
+    wanted = _listed_outside(attrs, names, create_order, marker, limit, pattern, max_data_size)
+    if not wanted:
         return attrs
+    return await attrvalues.loaded(svc, domain, obj_id, attrs, wanted, as_json=not b64)
+
+
+def _listed_outside(
+    attrs: dict[str, Doc], names: list[str] | None, create_order: bool, marker: str | None, limit: int | None,
+    pattern: str | None, max_data_size: int,
+) -> list[str]:
+    """The attributes kept outside the document whose values a listing with data shows."""
+    if not any(attrvalues.is_outside(a) for a in attrs.values()):
+        return []
     try:
         shown = _listed({n: attrvalues.stored_entry(a) for n, a in attrs.items()}, names, False, create_order,
                         marker, limit, False, pattern)
     except (NotFound, InvalidInput):
-        return attrs
-    wanted = [a["name"] for a in shown if _fits(attrs[a["name"]], max_data_size)]
-    return await attrvalues.loaded(svc, domain, obj_id, attrs, wanted, as_json=not b64)
+        return []
+    return [a["name"] for a in shown if attrvalues.is_outside(attrs[a["name"]]) and _fits(attrs[a["name"]], max_data_size)]
 
 
 def _listed(
@@ -148,12 +158,15 @@ async def get_attributes_followed(
                 continue  # a dangling link
             found[target] = versioned.doc
             frontier.append(versioned.doc)
+    wanted = {oid: _listed_outside(doc.get("attributes", {}), None, create_order, None, limit, pattern, max_data_size)
+              for oid, doc in found.items()} if include_data else {}
+    attrvalues.check_asked(svc, sum(attrvalues.outside_size(found[oid].get("attributes", {}), names)
+                                    for oid, names in wanted.items()))  # all objects' values together
     out: Doc = {}
     for oid, doc in found.items():
         attrs = doc.get("attributes", {})
-        if include_data:
-            attrs = await _with_listed_values(svc, domain, oid, attrs, None, create_order, None, limit, pattern,
-                                              max_data_size, b64)
+        if wanted.get(oid):
+            attrs = await attrvalues.loaded(svc, domain, oid, attrs, wanted[oid], as_json=not b64)
         out[oid] = _listed(attrs, None, include_data, create_order, None, limit, b64, pattern, max_data_size)
     return out
 
@@ -177,15 +190,24 @@ async def get_attributes_of_many(
 ) -> Doc:
     """``POST /groups/{root}/attributes`` with ``obj_ids``: attributes of several objects."""
     if isinstance(obj_ids, dict):
+        for listed in obj_ids.values():
+            if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
+                raise InvalidInput("obj_ids maps each object id to a list of attribute names")
         requests = {strip_collection_prefix(k): v for k, v in obj_ids.items()}
     elif isinstance(obj_ids, list):
+        if not all(isinstance(k, str) for k in obj_ids):
+            raise InvalidInput("obj_ids lists object ids (strings)")
         requests = {strip_collection_prefix(k): names for k in obj_ids}
     else:
         raise InvalidInput("obj_ids must be a list or an object")
-    out: Doc = {}
+    opened: dict[str, tuple[Domain, dict[str, Doc], list[str]]] = {}
     for oid, wanted in requests.items():
         domain, attrs = await domain_and_attributes(svc, caller, domain_path, oid)
-        chosen = sorted(attrs) if wanted is None else [n for n in wanted if n in attrs]
+        opened[oid] = domain, attrs, sorted(attrs) if wanted is None else [n for n in wanted if n in attrs]
+    if include_data:  # all objects' values together
+        attrvalues.check_asked(svc, sum(attrvalues.outside_size(attrs, chosen) for _, attrs, chosen in opened.values()))
+    out: Doc = {}
+    for oid, (domain, attrs, chosen) in opened.items():
         if include_data:
             attrs = await attrvalues.loaded(svc, domain, oid, attrs, chosen, as_json=not b64)
         out[oid] = [attribute_json(n, attrs[n], include_data=include_data, b64=b64) for n in chosen]

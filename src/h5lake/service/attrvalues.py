@@ -118,17 +118,15 @@ async def loaded(
 ) -> dict[str, Doc]:
     """``attrs`` with the outside values of ``names`` (default: all) read: each gets its bytes
     (`PACKED`) and, ``as_json``, its JSON ``value``. The values read by one request take at most
-    the one-attribute limit together, and a JSON one at most ``--max-json-bytes`` as text: past
+    the one-attribute limit together (a request reading several objects' checks their sum first,
+    `check_asked`), and a JSON one at most ``--max-json-bytes`` as text: past
     that 413, or (``leave_out``: an object's description) the value is left out."""
     wanted = [n for n in (attrs if names is None else names) if is_outside(attrs.get(n))]
     if not wanted:
         return attrs
-    total = sum(int(attrs[n][OUTSIDE].get("size", 0)) for n in wanted)
     limit = one_attribute_limit(svc)
-    if total > limit and not leave_out:
-        raise TooLarge(f"the attribute values asked for take {total} bytes, over the limit of {limit} for one "
-                       "request (--max-json-bytes, --max-request-bytes): read them one at a time "
-                       "(GET .../attributes/{name}/value, binary), or leave large ones out with max_data_size")
+    if not leave_out:
+        check_asked(svc, outside_size(attrs, wanted))
     out = dict(attrs)
     budget = limit
     for name in wanted:
@@ -145,6 +143,22 @@ async def loaded(
             continue
         out[name] = {**attr, PACKED: packed, "value": value}
     return out
+
+
+def outside_size(attrs: dict[str, Doc], names: Any = None) -> int:
+    """The bytes the outside values of ``names`` (default: all) of ``attrs`` take."""
+    return sum(int(attrs[n][OUTSIDE].get("size", 0)) for n in (attrs if names is None else names)
+               if is_outside(attrs.get(n)))
+
+
+def check_asked(svc: Service, total: int) -> None:
+    """413 when the outside values one request asks for (of one object or of several) take
+    ``total`` bytes, past the one-attribute limit."""
+    limit = one_attribute_limit(svc)
+    if total > limit:
+        raise TooLarge(f"the attribute values asked for take {total} bytes, over the limit of {limit} for one "
+                       "request (--max-json-bytes, --max-request-bytes): read them one at a time "
+                       "(GET .../attributes/{name}/value, binary), or leave large ones out with max_data_size")
 
 
 def _as_json(svc: Service, name: str, attr: Doc, packed: bytes) -> Any:

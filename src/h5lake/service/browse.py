@@ -15,7 +15,7 @@ from typing import Any
 from h5lake.chunks.stats import dataset_stats
 from h5lake.errors import Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
-from h5lake.model.ids import object_key
+from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
 from h5lake.service import domains
@@ -103,7 +103,7 @@ async def _entity(svc: Service, domain: Domain, path: str) -> Entity:
     except NotFound:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}") from None
     link = parent.get("links", {}).get(name)
-    if link is None or not parent["id"].startswith("g-"):
+    if link is None or Collection.of(parent["id"]) is not Collection.GROUPS:
         raise PathNotFound(f"{path} is not a valid path in {domain.path}")
     return await _follow(svc, domain, path, link)
 
@@ -189,7 +189,7 @@ async def list_paths(svc: Service, caller: Caller, domain_path: str, h5path: str
                 out.append((child, "other"))
                 continue
             out.append((child, _kind(found.doc)))
-            if oid.startswith("g-") and oid not in seen:
+            if Collection.of(oid) is Collection.GROUPS and oid not in seen:
                 seen.add(oid)
                 frontier.append((child, found.doc))
     return PathList(out[:MAX_PATHS], len(out) > MAX_PATHS or bool(frontier))
@@ -309,7 +309,7 @@ async def _search_paths(svc: Service, domain: Domain, wanted: set[str]) -> dict[
                 seen.add(target)
                 if target in wanted:
                     found[target] = f"{prefix}/{name}"
-                if target.startswith("g-"):
+                if Collection.of(target) is Collection.GROUPS:
                     frontier.append((f"{prefix}/{name}", target))
     return found
 

@@ -11,7 +11,7 @@ waits its turn (first come, first served), or after ``wait`` seconds is answered
 ``Retry-After``. A reservation below ``small`` bytes is counted but never waits, so small reads
 are not held behind large ones; one above the whole budget takes all of it (it runs alone).
 
-The budget is per server process (each worker has its own): docs/security.md, "Memory".
+The budget is per server process (each worker has its own): docs/security.md, "Replies made whole".
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class ByteBudget:
         self.used = 0
         self.large = 0  # of ``used``, the bytes of large reservations (those that may wait)
         self.peak = 0
+        self.waits = 0  # reservations that had to queue (for /metrics)
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
     async def reserve(self, nbytes: int) -> Reservation:
@@ -84,6 +85,7 @@ class ByteBudget:
             self._take(nbytes)
             return Reservation(self, nbytes)
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waits += 1
         entry = (nbytes, granted)
         self._waiters.append(entry)
         self._grant()  # granted at once if only small reservations are in its way

@@ -33,12 +33,11 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from h5lake.chunks.catalog import index_name
 from h5lake.chunks.inline import KEY, listed_chunks
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import Conflict
-from h5lake.model.ids import object_key
+from h5lake.model.ids import index_name, object_key
 from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.shapes import SpaceClass, space_from_json
 from h5lake.model.types import to_dtype
@@ -133,11 +132,12 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
         if moving:
             new[KEY]["moving"] = True
         try:
-            await svc.store.put(key, dumps(new), if_match=etag)
+            stored = await svc.store.put(key, dumps(new), if_match=etag)
         except PreconditionFailed:
             doc = etag = None
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
+        svc.docs.written(key, stored)  # the watch (service.watch)
         svc.catalog.note_object(domain.path, dataset_id)
         if moving:
             await finish_move(svc, domain, new)
@@ -151,20 +151,14 @@ async def finish_move(svc: Service, domain: Domain, doc: Doc) -> Doc:
     chunks = stored_chunks(doc)
     target = domain.view.chunks(dataset_id)
     assert isinstance(target, NativeChunks)
-    intent = await svc.catalog.begin(domain.path, dataset_id, list(chunks))
-
     async def store(item: tuple[tuple[int, ...], bytes]) -> None:
         try:
             await target.store.put(target.key(item[0]), item[1], if_none_match=True)
         except PreconditionFailed:
             pass  # stored by another helper of this move, or written since it ended
 
-    try:
+    async with svc.catalog.recording(domain.path, dataset_id, list(chunks)):
         await svc.workers.each(list(chunks.items()), store)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(domain.path, dataset_id, list(chunks), intent)
 
     def drop(current: Doc) -> Any:
         if not is_moving(current):

@@ -21,6 +21,7 @@ from h5lake.service.deleted_names import DeletedNames
 from h5lake.service.documents import ByEtag, Documents
 from h5lake.service.fences import DomainFences
 from h5lake.service.views import HeadView
+from h5lake.service.watch import Watch
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
 
@@ -69,10 +70,14 @@ class Service:
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
     reply_memory: int = 1024 * 1024 * 1024  # bytes of replies made whole at once (service.budget)
+    watch_interval: float = 0.5  # seconds between looks at each watched dataset (service.watch)
+    watch_max_datasets: int = 256  # datasets watched at once per process; more waits get 503
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         self.docs = Documents(self.store)
+        self.watch = Watch(self.store, interval=self.watch_interval, most=self.watch_max_datasets)
+        self.docs.written = self.watch.changed
         self.described = ByEtag(most_one=256 * 1024)  # objects as domain_objs lists them (service.paths)
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
         self.head = HeadView(self.docs, self.store, self.cas)
@@ -110,6 +115,7 @@ class Service:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         await self.catalog.close()
+        await self.watch.close()
         if self.sources is not None:
             await self.sources.close()
         self.workers.executor.shutdown(wait=False)

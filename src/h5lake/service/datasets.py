@@ -8,14 +8,14 @@ from typing import Any
 
 import orjson
 
-from h5lake.errors import Conflict, InvalidInput, ReadOnly, TooLarge
+from h5lake.errors import Conflict, InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
-from h5lake.model.layout import is_linked
+from h5lake.model.layout import LayoutClass, is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
 from h5lake.model.types import client_type, to_dtype
-from h5lake.service import compact, shrink
+from h5lake.service import appends, compact, shrink
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -202,14 +202,12 @@ async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, b
     """``PUT /datasets/{id}/shape``: grow the dataset to ``shape``, or by ``extend`` along one axis."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
     check_writable(domain, found.doc, Change.SHAPE)
-    if isinstance(body, dict) and "prepend" in body and is_linked(found.doc):
-        raise ReadOnly(
-            "a dataset linked to HDF5 files cannot grow at the front (prepend): its chunks are the files' own"
-        )
+    if isinstance(body, dict) and "prepend" in body:
+        check_writable(domain, found.doc, Change.PREPEND)
     space = space_from_json(found.doc["shape"])
     dims = _new_dims(space, body)  # validate before touching storage
-    if is_linked(found.doc) and any(n < o for n, o in zip(dims, space.dims)):
-        raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+    if any(n < o for n, o in zip(dims, space.dims)):
+        check_writable(domain, found.doc, Change.SHRINK)
     return await grow(svc, domain, dset_id, body)
 
 
@@ -248,6 +246,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
     marked: list[bool] = [False]  # this update recorded a cleaning it then does itself
 
     def mutate(doc: Doc) -> Any:
+        appends.check_no_appends(doc)  # appends reserve rows first (service.appends)
         space = space_from_json(doc["shape"])
         dims = _new_dims(space, body)
         old_dims[:] = list(space.dims)
@@ -258,8 +257,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
         if shrink.blocks_growth(doc, dims):
             raise _Owed(doc)
         if any(n < o for n, o in zip(dims, space.dims)):
-            if is_linked(doc):
-                raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+            check_writable(domain, doc, Change.SHRINK)
             if compact.is_moving(doc):
                 raise _Owed(doc)
             if compact.is_compact(doc):
@@ -271,8 +269,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
                 marked[0] = True
         doc["shape"] = space.resized(dims).to_json()
         if front:
-            if is_linked(doc):
-                raise ReadOnly("a dataset linked to HDF5 files cannot grow at the front (prepend)")
+            check_writable(domain, doc, Change.PREPEND)
             count, axis = _prepend(body, space.rank)
             origin = list(doc["layout"].get("origin") or [0] * space.rank)
             origin[axis] += count
@@ -306,9 +303,9 @@ async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str
     check_writable(domain, found.doc, Change.LAYOUT)
     doc = found.doc
     layout = doc.get("layout") or {}
-    if layout.get("class") == "H5D_CHUNKED_REF_INDIRECT" and not layout.get("file_uri"):
+    if layout.get("class") == LayoutClass.CHUNKED_REF_INDIRECT.value and not layout.get("file_uri"):
         return doc
-    if layout.get("class") not in ("H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT"):
+    if layout.get("class") not in (LayoutClass.CHUNKED_REF.value, LayoutClass.CHUNKED_REF_INDIRECT.value):
         raise InvalidInput(f"only a chunked linked dataset can aggregate files, not a {layout.get('class')} one")
     if not isinstance(body, dict) or not isinstance(body.get("chunk_table"), str):
         raise InvalidInput("body needs chunk_table (the id of a chunk table with file_uri entries) and extend_dim")
@@ -318,8 +315,8 @@ async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str
         raise InvalidInput(f"extend_dim must be in 0..{space.rank - 1}")
     maxdims: list[int | None] = list(space.maxdims if space.maxdims is not None else space.dims)
     maxdims[axis] = None
-    grown = parse_space({"class": "H5S_SIMPLE", "dims": list(space.dims)}, ["H5S_UNLIMITED" if m is None else m for m in maxdims])
-    new_layout = {"class": "H5D_CHUNKED_REF_INDIRECT", "dims": list(layout["dims"]), "chunk_table": body["chunk_table"]}
+    grown = parse_space({"class": SpaceClass.SIMPLE.value, "dims": list(space.dims)}, ["H5S_UNLIMITED" if m is None else m for m in maxdims])
+    new_layout = {"class": LayoutClass.CHUNKED_REF_INDIRECT.value, "dims": list(layout["dims"]), "chunk_table": body["chunk_table"]}
     props = {**(doc.get("creationProperties") or {}), "layout": new_layout}
     checked, sources = await ingest_linked_layout(svc, domain, dset_id, grown, doc["type"], props, [])
 

@@ -47,9 +47,9 @@ import orjson
 
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
+from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
 
-Doc = dict[str, Any]
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
 Pieces = dict[str, tuple[Doc, dict[Any, orjson.Fragment]]]
@@ -60,7 +60,7 @@ MEMO_DOC_BYTES = 256 * 1024  # a larger document is not remembered
 ENTRY_BYTES = 64
 """About what one link or attribute costs to select and show, as bytes of work for
 `Workers.cpu`: a listing or description of more than ~1,000 of them is made on a pool thread
-(docs/security.md, "Tenth attack pass")."""
+(docs/security.md, "Wide objects")."""
 SLICED_ABOVE = 1024 * 1024
 """A stored document larger than this is parsed a slice at a time, others running in between
 (`parse`): orjson takes ~15 ms per MB in one call that holds the interpreter."""
@@ -88,7 +88,7 @@ def loads(data: bytes, key: str) -> Any:
 
 async def parse(data: bytes, key: str, gate: asyncio.Semaphore) -> Any:
     """`loads`, in slices with other tasks running between them for a large document (a group
-    of many links: docs/security.md, "Tenth attack pass"); the same value either way. At most
+    of many links: docs/security.md, "Wide objects"); the same value either way. At most
     large documents are parsed at once (``gate``): the event loop runs each ready task in turn,
     so a request waits a slice of every parse in progress at each of its steps."""
     if len(data) <= SLICED_ABOVE:
@@ -110,6 +110,9 @@ class Documents:
         self.store = store
         self.memo = DocumentMemo()
         self.parsing = asyncio.Semaphore(PARSED_AT_ONCE)  # large documents parsed at once (`parse`)
+        # told of each document this process stores (its new ETag) or deletes (None): the watch
+        # (service.watch) wakes the waiters on it at once
+        self.written: Callable[[str, str | None], None] = _nobody
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
@@ -129,12 +132,16 @@ class Documents:
 
     async def create(self, key: str, doc: Doc, what: str) -> str:
         try:
-            return await self.store.put(key, dumps(doc), if_none_match=True)
+            etag = await self.store.put(key, dumps(doc), if_none_match=True)
         except PreconditionFailed:
             raise AlreadyExists(f"{what} already exists") from None
+        self.written(key, etag)
+        return etag
 
     async def put(self, key: str, doc: Doc) -> str:
-        return await self.store.put(key, dumps(doc))
+        etag = await self.store.put(key, dumps(doc))
+        self.written(key, etag)
+        return etag
 
     async def update(
         self,
@@ -199,11 +206,17 @@ class Documents:
                 continue  # a remembered document that was not the stored one: read it now
             if reuse and native:
                 self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
+            self.written(key, new_etag)
             return doc, result
         raise Conflict(f"{what} is changing too fast; try again")
 
     async def delete(self, key: str) -> None:
         await self.store.delete(key)
+        self.written(key, None)
+
+
+def _nobody(key: str, etag: str | None) -> None:
+    """`Documents.written` when nothing listens."""
 
 
 class PutOutcome(enum.Enum):
@@ -290,7 +303,7 @@ class ByEtag:
         self._bytes += size
 
 
-class _Tracked(dict):  # type: ignore[type-arg]
+class _Tracked(dict):
     """A copy of a second-level dictionary of a document being mutated, recording the keys a
     mutation sets in it (``added``, in the order first set: the order new keys take in the
     dictionary) and whether it deleted any (``dropped``); ``source`` is
@@ -319,7 +332,7 @@ class _Tracked(dict):  # type: ignore[type-arg]
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def __ior__(self, other: Any) -> Self:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
         self.update(other)
         return self
 

@@ -18,6 +18,7 @@ import numpy as np
 from h5lake.errors import InvalidInput
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.query import parse_query
+from h5lake.model.shapes import SpaceClass
 from h5lake.service.documents import Doc
 
 RootMatcher = Callable[[dict[str, Doc]], bool]
@@ -54,7 +55,7 @@ def root_matcher(text: str) -> RootMatcher:
 def _single_element(attr: Doc) -> np.ndarray[Any, Any] | None:
     shape = attr.get("shape") or {}
     dims = tuple(shape.get("dims", ()))
-    if attr.get("value") is None or shape.get("class") == "H5S_NULL" or math.prod(dims) != 1:
+    if attr.get("value") is None or shape.get("class") == SpaceClass.NULL.value or math.prod(dims) != 1:
         return None
     try:
         arr = json_to_array(attr["value"], attr["type"], dims).reshape(())

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
+from h5lake.chunks.changed import last_changed
 from h5lake.chunks.filters import SUPPORTED_COMPRESSORS
 from h5lake.errors import AlreadyExists, Conflict, Forbidden, Gone, InvalidInput, NotFound, Unauthorized
 from h5lake.model import acl as acl_model
@@ -19,6 +20,7 @@ from h5lake.model.ids import (
     domain_key,
     domain_prefix,
     domain_tombstone_key,
+    is_attribute_values_prefix,
     new_root_id,
     normalize_domain,
     object_key,
@@ -30,7 +32,7 @@ from h5lake.service.context import Caller, Service, now
 from h5lake.service.creation import group_creation_properties
 from h5lake.service.documents import Doc
 from h5lake.service.stats import domain_stats
-from h5lake.service.views import Domain
+from h5lake.service.views import READ_PERMISSIONS, Domain, refuse_change
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,8 @@ _COMMIT_POLL = 0.02
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
-    versions.refuse_change(domain, permission)
-    if permission not in versions.READ_PERMISSIONS:
+    refuse_change(domain, permission)
+    if permission not in READ_PERMISSIONS:
         domain = await wait_for_commit(svc, domain)
     return domain
 
@@ -304,8 +306,8 @@ async def list_domains(
     while not exhausted and (limit is None or len(out) < limit):
         batch.clear()
         async for entry in listing:
-            if not entry.endswith("/"):
-                continue
+            if not entry.endswith("/") or is_attribute_values_prefix(entry):
+                continue  # (an object's large attribute values sit under a prefix at the top)
             name = "/" + entry[:-1]
             if pattern and not fnmatch.fnmatch(name.rsplit("/", 1)[-1], pattern):
                 continue
@@ -339,7 +341,19 @@ async def list_domains(
                 break
     if verbose:
         await _add_stats(svc, caller, out, docs, names)
+    else:
+        await _add_last_changes(svc, out)
     return out
+
+
+async def _add_last_changes(svc: Service, items: list[Doc]) -> None:
+    """A listed domain's ``lastModified`` is its last write, not its document's last change
+    (`h5lake.chunks.changed`: one small read per domain)."""
+    listed = [item for item in items if item["class"] == "domain"]
+    stamps = await svc.workers.map(listed, lambda item: last_changed(svc.store, item["name"]))
+    for item, stamp in zip(listed, stamps):
+        if stamp is not None and stamp > (item.get("lastModified") or 0.0):
+            item["lastModified"] = stamp
 
 
 async def _matching(

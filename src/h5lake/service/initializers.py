@@ -19,7 +19,7 @@ from h5lake.errors import InvalidInput
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.types import to_dtype
+from h5lake.model.types import TypeClass, to_dtype
 from h5lake.service import compact
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc
@@ -39,7 +39,7 @@ def check_initializer(svc: Service, doc: Doc) -> tuple[float, float] | None:
     space = space_from_json(doc["shape"])
     if space.kind is not SpaceClass.SIMPLE or len(space.dims) != 1:
         raise InvalidInput("the arange initializer needs a one-dimensional dataset")
-    if doc["type"].get("class") not in ("H5T_INTEGER", "H5T_FLOAT"):
+    if doc["type"].get("class") not in (TypeClass.INTEGER, TypeClass.FLOAT):
         raise InvalidInput("the arange initializer needs an integer or float type")
     nbytes = space.dims[0] * to_dtype(doc["type"]).itemsize
     if nbytes > svc.limits.max_request_size:
@@ -78,10 +78,5 @@ async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[fl
         layout = native_layout(domain, moved)
         assert layout is not None
     indexes = [p.chunk_index for p in project(sel, layout.shape, layout.chunk_shape, layout.origin)]
-    intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
-    try:
+    async with svc.catalog.recording(layout.domain, layout.dataset_id, indexes):
         await writes.write_selection(layout, sel, values, svc.workers)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(layout.domain, layout.dataset_id, indexes, intent)

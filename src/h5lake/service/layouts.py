@@ -81,4 +81,4 @@ def compact_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
     """The layout of a compact dataset: its chunks read from (and written to) the document's
     (a copy in memory; a write stores them back with a conditional update of the document)."""
     chunks = DocumentChunks(listed_chunks(doc[KEY].get("chunks", {})), doc["id"])
-    return layout_with(domain, doc, NativeChunks(chunks, doc["id"], cataloged=False))  # type: ignore[arg-type]
+    return layout_with(domain, doc, NativeChunks(chunks, doc["id"]))  # type: ignore[arg-type]

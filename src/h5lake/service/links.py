@@ -87,7 +87,7 @@ def parse_link(body: Any, domain: Domain) -> Doc:
         if not isinstance(path, str) or not path:
             raise InvalidInput("soft and external links need a non-empty h5path")
         map_id = path.removeprefix(MAP_LINK_PREFIX) if kind is LinkClass.SOFT else ""
-        if path.startswith(MAP_LINK_PREFIX) and is_valid_id(map_id) and map_id.startswith("m-"):
+        if path.startswith(MAP_LINK_PREFIX) and is_valid_id(map_id) and Collection.of(map_id) is Collection.MAPS:
             if not same_domain(map_id, domain.require_root()):
                 raise InvalidInput(f"hard link target {map_id} is not in {domain.path}")
             link["class"] = LinkClass.HARD.value
@@ -138,7 +138,7 @@ def link_json(link: Doc, title: str | None = None) -> Doc:
     out = dict(link)
     if "h5domain" in out:
         out["file"] = out["h5domain"]
-    if "id" in out and out["id"].startswith("m-"):
+    if "id" in out and Collection.of(out["id"]) is Collection.MAPS:
         target = out.pop("id")
         out.update({"class": LinkClass.SOFT.value, "h5path": MAP_LINK_PREFIX + target,
                     "collection": "maps", "map_id": target})
@@ -174,10 +174,10 @@ async def _put_links(
     # reuse: _add_links sets whole links and lastModified (Documents.update)
     _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace), reuse=True)
     svc.catalog.note_object(domain.path, group_id)
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
-def _parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
+def parse_links(body: Any, domain: Domain) -> dict[str, Doc]:
     if not isinstance(body, dict):
         raise InvalidInput("links must be an object keyed by link name")
     return {validate_name(name): parse_link(link, domain) for name, link in body.items()}
@@ -203,7 +203,7 @@ async def put_links(
         raise InvalidInput("body must be a JSON object")
     per_group: dict[str, dict[str, Doc]] = {}
     if "grp_ids" in body and isinstance(body["grp_ids"], list):
-        shared = _parse_links(body.get("links"), domain)
+        shared = parse_links(body.get("links"), domain)
         for gid in body["grp_ids"]:
             parse_id(gid, Collection.GROUPS)
             per_group[gid] = shared
@@ -214,9 +214,9 @@ async def put_links(
         for gid, item in grp_ids.items():
             parse_id(gid, Collection.GROUPS)
             links = item.get("links") if isinstance(item, dict) else None
-            per_group[gid] = _parse_links(links, domain)
+            per_group[gid] = parse_links(links, domain)
     elif "links" in body:
-        per_group[group_id] = _parse_links(body["links"], domain)
+        per_group[group_id] = parse_links(body["links"], domain)
     else:
         raise InvalidInput("body needs links or grp_ids")
     outcomes = await svc.workers.map(per_group.items(), lambda item: _put_links(svc, domain, *item, replace))
@@ -372,7 +372,7 @@ async def _descendant_groups(svc: Service, domain: Domain, start: str) -> list[s
         for found in docs:
             for link in found.doc.get("links", {}).values():
                 target = link.get("id")
-                if target and target.startswith("g-") and target not in seen:
+                if target and Collection.of(target) is Collection.GROUPS and target not in seen:
                     seen.append(target)
                     frontier.append(target)
     return seen
@@ -480,7 +480,7 @@ async def resolve_path_in(
         if link["class"] != LinkClass.HARD.value:
             raise NotFound(f"{h5path} leads through a user-defined link")
         current = (await load_object(svc, domain, link["id"])).doc
-        if parts and not current["id"].startswith("g-"):
+        if parts and Collection.of(current["id"]) is not Collection.GROUPS:
             raise NotFound(f"{h5path} not found")
     return domain, current
 
@@ -504,7 +504,7 @@ async def path_of(svc: Service, domain: Domain, obj_id: str) -> str | None:
                 if target == obj_id:
                     return f"{prefix}/{name}"
                 seen.add(target)
-                if target.startswith("g-"):
+                if Collection.of(target) is Collection.GROUPS:
                     following.append((target, f"{prefix}/{name}"))
         frontier = following
     return None

@@ -12,7 +12,7 @@ import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline
 from h5lake.chunks.mapbuckets import DEFAULT_MAX_BUCKET_BYTES, MapBuckets, MapFormat, marker_of
-from h5lake.errors import InvalidInput, NotFound, ReadOnly, TooLarge
+from h5lake.errors import InvalidInput, NotFound, TooLarge
 from h5lake.model import mapdata as md
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection
@@ -32,6 +32,7 @@ from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.domains import open_domain
 from h5lake.service.objects import object_json, store_new_objects
+from h5lake.service.opened import Change, check_writable
 from h5lake.service.views import Domain
 
 DEFAULT_FILTERS: list[Doc] = [{"class": "H5Z_FILTER_LZ4"}]
@@ -115,8 +116,8 @@ def map_format(doc: Doc) -> MapFormat:
 
 async def open_map(svc: Service, caller: Caller, domain_path: str, map_id: str, permission: Permission) -> OpenMap:
     domain, found = await open_object(svc, caller, domain_path, map_id, permission, Collection.MAPS)
-    if permission is not Permission.READ and not domain.view.writable:
-        raise ReadOnly(f"{domain.path} is read-only as opened")
+    if permission is not Permission.READ:
+        check_writable(domain, found.doc, Change.VALUES)
     fmt = map_format(found.doc)
     if map_id not in svc.map_trees and len(svc.map_trees) >= _TREE_CACHE:
         svc.map_trees.clear()
@@ -137,7 +138,7 @@ async def get_map(svc: Service, caller: Caller, domain_path: str, map_id: str, *
         out["key_type"], out["value_type"] = client_type(opened.doc["key_type"]), client_type(opened.doc["value_type"])
     if verbose:
         found = await opened.buckets.buckets()
-        out["stats"] = {"pairCount": sum(b[2] for b in found), "allocatedSize": sum(b[1] for b in found),
+        out["stats"] = {"pairCount": sum(b.pairs for b in found), "allocatedSize": sum(b.nbytes for b in found),
                         "bucketCount": len(found)}
     return out
 

@@ -19,17 +19,18 @@ from h5lake.service.access import (
     open_object,
     parse_link_request,
 )
+from h5lake.service.appends import KEY as APPENDS_KEY
 from h5lake.service.attributes import ordered_attributes, parse_attributes, shown_value
 from h5lake.service.context import Caller, Service
 from h5lake.service.creation import answered_creation_properties, group_creation_properties
 from h5lake.service.documents import ENTRY_BYTES, Doc
 from h5lake.service.domains import open_domain
-from h5lake.service.links import link_json, link_new_object, path_of, place_new_object
+from h5lake.service.links import link_json, link_new_object, parse_links, path_of, place_new_object
 from h5lake.service.views import Domain
 from h5lake.service.walk import walk_objects
 
 _ADMIN_KEYS = ("acls", FORKED)
-_NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY) + _ADMIN_KEYS)
+_NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY, APPENDS_KEY) + _ADMIN_KEYS)
 
 
 def object_json(
@@ -67,7 +68,7 @@ async def shown_object(
     svc: Service, domain: Domain, doc: Doc, *, include_links: bool, include_attrs: bool, create_order: bool = False
 ) -> Doc:
     """`object_json`, on a pool thread when it shows many links or attributes: a group of
-    200,000 links took ~0.1 s of the event loop to show (docs/security.md, "Tenth attack pass")."""
+    200,000 links took ~0.1 s of the event loop to show (docs/security.md, "Wide objects")."""
     shown = len(doc.get("links", ())) if include_links else 0
     shown += len(doc.get("attributes", ())) if include_attrs else 0
     if include_attrs and any(attrvalues.is_outside(a) for a in doc.get("attributes", {}).values()):
@@ -128,8 +129,11 @@ async def create_groups(
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs, links = [], []
     for item in items:
+        if "type" in item:  # as HSDS: a committed datatype is made by POST /datatypes
+            raise InvalidInput("a group has no type (POST /datatypes commits a datatype)")
         doc = base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item)
-        doc["links"] = {}
+        # links made with the group, as HSDS takes them: {name: link} as PUT .../links takes
+        doc["links"] = parse_links(item["links"], domain) if item.get("links") is not None else {}
         doc["creationProperties"] = group_creation_properties(item.get("creationProperties"))
         doc["attributes"] = await parse_attributes(svc, domain, item.get("attributes"), doc["id"])
         docs.append(doc)

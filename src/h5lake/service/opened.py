@@ -16,7 +16,7 @@ from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.layouts import layout_with, native_layout
 from h5lake.service.linked import locator_of_linked
-from h5lake.service.views import Domain
+from h5lake.service.views import Domain, refuse_change
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +57,10 @@ async def open_dataset(
 
 
 class Change(enum.Enum):
-    VALUES = "values"
-    SHAPE = "shape"
+    VALUES = "values"  # a dataset's values, a map's pairs
+    SHAPE = "shape"  # grown at the end
+    SHRINK = "shrink"
+    PREPEND = "prepend"  # grown at the front
     LAYOUT = "layout"  # a linked dataset turned into the per-chunk-file form (files appended)
 
 
@@ -69,12 +71,15 @@ def check_writable(domain: Domain, doc: Doc, change: Change) -> None:
     (files appended along an axis: its chunk table says where new chunks are, and chunks it
     does not list read as fill). A read-only view (a version) changes nothing.
     """
-    if not domain.view.writable:
-        raise ReadOnly(f"{domain.path} is read-only as opened")
+    refuse_change(domain, Permission.UPDATE)
     if not is_linked(doc):
         return
     if change is Change.LAYOUT:
         return  # the values stay where they are; only where the layout lists them changes
+    if change is Change.SHRINK:
+        raise ReadOnly("a dataset linked to HDF5 files cannot shrink: its chunks are the files' own")
+    if change is Change.PREPEND:
+        raise ReadOnly("a dataset linked to HDF5 files cannot grow at the front (prepend): its chunks are the files' own")
     if change is Change.SHAPE:
         if doc["layout"].get("class") == LayoutClass.CHUNKED_REF_INDIRECT.value:
             return

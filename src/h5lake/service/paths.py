@@ -97,7 +97,7 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
         async for item in versioned:
             doc = item.doc
             shown = len(doc.get("links", ())) + len(doc.get("attributes", ()))
-            if _complete(doc):
+            if _complete(doc, head=False):  # a version's extents never change
                 out[doc["id"]] = await svc.workers.cpu(_described, domain, doc, size=shown * ENTRY_BYTES)
     except TooMany:
         return None
@@ -167,11 +167,24 @@ is its key there, the root and domain the reply's own, and the counts those of t
 (docs/performance.md, "Listing")."""
 
 
-def _complete(doc: Doc) -> bool:
+def _complete(doc: Doc, head: bool = True) -> bool:
     """Whether a listing shows the object: not when an attribute's value is kept outside its
     document (service.attrvalues), which a listing does not read; h5pyd then GETs the object
-    with ``include_attrs``, which does."""
+    with ``include_attrs``, which does. Nor, in the head, a dataset whose extent may change
+    (`resizable`): h5pyd 1.0 keeps what ``domain_objs`` held for as long as its file is open and
+    answers ``Dataset.refresh()`` from it without asking, so a reader would never see another
+    client's resize; left out, each refresh GETs the dataset (docs/api.md, "Live data")."""
+    if head and resizable(doc):
+        return False
     return not any(attrvalues.is_outside(a) for a in (doc.get("attributes") or {}).values())
+
+
+def resizable(doc: Doc) -> bool:
+    """Whether a stored dataset document's extent may still change: a maxdims unlike its dims."""
+    shape = doc.get("shape")
+    if not isinstance(shape, dict) or "maxdims" not in shape:
+        return False
+    return list(shape["maxdims"]) != list(shape.get("dims") or ())
 
 
 def _described(domain: Domain, doc: Doc) -> Doc:

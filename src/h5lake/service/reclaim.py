@@ -17,6 +17,7 @@ from h5lake.model.ids import (
     TOMBSTONES,
     Collection,
     catalog_key,
+    changed_key,
     domain_key,
     domain_prefix,
     object_key,
@@ -65,6 +66,7 @@ async def clear_path(svc: Service, path: str, root: str | None = None) -> None:
         if root is None or await svc.store.head(domain_key(path)) is None:  # not made again while listed
             await svc.workers.each(history, svc.store.delete)
             await svc.workers.each(_CATALOGS, lambda name: svc.store.delete(catalog_key(path, name)))
+            await svc.store.delete(changed_key(path))
     prefix = domain_prefix(path) + TOMBSTONES
     gone = [k async for k in svc.store.list(prefix)
             if root is None or same_domain(k[len(prefix):], root)]
@@ -76,8 +78,8 @@ async def reclaim_dataset_chunks(svc: Service, path: str, dataset: Doc) -> None:
     pair buckets (those its catalog lists and those reachable from its root bucket)."""
     try:
         more = []
-        if dataset["id"].startswith("m-"):
-            more = [(b[0],) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
+        if Collection.of(dataset["id"]) is Collection.MAPS:
+            more = [(b.node,) for b in await reachable_buckets(svc.store, dataset["id"], svc.workers)]
         await delete_dataset_chunks(svc.store, path, dataset, more)
     except Exception:
         log.exception("reclaiming chunks of %s failed", dataset.get("id"))

@@ -169,7 +169,6 @@ async def clean(svc: Service, domain: Domain, doc: Doc) -> None:
     indexes = await _candidates(svc, domain, layout, tuple(mark_["upto"]))
     if not indexes:
         return
-    intent = await svc.catalog.begin(domain.path, layout.dataset_id, indexes)
     tombstone: list[Any] = []
 
     async def one(index: Index) -> None:
@@ -193,12 +192,8 @@ async def clean(svc: Service, domain: Domain, doc: Doc) -> None:
 
         await writes.update_chunk(layout, index, modify, False, svc.workers)
 
-    try:
+    async with svc.catalog.recording(domain.path, layout.dataset_id, indexes):
         await svc.workers.each(indexes, one)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(domain.path, layout.dataset_id, indexes, intent)
 
 
 async def finish(svc: Service, domain: Domain, doc: Doc) -> Doc:

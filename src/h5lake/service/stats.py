@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from h5lake.chunks.stats import dataset_chunk_totals
+from h5lake.chunks.changed import last_changed
+from h5lake.chunks.stats import dataset_chunk_totals, map_bucket_bytes
+from h5lake.model.ids import Collection
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.views import Domain
@@ -14,13 +16,20 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
     metadata_bytes = 0
     last = domain.doc.get("lastModified", 0.0)
     datasets: list[Doc] = []
+    maps: list[str] = []
     async for doc in walk_objects(svc, domain):
         counts[doc["id"][0]] += 1
         metadata_bytes += len(dumps(doc))
         last = max(last, doc.get("lastModified", 0.0))
-        if doc["id"].startswith("d-"):
+        if Collection.of(doc["id"]) is Collection.DATASETS:
             datasets.append(doc)
+        elif Collection.of(doc["id"]) is Collection.MAPS:
+            maps.append(doc["id"])
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)
+    # a map's pairs are chunk objects too (its buckets): they count in the allocated bytes
+    allocated += await map_bucket_bytes(svc.store, domain.path, maps)
+    # values, attributes and links written leave the documents they are not part of alone
+    last = max(last, await last_changed(svc.store, domain.path) or 0.0)
     # HSDS answers the summary of its last scan as ``scan_info`` too; the HDF5 REST VOL
     # connector's H5Fget_filesize reads ``scan_info.allocated_bytes``
     scan = {

@@ -69,7 +69,8 @@ class PointRead:
 @dataclass(frozen=True, slots=True)
 class ValuesRead:
     """What a read found: ``values`` of type ``type_json`` (the requested fields only), or a
-    stream of ``size`` packed bytes (``blocks``); ``index`` holds a query's match positions.
+    stream of ``size`` packed bytes (``blocks``: sent as they come when ``streamed``, else joined
+    into one reply); ``index`` holds a query's match positions.
     ``held``: what the read reserved of the server's reply budget (`service.budget`) for values
     read whole; the caller releases it once the reply is sent."""
 
@@ -78,6 +79,7 @@ class ValuesRead:
     index: np.ndarray | None = None
     size: int = 0
     blocks: AsyncIterator[bytes | memoryview] | None = None
+    streamed: bool = False
     held: Reservation = NOTHING
 
 

@@ -4,14 +4,14 @@ packed body of any size streamed block by block into the chunks (``write_stream`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from h5lake.chunks import engine, writes
 from h5lake.chunks.blocks import row_split
-from h5lake.chunks.catalog import Intent
 from h5lake.chunks.layout import DatasetLayout
 from h5lake.errors import InvalidInput
 from h5lake.model.projection import project
@@ -53,13 +53,10 @@ async def recorded(
         moved_layout = native_layout(ds.domain, moved)
         assert moved_layout is not None
         layout = moved_layout
-    intent = await svc.catalog.begin(layout.domain, layout.dataset_id, indexes)
-    try:
+    async with svc.catalog.recording(layout.domain, layout.dataset_id, indexes) as rec:
         await work(layout)
-    except BaseException:
-        svc.catalog.abort(intent)
-        raise
-    svc.catalog.note(layout.domain, layout.dataset_id, written() if written else indexes, intent)
+        if written:
+            rec.written = written()
 
 
 def chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
@@ -69,7 +66,7 @@ def chunks_of(layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
 async def chunks_in(svc: Service, layout: DatasetLayout, sel: Selection) -> list[tuple[int, ...]]:
     """`chunks_of`, on the CPU pool for a selection of more than a few thousand elements: a
     write of 100,000 chunks spent ~0.3-0.5 s of the event loop listing them (docs/security.md,
-    "Tenth attack pass")."""
+    "Wide objects")."""
     return await svc.workers.cpu(chunks_of, layout, sel, size=sel.count * 16)
 
 
@@ -97,7 +94,6 @@ async def write_stream(
     itemsize = wire_size(ds)
     wire = wire_dtype(ds.type_json)
     expected = sel.count * itemsize
-    received = 0
     readinto = _body_reader(body)
     pieces = row_split(sel, layout, block_bytes)
     # Two blocks at a time: one block's chunks are stored while the next block of the body is
@@ -105,12 +101,27 @@ async def write_stream(
     # are kept ones (engine.BLOCKS: fresh memory would cost a page fault and a zero fill per 4
     # KiB); a block is free again once its chunks are stored and its views dropped. One catalog intent covers the whole request (it names every chunk the
     # selection touches); each block's chunks are noted once stored.
+    one_intent = await _intent_chunks(svc, ds, layout, sel)
+    async with contextlib.AsyncExitStack() as stack:
+        rec = None if one_intent is None else await stack.enter_async_context(
+            svc.catalog.recording(layout.domain, layout.dataset_id, one_intent))
+        written = await _stream_blocks(svc, ds, layout, readinto, pieces, rec is not None, wire, itemsize, expected,
+                                       block_bytes)
+        if rec is not None:
+            rec.written = written
+
+
+async def _stream_blocks(svc: Service, ds: OpenDataset, layout: DatasetLayout, readinto: Reader,
+                         pieces: Sequence[Selection], one_intent: bool, wire: np.dtype[Any], itemsize: int,
+                         expected: int, block_bytes: int) -> list[tuple[int, ...]]:
+    """The blocks of a streamed write, each stored while the next is received; returns the chunks
+    of the last block when ``one_intent`` covers the whole write (the caller notes them with it)."""
+    received = 0
     storing: asyncio.Future[list[tuple[int, ...]]] | None = None
-    intent = await _begin(svc, ds, layout, sel)
 
     async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
         await register_linked_files(svc, ds, values)
-        if intent is None:
+        if not one_intent:
             work = lambda at: writes.write_selection(at, piece, values, svc.workers)
             await recorded(svc, ds, layout, await chunks_in(svc, layout, piece), work)
             return []
@@ -149,22 +160,19 @@ async def write_stream(
             if storing is not None:
                 done, storing = storing, None
                 written = await done
-        except BaseException:
-            if intent is not None:
-                svc.catalog.abort(intent)  # left to recovery, which probes every chunk it names
-            raise
+            return written
         finally:
             if storing is not None:  # the body failed: the block being stored is stored, then the error
                 await asyncio.gather(storing, return_exceptions=True)
-    if intent is not None:
-        svc.catalog.note(layout.domain, layout.dataset_id, written, intent)
 
 
 ONE_INTENT_CHUNKS = 4096  # a streamed write touching at most this many chunks has one intent
 
 
-async def _begin(svc: Service, ds: OpenDataset, layout: DatasetLayout, sel: Selection) -> Intent | None:
-    """The catalog intent of a whole streamed write, or None when each block records its own:
+async def _intent_chunks(svc: Service, ds: OpenDataset, layout: DatasetLayout,
+                         sel: Selection) -> list[tuple[int, ...]] | None:
+    """The chunks of the one catalog intent of a whole streamed write, or None when each block
+    records its own:
     a compact dataset's block is one conditional update of its document, and a write over more
     chunks than ``ONE_INTENT_CHUNKS`` would make its intent (and a recovery) too large."""
     if compact.is_compact(ds.doc) or not layout.chunk_shape:
@@ -178,15 +186,18 @@ async def _begin(svc: Service, ds: OpenDataset, layout: DatasetLayout, sel: Sele
         box *= part.last // c - part.start // c + 2 if part.count else 1
     if box > ONE_INTENT_CHUNKS:
         return None
-    return await svc.catalog.begin(layout.domain, layout.dataset_id, await chunks_in(svc, layout, sel))
+    return await chunks_in(svc, layout, sel)
 
 
-def _body_reader(body: PackedBody) -> Callable[[memoryview], Awaitable[int]]:
+Reader = Callable[[memoryview], Awaitable[int]]
+
+
+def _body_reader(body: PackedBody) -> Reader:
     """``await readinto(view)``: fills ``view`` with the body's next bytes (fewer only at its
     end); the body's own ``readinto`` when it has one, else copied from its pieces."""
     direct = getattr(body, "readinto", None)
     if direct is not None:
-        return direct  # type: ignore[no-any-return]
+        return direct
     it = body.stream().__aiter__()
     left = memoryview(b"")
 

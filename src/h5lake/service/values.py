@@ -23,13 +23,14 @@ from h5lake.model.projection import ChunkProjection, grid_shift, project
 from h5lake.model.query import parse_query, update_fields
 from h5lake.model.selection import Coords, PairedSelection, PointSelection, Selection, Slice
 from h5lake.model.selectparse import Bounds, parse_select
-from h5lake.model.types import is_variable
+from h5lake.model.types import TypeClass, is_variable
 from h5lake.model.values import (
     array_to_buffer,
     bytes_to_array,
     json_item_chars,
     json_size_estimate,
 )
+from h5lake.service import appends
 from h5lake.service.budget import held_read, released_on_error, reply_bytes
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import grow
@@ -76,7 +77,7 @@ def field_type(type_json: Doc, names: list[str] | None) -> Doc:
     if not names:
         return type_json
     fields = {f["name"]: f for f in type_json["fields"]}
-    return {"class": "H5T_COMPOUND", "fields": [fields[n] for n in names]}
+    return {"class": TypeClass.COMPOUND.value, "fields": [fields[n] for n in names]}
 
 
 def _selection(layout: DatasetLayout, text: str | list[Any] | Bounds | None) -> Selection | PairedSelection | None:
@@ -178,7 +179,8 @@ async def read_values(svc: Service, caller: Caller, domain_path: str, dset_id: s
         check_streamed(svc, sel.count * layout.dtype.itemsize)
         encode: Callable[[np.ndarray], bytes | memoryview] = lambda a: array_to_buffer(a, ds.type_json)
         blocks = engine.stream_selection(layout, sel, svc.workers, encode, STREAM_BLOCK_BYTES)
-        return ValuesRead(ds.type_json, size=sel.count * layout.dtype.itemsize, blocks=blocks)
+        size = sel.count * layout.dtype.itemsize
+        return ValuesRead(ds.type_json, size=size, blocks=blocks, streamed=size > STREAM_BLOCK_BYTES)
     check_size(svc, sel.count * layout.dtype.itemsize, request.binary)
     per_item = json_item_chars(layout.dtype)
     if not request.binary and per_item is not None and sel.count * per_item > svc.limits.max_json_size:
@@ -217,7 +219,7 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
     ds = await open_dataset(svc, caller, domain_path, dset_id, Permission.UPDATE)
     check_writable(ds.domain, ds.doc, Change.VALUES)
     layout = ds.require_layout()
-    fields = parse_fields(request.fields, layout.dtype)
+    parse_fields(request.fields, layout.dtype)  # checked before anything changes
     selection: Selection | PairedSelection | None
     appended: np.ndarray | None = None
     if request.append is not None:
@@ -225,12 +227,29 @@ async def write_values(svc: Service, caller: Caller, domain_path: str, dset_id: 
         if not 0 <= axis < len(layout.shape):
             raise InvalidInput(f"append_dim must be in 0..{len(layout.shape) - 1}")
         appended = await _append_json(svc, ds, layout, request, axis)
+        reserved = await appends.reserve(svc, ds.domain, ds.id, request.append.count, axis)
+        if reserved is not None:  # rows reserved, written, then shown (service.appends)
+            try:
+                doc = reserved.writable_doc()
+                await _write_values(svc, OpenDataset(ds.domain, doc, native_layout(ds.domain, doc)), request, reserved.rows(), appended)
+            finally:
+                await appends.publish(svc, ds.id, reserved)
+            return
         resized = await grow(svc, ds.domain, ds.id, {"extend": request.append.count, "extend_dim": axis})
         ds = OpenDataset(ds.domain, resized.doc, native_layout(ds.domain, resized.doc))
-        layout = ds.require_layout()
         selection = resized.appended(axis)
     else:
         selection = _selection(layout, request.select)
+    await _write_values(svc, ds, request, selection, appended)
+
+
+async def _write_values(
+    svc: Service, ds: OpenDataset, request: ValueWrite, selection: Selection | PairedSelection | None,
+    appended: np.ndarray | None,
+) -> None:
+    """The values of ``request`` written at ``selection`` (or where the body says)."""
+    layout = ds.require_layout()
+    fields = parse_fields(request.fields, layout.dtype)
     body = request.body
     if isinstance(body, JsonValues) and request.select is None and request.append is None:
         if body.has_select:
@@ -337,7 +356,7 @@ def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fiel
         count *= n
     # a body of one element's bytes is broadcast; never for variable-length types, whose byte
     # count says nothing about their element count (two empty strings in a compound are 8 bytes)
-    if ds.type_json.get("class") != "H5T_STRING" and not is_variable(ds.type_json) and count > 1 and not fields:
+    if ds.type_json.get("class") != TypeClass.STRING and not is_variable(ds.type_json) and count > 1 and not fields:
         itemsize = layout.dtype.itemsize
         if len(data) == itemsize:  # one element: broadcast
             one = bytes_to_array(data, type_json, ())

@@ -9,25 +9,24 @@ truth is found by probing the next numbers. A deleted version's record is replac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from h5lake.chunks.cas import VersionChunks
 from h5lake.chunks.locate import ChunkLocator
-from h5lake.errors import InvalidInput, NotFound, ReadOnly
-from h5lake.model.acl import Permission
+from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import latest_hint_key, tag_key, version_key
+from h5lake.model.stored import Manifest, RootManifest, VersionRecord, VersionTag
 from h5lake.model.versionref import Ref, parse_ref, version_id
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, Versioned
 from h5lake.service.views import Domain
 
-READ_PERMISSIONS = (Permission.READ, Permission.READ_ACL)
 PUBLIC_FIELDS = ("id", "parent", "created", "author", "message", "metadata")
 
 
-async def get_record(svc: Service, path: str, number: int) -> Doc | None:
+async def get_record(svc: Service, path: str, number: int) -> VersionRecord | None:
     found = await svc.docs.get(version_key(path, number))
-    return None if found is None else found.doc
+    return None if found is None else cast(VersionRecord, found.doc)
 
 
 async def highest_number(svc: Service, path: str) -> int:
@@ -41,7 +40,7 @@ async def highest_number(svc: Service, path: str) -> int:
     return n
 
 
-async def latest(svc: Service, path: str, below: int | None = None) -> Doc | None:
+async def latest(svc: Service, path: str, below: int | None = None) -> VersionRecord | None:
     """The newest live version (numbered below ``below`` when given), or None."""
     n = await highest_number(svc, path) if below is None else below - 1
     while n > 0:
@@ -56,9 +55,9 @@ async def set_hint(svc: Service, path: str, number: int) -> None:
     await svc.store.put(latest_hint_key(path), str(number).encode())
 
 
-def public(record: Doc) -> Doc:
+def public(record: VersionRecord) -> Doc:
     """A record as listed: ``parents`` names both of a merge (the second as ``FORK@vN``)."""
-    out = {k: record.get(k) for k in PUBLIC_FIELDS}
+    out: Doc = {k: record.get(k) for k in PUBLIC_FIELDS}
     out["parents"] = record.get("parents") or ([] if record.get("parent") is None else [record["parent"]])
     for key in ("merged", "cherryPicked"):
         if key in record:
@@ -66,19 +65,19 @@ def public(record: Doc) -> Doc:
     return out
 
 
-async def require(svc: Service, path: str, number: int) -> Doc:
+async def require(svc: Service, path: str, number: int) -> VersionRecord:
     record = await get_record(svc, path, number)
     if record is None or record.get("deleted"):
         raise NotFound(f"version {version_id(number)} of {path} not found")
     return record
 
 
-async def get_tag(svc: Service, path: str, name: str) -> Doc | None:
+async def get_tag(svc: Service, path: str, name: str) -> VersionTag | None:
     found = await svc.docs.get(tag_key(path, name))
-    return None if found is None else found.doc
+    return None if found is None else cast(VersionTag, found.doc)
 
 
-async def resolve(svc: Service, path: str, ref: Ref) -> Doc:
+async def resolve(svc: Service, path: str, ref: Ref) -> VersionRecord:
     """The live version record ``ref`` names; 404 naming it when there is none."""
     if ref.number is not None:
         return await require(svc, path, ref.number)
@@ -100,7 +99,7 @@ async def resolve(svc: Service, path: str, ref: Ref) -> Doc:
     return record
 
 
-async def _at_time(svc: Service, path: str, when: float) -> Doc | None:
+async def _at_time(svc: Service, path: str, when: float) -> VersionRecord | None:
     """The newest live version created at or before ``when``: records (stubs of forgotten ones
     too) are numbered in time order, so a binary search finds it in O(log n) reads."""
     lo, hi = 0, await highest_number(svc, path)  # invariant: version lo is at or before, hi+1 after
@@ -140,17 +139,17 @@ class VersionView:
 
     writable = False
 
-    def __init__(self, svc: Service, record: Doc, root_tree: dict[str, Any]) -> None:
+    def __init__(self, svc: Service, record: VersionRecord, root_tree: RootManifest) -> None:
         self.svc = svc
         self.record = record
         self.objects: dict[str, str] = root_tree["objects"]
-        self._read: dict[str, dict[str, Any]] = {}  # the manifests this request has read
+        self._read: dict[str, Manifest] = {}  # the manifests this request has read
 
-    async def tree(self, obj_id: str) -> dict[str, Any] | None:
+    async def tree(self, obj_id: str) -> Manifest | None:
         sha = self.objects.get(obj_id)
         if sha is None:
             return None
-        tree = self._read[obj_id] = await self.svc.cas.get_tree(sha)
+        tree = self._read[obj_id] = await self.svc.cas.get_manifest(sha)
         return tree
 
     async def object(self, obj_id: str) -> Versioned | None:
@@ -158,21 +157,21 @@ class VersionView:
         return None if tree is None else Versioned(tree["doc"], tree["etag"])
 
     def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
-        # A dataset's document is read (``object``) before its chunks are located.
-        tree = self._read.get(dataset_id, {})
-        return VersionChunks(self.svc.store, tree.get("chunks", {}))
+        """The dataset's chunks, from its manifest: the one ``object`` read for this request, else
+        read at the first chunk located (the locator does not depend on the order of the calls)."""
+        tree = self._read.get(dataset_id)
+        if tree is not None:
+            return VersionChunks(self.svc.store, tree.get("chunks", {}))
+        return VersionChunks(self.svc.store, manifest=lambda: self.tree(dataset_id))
 
 
 async def open_version(svc: Service, head: Domain, ref_text: str) -> Domain:
     """The domain ``head`` as committed in version ``ref_text`` (its ACLs stay the head's)."""
     record = await resolve(svc, head.path, parse_ref(ref_text))
-    root_tree = await svc.cas.get_tree(record["tree"])
+    root_tree = await svc.cas.get_root(record["tree"])
     doc = dict(head.doc)
     doc["root"] = root_tree["root"]
     doc["lastModified"] = record["created"]
     return Domain(f"{head.path}@{ref_text}", doc, record["tree"], VersionView(svc, record, root_tree))
 
 
-def refuse_change(domain: Domain, permission: Permission) -> None:
-    if not domain.view.writable and permission not in READ_PERMISSIONS:
-        raise ReadOnly(f"{domain.path} is a version (read-only): changes go to the head domain")

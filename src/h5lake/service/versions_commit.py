@@ -29,11 +29,13 @@ from h5lake.model.ids import (
     domain_key,
     is_valid_id,
     object_key,
+    parse_index_name,
     same_domain,
     version_key,
 )
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_version_id, version_id
 from h5lake.service import attrvalues, versions
 from h5lake.service.context import Caller, Service, now
@@ -53,8 +55,6 @@ def _etag(raw: str) -> str:
     return raw.strip('"').replace(" ", "") or "-"
 
 
-def _index(name: str) -> tuple[int, ...]:
-    return tuple(int(i) for i in name.split("_"))
 
 
 def children(doc: Doc) -> list[str]:
@@ -174,11 +174,11 @@ class Snapshot:
                 todo.append(name)
 
         async def copy(name: str) -> None:
-            chunk = await self.svc.store.get(chunk_key(obj_id, _index(name)))
+            chunk = await self.svc.store.get(chunk_key(obj_id, parse_index_name(name)))
             if chunk is None:
                 return  # deleted since the catalog was read
             sha = await self.svc.workers.cpu(sha256, chunk.data, size=len(chunk.data))
-            await self.svc.cas.copy_blob(chunk_key(obj_id, _index(name)), chunk.etag, chunk.data, sha)
+            await self.svc.cas.copy_blob(chunk_key(obj_id, parse_index_name(name)), chunk.etag, chunk.data, sha)
             table[name] = [sha, _etag(chunk.etag)]
             self.blobs_written += 1
 
@@ -186,7 +186,7 @@ class Snapshot:
         return dict(sorted(table.items())), None if blob is None else _etag(blob.etag)
 
 
-def _created(body: Doc, parent: Doc | None) -> float:
+def _created(body: Doc, parent: VersionRecord | None) -> float:
     """The version's time: now, or ``created`` when given (a history loaded from elsewhere), which
     must not precede the parent's nor lie in the future, so times stay in commit order."""
     ts = now()
@@ -221,7 +221,7 @@ def _commit_body(body: Any) -> tuple[str, Doc, str | None, bool]:
 
 
 async def head_tree(
-    svc: Service, domain: Domain, parent: Doc | None, *, dry: bool = False, memory: bool = False
+    svc: Service, domain: Domain, parent: VersionRecord | None, *, dry: bool = False, memory: bool = False
 ) -> Snapshot:
     parent_objects = (await svc.cas.get_tree(parent["tree"]))["objects"] if parent else {}
     snap = Snapshot(svc, domain, parent_objects, dry=dry, memory=memory)
@@ -232,7 +232,7 @@ async def head_tree(
 COMMIT_ATTEMPTS = 10
 
 
-async def consistent_tree(svc: Service, domain: Domain, parent: Doc | None) -> str:
+async def consistent_tree(svc: Service, domain: Domain, parent: VersionRecord | None) -> str:
     """The head's root manifest, as of one moment: taken after the write intents on the domain
     have cleared, and checked (after they clear again) to still equal the head. A write by another
     process that ran while it was taken shows in that check (a changed document or chunk catalog)
@@ -297,7 +297,7 @@ async def commit(svc: Service, caller: Caller, path: str, body: Any) -> Doc:
         created = _created(body or {}, prev)
         async with commit_flag(svc, domain):
             tree = await consistent_tree(svc, domain, prev)
-        record = {
+        record: VersionRecord = {
             "id": version_id(number),
             "number": number,
             "parent": latest_id,

@@ -1,4 +1,4 @@
-"""Forking a version into a new, writable domain (docs/versions.md, "Fork").
+"""Forking a version into a new, writable domain (docs/versions.md, "Restore, fork, forget, collect").
 
 Object ids are bucket-global, so the fork's objects get new ids (the new root's prefix); their
 documents are copied with links and datatype references renamed. No chunk is copied: each
@@ -22,6 +22,7 @@ from h5lake.model.ids import (
     object_key,
     strip_collection_prefix,
 )
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_ref, split_domain
 from h5lake.service import versions
 from h5lake.service.attributes import shown_value
@@ -58,7 +59,7 @@ def _regions_as_objects(doc: Doc) -> Doc:
     return {**doc, "attributes": shown}
 
 
-async def _source_version(svc: Service, caller: Caller, source: str) -> tuple[Domain, Doc]:
+async def _source_version(svc: Service, caller: Caller, source: str) -> tuple[Domain, VersionRecord]:
     path, ref = split_domain(source)
     domain = await open_domain(svc, caller, path, Permission.READ)
     if ref is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from h5lake.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.ids import tag_key, version_key, versions_prefix
+from h5lake.model.stored import VersionTag
 from h5lake.model.versionref import check_tag_name, parse_version_id
 from h5lake.service import versions
 from h5lake.service.context import Caller, Service, now
@@ -47,7 +48,7 @@ async def list_tags(svc: Service, caller: Caller, path: str) -> list[Doc]:
     return sorted(await _tags(svc, domain.path), key=lambda t: t["name"])
 
 
-async def get_tag(svc: Service, caller: Caller, path: str, name: str) -> Doc:
+async def get_tag(svc: Service, caller: Caller, path: str, name: str) -> VersionTag:
     check_tag_name(name)
     domain = await _head(svc, caller, path, Permission.READ)
     found = await versions.get_tag(svc, domain.path, name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from h5lake.chunks.layout import ChunkCodec
 from h5lake.errors import Conflict, H5LakeError, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection, blob_key, fork_base_key, new_object_id, version_key
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_ref, split_domain, version_id
 from h5lake.service import versions
 from h5lake.service.context import Caller, Service, now
@@ -148,7 +149,7 @@ def _elementwise(svc: Service, docs: Trees) -> Any:
     return merge
 
 
-async def _ours(svc: Service, caller: Caller, target: Domain) -> Doc:
+async def _ours(svc: Service, caller: Caller, target: Domain) -> VersionRecord:
     """The target's head as a version: its latest, or the head committed first (called under
     the fence and the mark)."""
     number = await versions.highest_number(svc, target.path) + 1
@@ -162,8 +163,8 @@ async def _ours(svc: Service, caller: Caller, target: Domain) -> Doc:
     })
 
 
-async def _publish(svc: Service, target: Domain, number: int, fields: Doc) -> Doc:
-    record = {"id": version_id(number), "number": number, "created": now(), **fields}
+async def _publish(svc: Service, target: Domain, number: int, fields: Doc) -> VersionRecord:
+    record = cast(VersionRecord, {"id": version_id(number), "number": number, "created": now(), **fields})
     try:
         await svc.store.put(version_key(target.path, number), dumps(record), if_none_match=True)
     except PreconditionFailed:
@@ -264,9 +265,9 @@ async def cherry_pick(svc: Service, caller: Caller, path: str, body: Any, limit:
     record = await versions.resolve(svc, src.path, parse_ref(ref))
     picked = await _version_trees(svc, record)
     root = target.require_root()
+    parent_id = record.get("parent")
     if src.path == target.path:
-        parent = None if record.get("parent") is None else await versions.require(svc, src.path, int(record["parent"][1:]))
-        base = {} if parent is None else await _version_trees(svc, parent)
+        base = {} if parent_id is None else await _version_trees(svc, await versions.require(svc, src.path, int(parent_id[1:])))
         theirs = picked
     else:
         base_info = await _fork_base(svc, src)
@@ -281,13 +282,13 @@ async def cherry_pick(svc: Service, caller: Caller, path: str, body: Any, limit:
         ids = {new: old for old, new in given.items()} if isinstance(given, dict) else _ids_by_path(
             target_base, picked, root, src_root)
         ids[src_root] = root
-        if record.get("parent") is None:
+        if parent_id is None:
             base = target_base  # the fork's first version: its change is against what it was made from
             names = _names(ids, picked, root)
         else:
-            parent = await _version_trees(svc, await versions.require(svc, src.path, int(record["parent"][1:])))
-            names = _names(ids, [*parent, *picked], root)
-            base = _mapped(parent, names)
+            before = await _version_trees(svc, await versions.require(svc, src.path, int(parent_id[1:])))
+            names = _names(ids, [*before, *picked], root)
+            base = _mapped(before, names)
         theirs = _mapped(picked, names)
     name = f"{src.path}@{record['id']}"
     out, status = await _three_way(svc, caller, target, base, theirs, resolve, message or f"cherry-pick {name}",

@@ -10,9 +10,10 @@ from typing import Any
 from h5lake.chunks.capability import copies
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import blob_key, chunk_key, object_key
+from h5lake.model.ids import blob_key, chunk_key, object_key, parse_index_name
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import VersionRecord
 from h5lake.model.versionref import parse_ref, parse_version_id
 from h5lake.service import attrvalues, versions
 from h5lake.service.context import Caller, Service
@@ -26,7 +27,7 @@ Trees = dict[str, dict[str, Any]]
 DEFAULT_LIMIT = 1000
 
 
-async def _version_trees(svc: Service, record: Doc) -> Trees:
+async def _version_trees(svc: Service, record: VersionRecord) -> Trees:
     objects = (await svc.cas.get_tree(record["tree"]))["objects"]
     found = await svc.workers.map(list(objects.values()), svc.cas.get_tree)
     return dict(zip(objects, found))
@@ -154,29 +155,23 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         async def copy(name: str, obj_id: str = obj_id, table: dict[str, Any] = table) -> None:
             if copies(svc.store):  # the head's chunk shares the blob's bytes (a hard link on a local directory)
                 with contextlib.suppress(PreconditionFailed):  # missing, or kept with another ETag: below
-                    await svc.store.copy(blob_key(table[name][0]), chunk_key(obj_id, _index(name)),
+                    await svc.store.copy(blob_key(table[name][0]), chunk_key(obj_id, parse_index_name(name)),
                                          source_etag=table[name][1])
                     return
             blob = await svc.store.get(blob_key(table[name][0]))
             if blob is None:
                 raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")
-            await svc.store.put(chunk_key(obj_id, _index(name)), blob.data)
+            await svc.store.put(chunk_key(obj_id, parse_index_name(name)), blob.data)
 
         # An intent, as for a value write: a crash part-way leaves no chunk the catalog misses
         # (reads of many chunks trust the catalog and intents, docs/storage.md).
-        intent = await svc.catalog.begin(domain.path, obj_id, [_index(n) for n in put])
-
         async def remove(name: str, obj_id: str = obj_id) -> None:
-            await svc.store.delete(chunk_key(obj_id, _index(name)))
+            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
 
-        try:
+        async with svc.catalog.recording(domain.path, obj_id, [parse_index_name(n) for n in put]) as rec:
             await svc.workers.each(put, copy)
             await svc.workers.each(drop, remove)
-        except BaseException:
-            svc.catalog.abort(intent)  # left to recovery, which probes its chunks
-            raise
-        if put or drop:
-            svc.catalog.note(domain.path, obj_id, [_index(n) for n in put + drop], intent)
+            rec.written = [parse_index_name(n) for n in put + drop] if put or drop else None
         if old.get("etag") != tree["etag"]:
             await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
             await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
@@ -188,7 +183,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         chunks += len(put) + len(drop)
     for obj_id in set(have) - set(want):
         for name in have[obj_id].get("chunks") or {}:
-            await svc.store.delete(chunk_key(obj_id, _index(name)))
+            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
         await svc.store.delete(object_key(obj_id))
         svc.catalog.note_object(domain.path, obj_id)
         await attrvalues.collect(svc, obj_id, None)
@@ -197,8 +192,6 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
     return objects, chunks
 
 
-def _index(name: str) -> tuple[int, ...]:
-    return tuple(int(i) for i in name.split("_"))
 
 
 __all__ = ["Snapshot", "compare", "diff", "restore"]

@@ -1,11 +1,11 @@
 """The seam every read of a domain goes through: an opened `Domain` and the `DomainView` it is
 read through.
 
-Today there is one view, the head (`HeadView`): the documents and chunks as they are now,
-writable. A version of a domain will be another view class: documents resolved from a
-snapshot, chunks from a content-addressed store, ``writable`` False. Handlers, use cases and
-the chunk engine ask the view and never the store, so a versioned read needs that class and
-the code that picks it when a domain is opened, nothing else.
+Two views implement it: the head (`HeadView`, here), the documents and chunks as they are now,
+writable; and a version of the domain (`service/versions.VersionView`), documents resolved from
+a snapshot, chunks from the content-addressed store, ``writable`` False. Handlers, use cases and
+the chunk engine ask the view and never the store, so a read does not know which one it goes
+through; `service/versions.py` picks the version view when a domain is opened at ``@ref``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from h5lake.chunks.cas import ContentStore, ForkedChunks
-from h5lake.chunks.locate import ChunkLocator, NativeChunks
-from h5lake.errors import InvalidInput
+from h5lake.chunks.locate import ChunkLocator
+from h5lake.chunks.written import CatalogedChunks
+from h5lake.errors import InvalidInput, ReadOnly
+from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
 from h5lake.service.documents import Doc, Documents, Versioned
 from h5lake.storage import LATER, AnswersAtOnce, Blob, Later, Store
@@ -66,7 +68,7 @@ class HeadView:
     def chunks(self, dataset_id: str, forked_from: str | None = None) -> ChunkLocator:
         if forked_from:
             return ForkedChunks(self.cas, dataset_id, forked_from)
-        return NativeChunks(self.store, dataset_id)
+        return CatalogedChunks(self.store, dataset_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +96,13 @@ class Domain:
         if self.root is None:
             raise InvalidInput(f"{self.path} is a folder, not a domain")
         return self.root
+
+
+READ_PERMISSIONS = (Permission.READ, Permission.READ_ACL)
+
+
+def refuse_change(domain: Domain, permission: Permission) -> None:
+    """Read-only, decided for a domain as opened: a view that is not writable (a version) allows
+    reading only. `opened.check_writable` adds what a dataset's own layout allows."""
+    if not domain.view.writable and permission not in READ_PERMISSIONS:
+        raise ReadOnly(f"{domain.path} is a version (read-only): changes go to the head domain")

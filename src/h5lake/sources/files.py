@@ -191,7 +191,7 @@ class S3Files:
             raise SourceMissing(f"the linked object s3://{key} no longer exists")
         if any(len(piece) != length for piece, (_, length) in zip(pieces, ranges)):
             raise _changed(f"s3://{key}")
-        return pieces  # type: ignore[no-any-return]
+        return pieces
 
     async def _check(self, key: str, expected: Fingerprint) -> None:
         bucket, name = self._split(key)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from h5lake.errors import InvalidInput
-from h5lake.model.ids import Collection, parse_id, strip_collection_prefix
+from h5lake.model.ids import Collection, index_name, parse_id, parse_index_name, strip_collection_prefix
 from h5lake.model.layout import LayoutClass, linked_class
 
 CONTIGUOUS_CHUNK_BYTES = 4 * 1024 * 1024  # virtual chunk size aimed at for contiguous data
@@ -89,7 +89,7 @@ class ChunkedRef:
         chunks: dict[str, list[int]] = {}
         for index, loc in self.chunks.items():
             value = [loc.offset, loc.size] + ([loc.filter_mask] if loc.filter_mask else [])
-            chunks["_".join(str(i) for i in index)] = value
+            chunks[index_name(index)] = value
         return {"class": self.layout_class.value, "file_uri": self.file_uri, "dims": list(self.dims), "chunks": chunks}
 
 
@@ -223,7 +223,7 @@ def _segments(value: Any) -> tuple[Segment, ...]:
 
 def _chunk_index(key: Any, grid: tuple[int, ...]) -> tuple[int, ...]:
     try:
-        index = tuple(int(p) for p in str(key).split("_"))
+        index = parse_index_name(str(key))
     except ValueError:
         raise InvalidInput(f"chunk key {key!r} must look like \"i_j\"") from None
     if len(index) != len(grid) or any(not 0 <= i < g for i, g in zip(index, grid)):

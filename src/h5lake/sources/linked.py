@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkLocator, ChunkRef
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.shapes import Space, SpaceClass, space_from_json
+from h5lake.model.stored import Doc
 from h5lake.model.types import TypeClass, is_variable, to_dtype, type_class
 from h5lake.sources.files import (
     Fingerprint,
@@ -50,7 +50,6 @@ from h5lake.sources.layouts import (
 
 log = logging.getLogger(__name__)
 
-Doc = dict[str, Any]
 SOURCES_KEY = "linked_sources"  # {file_uri: fingerprint JSON}
 TABLE_OF_KEY = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
 

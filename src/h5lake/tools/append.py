@@ -14,7 +14,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from h5lake.model.ids import Collection
+from h5lake.model.ids import Collection, parse_index_name
 from h5lake.model.shapes import UNLIMITED
 from h5lake.tools import h5values
 from h5lake.tools import link as linking
@@ -293,7 +293,7 @@ def _existing_entries(client: RestClient, layout: dict[str, Any], shape: list[in
     uri = layout["file_uri"]
     if layout["class"] == "H5D_CHUNKED_REF":
         for key, value in (layout.get("chunks") or {}).items():
-            index = tuple(int(p) for p in key.split("_"))
+            index = parse_index_name(key)
             entries[index] = (value[0], value[1], uri, value[2] if len(value) > 2 else 0)
         return entries
     table_doc = client.get_json(f"/datasets/{layout['chunk_table']}")

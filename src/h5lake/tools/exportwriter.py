@@ -22,6 +22,7 @@ from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
 from h5lake.model.ids import is_valid_id
 from h5lake.model.layout import guess_chunk_shape
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import Doc
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
 from h5lake.model.values import array_to_bytes
@@ -37,7 +38,6 @@ from h5lake.tools.h5props import OPTIONAL, make_dcpl, make_gcpl, make_tcpl
 from h5lake.tools.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.tools.rest import RestClient, RestError
 
-Doc = dict[str, Any]
 BLOCK_BYTES = 8 * MIB
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
@@ -345,7 +345,7 @@ class Writer:
             aid = h5py.h5a.create(obj, raw, tid, space)
         else:
             aid = h5native.create_attribute(obj, raw, tid, space, _CSETS[cset])
-        if space.get_simple_extent_type() == h5s.NULL or attr.get("value") is None:
+        if space.get_simple_extent_type() == h5s.NULL or attr.get("value") is None and "value_base64" not in attr:
             return
         if "value_base64" in attr:  # the exact bytes, where the JSON value could not keep them
             wire = base64.b64decode(attr["value_base64"])

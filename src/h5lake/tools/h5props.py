@@ -26,11 +26,10 @@ from h5py import h5d, h5f, h5i, h5p, h5z
 from h5lake.chunks.codecs.lzo import Lzo
 from h5lake.chunks.filters import FilterId, FilterPipeline, from_h5py_dcpl
 from h5lake.errors import InvalidInput
+from h5lake.model.stored import Doc
 from h5lake.model.types import TypeJson, is_variable, to_dtype
 from h5lake.tools import h5native
 from h5lake.tools.h5types import Unrepresentable
-
-Doc = dict[str, Any]
 
 LAYOUTS = {h5d.COMPACT: "H5D_COMPACT", h5d.CONTIGUOUS: "H5D_CONTIGUOUS", h5d.CHUNKED: "H5D_CHUNKED"}
 FILL_TIMES = {h5d.FILL_TIME_IFSET: "H5D_FILL_TIME_IFSET", h5d.FILL_TIME_ALLOC: "H5D_FILL_TIME_ALLOC", h5d.FILL_TIME_NEVER: "H5D_FILL_TIME_NEVER"}
@@ -180,7 +179,7 @@ def _filters(dsid: Any, notes: list[str]) -> list[Doc]:
     flag on one of those is noted (the service's filter JSON has no place for it). Filters it
     records verbatim keep their ``flags`` and ``parameters`` (cd_values)."""
     dcpl = dsid.get_create_plist()
-    out = from_h5py_dcpl(SimpleNamespace(id=dsid))  # type: ignore[arg-type]
+    out = from_h5py_dcpl(SimpleNamespace(id=dsid))
     for i, spec in enumerate(out):
         fid, flags, _, _ = dcpl.get_filter(i)
         if "parameters" in spec:

@@ -39,7 +39,9 @@ import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
 from h5lake.errors import H5LakeError
+from h5lake.model.ids import index_name
 from h5lake.model.layout import chunk_grid
+from h5lake.model.stored import Doc
 from h5lake.model.types import CharSet
 
 INLINE_CHUNKS = 1000  # more chunks than this go in a chunk table (the design's threshold)
@@ -49,7 +51,6 @@ URI_TABLE_CHUNK_ENTRIES = 4 * 1024  # with file URIs (variable-length): each chu
 # dataset (an extent of 10**12 elements, a few chunks written) would take gigabytes of table,
 # built in memory and sent. Past this many grid chunks the dataset is copied (its written chunks).
 MAX_TABLE_ENTRIES = 1 << 24  # 256 MiB of (offset, size)
-Doc = dict[str, Any]
 
 
 class LinkError(Exception):
@@ -353,7 +354,7 @@ def plan_link(
         coords, addrs, sizes, masks = chunk_locations(dset)
         chunks: Doc = {}
         for c, a, s, m in zip(coords.tolist(), addrs.tolist(), sizes.tolist(), masks.tolist()):
-            chunks["_".join(str(i) for i in c)] = [a, s, m] if m else [a, s]
+            chunks[index_name(c)] = [a, s, m] if m else [a, s]
         props["layout"] = {"class": "H5D_CHUNKED_REF", "file_uri": file_uri, "dims": list(dset.chunks), "chunks": chunks}
         return LinkPlan(props, shape, None)
     table = build_table(dset, None)

@@ -108,11 +108,14 @@ SUPPORTED_COMPRESSORS: tuple[str, ...] = (
     "blosclz",
     "lz4",
     "lz4hc",
-    "zlib",
     "zstd",
+    "deflate",
 )
 """The domain JSON ``compressors`` list: each name h5pyd may send as ``compression=`` that we
-store. ``zlib`` is h5json's alias of gzip; ``lz4hc`` becomes blosc with the lz4hc compressor."""
+store. ``deflate`` is gzip (HSDS lists both); ``lz4hc`` becomes blosc with the lz4hc compressor.
+``zlib`` is not listed, as HSDS does not list it: h5json sends it as gzip, answered as gzip (a
+client checking that a listed name comes back would fail on it); a filter named ``zlib`` is
+still taken as deflate."""
 
 
 # ----------------------------------------------------------------------------------------------

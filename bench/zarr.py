@@ -1,0 +1,188 @@
+"""zarr-python through the Zarr bridge (/zarr{domain}, docs/zarr.md) beside h5pyd, on the same
+data in one run.
+
+    python bench/zarr.py                      # 1 GiB of float32, 3 rounds
+    python bench/zarr.py --mib 256 --rounds 1 # a quicker look
+
+Starts an h5lake (``h5lake serve``'s default workers; or ``--endpoint``) and measures, per round,
+median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes):
+
+  read        a MIB MiB float32 dataset (4 MiB chunks, uncompressed) read whole: h5pyd
+              ``d[...]`` against zarr-python ``a[...]`` (FsspecStore over HTTP, zarr-python's
+              default concurrency), both on the one dataset h5pyd wrote
+  gzip_read   the same values with gzip (level 4) and shuffle, written by h5pyd; zarr-python
+              reads the stored chunks as they are (codecs numcodecs.shuffle, numcodecs.zlib)
+  write       writing the MIB MiB whole: h5pyd ``d[...] = v`` to the end of ``flush()`` against
+              zarr-python ``a[...] = v`` into an array it made (uncompressed)
+  open10k     opening a domain of 10,000 objects (100 groups of 99 datasets, and the root) and listing every
+              object: h5pyd ``File`` + ``visit`` against zarr-python ``open_group`` with the
+              consolidated metadata + ``members(max_depth=None)``
+
+Values read are checked against what was written (a sample of rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# this file is named zarr.py: the library is imported before its folder (where Python looks
+# first for a script's imports) is searched, and the folder only then, for bench/common.py
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import zarr
+
+sys.path.append(str(_HERE))
+from common import Target, add_target_args, describe, target
+
+CHUNK = (1024, 1024)  # 4 MiB of float32
+
+
+def _store(t: Target, domain: str, path: str = "", read_only: bool = True) -> Any:
+    import base64
+
+    from zarr.storage import FsspecStore
+
+    token = base64.b64encode(f"{t.user}:{t.password}".encode()).decode()
+    return FsspecStore.from_url(f"{t.endpoint}/zarr{domain}{path}", read_only=read_only,
+                                storage_options={"client_kwargs": {"headers": {"Authorization": f"Basic {token}"}}})
+
+
+def _values(mib: int) -> np.ndarray:
+    rows = max(CHUNK[0], mib * 1024 * 1024 // 4 // 16384)
+    y = np.linspace(0, 40, rows, dtype="f4")[:, None]
+    x = np.linspace(0, 40, 16384, dtype="f4")[None, :]
+    return (np.sin(y) * np.cos(x) * 1000).astype("f4")  # smooth: gzip+shuffle compresses it
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _check(got: np.ndarray, want: np.ndarray) -> None:
+    rows = np.linspace(0, want.shape[0] - 1, 17).astype(int)
+    if not np.array_equal(got[rows], want[rows]):
+        raise SystemExit("values read differ from the values written")
+
+
+def _h5pyd_file(t: Target, domain: str, mode: str) -> Any:
+    import h5pyd
+
+    return h5pyd.File(domain, mode, **t.h5pyd_opts())
+
+
+def _many(t: Target, domain: str) -> None:
+    """100 groups of 99 datasets (10,000 objects and the root), made in a few requests."""
+    s = t.session()
+    p = {"domain": domain}
+    r = s.post(f"{t.endpoint}/groups", params=p, json=[{"h5path": f"/g{i:03d}"} for i in range(100)], timeout=600)
+    r.raise_for_status()
+    bodies = [{"type": "H5T_IEEE_F32LE", "shape": [10], "h5path": f"/g{i:03d}/d{j:02d}"} for i in range(100) for j in range(99)]
+    for start in range(0, len(bodies), 1000):
+        r = s.post(f"{t.endpoint}/datasets", params=p, json=bodies[start : start + 1000], timeout=600)
+        r.raise_for_status()
+
+
+def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int) -> dict[tuple[str, str], float]:
+    times: dict[tuple[str, str], float] = {}
+    with _h5pyd_file(t, big, "a") as f:
+        d = f.create_dataset(f"h{rnd}", shape=data.shape, dtype="f4", chunks=CHUNK)
+
+        def write_h5pyd() -> None:
+            d[...] = data
+            f.flush()
+
+        times["write", "h5pyd"] = _timed(write_h5pyd)
+        f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
+    a = zarr.create_array(_store(t, big, f"/z{rnd}", read_only=False), shape=data.shape, chunks=CHUNK, dtype="f4",
+                          compressors=None, fill_value=0, zarr_format=3)
+
+    def write_zarr() -> None:
+        a[...] = data
+
+    times["write", "zarr"] = _timed(write_zarr)
+    for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
+        times[op, "h5pyd"], times[op, "zarr"] = _reads(t, big, name, data)
+
+    def open_h5pyd() -> None:
+        seen: list[str] = []
+
+        def note(name: str) -> None:  # h5pyd's visit reads its callback's argument count
+            seen.append(name)
+
+        with _h5pyd_file(t, many, "r") as f:
+            f.visit(note)
+        assert len(seen) == 10000, len(seen)
+
+    def open_zarr() -> None:
+        g = zarr.open_group(_store(t, many), mode="r", zarr_format=3, use_consolidated=True)
+        found = list(g.members(max_depth=None))
+        assert len(found) == 10000, len(found)
+
+    times["open10k", "h5pyd"] = _timed(open_h5pyd)
+    times["open10k", "zarr"] = _timed(open_zarr)
+    return times
+
+
+def _reads(t: Target, domain: str, name: str, data: np.ndarray) -> tuple[float, float]:
+    """Seconds to read dataset ``name`` whole through h5pyd, then through zarr-python."""
+    out: dict[str, np.ndarray] = {}
+    with _h5pyd_file(t, domain, "r") as f:
+        h = _timed(lambda: out.setdefault("h5pyd", f[name][...]))
+    _check(out.pop("h5pyd"), data)
+    arr = zarr.open_array(_store(t, domain, f"/{name}"), mode="r", zarr_format=3)
+    z = _timed(lambda: out.setdefault("zarr", arr[...]))
+    _check(out.pop("zarr"), data)
+    return h, z
+
+
+def run(args: argparse.Namespace) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*Numcodecs codecs.*")
+    data = _values(args.mib)
+    gb = data.nbytes / 1e9
+    with target(args) as t:
+        describe(t)
+        folder = t.new_folder("zarr")
+        big, many = folder + "big.h5", folder + "many.h5"
+        with _h5pyd_file(t, big, "w"):
+            pass
+        with _h5pyd_file(t, many, "w"):
+            pass
+        _many(t, many)
+        times: dict[tuple[str, str], list[float]] = {}
+        for rnd in range(args.rounds):
+            for key, seconds in one_round(t, big, many, data, rnd).items():
+                times.setdefault(key, []).append(seconds)
+            if args.progress:
+                print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+        print(f"\n# {data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks; median of {args.rounds} rounds")
+        print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}")
+        for op in ("read", "gzip_read", "write", "open10k"):
+            h = statistics.median(times[(op, "h5pyd")])
+            z = statistics.median(times[(op, "zarr")])
+            rates = ("", "") if op == "open10k" else (f"{gb / h:.2f}", f"{gb / z:.2f}")
+            print(f"{op:10} {h:9.2f} {z:9.2f} {rates[0]:>11} {rates[1]:>10} {h / z:10.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_target_args(parser)
+    parser.add_argument("--mib", type=int, default=1024, help="size of the float32 dataset (MiB)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--progress", action="store_true", help="print each round's figures")
+    run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The shapes of what h5lake stores as JSON: object documents, domain documents, version
+records and manifests, write intents (seed 001's key schema; docs/storage.md, docs/versions.md).
+
+`Doc` is any JSON object, as read from a body or the store; the TypedDicts name the keys a stored
+kind has, for code that builds or reads one. They are all ``total=False``: a document read from the
+store is checked where it is used, not here (pure: no I/O, no validation).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, TypedDict
+
+Doc = dict[str, Any]  # a JSON object: a request body, a stored document, an answer
+
+
+class ObjectDoc(TypedDict, total=False):
+    """What every group, dataset, committed datatype and map document has."""
+
+    id: str
+    root: str
+    created: float
+    lastModified: float
+    attributes: dict[str, Any]
+    acls: dict[str, dict[str, bool]]
+
+
+class GroupDoc(ObjectDoc, total=False):
+    links: dict[str, dict[str, Any]]
+
+
+class DatasetDoc(ObjectDoc, total=False):
+    type: Any  # type JSON (model/types.py): a class name or an object
+    shape: dict[str, Any]  # dataspace JSON (model/shapes.py)
+    creationProperties: dict[str, Any]
+    layout: dict[str, Any]  # layout JSON (model/layout.py)
+    compact: dict[str, Any]  # a compact dataset's chunks, {"chunks": {"i_j": base64}}
+
+
+class DomainDoc(TypedDict, total=False):
+    owner: str
+    acls: dict[str, dict[str, bool]]
+    root: str  # absent for a folder
+    created: float
+    lastModified: float
+
+
+class VersionRecord(TypedDict, total=False):
+    """``.versions/N.json`` of a domain; a forgotten version keeps only ``id``, ``number``,
+    ``parent``, ``created`` and ``deleted``."""
+
+    id: str
+    number: int
+    parent: str | None
+    created: float
+    author: str | None
+    message: str
+    metadata: Any
+    tree: str  # the SHA-256 of the root manifest in the content store
+    deleted: bool
+    parents: list[str]  # a merge's: its own parent and FORK@vN (service/versions_merge.py)
+    merged: str  # a merge: FORK@vN
+    cherryPicked: str  # a cherry-pick: D@vN whose change it applied
+
+
+class VersionTag(TypedDict, total=False):
+    name: str
+    version: str
+    number: int
+    created: float
+    author: str | None
+
+
+class RootManifest(TypedDict, total=False):
+    """A version's root manifest: the root group's id and each object's manifest by SHA-256."""
+
+    root: str
+    objects: dict[str, str]
+
+
+class Manifest(TypedDict, total=False):
+    """One object of a version: its document and ETag, and for a chunked dataset its chunks
+    (``"i_j" -> [sha256, etag]``) and the chunk catalog's ETag they were read against."""
+
+    doc: Doc
+    etag: str
+    chunks: dict[str, list[str]]
+    catalog: str | None
+
+
+class IntentRecord(TypedDict, total=False):
+    """A write intent, ``.h5lake/intents/<id>.json``: the chunks a write is about to touch
+    (``lo``/``hi`` a box, or ``chunks`` a list) and its writer's heartbeat stamp."""
+
+    domain: str
+    dataset: str
+    lo: list[int]
+    hi: list[int]
+    chunks: list[list[int]]
+    owner: str
+    renew: float
+
+
+class BucketStats(NamedTuple):
+    """One pair bucket of a map: its node, stored bytes and pairs."""
+
+    node: int
+    nbytes: int
+    pairs: int

@@ -1,0 +1,349 @@
+"""What an operator sees: request ids, /healthz and /readyz, the access log, /metrics
+(api/observe.py, api/metrics.py; docs/operations.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+from tests.support.s3server import start_s3_server
+from tests.support.server import USERS, Server, start_server, write_passwd
+
+from h5lake.api.app import create_app
+from h5lake.api.observe import READINESS
+from h5lake.config import Settings
+
+ADMIN = ("admin", USERS["admin"])
+USER = ("test_user1", USERS["test_user1"])
+TOKEN = "metrics-token-0123456789abcdef"
+API_KEY_SECRET = "apikeysecret-9f8e7d6c5b4a"
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    passwd = write_passwd(tmp_path / "passwd")
+    app = create_app(Settings(data=tmp_path / "data", passwd=passwd, admin=("admin",)))
+    with TestClient(app) as c:
+        yield c
+
+
+# --- request ids -----------------------------------------------------------------------------
+
+
+def test_a_sane_request_id_is_kept_and_named_in_error_bodies(client: TestClient) -> None:
+    r = client.get("/?domain=/home/test_user1/none.h5", headers={**basic(*USER), "X-Request-Id": "trace:abc-123/4"})
+    assert r.status_code == 404
+    assert r.headers["x-request-id"] == "trace:abc-123/4"
+    assert r.json()["error"]["request_id"] == "trace:abc-123/4"
+
+
+@pytest.mark.parametrize("given", ["x" * 129, "has space", "semi;colon", "quote\"d", ""])
+def test_an_unsafe_request_id_is_replaced(client: TestClient, given: str) -> None:
+    r = client.get("/groups/g-00000000-00000000-0000-000000-000000", headers={**basic(*USER), "X-Request-Id": given})
+    rid = r.headers["x-request-id"]
+    assert rid != given and 0 < len(rid) <= 128 and rid.isalnum()
+    assert r.json()["error"]["request_id"] == rid
+
+
+def home(put: object, endpoint: str = "") -> None:
+    r = put(endpoint + "/?domain=/home/test_user1", json={"folder": True}, headers=basic(*USER))  # type: ignore[operator]
+    assert r.status_code in (201, 409), r.text
+
+
+def test_every_reply_path_carries_a_new_id_each_time(client: TestClient) -> None:
+    home(client.put)
+    client.put("/?domain=/home/test_user1/ids.h5", headers=basic(*USER))
+    root = client.get("/?domain=/home/test_user1/ids.h5", headers=basic(*USER)).json()["root"]
+    seen = set()
+    for url in (
+        f"/groups/{root}?domain=/home/test_user1/ids.h5",  # the fast path (api/fast.py)
+        "/about",  # Starlette's stack
+        "/no/such/route",  # the router's 404
+        "/healthz",
+        "/readyz",
+    ):
+        r = client.get(url, headers=basic(*USER))
+        assert r.headers["x-request-id"] not in seen, url
+        seen.add(r.headers["x-request-id"])
+
+
+# --- health and readiness --------------------------------------------------------------------
+
+
+def test_health_and_readiness(client: TestClient) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").json() == {"status": "ok", "reason": "ready"}
+    READINESS.stopping = True
+    try:
+        r = client.get("/readyz")
+        assert r.status_code == 503 and r.json()["reason"] == "shutting down"
+        assert client.get("/healthz").status_code == 200  # still serving
+    finally:
+        READINESS.stopping = False
+
+
+# --- start-up --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [(["--access-log", "verbose"], "must be json, text or off"), (["--metrics-token", ""], "metrics_token")],
+)
+def test_bad_operations_settings_stop_start_up_with_one_line(tmp_path: Path, option: list[str], words: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path), "--port", "1", *option],
+        check=False, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], done.stderr
+
+
+# --- a real server of two workers: metrics summed over both, the access log ------------------
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = start_server(
+        tmp_path_factory.mktemp("observe"), workers=2, timeout=90,
+        extra=["--access-log", "json", "--metrics-token", TOKEN],
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def scrape(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    r = requests.get(f"{server.endpoint}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(r.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def workers_in_log(server: Server) -> set[int]:
+    return {json.loads(line)["worker"] for line in server.log.read_text().splitlines() if line.startswith("{")}
+
+
+def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None:
+    server = two_workers
+    domain = "/home/test_user1/metrics.h5"
+    home(requests.put, server.endpoint)
+    assert requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).status_code == 201
+    root = requests.get(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).json()["root"]
+    before = scrape(server)
+    gets = puts = 0
+    body = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 7}).encode()
+    sent = 0
+    # new connections each time, until both workers have answered some (the kernel picks)
+    while gets < 20 or len(workers_in_log(server)) < 2:
+        assert gets < 2000, "one worker took every connection"
+        r = requests.get(f"{server.endpoint}/groups/{root}?domain={domain}", headers=basic(*USER), timeout=30)
+        assert r.status_code == 200
+        gets += 1
+        r = requests.put(
+            f"{server.endpoint}/groups/{root}/attributes/a{puts}?domain={domain}",
+            headers={**basic(*USER), "Content-Type": "application/json"}, data=body, timeout=30,
+        )
+        assert r.status_code == 201, r.text
+        puts += 1
+        sent += len(body)
+    bad = requests.get(f"{server.endpoint}/groups/{root}?domain={domain}", headers=basic("test_user1", "wrong"), timeout=30)
+    assert bad.status_code == 401
+
+    route = "/groups/{id}"
+    deadline = time.monotonic() + 30
+    while True:  # other workers write their figures once a second
+        after = scrape(server)
+        done = value(after, "h5lake_http_requests_total", method="GET", route=route, status="200") - value(
+            before, "h5lake_http_requests_total", method="GET", route=route, status="200"
+        )
+        if done >= gets + 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("h5lake_http_requests_total", method="GET", route=route, status="200") == gets
+    assert delta("h5lake_http_requests_total", method="GET", route=route, status="401") == 1
+    attr_route = "/{collection}/{id}/attributes/{name:path}"
+    assert delta("h5lake_http_requests_total", method="PUT", route=attr_route, status="201") == puts
+    assert delta("h5lake_http_request_duration_seconds_count", method="GET", route=route) == gets + 1
+    assert delta("h5lake_http_request_duration_seconds_bucket", method="GET", route=route, le="+Inf") == gets + 1
+    assert delta("h5lake_http_bytes_received_total") == sent
+    assert delta("h5lake_http_bytes_sent_total") > 0
+    assert delta("h5lake_auth_failures_total") == 1
+    assert delta("h5lake_storage_operations_total", op="put", outcome="ok") >= puts
+    assert delta("h5lake_storage_bytes_total", direction="written") > 0
+    assert value(after, "h5lake_build_info", version=__import__("h5lake").__version__) == 1
+    assert value(after, "h5lake_connections") >= 1  # this scrape's own
+    labels = {v for (_, pairs) in after for _, v in pairs}
+    assert not any(root in v or "metrics.h5" in v or "test_user1" in v for v in labels)
+
+
+def test_metrics_need_an_admin_or_the_token(two_workers: Server) -> None:
+    url = f"{two_workers.endpoint}/metrics"
+    assert requests.get(url, timeout=30).status_code == 401
+    assert requests.get(url, headers=basic(*USER), timeout=30).status_code == 401
+    assert requests.get(url, headers={"Authorization": "Bearer wrong-token"}, timeout=30).status_code == 401
+    assert requests.get(url, headers=basic(*ADMIN), timeout=30).status_code == 200
+    assert requests.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).status_code == 200
+
+
+def test_the_access_log_has_one_json_line_per_request_and_no_credentials(two_workers: Server) -> None:
+    server = two_workers
+    marker = "log-check-42"
+    requests.get(
+        f"{server.endpoint}/?domain=/home/test_user1/none.h5&api_key={API_KEY_SECRET}",
+        headers={**basic(*USER), "X-Request-Id": marker}, timeout=30,
+    )
+    requests.get(f"{server.endpoint}/metrics", headers={"Authorization": f"Bearer {TOKEN}", "X-Request-Id": marker + "b"}, timeout=30)
+    deadline = time.monotonic() + 10
+    while marker + "b" not in server.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    text = server.log.read_text()
+    lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    mine = [line for line in lines if line["request_id"] == marker]
+    assert len(mine) == 1
+    line = mine[0]
+    assert set(line) == {"time", "request_id", "user", "method", "path", "status", "bytes_in", "bytes_out", "duration_ms", "worker"}
+    assert line["user"] == "test_user1" and line["method"] == "GET" and line["status"] == 404
+    assert line["path"].startswith("/?domain=") and "api_key=***" in line["path"]
+    assert line["bytes_out"] > 0 and line["duration_ms"] >= 0
+    for secret in (API_KEY_SECRET, TOKEN, USERS["test_user1"], USERS["admin"], base64.b64encode(b"test_user1:").decode()[:12]):
+        assert secret not in text
+    assert "authorization" not in text.lower()
+
+
+def test_protocol_refusals_carry_a_request_id(two_workers: Server) -> None:
+    host, port = two_workers.endpoint.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"GET /about HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-F%d: v\r\n" % i for i in range(150)) + b"\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431")
+    rid = next(line.split(b": ", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"x-request-id:"))
+    assert json.loads(body)["error"]["request_id"] == rid.decode()
+
+
+# --- readiness follows the store -------------------------------------------------------------
+
+
+def status_of(url: str) -> int | None:
+    try:
+        return requests.get(url, timeout=10).status_code
+    except requests.RequestException:
+        return None
+
+
+def becomes(url: str, status: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if status_of(url) == status:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow  # SeaweedFS started twice
+def test_readiness_follows_the_s3_store_down_and_up(tmp_path: Path) -> None:
+    with start_s3_server(tmp_path / "s3") as s3:
+        server = start_server(
+            tmp_path / "server", timeout=90,
+            extra=["--storage", f"s3://{s3.bucket}/ready", "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"],
+            env={"AWS_ACCESS_KEY_ID": s3.access_key_id, "AWS_SECRET_ACCESS_KEY": s3.secret_access_key},
+        )
+        try:
+            assert status_of(server.endpoint + "/readyz") == 200
+            s3.stop(keep_workdir=True)
+            assert becomes(server.endpoint + "/readyz", 503, 60)
+            assert status_of(server.endpoint + "/healthz") == 200  # the process still serves
+            s3.start_again(timeout=60)
+            assert becomes(server.endpoint + "/readyz", 200, 60)
+        finally:
+            server.stop()
+
+
+def test_the_dashboard_plots_metrics_the_server_exports(client: TestClient) -> None:
+    client.get("/healthz")  # the process's metrics are declared at start-up
+    suffix = {"counter": "_total", "histogram": "_bucket", "gauge": ""}
+    exported = {
+        family.name + suffix.get(family.type, "")
+        for family in text_string_to_metric_families(client.get("/metrics", headers=basic(*ADMIN)).text)
+    }
+    dashboard = (Path(__file__).parents[2] / "deploy" / "monitoring" / "grafana-dashboard.json").read_text()
+    used = set(re.findall(r"h5lake_[a-z_]+", dashboard))
+    assert used and used <= exported, used - exported
+
+
+def test_the_text_access_log_names_the_request_without_secrets(tmp_path: Path) -> None:
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger("h5lake.access").addHandler(keep)
+    try:
+        passwd = write_passwd(tmp_path / "passwd")
+        app = create_app(Settings(data=tmp_path / "data", passwd=passwd, access_log="text"))
+        with TestClient(app) as c:
+            c.get(f"/?domain=/home/x.h5&api_key={API_KEY_SECRET}&password=pw-in-url", headers={**basic(*USER), "X-Request-Id": "text-1"})
+            c.get("/about", headers={"Authorization": "Bearer not-a-valid-token-abc", "X-Request-Id": "text-2"})
+    finally:
+        logging.getLogger("h5lake.access").removeHandler(keep)
+    first = next(line for line in lines if " text-1 " in line)
+    assert re.fullmatch(
+        r"\S+Z text-1 test_user1 \"GET /\?domain=/home/x\.h5&api_key=\*\*\*&password=\*\*\*\" 404 0 \d+ [\d.]+ms worker=\d+",
+        first,
+    ), first
+    second = next(line for line in lines if " text-2 " in line)
+    assert " - \"GET /about\" 401 " in second  # refused credentials: no user
+    for secret in (API_KEY_SECRET, "pw-in-url", USERS["test_user1"], "not-a-valid-token-abc"):
+        assert not any(secret in line for line in lines)
+
+
+def test_start_up_removes_the_metrics_folders_of_servers_gone(tmp_path: Path) -> None:
+    parent = Path(tempfile.gettempdir()) / f"h5lake-metrics-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = parent / str(gone.pid)  # a server ended by a signal leaves its folder behind
+    stale.mkdir(exist_ok=True)
+    (stale / "counter_1.db").write_bytes(b"x")
+    server = start_server(tmp_path, timeout=90)
+    try:
+        assert not stale.exists()
+        assert (parent / str(server.process.pid)).is_dir()
+    finally:
+        server.stop()
