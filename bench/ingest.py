@@ -32,11 +32,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 from common import CpuMeter, add_target_args, cpu_row, maybe_pause, row, target
+from tests.support.s3server import start_s3_server
 
 from h5lake.tools.export import export_domain
 from h5lake.tools.load import load_file
 from h5lake.tools.rest import RestClient, Settings
-from tests.support.s3server import start_s3_server
 
 MIB = 1024 * 1024
 PER_TOP = 100  # groups under each top group
@@ -139,7 +139,7 @@ def same(source: Path, exported: Path, what: str = "the export") -> None:
     if h5diff is None:
         print("# h5diff not installed: not compared")
         return
-    done = subprocess.run([h5diff, str(source), str(exported)], capture_output=True, text=True)
+    done = subprocess.run([h5diff, str(source), str(exported)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         print(f"# {what} DIFFERS from the source (h5diff):\n{done.stdout[-2000:]}", file=sys.stderr)
         raise SystemExit(1)
