@@ -10,7 +10,7 @@ from h5lake.chunks.buffers import BufferPool
 
 
 def test_a_block_in_use_is_never_handed_out_twice() -> None:
-    pool = BufferPool(max_bytes=1 << 20, kept=2)
+    pool = BufferPool(max_bytes=1 << 20, min_bytes=1, kept=2)
     with pool.streaming():
         a = pool.array((256, 256), np.dtype(np.float32))
         b = pool.array((256, 256), np.dtype(np.float32))
@@ -36,7 +36,7 @@ def test_a_block_in_use_is_never_handed_out_twice() -> None:
 
 
 def test_blocks_are_used_again_once_free() -> None:
-    pool = BufferPool(max_bytes=1 << 20, kept=1)
+    pool = BufferPool(max_bytes=1 << 20, min_bytes=1, kept=1)
     with pool.streaming():
         a = pool.array((1 << 18,), np.dtype(np.float32))
         first = a.__array_interface__["data"][0]
@@ -48,7 +48,7 @@ def test_blocks_are_used_again_once_free() -> None:
 
 
 def test_arrays_are_shaped_as_np_empty_makes_them() -> None:
-    pool = BufferPool(max_bytes=1 << 20, kept=2)
+    pool = BufferPool(max_bytes=1 << 20, min_bytes=1, kept=2)
     with pool.streaming():
         for shape, dtype in [((), np.dtype("<i4")), ((3,), np.dtype(("<f8", (2, 2)))), ((), np.dtype(("<i2", (3,)))),
                              ((4, 5), np.dtype([("a", "<i4"), ("b", "<f8")]))]:
@@ -60,7 +60,7 @@ def test_arrays_are_shaped_as_np_empty_makes_them() -> None:
 def test_blocks_are_kept_only_while_a_stream_runs() -> None:
     """An idle process holds no blocks: the last stream to end drops them, also the ones still
     in use (they live on as long as their views, then their memory goes)."""
-    pool = BufferPool(max_bytes=1 << 20, kept=2)
+    pool = BufferPool(max_bytes=1 << 20, min_bytes=1, kept=2)
     outside = pool.array((1 << 18,), np.dtype(np.float32))
     assert pool.kept_bytes == 0 and outside.nbytes == 1 << 20  # no stream: fresh memory, not kept
     with pool.streaming():
@@ -72,3 +72,15 @@ def test_blocks_are_kept_only_while_a_stream_runs() -> None:
         del b
     assert pool.kept_bytes == 0
     assert (a == 1).all()  # a block in use when the streams ended still holds its values
+
+
+def test_a_small_array_takes_no_block() -> None:
+    """A read of a few values alone in its process makes no block (zero-filling 32 MiB each)."""
+    pool = BufferPool()
+    with pool.streaming():
+        small = pool.array((10,), np.dtype(np.int32))
+        small[...] = 7
+        assert pool.kept_bytes == 0
+        big = pool.array((pool.min_bytes // 8,), np.dtype(np.float64))
+        assert pool.kept_bytes == pool.max_bytes and np.shares_memory(big, np.frombuffer(pool._blocks[0], np.uint8))
+        assert (small == 7).all()

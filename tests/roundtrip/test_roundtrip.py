@@ -184,9 +184,10 @@ def test_failure_deletes_the_partial_domain(
     from h5lake.tools import load
 
     def broken(*args: object, **kwargs: object) -> int:
-        raise ToolError("dataset /x: writing values failed: simulated")
+        raise ToolError("linking /x failed: simulated")
 
-    monkeypatch.setattr(load.Uploader, "_put_values", broken)
+    # after the objects are made (small values go with them): the links
+    monkeypatch.setattr(load.Uploader, "_put_links", broken)
     domain = new_domain("partial")
     with pytest.raises(ToolError, match="simulated"):
         load_file(corpus["dataspaces"], RestClient(settings, domain))

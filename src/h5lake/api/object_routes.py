@@ -81,11 +81,18 @@ async def post_datasets(request: Request) -> Response:
     svc, who, path, body = service(request), caller(request), domain_param(request), await json_body(request)
     items, many = await datasets.create_datasets(svc, who, path, body, flag(request, "implicit"))
     # HSDS takes a dataset's first values in its POST (``value`` or ``value_base64``, as a PUT
-    # of the whole dataset takes them); the 201 comes once they are written
+    # of the whole dataset takes them);
+    # the 201 comes once they are written; a batch's are written concurrently (bounded)
+    writes = []
     for item, made in zip(body if isinstance(body, list) else [body], items):
         given = {k: item[k] for k in ("value", "value_base64") if item.get(k) is not None} if isinstance(item, dict) else {}
         if given:
-            await values.write_values(svc, who, path, made["id"], ValueWrite(JsonValues.from_body(given)))
+            writes.append((made["id"], given))
+
+    async def write(one: tuple[str, dict]) -> None:
+        await values.write_values(svc, who, path, one[0], ValueWrite(JsonValues.from_body(one[1])))
+
+    await svc.workers.each(writes, write)
     return _created(request, items, many)
 
 

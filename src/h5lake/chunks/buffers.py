@@ -29,11 +29,13 @@ import numpy as np
 
 BLOCK_SIZES = 32 * 1024 * 1024  # blocks of up to this many bytes are kept
 KEPT = 4  # at most this many blocks kept per process (idle ones cost resident memory)
+MIN_BYTES = 1024 * 1024  # smaller arrays are fresh memory: a kept block is zero-filled whole when made
 
 
 class BufferPool:
-    def __init__(self, max_bytes: int = BLOCK_SIZES, kept: int = KEPT) -> None:
+    def __init__(self, max_bytes: int = BLOCK_SIZES, kept: int = KEPT, min_bytes: int = MIN_BYTES) -> None:
         self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
         self.kept = kept
         self._blocks: list[bytearray] = []
         self._lock = threading.Lock()
@@ -57,9 +59,11 @@ class BufferPool:
         return sum(len(b) for b in self._blocks)
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
-        """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free."""
+        """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free.
+        An array under ``min_bytes`` never takes one: a small read alone in its process would
+        otherwise make (and zero-fill) a whole block, dropped when its stream ends."""
         nbytes = math.prod(shape) * dtype.itemsize
-        if not 0 < nbytes <= self.max_bytes or dtype.hasobject or dtype.subdtype is not None or not self._streams:
+        if not self.min_bytes <= nbytes <= self.max_bytes or nbytes == 0 or dtype.hasobject or dtype.subdtype is not None or not self._streams:
             return np.empty(shape, dtype=dtype)  # (an array type's dims add to the shape)
         with self._lock:  # the array's view of the block is made before another caller looks
             block = next((b for b in self._blocks if _unused(b)), None)

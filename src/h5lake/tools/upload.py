@@ -42,6 +42,9 @@ from h5lake.tools.loadplan import (
 )
 from h5lake.tools.rest import RestClient, RestError
 
+INLINE_ATTR_BYTES = 64 * 1024  # an object's attributes (weighed as _attr_weight) sent with its POST
+INLINE_VALUE_BYTES = 16 * 1024  # a dataset's whole value sent with its POST
+
 # -- the upload --------------------------------------------------------------------------------
 
 
@@ -114,6 +117,8 @@ class Uploader:
         self.ids: list[str] = []
         self.table_ids: dict[int, str] = {}  # node index -> id of its linked chunk table
         self.stats = LoadStats()
+        self.inlined: set[int] = set()  # nodes whose attributes went with their POST
+        self.valued: set[int] = set()  # datasets whose values went with their POST
 
     def run(self) -> LoadStats:
         started = time.monotonic()
@@ -127,7 +132,7 @@ class Uploader:
         refs = _Ids(self.file, self.by_addr, self.ids)
         with ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load") as pool:
             for kind in (Collection.DATATYPES, Collection.GROUPS, Collection.DATASETS):
-                self._all(pool, [partial(self._post, kind, b) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
+                self._all(pool, [partial(self._post, kind, b, refs) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
             self._all(pool, [partial(self._put_links, b) for b in self._link_batches()])
             self._all(pool, [partial(self._put_attributes, b, refs) for b in self._attribute_batches()])
             self.stats.metadata_seconds = time.monotonic() - started
@@ -159,7 +164,9 @@ class Uploader:
     def _type_ref(self, t: TypeJson | None, committed: int | None) -> Any:
         return self.ids[committed] if committed is not None else t
 
-    def _post(self, kind: Collection, nodes: list[Node]) -> None:
+    def _post(self, kind: Collection, nodes: list[Node], refs: _Ids) -> None:
+        """One POST of up to POST_BATCH objects, each with its attributes and (a small dataset)
+        its values inline when they are small: the server stores each object in one write."""
         body = []
         for node in nodes:
             item: dict[str, Any] = {"id": self.ids[node.index], "creationProperties": node.props}
@@ -176,6 +183,11 @@ class Uploader:
                     if node.linked.table is not None:  # made in the same request, before the dataset
                         body.append(table_item(table_id, node.linked.table))
                     item["creationProperties"] = node.linked.with_table(table_id)
+                else:
+                    self._inline_value(node, item, refs)
+            if _inline_attributes(node):
+                item["attributes"] = self._attribute_items(node, refs)
+                self.inlined.add(node.index)
             body.append(item)
         try:
             self.client.post_json(f"/{kind.path}", body)
@@ -187,6 +199,27 @@ class Uploader:
                     "covering the file, or load without --link to copy the values"
                 ) from None
             raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
+
+    def _inline_value(self, node: Node, item: dict[str, Any], refs: _Ids) -> None:
+        """Put a small dataset's whole value in its POST item (``value_base64``), when one box
+        covers the whole extent and its type holds no references or variable-length parts."""
+        assert node.type is not None
+        if is_variable(node.type) or "H5T_REFERENCE" in orjson.dumps(node.type).decode():
+            return
+        size = item_size(node.type)
+        if not size or node.space is None or size * math.prod(node.space.get("dims", [])) > INLINE_VALUE_BYTES:
+            return
+        boxes = list(value_boxes(node))
+        shape = node.space.get("dims", [])
+        if len(boxes) != 1 or (boxes[0][0] is not None and [s.stop - s.start for s in boxes[0][0]] != list(shape)):
+            return
+        try:
+            data = h5values.read_dataset(node.handle, node.handle.get_type(), node.type, boxes[0][0], refs)
+        except (OSError, ValueError, TypeError) as exc:
+            raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
+        item["value_base64"] = base64.b64encode(data).decode()
+        self.valued.add(node.index)
+        self.stats.value_bytes += len(data)
 
     # -- links --
 
@@ -230,7 +263,7 @@ class Uploader:
         batch: list[Node] = []
         size = 0
         for node in self.plan.nodes:
-            if not node.attrs:
+            if not node.attrs or node.index in self.inlined:
                 continue
             weight = sum(_attr_weight(a) for a in node.attrs)
             if batch and size + weight > ATTR_BATCH_BYTES:
@@ -242,27 +275,29 @@ class Uploader:
             yield batch
 
     def _put_attributes(self, nodes: list[Node], refs: _Ids) -> None:
-        body: dict[str, Any] = {}
-        for node in nodes:
-            stamp = time.time()
-            attrs = {}
-            for i, a in enumerate(node.attrs):
-                item: dict[str, Any] = {"type": self._type_ref(a.type, a.committed), "shape": a.space, "created": stamp + i * TIME_STEP}
-                if a.name_cset:
-                    item["nameCharSet"] = a.name_cset
-                if a.space["class"] != "H5S_NULL":
-                    try:
-                        aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
-                        wire = h5values.read_attribute(aid, a.type, a.dims, refs)
-                    except (OSError, RuntimeError) as exc:  # h5py's classes for HDF5's own errors (a damaged heap)
-                        raise ToolError(f"attribute {a.name!r} of {node.describe()}: cannot read its value: {exc}") from None
-                    item["value_base64"] = base64.b64encode(wire).decode()
-                attrs[a.name] = item
-            body[self.ids[node.index]] = {"attributes": attrs}
+        body = {self.ids[node.index]: {"attributes": self._attribute_items(node, refs)} for node in nodes}
         try:
             self.client.put_json(f"/groups/{self.ids[0]}/attributes", {"obj_ids": body})
         except RestError as exc:
             raise ToolError(f"attributes of {', '.join(n.path for n in nodes[:3])}: {exc.message}") from None
+
+    def _attribute_items(self, node: Node, refs: _Ids) -> dict[str, Any]:
+        """A node's attributes as ``PUT .../attributes`` (and a POST's ``attributes``) take them."""
+        stamp = time.time()
+        attrs = {}
+        for i, a in enumerate(node.attrs):
+            item: dict[str, Any] = {"type": self._type_ref(a.type, a.committed), "shape": a.space, "created": stamp + i * TIME_STEP}
+            if a.name_cset:
+                item["nameCharSet"] = a.name_cset
+            if a.space["class"] != "H5S_NULL":
+                try:
+                    aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
+                    wire = h5values.read_attribute(aid, a.type, a.dims, refs)
+                except (OSError, RuntimeError) as exc:  # h5py's classes for HDF5's own errors (a damaged heap)
+                    raise ToolError(f"attribute {a.name!r} of {node.describe()}: cannot read its value: {exc}") from None
+                item["value_base64"] = base64.b64encode(wire).decode()
+            attrs[a.name] = item
+        return attrs
 
     # -- values --
 
@@ -272,7 +307,7 @@ class Uploader:
         for node in self.plan.of_kind(Collection.DATASETS):
             if node.linked is not None and node.linked.table is not None:
                 tasks.append((partial(put_table, self.client, self.table_ids[node.index], node.linked.table), 0))
-            elif node.copy_values:
+            elif node.copy_values and node.index not in self.valued:
                 tasks.extend((partial(self._put_values, node, sel, refs), n) for sel, n in value_boxes(node))
         self.stats.value_bytes += send_all(pool, tasks, 2 * self.workers, self.quiet)
 
@@ -352,6 +387,14 @@ def put_table(client: RestClient, table_id: str, table: linking.ChunkTable, sele
     except RestError as exc:
         raise ToolError(f"writing a chunk table failed: {exc.message}") from None
     return 0
+
+
+def _inline_attributes(node: Node) -> bool:
+    """Whether a node's attributes go with its POST: small, of no committed type and holding no
+    references (their targets may be made in the same batch), and not on a committed datatype."""
+    if not node.attrs or node.kind is Collection.DATATYPES or sum(_attr_weight(a) for a in node.attrs) > INLINE_ATTR_BYTES:
+        return False
+    return all(a.committed is None and "H5T_REFERENCE" not in orjson.dumps(a.type).decode() for a in node.attrs)
 
 
 def _attr_weight(a: AttrPlan) -> int:

@@ -1,0 +1,154 @@
+"""``h5lake load`` and ``h5lake export`` of metadata-heavy files: objects/s and MiB/s.
+
+    python bench/ingest.py                        # 8,041 objects, its own h5lake on local storage
+    python bench/ingest.py --s3                   # the same with the h5lake on S3 (SeaweedFS started here)
+    python bench/ingest.py --objects 100000       # the larger file (about 100,000 objects)
+    python bench/ingest.py --no-export            # the load only
+    python bench/ingest.py --hsload               # also h5pyd's ``hsload`` (h5pyd 1.0) into the same server
+    python bench/ingest.py --endpoint http://host:5101 --user u --password p   # any server
+
+The file (made in a temporary directory, or kept with ``--file``): the root, G top groups of 100
+groups each, one 10-element int32 dataset in each of those groups, and three attributes per
+leaf group and its dataset (one on the group, two on the dataset). The default G = 40 gives
+4,040 groups, 4,000 datasets, 8,041 objects and 12,000 attributes (issue 30's file).
+Printed for load, export (and hsload): wall seconds, objects/s (every object over the whole
+time) and the MiB/s of the values, with client and server CPU beside them. The export is then
+compared with the source with ``h5diff`` (and hsload's domain with an export of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import h5py
+import numpy as np
+from common import CpuMeter, add_target_args, cpu_row, maybe_pause, row, target
+from tests.support.s3server import start_s3_server
+
+from h5lake.tools.export import export_domain
+from h5lake.tools.load import load_file
+from h5lake.tools.rest import RestClient, Settings
+
+MIB = 1024 * 1024
+PER_TOP = 100  # groups under each top group
+
+
+def make_file(path: Path, top: int) -> tuple[int, int]:
+    """The bench file; returns (objects, value bytes)."""
+    values = np.arange(10, dtype="<i4")
+    with h5py.File(path, "w") as f:
+        for i in range(top):
+            t = f.create_group(f"top{i:04d}")
+            for j in range(PER_TOP):
+                g = t.create_group(f"g{j:03d}")
+                g.attrs["index"] = np.int64(i * PER_TOP + j)
+                d = g.create_dataset("values", data=values + j)
+                d.attrs["units"] = "counts"
+                d.attrs["scale"] = np.float64(0.5 * j)
+    return 1 + top + 2 * top * PER_TOP, top * PER_TOP * values.nbytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_target_args(parser)
+    parser.add_argument("--objects", type=int, default=8041, help="about this many objects (default 8,041)")
+    parser.add_argument("--workers", type=int, default=8, help="concurrent requests of load and export (default 8)")
+    parser.add_argument("--file", type=Path, help="keep the bench file here (made if missing)")
+    parser.add_argument("--s3", action="store_true", help="run the h5lake it starts on S3 (SeaweedFS started here)")
+    parser.add_argument("--hsload", action="store_true", help="also time h5pyd's hsload into the same server")
+    parser.add_argument("--no-export", action="store_true", help="time the load only")
+    args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        if args.s3 and not args.endpoint:
+            s3 = start_s3_server()
+            stack.callback(s3.stop)
+            args.server_arg += ["--storage", f"s3://{s3.bucket}/ingest-{uuid.uuid4().hex[:8]}",
+                                "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"]
+            args.server_env += [f"AWS_ACCESS_KEY_ID={s3.access_key_id}", f"AWS_SECRET_ACCESS_KEY={s3.secret_access_key}"]
+            print(f"# storage: S3 (SeaweedFS at {s3.endpoint})")
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    top = max(1, round((args.objects - 1) / (1 + 2 * PER_TOP)))
+    with tempfile.TemporaryDirectory(prefix="h5lake-ingest-") as tmp:
+        source = args.file or Path(tmp) / "ingest.h5"
+        if not source.exists():
+            started = time.perf_counter()
+            make_file(source, top)
+            print(f"# made {source} ({time.perf_counter() - started:.1f} s)")
+        with h5py.File(source, "r") as f:
+            top = len(f)
+        objects, nbytes = 1 + top + 2 * top * PER_TOP, top * PER_TOP * 40
+        print(f"# {objects} objects ({top + top * PER_TOP} groups, {top * PER_TOP} datasets), {3 * top * PER_TOP} attributes")
+        with target(args) as t:
+            maybe_pause(args, t)
+            folder = t.new_folder("ingest")
+            client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "ingest.h5", pool_size=args.workers)
+            print(f"# {t.endpoint}, {args.workers} workers")
+
+            meter = CpuMeter(t.server_pid).start()
+            load_file(source, client, workers=args.workers)
+            meter.stop()
+            report("h5lake load", meter.wall, objects, nbytes)
+            cpu_row(meter, objects, "object")
+
+            if args.no_export:
+                return
+            exported = Path(tmp) / "exported.h5"
+            meter = CpuMeter(t.server_pid).start()
+            export_domain(client, exported, workers=args.workers)
+            meter.stop()
+            report("h5lake export", meter.wall, objects, nbytes)
+            cpu_row(meter, objects, "object")
+            same(source, exported)
+
+            if args.hsload:
+                hsload(args, t, folder, source, objects, nbytes, Path(tmp))
+
+
+def hsload(args: argparse.Namespace, t, folder: str, source: Path, objects: int, nbytes: int, tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    exe = shutil.which("hsload")
+    if exe is None:
+        print("# hsload: not installed")
+        return
+    env = dict(os.environ, HS_ENDPOINT=t.endpoint, HS_USERNAME=t.user, HS_PASSWORD=t.password)
+    domain = folder + "hsload.h5"
+    meter = CpuMeter(t.server_pid).start()
+    subprocess.run([exe, str(source), domain], env=env, check=True, stdout=subprocess.DEVNULL)
+    meter.stop()
+    report("h5pyd hsload", meter.wall, objects, nbytes)
+    cpu_row(meter, objects, "object")
+    client = RestClient(Settings(t.endpoint, t.user, t.password), domain, pool_size=args.workers)
+    exported = tmp / "hsload-exported.h5"
+    export_domain(client, exported, workers=args.workers)
+    same(source, exported, "hsload's domain")
+
+
+def same(source: Path, exported: Path, what: str = "the export") -> None:
+    h5diff = shutil.which("h5diff")
+    if h5diff is None:
+        print("# h5diff not installed: not compared")
+        return
+    done = subprocess.run([h5diff, str(source), str(exported)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        print(f"# {what} DIFFERS from the source (h5diff):\n{done.stdout[-2000:]}", file=sys.stderr)
+        raise SystemExit(1)
+    print(f"# {what} matches the source (h5diff)")
+
+
+def report(what: str, seconds: float, objects: int, nbytes: int) -> None:
+    row(f"{what}: {objects} objects", f"{objects / seconds:.0f} objects/s", f"{seconds:.2f} s, {nbytes / MIB / seconds:.2f} MiB/s of values")
+
+
+if __name__ == "__main__":
+    main()
