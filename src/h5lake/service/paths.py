@@ -160,11 +160,11 @@ def _listed_at_once(
     return found, found.root, found.targets
 
 
-LEFT_OUT_OF_LISTINGS = ("id", "root", "domain", "linkCount", "attributeCount")
-"""Keys of an object's description a listing leaves out, as HSDS's ``domain_objs`` does: the id
-is its key there, the root and domain the reply's own, and the counts those of the ``links`` and
-``attributes`` it holds (h5pyd deletes all five from what it GETs). They were ~40% of the reply
-(docs/performance.md, "Listing")."""
+LEFT_OUT_OF_LISTINGS = ("root", "domain", "linkCount", "attributeCount")
+"""Keys of an object's description a listing leaves out: the root and domain are the reply's
+own, and the counts those of the ``links`` and ``attributes`` it holds (h5pyd 1.0 deletes them
+from what it GETs). The ``id`` stays, as in HSDS's ``domain_objs``: h5pyd 0.24 builds the root
+group of a file opened ``r`` from its entry and needs it."""
 
 
 def _complete(doc: Doc, head: bool = True) -> bool:
