@@ -753,3 +753,35 @@ def test_true_colour_image_of_planes(browser: Browser, view_domain: ViewDomain) 
         assert pixel == list(planes[:, r, c]), (r, c)
     expect(page.locator(".status").first).to_contain_text("INTERLACE_PLANE")
     page.context.close()
+
+
+def test_follow_shows_rows_as_they_arrive(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """With "follow" on, rows a writer appends appear without a reload: the dataset card's
+    shape, the line plot's window (its last rows) and the table's last page, through the watch."""
+    import uuid
+
+    import h5pyd
+
+    domain = f"/home/test_user1/follow-{uuid.uuid4().hex[:8]}.h5"
+    opts = {"endpoint": view_domain.endpoint, "username": "test_user1", "password": USERS["test_user1"]}
+    with h5pyd.File(domain, "w", **opts) as f:
+        f.create_dataset("grow", data=np.arange(100, dtype="f8"), maxshape=(None,), chunks=(100,))
+    page = open_page(browser)
+    page.goto(f"{view_domain.endpoint}/view/?domain={domain}&path=/grow")
+    expect(page.locator("#dataset-info")).to_contain_text("100")
+    page.locator("#follow").check()
+    with h5pyd.File(domain, "a", **opts) as f:
+        d = f["grow"]
+        d.resize((150,))
+        d[100:150] = np.arange(100, 150, dtype="f8")
+    expect(page.locator("#dataset-info")).to_contain_text("150", timeout=15_000)
+    expect(page.locator(".view .status").first).to_contain_text("indexes 50–149", timeout=15_000)
+    page.screenshot(path=str(shots / "follow-line.png"))
+    page.get_by_role("button", name="Table").click()
+    with h5pyd.File(domain, "a", **opts) as f:
+        d = f["grow"]
+        d.resize((230,))
+        d[150:230] = np.arange(150, 230, dtype="f8")
+    expect(page.locator("#values tbody tr").last).to_contain_text("229", timeout=15_000)
+    page.screenshot(path=str(shots / "follow-table.png"))
+    page.locator("#follow").uncheck()
