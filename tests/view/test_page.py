@@ -753,3 +753,36 @@ def test_true_colour_image_of_planes(browser: Browser, view_domain: ViewDomain) 
         assert pixel == list(planes[:, r, c]), (r, c)
     expect(page.locator(".status").first).to_contain_text("INTERLACE_PLANE")
     page.context.close()
+
+
+def test_follow_shows_rows_as_they_arrive(browser: Browser, view_domain: ViewDomain, shots: Path) -> None:
+    """With "follow" on, rows a writer appends (PUT value?append=N) appear without a reload,
+    through the watch: the dataset card's new shape, the line plot's window moved to the last
+    rows, and the table's last page holding the newest values."""
+    import uuid
+
+    import h5pyd
+
+    domain = f"/home/test_user1/follow-{uuid.uuid4().hex[:8]}.h5"
+    opts = {"endpoint": view_domain.endpoint, "username": "test_user1", "password": USERS["test_user1"]}
+    with h5pyd.File(domain, "w", **opts) as f:
+        dset_id = f.create_dataset("grow", data=np.arange(100, dtype="f8") * 10, maxshape=(None,), chunks=(100,)).id.id
+
+    def append(start: int, stop: int) -> None:
+        r = requests.put(f"{view_domain.endpoint}/datasets/{dset_id}/value", params={"domain": domain, "append": stop - start},
+                         json={"value": [i * 10 for i in range(start, stop)]}, auth=("test_user1", USERS["test_user1"]))
+        assert r.status_code == 200, r.text
+
+    page = open_page(browser)
+    page.goto(f"{view_domain.endpoint}/view/?domain={domain}&path=/grow")
+    expect(page.locator("#dataset-info")).to_contain_text("100")
+    page.locator("#follow").check()
+    append(100, 150)
+    expect(page.locator("#dataset-info tr", has_text="shape").first).to_contain_text("150", timeout=15_000)
+    expect(page.locator(".view .status").first).to_contain_text("indexes 50–149", timeout=15_000)  # the 100 shown, moved
+    page.screenshot(path=str(shots / "follow-line.png"))
+    page.get_by_role("button", name="Table").click()
+    append(150, 230)
+    expect(page.locator("#values tbody tr").last).to_contain_text("2290", timeout=15_000)
+    page.screenshot(path=str(shots / "follow-table.png"))
+    page.locator("#follow").uncheck()

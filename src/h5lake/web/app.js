@@ -4,7 +4,8 @@
 // with a paged key/value table. Nothing here assumes they do not exist beyond the kinds below.
 
 import { ApiError, apiUrl, getJson, getPreview, getRest } from './api.js';
-import { datasetRows, dimName } from './dataset.js';
+import { datasetRows, dimName, sliders } from './dataset.js';
+import { followShape } from './follow.js';
 import { bytes, el, isComplexType, isNumericType, modeText, num, shapeText, status, typeText, valueText, when } from './format.js';
 import { SCALES, drawHeatmap } from './heatmap.js';
 import { VALUE_SCALES, drawLine } from './line.js';
@@ -20,6 +21,7 @@ let openDomainPath = null;
 let domainPaths = [];
 let treeNodes = new Map(); // path -> {path, kind, children, expand(open)}
 let navigation = 0; // bumped by every route(): an answer for an older one is dropped
+let following = null; // the AbortController of the follow loop, if one runs
 let keepRatio = true; // images keep their data's aspect ratio (or fill the width), for every image
 
 // --- navigation --------------------------------------------------------------------------
@@ -52,6 +54,7 @@ window.addEventListener('popstate', () => route());
 
 async function route() {
   const { domain, path, folder } = state();
+  following?.abort();
   const current = navigation + 1;
   navigation = current;
   const stale = () => current !== navigation;
@@ -322,14 +325,25 @@ function showValues(domain, entity) {
     class: 'tab', 'data-view': v,
     onclick: () => choose(v),
   }, { line: 'Line plot', image: 'Image', table: 'Table', rgb: 'RGB image' }[v])));
-  vis.replaceChildren(el('h3', {}, 'Values'), tabs, body);
+  const follow = { on: false, rows: null }; // following, a new shape opens the view on its last ``rows`` rows
+  const grown = (newDims) => {
+    entity.dataset.shape.dims = newDims;
+    $('dataset-info').replaceWith(infoTable('dataset-info', datasetRows(entity.dataset)));
+    choose(tabs.querySelector('.active').dataset.view);
+  };
+  const toggle = el('input', { type: 'checkbox', id: 'follow', onchange: () => {
+    following?.abort();
+    following = (follow.on = toggle.checked) ? new AbortController() : null;
+    if (following) followShape(domain, entity.id, entity.dataset.shape.dims, following.signal, grown);
+  } });
+  vis.replaceChildren(el('h3', {}, 'Values'), tabs, el('label', { class: 'follow', title: 'show the newest rows as they arrive' }, toggle, ' follow'), body);
   // the indexes of the dimensions that are not shown, shared by the image and the table
   const fixed = dims.slice(0, Math.max(0, dims.length - 2)).map(() => 0);
   const choose = (view) => {
     for (const t of tabs.children) t.classList.toggle('active', t.dataset.view === view);
     const host = el('div', { class: 'view' }); // a fresh host per choice: an older view's answers land nowhere
     body.replaceChildren(host);
-    const ctx = { domain, path: entity.path, dims, type, host, fixed, interlace, dimensions: entity.dataset.dimensions };
+    const ctx = { domain, path: entity.path, dims: entity.dataset.shape.dims, type, host, fixed, interlace, dimensions: entity.dataset.dimensions, follow };
     const run = { line: showLine, image: showImage, table: showTable, rgb: showRgb }[view];
     run(ctx).catch(reporter(host));
   };
@@ -363,9 +377,9 @@ function latest(host) {
 
 const reporter = (host) => (error) => { if (host.isConnected) showError(error); };
 
-async function showLine({ domain, path, dims, host }) {
+async function showLine({ domain, path, dims, host, follow }) {
   const n = dims[0];
-  let range = [0, n];
+  let range = follow.on && follow.rows ? [Math.max(0, n - follow.rows), n] : [0, n];
   let shown = null; // the last preview drawn: a change of value scale redraws it, unread
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
@@ -390,6 +404,7 @@ async function showLine({ domain, path, dims, host }) {
     const preview = await getPreview({ domain, path, selection, width: plotHost.clientWidth || 800 });
     if (stale()) return;
     shown = preview;
+    follow.rows = range[1] - range[0];
     draw();
     info.textContent = `indexes ${range[0]}–${range[1] - 1}: ${modeText(preview.header)}`;
     host.querySelector('#dl').replaceChildren(downloads(domain, path, selection));
@@ -408,20 +423,6 @@ async function showLine({ domain, path, dims, host }) {
     el('span', { class: 'muted' }, ' drag across the plot to zoom in'),
   );
   await load();
-}
-
-// A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
-function sliders(dims, fixed, onChange, dimensions) {
-  return el('div', { class: 'sliders' }, fixed.map((_, d) => {
-    const out = el('output', { id: `dim-${d}-value` }, String(fixed[d]));
-    const input = el('input', {
-      type: 'range', min: 0, max: dims[d] - 1, value: fixed[d], class: 'dim-slider', 'data-dim': d,
-      'aria-label': `index in ${dimName(dimensions, d)}`,
-      oninput: () => { out.textContent = input.value; },
-      onchange: () => { fixed[d] = Number(input.value); onChange(); },
-    });
-    return el('label', { class: 'dim-label', 'data-dim': d }, `${dimName(dimensions, d)}, of ${dims[d]}: `, input, ' ', out);
-  }));
 }
 
 // The dimension scale attached to dimension ``d`` (HDF5's DIMENSION_LIST: the first one, as
@@ -454,13 +455,14 @@ async function scaleSamples(domain, scale, start, count, size) {
   return monotonic && (sign !== 0 || val.length === 1) ? { idx, val } : { why: 'its values are not strictly increasing or decreasing' };
 }
 
-async function showImage({ domain, path, dims, host, fixed, dimensions }) {
+async function showImage({ domain, path, dims, host, fixed, dimensions, follow }) {
   const rank = dims.length;
   const shownDims = [rank - 2, rank - 1];
   const scales = await Promise.all(shownDims.map((d) => dimensionScale(domain, dimensions, d, dims[d])
     .catch((error) => ({ why: `it could not be read: ${error.message}` }))));
   if (!host.isConnected) return;
-  let region = { rows: [0, dims[rank - 2]], cols: [0, dims[rank - 1]] };
+  const nr = dims[rank - 2];
+  let region = { rows: [follow.on && follow.rows ? Math.max(0, nr - follow.rows) : 0, nr], cols: [0, dims[rank - 1]] };
   let shown = null; // the last preview drawn: a change of colour scale redraws it, unread
   const plotHost = el('div', { class: 'plot' });
   const info = status('');
@@ -522,6 +524,7 @@ async function showImage({ domain, path, dims, host, fixed, dimensions }) {
     const axes = await axesFor(preview.header);
     if (stale()) return;
     shown = { preview, at: [...fixed], axes };
+    follow.rows = region.rows[1] - region.rows[0];
     draw();
     plotHost.dataset.selection = selection;
     info.textContent = `rows ${region.rows[0]}–${region.rows[1] - 1}, columns ${region.cols[0]}–${region.cols[1] - 1}: ${modeText(preview.header)}`;
@@ -532,11 +535,11 @@ async function showImage({ domain, path, dims, host, fixed, dimensions }) {
 
 // Rows of the first shown dimension and columns of the last (a 2-D slice of N-D data, at the
 // sliders' indexes), a page at a time; a row number jumps there.
-async function showTable({ domain, path, dims, type, host, fixed, dimensions }) {
+async function showTable({ domain, path, dims, type, host, fixed, dimensions, follow }) {
   const rank = dims.length;
   const rowCount = rank > 1 ? dims[rank - 2] : dims[0];
   const colCount = rank > 1 ? dims[rank - 1] : 1;
-  let start = 0;
+  let start = follow.on ? Math.max(0, rowCount - TABLE_ROWS) : 0;
   let colStart = 0;
   const tableHost = el('div', { class: 'table-wrap' });
   const info = status('');

@@ -62,3 +62,17 @@ export function dimName(dimensions, d) {
   const label = dimensions?.[d]?.label;
   return label ? `${label} (dim ${d})` : `dim ${d}`;
 }
+
+// A slider per dimension that is not shown, set at ``fixed``; onChange after a move.
+export function sliders(dims, fixed, onChange, dimensions) {
+  return el('div', { class: 'sliders' }, fixed.map((_, d) => {
+    const out = el('output', { id: `dim-${d}-value` }, String(fixed[d]));
+    const input = el('input', {
+      type: 'range', min: 0, max: dims[d] - 1, value: fixed[d], class: 'dim-slider', 'data-dim': d,
+      'aria-label': `index in ${dimName(dimensions, d)}`,
+      oninput: () => { out.textContent = input.value; },
+      onchange: () => { fixed[d] = Number(input.value); onChange(); },
+    });
+    return el('label', { class: 'dim-label', 'data-dim': d }, `${dimName(dimensions, d)}, of ${dims[d]}: `, input, ' ', out);
+  }));
+}
