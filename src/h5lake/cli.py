@@ -39,7 +39,7 @@ class _Commands(click.Group):
         "serve": "Run the service.",
         "apikey": "Create, list and revoke API keys.",
         "gc": "Delete committed chunks and manifests no version references.",
-        "version": "Commit, list, tag, compare, restore, fork and delete versions.",
+        "version": "Commit, list, compare, fork, merge and restore versions.",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -138,6 +138,8 @@ def check_objects_whole(raw: RawStore) -> None:
             assert len(data) == CHUNK * CHUNK * 4, f"chunk {key} has {len(data)} bytes"
         elif name.endswith(".json") or "-g-" in name or "-d-" in name or "-t-" in name:
             json.loads(data)
+        elif name == ".changed.txt":  # a domain's last-change stamp: a time in seconds
+            float(data.decode())
         elif name.endswith(".txt"):
             for line in data.decode().splitlines():
                 assert len(line.split()) >= 4, f"{key}: {line!r}"

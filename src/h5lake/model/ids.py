@@ -241,7 +241,7 @@ def _normalize_domain(path: str) -> str:
         raise InvalidInput("domain is required")
     if len(path) > MAX_DOMAIN_BYTES or len(path.encode("utf-8", "surrogatepass")) > MAX_DOMAIN_BYTES:
         raise InvalidInput(
-            f"domain path is {len(path.encode('utf-8', 'surrogatepass'))} bytes in UTF-8, over the limit of "
+            f"domain path too long: {len(path.encode('utf-8', 'surrogatepass'))} bytes in UTF-8, over the limit of "
             f"{MAX_DOMAIN_BYTES} (storage keys are at most {MAX_KEY_BYTES} bytes, and h5lake keeps keys of up "
             f"to {DOMAIN_KEY_ROOM} bytes more under a domain)"
         )

@@ -65,9 +65,6 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, limits: Limits) -> Doc
             return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
         if cls not in (LayoutClass.CHUNKED, LayoutClass.CONTIGUOUS, LayoutClass.COMPACT):
             raise InvalidInput(f"layout {cls.value} is not supported for new datasets")
-        if cls is not LayoutClass.CHUNKED and space.maxdims is not None and tuple(space.maxdims) != tuple(space.dims):
-            # as HDF5 (an extendible dataset needs chunks) and HSDS
-            raise InvalidInput(f"a {cls.value} dataset cannot be extendible: maxdims needs a chunked layout")
     elif space.maxdims is not None and None in space.maxdims:
         pass  # unlimited extents need chunks; guessed below
     chunk = guess_chunk_shape(

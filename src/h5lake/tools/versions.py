@@ -31,7 +31,7 @@ def _json_option(fn: Any) -> Any:
 
 
 def register(group: click.Group) -> None:
-    @group.group("version", short_help="Commit, list, tag, compare, restore, fork, merge and delete versions.")
+    @group.group("version", short_help="Commit, list, compare, fork, merge and restore versions.")
     def version() -> None:
         """Versions of a domain (docs/versions.md). Read one with DOMAIN@REF anywhere a domain
         is accepted: REF is a version id (v3), a tag, ~N, or an ISO 8601 time."""
