@@ -159,7 +159,7 @@ def served(args: argparse.Namespace, data: np.ndarray) -> None:
 
 
 def codec(args: argparse.Namespace, data: np.ndarray) -> None:
-    from h5lake.chunks.layout import ChunkCodec
+    from h5lake.chunks.dataset import ChunkCodec
 
     names = args.filters.split(",")
     rows, cols = CHUNKS

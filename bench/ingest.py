@@ -34,9 +34,9 @@ import numpy as np
 from common import CpuMeter, add_target_args, cpu_row, maybe_pause, row, target
 from tests.support.s3server import start_s3_server
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 
 MIB = 1024 * 1024
 PER_TOP = 100  # groups under each top group

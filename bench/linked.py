@@ -11,7 +11,7 @@ In a temporary folder it makes
 
 starts an h5lake allowed to read that folder, and prints, each with its ratio:
 
-* link ingest of chunked.h5 (metadata + chunk table, ``tools/link.py`` over REST) vs a full copy
+* link ingest of chunked.h5 (metadata + chunk table, ``client/load_link.py`` over REST) vs a full copy
   with ``h5lake load`` (the colleague's loader; ``--no-copy`` skips it);
 * through h5pyd vs h5py on the same file: the whole chunked dataset, 200 random 256x256
   hyperslabs, one row of the contiguous dataset;
@@ -41,8 +41,8 @@ if str(ROOT) not in sys.path:
 
 from tests.support.server import USERS, start_server
 
+from h5lake.client import load_link as link
 from h5lake.model.types import type_from_dtype
-from h5lake.tools import link
 
 USER = "test_user1"
 COLS = 16384
@@ -181,8 +181,8 @@ def main() -> None:
             t_copy = None
             if not args.no_copy:
                 try:
-                    from h5lake.tools.load import load_file
-                    from h5lake.tools.rest import RestClient, Settings
+                    from h5lake.client.load import load_file
+                    from h5lake.client.rest import RestClient, Settings
 
                     client = RestClient(
                         Settings(srv.endpoint, USER, USERS[USER]), f"/home/{USER}/chunked-copy.h5"

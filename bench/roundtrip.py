@@ -24,9 +24,9 @@ import h5py
 import numpy as np
 from common import CpuMeter, add_target_args, cpu_row, maybe_pause, row, target
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 
 MIB = 1024 * 1024
 CHUNK = (128, 210)  # 107,520 bytes of float32

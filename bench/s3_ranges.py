@@ -51,13 +51,13 @@ from tests.support.s3server import S3Server, start_s3_server
 from tests.support.server import start_server
 
 from h5lake.chunks import engine
+from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.model.selection import Selection, Slice
 from h5lake.sources.files import default_registry
-from h5lake.sources.layouts import parse_ref_layout
-from h5lake.sources.linked import ChunkedRefChunks, _Pins
+from h5lake.sources.inplace import ChunkedRefChunks, _Pins
+from h5lake.sources.refs import parse_ref_layout
 from h5lake.storage.s3 import S3Store
 
 KIB = 1024

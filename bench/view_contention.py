@@ -66,7 +66,7 @@ def main() -> None:
         srv = start_server(work / "srv")
         ep = srv.endpoint
         requests.put(ep + "/", params={"domain": "/home/admin/"}, json={"folder": 1}, auth=A, timeout=10)
-        subprocess.run([sys.executable, "-m", "h5lake.cli", "load", str(work / "f.h5"), DOMAIN, "-e", ep,
+        subprocess.run([sys.executable, "-m", "h5lake.cli.command", "load", str(work / "f.h5"), DOMAIN, "-e", ep,
                         "-u", A[0], "-p", A[1], "-q"], check=True)
         (work / "f.h5").unlink()
         s = requests.Session()

@@ -15,7 +15,7 @@
 Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker more than
 the usable cores (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
 fixtures are made once (whole folders for those in ``ONE_WORKER``), the longest first
-(``tests/durations.json``, written by ``tools/suite_durations.py``). Every worker has its own
+(``tests/durations.json``, written by ``dev/suite_durations.py``). Every worker has its own
 session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables), and every
 server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
@@ -79,7 +79,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # while the other workers pause, instead of each waiting for whatever test another worker is in.
 ONE_WORKER = ("tests/roundtrip/", "tests/security/")
 LAST = ("tests/security/",)
-DURATIONS = Path(__file__).parent / "durations.json"  # seconds per module (tools/suite_durations.py)
+DURATIONS = Path(__file__).parent / "durations.json"  # seconds per module (dev/suite_durations.py)
 UNKNOWN_TEST_SECONDS = 0.5  # a module not in DURATIONS: its tests weighed at this each
 
 

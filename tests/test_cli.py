@@ -19,7 +19,7 @@ from tests.support.server import launch, start_server
 def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "h5lake.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "h5lake.cli.command", *args], capture_output=True, text=True,
                           env=full, input=input, timeout=60)
 
 
@@ -42,7 +42,7 @@ def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
     runs that many worker processes, and a SIGTERM to the process it started (as a terminal, a
     container runtime or systemd sends it) stops every one of them, exiting with 0."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    started = launch(tmp_path, lambda port: [sys.executable, "-m", "h5lake.cli", "serve"], timeout=60,
+    started = launch(tmp_path, lambda port: [sys.executable, "-m", "h5lake.cli.command", "serve"], timeout=60,
                      env=lambda port: {**env, "H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
     proc = started.process
     try:

@@ -23,7 +23,7 @@ from tests.support.server import USERS
 from h5lake.api.connections import DIRECT_MIN
 
 SHAPE = [1024, 1024]  # float32: 4 MiB, four times DIRECT_MIN (a body read whole)
-BIG = [12288, 1024]  # 48 MiB: more than a block (service/values.py STREAM_BLOCK_BYTES), streamed
+BIG = [12288, 1024]  # 48 MiB: more than a block (service/values/core.py STREAM_BLOCK_BYTES), streamed
 CHUNKS = [256, 512]
 
 

@@ -1,4 +1,4 @@
-"""What the differential driver (tools/diffdrive.py: the same random operations on an h5py file
+"""What the differential driver (dev/diffdrive.py: the same random operations on an h5py file
 and through h5pyd on h5lake) found the server answering otherwise than HSDS, each through h5pyd."""
 
 from __future__ import annotations

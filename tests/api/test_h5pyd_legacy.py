@@ -1,7 +1,7 @@
 """Request forms of h5pyd before 1.0 (the 0.2x line, whose test suite runs against HSDS), over
 plain HTTP: ``T`` for a flag, a flush in the PUT body that reads ``dn_ids``, ``maxdims`` 0 for an
 unlimited dimension of extent 0, predefined type names without a byte order, enums read through
-``mapping``, and the default ACL read by whoever may read the domain (tools/h5pyd_suite.py runs
+``mapping``, and the default ACL read by whoever may read the domain (dev/h5pyd_suite.py runs
 that client's own suite; docs/fidelity.md)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Request and answer forms HSDS serves that its REST-level test suite exercises (found by running
-that suite against h5lake, tools/run_hsds_integ.sh): ``num_chunks``/``allocated_size``, flat and
+that suite against h5lake, dev/run_hsds_integ.sh): ``num_chunks``/``allocated_size``, flat and
 one-element JSON values, one-field compound writes, 404 for ids of HSDS's form, one-group
 ``grp_ids``, ``GET /`` without a domain, domain queries, inherited folder ACLs, ``linked_domain``,
 float32 fill values, ACL listings, ``attr_names`` on a listing, link paths holding ``/`` and

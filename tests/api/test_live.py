@@ -231,7 +231,7 @@ def test_a_waiter_whose_client_hangs_up_is_dropped(bounded: Server) -> None:
     assert seen[-1] == 304
 
 
-# --- consistent appends (service/appends.py) ----------------------------------------------------
+# --- consistent appends (service/values/appends.py) ----------------------------------------------------
 
 def filled_dataset(client: Client, values: list[int], chunk: int = 4) -> str:
     r = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [len(values)], "maxdims": ["H5S_UNLIMITED"],

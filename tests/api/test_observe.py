@@ -109,7 +109,7 @@ def test_health_and_readiness(client: TestClient) -> None:
 )
 def test_bad_operations_settings_stop_start_up_with_one_line(tmp_path: Path, option: list[str], words: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path), "--port", "1", *option],
+        [sys.executable, "-m", "h5lake.cli.command", "serve", "--data", str(tmp_path), "--port", "1", *option],
         check=False, capture_output=True, text=True, timeout=60,
     )
     assert done.returncode != 0

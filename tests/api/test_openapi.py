@@ -9,14 +9,26 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 from tests.support import conformance
 
-from h5lake.api import (
-    domain_routes,
-    map_routes,
-    object_routes,
+from h5lake.api.routes import (
+    domains as domain_routes,
+)
+from h5lake.api.routes import (
+    maps as map_routes,
+)
+from h5lake.api.routes import (
+    objects as object_routes,
+)
+from h5lake.api.routes import (
     openapi,
-    value_routes,
-    version_routes,
-    zarr_routes,
+)
+from h5lake.api.routes import (
+    values as value_routes,
+)
+from h5lake.api.routes import (
+    versions as version_routes,
+)
+from h5lake.api.routes import (
+    zarr as zarr_routes,
 )
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tests.conftest import Client
 
-from h5lake.service.values import MAX_QUERY_UPDATE_CHUNKS
+from h5lake.service.values.core import MAX_QUERY_UPDATE_CHUNKS
 
 pytestmark = pytest.mark.one_backend  # request and answer forms, the same on every store
 

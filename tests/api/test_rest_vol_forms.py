@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from tests.conftest import auth
 from tests.support.server import USERS
 
-from h5lake.cli import main
+from h5lake.cli.command import main
 
 pytestmark = pytest.mark.one_backend  # the request forms of a client, the same on every store
 

@@ -1,5 +1,5 @@
 """Shrinking a dataset (``PUT /datasets/{id}/shape`` to a smaller extent, h5pyd ``resize``) with
-HDF5's semantics: the cut-off elements are gone, growing again shows fill (service/shrink.py)."""
+HDF5's semantics: the cut-off elements are gone, growing again shows fill (service/datasets/shrink.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 import h5pyd
 import numpy as np
 import requests
-from h5lake.model.ids import chunk_key, object_key
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, RawStore, auth
 from tests.support.server import start_server
+
+from h5lake.model.ids import chunk_key, object_key
 
 BIG = 100_000  # elements: past the compact-values limit, so chunks are objects of their own
 OCTET = {"Accept": "application/octet-stream"}

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.api.test_h5pyd_metadata import open_file
 from tests.support.server import USERS
 
-from h5lake.cli import main
+from h5lake.cli.command import main
 
 
 def test_full_and_hyperslab(endpoint: str, domain: str) -> None:

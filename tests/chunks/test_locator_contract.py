@@ -28,18 +28,18 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine, writes
-from h5lake.chunks.cas import ContentStore, ForkedChunks, VersionChunks, index_name
+from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.chunks.inline import DocumentChunks, listed_chunks
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkLocator, ChunkRef, NativeChunks
 from h5lake.errors import ReadOnly
 from h5lake.model.ids import Collection, new_object_id, new_root_id
 from h5lake.model.selection import Selection, Slice
 from h5lake.sources.files import default_registry
-from h5lake.sources.linked import ChunkTable, linked_locator
+from h5lake.sources.inplace import ChunkTable, linked_locator
 from h5lake.storage.memory import MemoryStore
+from h5lake.versions.content import ContentStore, ForkedChunks, VersionChunks, index_name
 
 WORKERS = Workers(4, cpu_pool())
 SHAPE = (50, 30)
@@ -300,7 +300,7 @@ async def test_a_version_locator_made_before_the_document_is_read_finds_every_ch
     the dataset's manifest itself: every committed chunk is found, none reads as fill."""
     from types import SimpleNamespace
 
-    from h5lake.service.versions import VersionView
+    from h5lake.service.versions.view import VersionView
 
     store = MemoryStore()
     cas, manifest, table = await committed(store)

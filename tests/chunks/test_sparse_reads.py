@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import orjson
 from starlette.testclient import TestClient  # the service in this process, on a store we count
+from tests.conftest import Backing, Client, RawStore
+from tests.support.server import USERS, write_passwd
 
 from h5lake.api.app import create_app
+from h5lake.catalog.written import written_chunks
 from h5lake.chunks import engine
-from h5lake.chunks.written import written_chunks
 from h5lake.config import Settings
 from h5lake.model import ids
 from h5lake.storage.memory import MemoryStore
-from tests.conftest import Backing, Client, RawStore
-from tests.support.server import USERS, write_passwd
 
 N = 10**12  # elements: 10**9 chunks of 1000
 STEP = 10**7  # the read takes every 10**7-th element: 100_000 values, each in a chunk of its own

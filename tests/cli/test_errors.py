@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from tests.support.cli import clean_env, h5lake_command, one_error_line, run_h5lake
 from tests.support.server import USERS, free_port, launch, refusing_port, write_passwd
 
-from h5lake import cli
-from h5lake.api import commands
+from h5lake.cli import command as cli
+from h5lake.cli import server as commands
 
 pytestmark = pytest.mark.one_backend  # what the command line says, the same on every store
 
@@ -239,7 +239,7 @@ def test_a_wrong_domain_path_and_a_usage_error(endpoint: str, tmp_path: Path, sm
 
 
 def test_help_lists_the_lazy_commands_as_their_own_help_says_without_loading_them() -> None:
-    """``h5lake --help`` names each lazily loaded command by a line kept in cli.py (loading
+    """``h5lake --help`` names each lazily loaded command by a line kept in cli/command.py (loading
     them all cost a second of imports); each line is the loaded command's own short help."""
     for name, line in cli._Commands.lazy_help.items():
         command = cli.main.get_command(click.Context(cli.main), name)
@@ -281,8 +281,8 @@ def test_load_into_a_version_names_the_head(endpoint: str, home_folder: str, tmp
 @pytest.mark.parametrize("method", ["GET", "PUT", "POST", "DELETE"])
 def test_a_refused_request_is_worded_without_http_verbs(method: str) -> None:
     """What the server refused, in words; the status and its message, never ``DELETE / failed``."""
-    from h5lake.tools.common import explain
-    from h5lake.tools.rest import RestClient, RestError, Settings
+    from h5lake.client.common import explain
+    from h5lake.client.rest import RestClient, RestError, Settings
 
     client = RestClient(Settings("http://127.0.0.1:1"), "/home/u/d.h5")
     for path in ("/", "/datasets/d-1/value", "/groups/g-1/links/x"):

@@ -69,8 +69,8 @@ def test_the_server_runs_without_h5pyd(tmp_path: Path) -> None:
     def blocked(port: int) -> list[str]:
         return [sys.executable, "-c", (
             "import sys; sys.modules['h5pyd'] = None\n"  # any `import h5pyd` now raises ImportError
-            "import h5lake.tools.load, h5lake.tools.export\n"
-            "from h5lake.cli import main\n"
+            "import h5lake.client.load, h5lake.client.export\n"
+            "from h5lake.cli.command import main\n"
             # one worker: this interpreter serves, so the guard above holds where the app runs
             f"main(['serve', '--port', '{port}', '--data', {str(tmp_path / 'data')!r}, '--workers', '1'])\n"
         )]

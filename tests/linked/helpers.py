@@ -1,4 +1,4 @@
-"""Linking h5py datasets over plain HTTP, with `h5lake.tools.link` planning each one."""
+"""Linking h5py datasets over plain HTTP, with `h5lake.client.load_link` planning each one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import orjson
 
+from h5lake.client import load_link as link
 from h5lake.model.typecheck import type_from_dtype
-from h5lake.tools import link
 from tests.conftest import Client
 
 OCTET = {"Accept": "application/octet-stream"}

@@ -27,12 +27,12 @@ import numpy as np
 import pytest
 from h5py import h5d, h5p, h5s, h5t
 
-from h5lake.tools import h5native
-from h5lake.tools import link as linking
-from h5lake.tools.common import ToolError
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client import h5native
+from h5lake.client import load_link as linking
+from h5lake.client.common import ToolError
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.conftest import Client
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import raw_dataset

@@ -125,8 +125,8 @@ def test_hsload_link_requests_are_accepted_and_read_back(lc: Client, sources: Pa
 def test_table_and_dataset_in_one_post_as_an_h5pyd_flush_sends_them(lc: Client, sources: Path) -> None:
     """h5pyd flushes new datasets as one POST list: the chunk table comes just before the
     linked dataset naming it, with ids chosen by the client."""
+    from h5lake.client import load_link as link
     from h5lake.model.ids import Collection, new_object_id
-    from h5lake.tools import link
 
     path = _source(sources)
     root = lc.get("/").json()["root"]

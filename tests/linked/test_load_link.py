@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from h5lake.cli import main
+from h5lake.cli.command import main
 from tests.conftest import Client
 from tests.support.server import USERS
 

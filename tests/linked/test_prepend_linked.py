@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 from click.testing import CliRunner
 
-from h5lake.cli import main
+from h5lake.cli.command import main
 from tests.conftest import Client
 from tests.support.server import USERS
 

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from h5lake.chunks import engine, ranges
+from h5lake.chunks import chunkspans as ranges
+from h5lake.chunks import engine
+from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.fanout import Workers, cpu_pool
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.chunks.locate import ChunkRef
 from h5lake.model.projection import project
 from h5lake.model.selection import Coords, Selection, Slice

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from h5lake.tools import link
+from h5lake.client import load_link as link
 from tests.conftest import Client
 from tests.linked.helpers import OCTET, create_linked, post_dataset, read
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from h5lake.cli import main
+from h5lake.cli.command import main
+from h5lake.client.s3files import S3File
 from h5lake.storage.s3 import S3Store
-from h5lake.tools.s3files import S3File
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import build
 from tests.support.s3server import S3Server, start_s3_server, weed_binary

@@ -15,16 +15,15 @@ import numpy as np
 import pytest
 
 from h5lake.chunks import engine
+from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.filters import from_h5py_dcpl
-from h5lake.chunks.layout import ChunkCodec, DatasetLayout
 from h5lake.errors import Forbidden
 from h5lake.model.selection import PointSelection, Selection, Slice
 from h5lake.sources.files import Fingerprint, SourceChanged, default_registry
-from h5lake.sources.layouts import parse_ref_layout
-from h5lake.sources.linked import ChunkedRefChunks, ContiguousRefChunks, _Pins
+from h5lake.sources.inplace import ChunkedRefChunks, ContiguousRefChunks, _Pins
+from h5lake.sources.refs import parse_ref_layout
 from h5lake.storage.s3 import S3Store
-
 from tests.support.s3server import S3Server, start_s3_server, weed_binary
 
 WORKERS = Workers(4, cpu_pool())  # the fan-out bound and CPU pool a service would hand the engine
@@ -126,7 +125,7 @@ def test_server_serves_s3_sources(s3: S3Server, tmp_path: Path) -> None:
             contiguous = create_linked(c, f["k"], f"s3://{s3.bucket}/{prefix}/f.h5")
             np.testing.assert_array_equal(read(c, chunked, np.dtype("<i4"), (96, 40)), data)
             np.testing.assert_array_equal(read(c, contiguous, np.dtype("<i4"), (10, 2), "[10:20,5:7]"), data[10:20, 5:7] * 2)
-            from h5lake.tools import link
+            from h5lake.client import load_link as link
 
             plan = link.plan_link(f["c"], f"s3://{s3.bucket}/other/f.h5")
             assert plan is not None

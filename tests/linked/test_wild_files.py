@@ -22,10 +22,10 @@ import hdf5plugin
 import numpy as np
 import pytest
 
-from h5lake.tools import link as linking
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client import load_link as linking
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.conftest import Client
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import build

@@ -10,10 +10,10 @@ from typing import Any
 import h5py
 import numpy as np
 from click.testing import CliRunner
+
+from h5lake.cli.command import main
 from tests.conftest import USERS, Client
 from tests.maps.test_maps_http import VSTR, everything, new_map
-
-from h5lake.cli import main
 
 
 def test_export_and_load_round_trip(client: Client, endpoint: str, tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import h5py
 import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.tools import h5native
+from h5lake.client import h5native
 
 KINDS = {h5o.TYPE_GROUP: "group", h5o.TYPE_DATASET: "dataset", h5o.TYPE_NAMED_DATATYPE: "datatype"}
 
@@ -427,7 +427,7 @@ def _selection(space: Any) -> tuple[Any, ...]:
 
 def _describe_type(tid: Any) -> str:
     try:
-        from h5lake.tools.h5types import type_json
+        from h5lake.client.h5types import type_json
 
         return str(type_json(tid))
     except Exception:  # noqa: BLE001 - a description only

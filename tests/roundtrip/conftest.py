@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import CORPUS, build_all
 from tests.support.server import USERS, Server

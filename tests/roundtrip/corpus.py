@@ -25,7 +25,7 @@ import lzokay
 import numpy as np
 from h5py import h5a, h5d, h5p, h5r, h5s, h5t
 
-from h5lake.tools import h5native
+from h5lake.client import h5native
 
 Builder = Callable[[Path], None]
 CORPUS: dict[str, Builder] = {}

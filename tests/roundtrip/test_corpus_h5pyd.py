@@ -4,7 +4,7 @@ The files are tests/support/corpus_extra.py's (chunk indexes of both file format
 10 000 links, long and non-ASCII names, PyTables arrays with blosc2, netCDF-4 user types, h5py
 odds and ends); the comparison is tests/support/remote_compare.py (every object, link,
 attribute, type and value; h5pyd's own limits are listed apart and documented in
-docs/fidelity.md). tools/corpus_check.py runs the same over any list of files.
+docs/fidelity.md). dev/corpus_check.py runs the same over any list of files.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import h5pyd
 import numpy as np
 import pytest
 
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.support.corpus_extra import EXTRA
 from tests.support.remote_compare import compare
 

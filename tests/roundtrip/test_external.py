@@ -17,9 +17,9 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from h5lake.cli import main
-from h5lake.tools.h5source import working_directory
-from h5lake.tools.rest import Settings
+from h5lake.cli.command import main
+from h5lake.client.h5source import working_directory
+from h5lake.client.rest import Settings
 from tests.roundtrip.compare import compare_files
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.rest import RestClient, Settings
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.conftest import CORPUS_NAMES, RoundTrip
 from tests.roundtrip.test_roundtrip import KNOWN_FAILURES

@@ -23,9 +23,9 @@ from h5py import h5d, h5s, h5t
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.roundtrip.compare import compare_files
 
 PADS = [h5t.STR_NULLTERM, h5t.STR_NULLPAD, h5t.STR_SPACEPAD]

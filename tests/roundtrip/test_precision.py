@@ -14,7 +14,7 @@ import pytest
 import requests
 from h5py import h5d, h5p, h5s, h5t
 
-from h5lake.tools.rest import Settings
+from h5lake.client.rest import Settings
 from tests.conftest import Backing, RawStore, raw_of
 from tests.roundtrip.conftest import RoundTrip
 from tests.support.chunks import stored_chunk

@@ -13,10 +13,10 @@ import numpy as np
 import requests
 from h5py import h5r, h5t
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.loadplan import DANGLING_NOTE
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.loadplan import DANGLING_NOTE
+from h5lake.client.rest import RestClient, Settings
 from tests.roundtrip.conftest import RoundTrip
 from tests.roundtrip.corpus import _undefined_fill
 

@@ -17,10 +17,10 @@ import pytest
 import requests
 from h5py import h5r
 
-from h5lake.tools.common import ToolError
-from h5lake.tools.export import export_domain
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.common import ToolError
+from h5lake.client.export import export_domain
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 
 pytestmark = pytest.mark.one_backend
 

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 import requests
 
-from h5lake.tools.common import ToolError
-from h5lake.tools.load import load_file
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.common import ToolError
+from h5lake.client.load import load_file
+from h5lake.client.rest import RestClient, Settings
 from tests.roundtrip.conftest import CORPUS_NAMES, RoundTrip
 from tests.roundtrip.corpus import REFUSED, build
 from tests.support.server import USERS
@@ -181,7 +181,7 @@ def test_refused_with_a_clear_error(name: str, tmp_path: Path, settings: Setting
 def test_failure_deletes_the_partial_domain(
     corpus: dict[str, Path], settings: Settings, new_domain: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from h5lake.tools import load
+    from h5lake.client import load
 
     def broken(*args: object, **kwargs: object) -> int:
         raise ToolError("linking /x failed: simulated")
@@ -215,7 +215,7 @@ def test_wrong_password_is_a_clear_error(corpus: dict[str, Path], server: object
 
 
 def test_export_of_a_missing_domain_fails_clearly(settings: Settings, tmp_path: Path) -> None:
-    from h5lake.tools.export import export_domain
+    from h5lake.client.export import export_domain
 
     with pytest.raises(ToolError, match="not found"):
         export_domain(RestClient(settings, "/home/test_user1/never-made.h5"), tmp_path / "x.h5")

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from h5py import h5t
 
-from h5lake.cli import main
-from h5lake.tools.rest import resolve_settings
+from h5lake.cli.command import main
+from h5lake.client.rest import resolve_settings
 from tests.roundtrip.compare import compare_files
 from tests.roundtrip.corpus import raw_attr, string_type
 from tests.support.server import USERS, Server

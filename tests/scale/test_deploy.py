@@ -118,7 +118,7 @@ def test_settings_are_settings(k8s: dict[tuple[str, str], dict[str, Any]], monke
 
 
 def serve_options() -> set[str]:
-    out = subprocess.run([sys.executable, "-m", "h5lake.cli", "serve", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "h5lake.cli.command", "serve", "--help"], capture_output=True, text=True,
                          check=True).stdout
     return set(re.findall(r"^\s+(--[a-z0-9-]+)", out, re.MULTILINE))
 

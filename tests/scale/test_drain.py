@@ -2,7 +2,7 @@
 serving for --drain-seconds while Debian's haproxy (health check on /readyz) moves the traffic to
 the other server, then closes its listener, finishes what it has in flight and exits. Under a
 steady load of reads and writes through haproxy no request fails and every acknowledged write
-is there afterwards (api/supervise.py, docs/operations.md)."""
+is there afterwards (cli/supervise.py, docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Write intents under races and crashes between processes (docs/storage.md, "Crashes and
-races"); the randomized driver that looks for such races is tools/race_drive.py.
+races"); the randomized driver that looks for such races is dev/race_drive.py.
 
 A write intent (``.h5lake/pending/``) names the chunks a write is about to store until they are
 in the dataset's chunk catalog; reads of many chunks, shrinks and version commits trust the

@@ -1,5 +1,5 @@
 """Live data across server processes on one store (local and S3): a waiter on one server is
-answered when another server changes the dataset (the watch's store poller, service/watch.py),
+answered when another server changes the dataset (the watch's store poller, service/datasets/watch.py),
 and h5pyd's ``refresh()`` through one server sees appends made through another."""
 
 from __future__ import annotations

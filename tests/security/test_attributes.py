@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-from h5lake.service.attributes import ATTRIBUTES_PER_OBJECT
+from h5lake.service.objects.attributes import ATTRIBUTES_PER_OBJECT
 from tests.support.cli import clean_env, run_h5lake
 from tests.support.server import Server, start_server
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from h5lake.service.links import MAX_PATH_STEPS
-from h5lake.sources.layouts import MAX_INLINE_CHUNKS
+from h5lake.service.objects.links import MAX_PATH_STEPS
+from h5lake.sources.refs import MAX_INLINE_CHUNKS
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")

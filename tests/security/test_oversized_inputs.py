@@ -14,7 +14,7 @@ import orjson
 import pytest
 import requests
 
-from h5lake.service.versions_commit import MAX_DESCRIPTION_BYTES
+from h5lake.service.versions.commit import MAX_DESCRIPTION_BYTES
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")

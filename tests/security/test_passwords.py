@@ -21,7 +21,7 @@ from tests.support.server import free_port, launch, start_server
 
 def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    return subprocess.run([sys.executable, "-m", "h5lake.cli", *args], check=False, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "h5lake.cli.command", *args], check=False, capture_output=True, text=True,
                           env=env, input=input, timeout=60)
 
 
@@ -147,7 +147,7 @@ def test_no_auth_is_refused_where_it_would_be_dangerous(tmp_path: Path, args: li
 def test_insecure_mode_is_explicit_and_loud(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     started = launch(tmp_path, lambda port: [
-        sys.executable, "-m", "h5lake.cli", "serve", "--data", str(tmp_path / "d"), "--port", str(port),
+        sys.executable, "-m", "h5lake.cli.command", "serve", "--data", str(tmp_path / "d"), "--port", str(port),
         "--admin", "root", "--insecure-no-auth", "--workers", "1"], env=env)
     try:
         about = requests.get(started.endpoint + "/about", auth=("root", "anything"), timeout=10)

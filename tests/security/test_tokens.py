@@ -29,7 +29,7 @@ AUDIENCE = "h5lake-test"
 
 def h5lake(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
-    return subprocess.run([sys.executable, "-m", "h5lake.cli", *args], check=False, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "h5lake.cli.command", *args], check=False, capture_output=True, text=True,
                           env=env, timeout=60)
 
 
@@ -145,7 +145,7 @@ def oidc_server(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> Ite
     work = tmp_path_factory.mktemp("oidc")
     env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
     started = launch(work, lambda port: [
-        sys.executable, "-m", "h5lake.cli", "serve", "--data", str(work / "data"), "--port", str(port),
+        sys.executable, "-m", "h5lake.cli.command", "serve", "--data", str(work / "data"), "--port", str(port),
         "--oidc-issuer", issuer.url, "--oidc-audience", AUDIENCE,
         "--oidc-admin-claim", "groups", "--oidc-admin-value", "h5lake-admins", "--workers", "1",
     ], env=env)

@@ -61,7 +61,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         f.create_dataset("small", data=np.random.default_rng(0).random(1 << 16), chunks=(1 << 16,), compression="gzip")
     srv = start_server(work / "srv")
     requests.put(srv.endpoint + "/", params={"domain": "/home/admin/"}, json={"folder": 1}, auth=A, timeout=10)
-    subprocess.run([sys.executable, "-m", "h5lake.cli", "load", str(source), DOMAIN, "-e", srv.endpoint,
+    subprocess.run([sys.executable, "-m", "h5lake.cli.command", "load", str(source), DOMAIN, "-e", srv.endpoint,
                     "-u", A[0], "-p", A[1], "-q"], check=True, timeout=300)
     source.unlink()
     root = requests.get(srv.endpoint + "/", params={"domain": DOMAIN}, auth=A, timeout=10).json()["root"]

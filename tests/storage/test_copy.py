@@ -1,5 +1,5 @@
 """The optional ``CopyObject`` capability (storage/base.py): one contract for every backend that
-has it (memory: shared bytes; local directory: a hard link, storage/links.py). S3 has not got it
+has it (memory: shared bytes; local directory: a hard link, storage/hardlinks.py). S3 has not got it
 (docs/storage.md says why); the versions code then puts the bytes, as before."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from tests.storage.conftest import MakeStore
 
-from h5lake.storage import links
+from h5lake.storage import hardlinks as links
 from h5lake.storage.base import CopyObject, PreconditionFailed, Store
 from h5lake.storage.local import LocalStore
 from h5lake.storage.posix import ETAG_XATTR, valid_etag
 from h5lake.storage.s3 import S3Store
-from tests.storage.conftest import MakeStore
 
 COPYING = ("memory", "local")
 

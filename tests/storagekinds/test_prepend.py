@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from h5lake.tools.export import export_domain
-from h5lake.tools.rest import RestClient, Settings
+from h5lake.client.export import export_domain
+from h5lake.client.rest import RestClient, Settings
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, RawStore
 from tests.storagekinds.conftest import all_keys

@@ -26,8 +26,8 @@ from starlette.testclient import TestClient  # the service in this process, on a
 
 from h5lake.api.app import create_app
 from h5lake.config import Settings
-from h5lake.service import values as value_use_cases
-from h5lake.service.value_requests import ValueWrite
+from h5lake.service.values import core as value_use_cases
+from h5lake.service.values.requests import ValueWrite
 from h5lake.storage import lanes
 from h5lake.storage.memory import MemoryStore
 from h5lake.storage.s3 import S3Store

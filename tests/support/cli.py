@@ -18,7 +18,7 @@ def h5lake_command() -> list[str]:
     if beside.exists():
         return [str(beside)]
     found = shutil.which("h5lake")
-    return [found] if found else [sys.executable, "-m", "h5lake.cli"]
+    return [found] if found else [sys.executable, "-m", "h5lake.cli.command"]
 
 
 def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from h5lake.api.openapi import document
+from h5lake.api.routes.openapi import document
 
 BASE = "urn:h5lake-openapi"
 MAX_CHECKED_BYTES = 8 * 1024 * 1024

@@ -24,7 +24,7 @@ from tests.roundtrip.corpus import MATLAB_HEADER, _write_user_block, raw_attr, r
 Builder = Callable[[Path], None]
 WILD: dict[str, Builder] = {}
 # Builders whose library cannot live in the test environment: anndata needs pandas < 3, which
-# the test extra's pandas is not. tools/corpus_check.py runs them where the library imports.
+# the test extra's pandas is not. dev/corpus_check.py runs them where the library imports.
 OPTIONAL: dict[str, Builder] = {}
 
 
@@ -903,7 +903,7 @@ def attribute_sizes(path: Path) -> None:
 
 @wild("link_storage")
 def link_storage(path: Path, links: int = 3000) -> None:
-    """Link storage at scale and in odd shapes: a group of 3000 links (12 000 in tools/corpus_check.py runs: same forms) with tracked,
+    """Link storage at scale and in odd shapes: a group of 3000 links (12 000 in dev/corpus_check.py runs: same forms) with tracked,
     indexed order
     (dense storage, a fractal heap and two v2 B-trees), compact-to-dense phase change thresholds
     set by hand, soft-link loops (a to b to a, a self loop, a chain through a group), external

@@ -13,7 +13,7 @@ checked, not what the client holds.
 h5pyd holds writes until a flush: the driver flushes after each changing operation (inside the
 compared call) so a refusal by the server is charged to the operation that caused it.
 
-``tools/diffdrive.py`` runs seeds against a server it starts; ``KNOWN`` names the differences
+``dev/diffdrive.py`` runs seeds against a server it starts; ``KNOWN`` names the differences
 that are h5pyd's own (HSDS would show them too), so a run reports only what is left.
 """
 

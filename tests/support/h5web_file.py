@@ -3,7 +3,7 @@
 strings, booleans, complex, enum, opaque, vlen, array types, scalars, an empty dataset, soft,
 dangling and external links, an RGB image with ``CLASS=IMAGE`` and NeXus ``NXdata`` groups.
 
-Used by the h5grove tests (tests/view/test_h5grove_h5web.py) and by tools/h5web_check.py, which
+Used by the h5grove tests (tests/view/test_h5grove_h5web.py) and by dev/h5web_check.py, which
 browses it with the stock H5Web app.
 """
 

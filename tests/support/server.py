@@ -96,7 +96,7 @@ def _start(
     passwd = write_passwd(workdir / "passwd.txt")
     data = data or workdir / "data"
     args = [
-        sys.executable, "-m", "h5lake.cli", "serve",
+        sys.executable, "-m", "h5lake.cli.command", "serve",
         "--data", str(data), "--port", str(port), "--passwd", str(passwd), "--admin", "admin",
         *(extra or []),
     ]

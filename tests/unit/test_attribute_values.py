@@ -1,4 +1,4 @@
-"""Collecting large attribute values no document names (service/attrvalues.py)."""
+"""Collecting large attribute values no document names (service/objects/attribute_values.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from h5lake.model.ids import attribute_value_key, attribute_values_prefix
-from h5lake.service import attrvalues
+from h5lake.service.objects import attribute_values as attrvalues
 from h5lake.storage.memory import MemoryStore
 
 OBJ = "g-12345678-12345678-1234-123456-123456"
@@ -38,7 +38,7 @@ def test_top_level_listing_does_not_read_a_domain_per_objects_values(tmp_path: A
     from h5lake.api.app import build_service
     from h5lake.config import Settings
     from h5lake.service.context import Caller
-    from h5lake.service.domains import create_domain, list_domains
+    from h5lake.service.domains.core import create_domain, list_domains
 
     class Counting(MemoryStore):
         def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Domain and dataset catalogs (h5lake.chunks.catalog) on real stores: memory and a local folder."""
+"""Domain and dataset catalogs (h5lake.catalog.catalogs) on real stores: memory and a local folder."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from typing import Any
 import orjson
 import pytest
 
-from h5lake.chunks.catalog import (
+from h5lake.catalog.catalogs import (
     PENDING_PREFIX,
     ChunkCatalog,
     delete_dataset_chunks,
     region_indexes,
     region_json,
 )
-from h5lake.chunks.liveness import DEAD_HEARTBEAT, SWEEP_EVERY
-from h5lake.chunks.stats import dataset_chunk_totals, dataset_stats
+from h5lake.catalog.liveness import DEAD_HEARTBEAT, SWEEP_EVERY
+from h5lake.catalog.totals import dataset_chunk_totals, dataset_stats
 from h5lake.model.ids import (
     Collection,
     alive_key,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from h5lake.service.domain_query import root_matcher
+from h5lake.service.domains.query import root_matcher
 
 INT = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from h5lake.errors import InvalidInput
-from h5lake.model import mapdata as md
+from h5lake.maps import data as md
 from h5lake.model.ids import Collection, chunk_key, new_object_id, new_root_id, parse_chunk_key, parse_id
 
 I64 = {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}

@@ -1,4 +1,4 @@
-"""The indexed leaf of a map bucket (format 2, model/mapleaf.py): whole and partial decoding,
+"""The indexed leaf of a map bucket (format 2, maps/leaf.py): whole and partial decoding,
 blocks stored unfiltered when filtering does not help, and leaves of format 1 still read."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from h5lake.chunks.filters import FilterPipeline
-from h5lake.chunks.mapbuckets import MapFormat
 from h5lake.errors import DataCorruption
-from h5lake.model import mapdata as md
-from h5lake.model import mapleaf
+from h5lake.maps import data as md
+from h5lake.maps import leaf as mapleaf
+from h5lake.maps.buckets import MapFormat
 
 VSTR = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}
 I64 = {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}

@@ -1,4 +1,4 @@
-"""The N-bit filter (chunks/nbit.py) and reduced-precision integers (chunks/precision.py)
+"""The N-bit filter (chunks/codecs/nbit.py) and reduced-precision integers (chunks/codecs/precision.py)
 against HDF5 itself: chunks h5py writes decode here, chunks encoded here are HDF5's bytes and
 read back through h5py (``write_direct_chunk``), and the cd_values match HDF5's."""
 
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from h5py import h5d, h5p, h5s, h5t
 
+from h5lake.chunks.codecs.nbit import cd_values_for
+from h5lake.chunks.codecs.precision import from_stored, to_stored
+from h5lake.chunks.dataset import ChunkCodec
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
-from h5lake.chunks.layout import ChunkCodec
-from h5lake.chunks.nbit import cd_values_for
-from h5lake.chunks.precision import from_stored, to_stored
+from h5lake.client.h5types import type_id, type_json
 from h5lake.errors import InvalidInput
-from h5lake.tools.h5types import type_id, type_json
 
 RNG = np.random.default_rng(5)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from h5py import h5s
 
-from h5lake.tools import h5values
+from h5lake.client import h5values
 
 
 def test_a_stepped_slice_over_a_huge_extent_is_a_hyperslab() -> None:

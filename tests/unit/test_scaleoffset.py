@@ -1,4 +1,4 @@
-"""The scale-offset filter (chunks/scaleoffset.py) against HDF5: every chunk h5py writes decodes
+"""The scale-offset filter (chunks/codecs/scaleoffset.py) against HDF5: every chunk h5py writes decodes
 here to h5py's values, our encoding of those values is HDF5's chunk byte for byte, and h5py
 reads chunks we encode (``write_direct_chunk``)."""
 
@@ -11,8 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
+from h5lake.chunks.codecs.scaleoffset import ScaleOffsetLayout, cd_values_for
 from h5lake.chunks.filters import FilterPipeline, from_h5py_dcpl
-from h5lake.chunks.scaleoffset import ScaleOffsetLayout, cd_values_for
 from h5lake.errors import DataCorruption
 
 RNG = np.random.default_rng(3)

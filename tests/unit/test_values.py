@@ -26,7 +26,7 @@ from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import array_dims, to_dtype
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
-from h5lake.service.attributes import shown_value
+from h5lake.service.objects.attributes import shown_value
 
 I32 = "H5T_STD_I32LE"
 F64 = "H5T_IEEE_F64LE"

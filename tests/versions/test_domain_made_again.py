@@ -28,7 +28,7 @@ from tests.versions.test_versions_processes import _dataset, make_dataset, read,
 
 pytestmark = pytest.mark.slow  # several server processes on one store
 
-GRID = 100_000  # chunks a deleted dataset's reclaim deletes blindly (chunks.catalog.GRID_PROBE_LIMIT)
+GRID = 100_000  # chunks a deleted dataset's reclaim deletes blindly (catalog.catalogs.GRID_PROBE_LIMIT)
 
 
 def attribute(c: Client, root: str, name: str, value: int) -> None:

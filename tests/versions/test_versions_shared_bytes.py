@@ -11,18 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from h5lake.model.ids import blob_key
+from h5lake.storage.local import LocalStore
+from h5lake.storage.md5 import md5_hex
+from h5lake.storage.memory import MemoryStore
+from h5lake.versions import content as cas
+from h5lake.versions.content import ContentStore, sha256
 from tests.conftest import Backing, Client
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain
 from tests.support.cli import clean_env, run_h5lake
 from tests.versions.test_versions_processes import CHUNK, N, make_dataset, read, write
-
-from h5lake.chunks import cas
-from h5lake.chunks.cas import ContentStore, sha256
-from h5lake.model.ids import blob_key
-from h5lake.storage.local import LocalStore
-from h5lake.storage.md5 import md5_hex
-from h5lake.storage.memory import MemoryStore
 
 CHUNKS = N // CHUNK
 

@@ -119,7 +119,7 @@ def view_domain(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> View
     source = make_file(tmp_path_factory.mktemp("view") / "view.h5")
     domain = f"/home/test_user1/view-{uuid.uuid4().hex[:8]}.h5"
     subprocess.run(
-        [sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
+        [sys.executable, "-m", "h5lake.cli.command", "load", str(source), domain,
          "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],
         check=True, capture_output=True, timeout=300,
     )
@@ -134,7 +134,7 @@ def h5web_domain(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Vie
     source = make_h5web_file(tmp_path_factory.mktemp("h5web") / "h5web.h5")
     domain = f"/home/test_user1/h5web-{uuid.uuid4().hex[:8]}.h5"
     subprocess.run(
-        [sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
+        [sys.executable, "-m", "h5lake.cli.command", "load", str(source), domain,
          "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],
         check=True, capture_output=True, timeout=300,
     )

@@ -5,7 +5,7 @@ The reference is h5py: h5grove's own servers describe and read a file with h5py,
 metadata each path should get is built here from h5py's low-level type API, and each dataset is
 asked for as H5Web asks (``format=bin&dtype=safe`` into a typed array for numbers, booleans and
 enums; ``format=bin`` for opaque; ``flatten=true`` JSON for anything else) and compared with
-h5py's values. tools/h5web_check.py drives the real app over the same file.
+h5py's values. dev/h5web_check.py drives the real app over the same file.
 """
 
 from __future__ import annotations

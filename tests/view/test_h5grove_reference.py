@@ -221,7 +221,7 @@ def unusual(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> ViewDoma
     requests.put(endpoint + "/", params={"domain": "/home/test_user1"}, json={"folder": True}, auth=auth("test_user1"))
     source = make_unusual(tmp_path_factory.mktemp("unusual") / "unusual.h5")
     domain = f"/home/test_user1/unusual-{uuid.uuid4().hex[:8]}.h5"
-    subprocess.run([sys.executable, "-m", "h5lake.cli", "load", str(source), domain,
+    subprocess.run([sys.executable, "-m", "h5lake.cli.command", "load", str(source), domain,
                     "-e", endpoint, "-u", "test_user1", "-p", USERS["test_user1"]],
                    check=True, capture_output=True, timeout=300)
     return ViewDomain(endpoint, domain, source)

@@ -60,7 +60,7 @@ def make_files(folder: Path) -> tuple[Path, list[Path]]:
 
 
 def h5lake_load(endpoint: str, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "h5lake.cli", "load", "-q", "-e", endpoint, "-u", USER, "-p", USERS[USER], *args],
+    subprocess.run([sys.executable, "-m", "h5lake.cli.command", "load", "-q", "-e", endpoint, "-u", USER, "-p", USERS[USER], *args],
                    check=True, capture_output=True, timeout=300)
 
 

@@ -18,31 +18,46 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
-from h5lake.api import (
-    connections,
-    domain_routes,
-    h5grove_routes,
-    map_routes,
-    metrics,
-    object_routes,
-    openapi,
-    value_routes,
-    version_routes,
-    view_routes,
-    zarr_routes,
-)
+from h5lake.api import connections, metrics
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
 from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate, undecodable_url
 from h5lake.api.observe import READINESS, Observe, configure_access_log
-from h5lake.api.stores import open_store, s3_store
+from h5lake.api.routes import (
+    domains as domain_routes,
+)
+from h5lake.api.routes import (
+    h5grove as h5grove_routes,
+)
+from h5lake.api.routes import (
+    maps as map_routes,
+)
+from h5lake.api.routes import (
+    objects as object_routes,
+)
+from h5lake.api.routes import (
+    openapi,
+)
+from h5lake.api.routes import (
+    values as value_routes,
+)
+from h5lake.api.routes import (
+    versions as version_routes,
+)
+from h5lake.api.routes import (
+    viewer as view_routes,
+)
+from h5lake.api.routes import (
+    zarr as zarr_routes,
+)
 from h5lake.auth import ApiKeys, Authenticator, OidcConfig, TokenVerifier, load_passwd
 from h5lake.config import Settings
 from h5lake.service.context import Limits, Service
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
+from h5lake.storage.configured import open_store, s3_store
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Typed request and response models of the HDF REST API as h5lake serves it.
 
-They are the source of ``/openapi.json`` (``api/openapi.py``). Responses are built as plain dicts
+They are the source of ``/openapi.json`` (``api/routes/openapi.py``). Responses are built as plain dicts
 for speed; the test suite validates every response it sees against these models through the
 generated document, so the two cannot drift apart unnoticed. Models name the fields a client may
 rely on and allow others (forms the API adds over time), except where a closed shape matters.

@@ -1,4 +1,4 @@
-"""Whether this process has been asked to stop, set by its server on SIGTERM (`api/supervise.py`)
+"""Whether this process has been asked to stop, set by its server on SIGTERM (`cli/supervise.py`)
 and read by ``/readyz`` (`api/observe.py`). A module of its own, importing nothing of the
 application: the supervisor imports it without loading the application."""
 

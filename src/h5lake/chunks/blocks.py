@@ -1,5 +1,5 @@
 """Splitting a selection into pieces of bounded size, so a huge read or write streams in order
-with bounded memory (the blocks of streamed values: service/values.py, engine.stream_selection)."""
+with bounded memory (the blocks of streamed values: service/values/core.py, engine.stream_selection)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import overload
 
-from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.model.selection import Selection, Slice
 
 

@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from h5lake.chunks import ranges
+from h5lake.chunks import chunkspans as ranges
 from h5lake.chunks.blocks import row_split
 from h5lake.chunks.buffers import BufferPool
 from h5lake.chunks.capability import gets_ranges, reads_into
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.fanout import Workers, bounded
-from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef, lists_written, reads_ranged
 from h5lake.chunks.ranged import each_read_ahead, here_whole, reads_in_part
 from h5lake.errors import DataCorruption

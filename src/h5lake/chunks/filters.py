@@ -25,7 +25,7 @@ lzo             305    PyTables' LZO1X filter: lzokay to encode, liblzokay (imag
 
 ``lz4hc`` (32005) is HSDS's name for blosc with the lz4hc compressor, not an HDF5 filter; it is
 accepted and normalized to blosc (32001). nbit (5) is HDF5's own format, written here
-(``chunks.nbit``), and so is scaleoffset (6) (``chunks.scaleoffset``): they need the
+(``chunks.codecs.nbit``), and so is scaleoffset (6) (``chunks.codecs.scaleoffset``): they need the
 dataset's type (``type_json``). snappy (32003) and blosc2 (32026) are rejected with
 ``InvalidInput``.
 

@@ -1,6 +1,6 @@
 """A compact dataset's chunks, held in its document (``"compact": {"chunks": {"i_j": base64}}``),
 as the little of a store the chunk engine uses: get, conditional put and byte ranges, in memory.
-Reads and writes of a compact dataset run the ordinary engine on it (see `service.compact`)."""
+Reads and writes of a compact dataset run the ordinary engine on it (see `service.datasets.compact`)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ class NativeChunks:
 
     async def original(self, index: tuple[int, ...]) -> bytes | None:
         """The bytes a chunk not yet written has (None: fill); a forked dataset's come from
-        its source version (`h5lake.chunks.cas.ForkedChunks`)."""
+        its source version (`h5lake.versions.content.ForkedChunks`)."""
         return None
 
 

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 from h5lake.chunks.capability import gets_ranges
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.fanout import Workers
-from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import ChunkRef
 from h5lake.model.projection import ChunkProjection, PointProjection
 from h5lake.storage.base import ByteRangeSource

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks.capability import puts_hashed
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.engine import POINT_WORK, group_points, stores_raw, whole_chunk
 from h5lake.chunks.fanout import Workers
-from h5lake.chunks.layout import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import Conflict, ReadOnly
 from h5lake.model.projection import (

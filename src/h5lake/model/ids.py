@@ -331,7 +331,7 @@ def catalog_key(domain: str, name: str) -> str:
 
 CHANGED_FILE = ".changed.txt"
 """A domain's last change (seconds since the epoch, as text), moved forward by the catalog
-flusher after writes (:mod:`h5lake.chunks.changed`); listings read it."""
+flusher after writes (:mod:`h5lake.catalog.changed`); listings read it."""
 
 
 def changed_key(domain: str) -> str:

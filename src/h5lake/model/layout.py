@@ -37,7 +37,7 @@ class LayoutClass(enum.Enum):
 LINKED_LAYOUTS = frozenset({LayoutClass.CONTIGUOUS_REF, LayoutClass.CHUNKED_REF, LayoutClass.CHUNKED_REF_INDIRECT})
 
 
-COMPACT_KEY = "compact"  # a dataset document's values kept in it (service.compact): {"chunks": {"i_j": base64}}
+COMPACT_KEY = "compact"  # a dataset document's values kept in it (service.datasets.compact): {"chunks": {"i_j": base64}}
 
 def linked_class(layout: Any) -> LayoutClass | None:
     """The class of a layout whose values live in HDF5 files, else None."""

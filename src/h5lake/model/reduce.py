@@ -8,7 +8,7 @@ then needs no more values than it has pixels, so a region is reduced before it i
   envelope is exactly that of the full data;
 * an image keeps the mean of each block of elements one pixel covers;
 * when the region is too large to read whole (a line: to read at all, window by window, see
-  ``service.preview``), both sample it with a stride instead (every ``step``-th element), which
+  ``service.viewer.preview``), both sample it with a stride instead (every ``step``-th element), which
   reads a fraction of the bytes.
 """
 

@@ -57,7 +57,7 @@ class VersionRecord(TypedDict, total=False):
     metadata: Any
     tree: str  # the SHA-256 of the root manifest in the content store
     deleted: bool
-    parents: list[str]  # a merge's: its own parent and FORK@vN (service/versions_merge.py)
+    parents: list[str]  # a merge's: its own parent and FORK@vN (service/versions/merge.py)
     merged: str  # a merge: FORK@vN
     cherryPicked: str  # a cherry-pick: D@vN whose change it applied
 

@@ -137,7 +137,7 @@ def reduced_precision(t: TypeJson) -> bool:
     """True if ``t`` (or a member, base or element of it) is an integer whose significant bits
     are fewer than its size or start at a bit offset (HDF5 ``H5Tset_precision``/``H5Tset_offset``).
     Values are the integers themselves (as if read into a full-size integer); the stored chunk
-    bytes are HDF5's: the value shifted to its offset (see ``h5lake.chunks.precision``)."""
+    bytes are HDF5's: the value shifted to its offset (see ``h5lake.chunks.codecs.precision``)."""
     match type_class(t):
         case TypeClass.INTEGER:
             return PRECISION in t

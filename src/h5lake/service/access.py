@@ -13,7 +13,7 @@ from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, sa
 from h5lake.model.typecheck import validate_type
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, Versioned
-from h5lake.service.domains import authorize_object, open_domain
+from h5lake.service.domains.core import authorize_object, open_domain
 from h5lake.service.views import Domain
 
 

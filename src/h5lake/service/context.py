@@ -9,21 +9,21 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from h5lake.chunks.cas import ContentStore
-from h5lake.chunks.catalog import ChunkCatalog
+from h5lake.catalog.catalogs import ChunkCatalog
 from h5lake.chunks.fanout import Workers, cpu_pool
-from h5lake.chunks.mapindex import KeyIndexes
 from h5lake.errors import AlreadyExists
+from h5lake.maps.keyindex import KeyIndexes
 from h5lake.model import acl
 from h5lake.model.ids import domain_key
 from h5lake.service.budget import ByteBudget
-from h5lake.service.deleted_names import DeletedNames
+from h5lake.service.datasets.watch import Watch
 from h5lake.service.documents import ByEtag, Documents
 from h5lake.service.fences import DomainFences
+from h5lake.service.objects.deleted_names import DeletedNames
 from h5lake.service.views import HeadView
-from h5lake.service.watch import Watch
 from h5lake.sources.files import SourceRegistry, default_registry
 from h5lake.storage import Store
+from h5lake.versions.content import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,10 @@ class Limits:
     max_chunk_size: int
     max_request_size: int
     max_json_size: int = 100 * 1024 * 1024  # JSON text, in and out: the encoder's own limits are far above
-    compact_max_size: int = 64 * 1024  # stored bytes a dataset may keep in its document (service.compact)
-    max_attribute_size: int = 1024 * 1024  # one attribute as stored (JSON), service.attributes
-    max_reply_size: int = 4 * 1024**3  # one binary value reply, streamed (service.values)
-    max_query_elements: int = 10**9  # elements one value query may examine (service.queries)
+    compact_max_size: int = 64 * 1024  # stored bytes a dataset may keep in its document (service.datasets.compact)
+    max_attribute_size: int = 1024 * 1024  # one attribute as stored (JSON), service.objects.attributes
+    max_reply_size: int = 4 * 1024**3  # one binary value reply, streamed (service.values.core)
+    max_query_elements: int = 10**9  # elements one value query may examine (service.values.queries)
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -70,7 +70,7 @@ class Service:
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
     reply_memory: int = 1024 * 1024 * 1024  # bytes of replies made whole at once (service.budget)
-    watch_interval: float = 0.5  # seconds between looks at each watched dataset (service.watch)
+    watch_interval: float = 0.5  # seconds between looks at each watched dataset (service.datasets.watch)
     watch_max_datasets: int = 256  # datasets watched at once per process; more waits get 503
     started: float = field(default_factory=time.time)
 
@@ -78,7 +78,7 @@ class Service:
         self.docs = Documents(self.store)
         self.watch = Watch(self.store, interval=self.watch_interval, most=self.watch_max_datasets)
         self.docs.written = self.watch.changed
-        self.described = ByEtag(most_one=256 * 1024)  # objects as domain_objs lists them (service.paths)
+        self.described = ByEtag(most_one=256 * 1024)  # objects as domain_objs lists them (service.objects.paths)
         self.cas = ContentStore(self.store)  # versions: content-addressed chunks and manifests
         self.head = HeadView(self.docs, self.store, self.cas)
         self.fences = DomainFences()  # versions: a commit against this process's own changes
@@ -86,7 +86,7 @@ class Service:
         # The one CPU pool and fan-out bound of this service: every fan-out in service/ and the
         # chunk engine runs on it (see h5lake.chunks.fanout).
         self.workers = Workers(self.chunk_concurrency, cpu_pool())
-        # The web view's scans (a long line's windows, an image's bands: service.preview) run one
+        # The web view's scans (a long line's windows, an image's bands: service.viewer.preview) run one
         # at a time, so however many plots are asked at once, the pool is never filled with them.
         self.scanning = asyncio.Semaphore(SCANS_AT_ONCE)
         # Replies read and encoded whole (h5grove data, downloads, JSON values) hold their bytes
@@ -97,10 +97,10 @@ class Service:
         )
         self._background: set[asyncio.Task[Any]] = set()
         # split markers of map bucket trees seen by this process (map id -> tree); a split is
-        # never undone, so a stale entry only costs a read (h5lake.chunks.mapbuckets)
+        # never undone, so a stale entry only costs a read (h5lake.maps.buckets)
         self.map_trees: dict[str, dict[int, tuple[int, int, int]]] = {}
         # key sections of map buckets read by this process, checked against each bucket's
-        # header at every use (h5lake.chunks.mapindex)
+        # header at every use (h5lake.maps.keyindex)
         self.map_indexes = KeyIndexes()
         if self.sources is None:
             self.sources = default_registry(self.allowed_sources)

@@ -111,7 +111,7 @@ class Documents:
         self.memo = DocumentMemo()
         self.parsing = asyncio.Semaphore(PARSED_AT_ONCE)  # large documents parsed at once (`parse`)
         # told of each document this process stores (its new ETag) or deletes (None): the watch
-        # (service.watch) wakes the waiters on it at once
+        # (service.datasets.watch) wakes the waiters on it at once
         self.written: Callable[[str, str | None], None] = _nobody
 
     async def get(self, key: str) -> Versioned | None:

@@ -3,7 +3,7 @@ whole run, a commit holds it alone. A commit so waits for the changes that began
 changes that arrive during a commit wait for it to end: each is wholly in or wholly out.
 
 (Changes made by other processes sharing the store are fenced through their write intents:
-see `service.versions_commit`.)
+see `service.versions.commit`.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """HDF5 Map objects: create, show and delete maps, and put, get, delete and list their pairs
-(docs/maps.md). One call per request; the pairs' storage is :mod:`h5lake.chunks.mapbuckets`."""
+(docs/maps.md). One call per request; the pairs' storage is :mod:`h5lake.maps.buckets`."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks.filters import FilterPipeline
-from h5lake.chunks.mapbuckets import DEFAULT_MAX_BUCKET_BYTES, MapBuckets, MapFormat, marker_of
 from h5lake.errors import InvalidInput, NotFound, TooLarge
-from h5lake.model import mapdata as md
+from h5lake.maps import data as md
+from h5lake.maps.buckets import DEFAULT_MAX_BUCKET_BYTES, MapBuckets, MapFormat, marker_of
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection
 from h5lake.model.types import client_type
-from h5lake.service import attrvalues
 from h5lake.service.access import (
     base_doc,
     bodies,
@@ -27,12 +26,13 @@ from h5lake.service.access import (
     resolve_type,
     update_object,
 )
-from h5lake.service.attributes import parse_attributes
 from h5lake.service.context import Caller, Service, now
+from h5lake.service.datasets.opened import Change, check_writable
 from h5lake.service.documents import Doc, Unchanged
-from h5lake.service.domains import open_domain
-from h5lake.service.objects import object_json, store_new_objects
-from h5lake.service.opened import Change, check_writable
+from h5lake.service.domains.core import open_domain
+from h5lake.service.objects import attribute_values as attrvalues
+from h5lake.service.objects.attributes import parse_attributes
+from h5lake.service.objects.core import object_json, store_new_objects
 from h5lake.service.views import Domain
 
 DEFAULT_FILTERS: list[Doc] = [{"class": "H5Z_FILTER_LZ4"}]

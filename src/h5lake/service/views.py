@@ -2,10 +2,10 @@
 read through.
 
 Two views implement it: the head (`HeadView`, here), the documents and chunks as they are now,
-writable; and a version of the domain (`service/versions.VersionView`), documents resolved from
+writable; and a version of the domain (`service/versions/view.VersionView`), documents resolved from
 a snapshot, chunks from the content-addressed store, ``writable`` False. Handlers, use cases and
 the chunk engine ask the view and never the store, so a read does not know which one it goes
-through; `service/versions.py` picks the version view when a domain is opened at ``@ref``.
+through; `service/versions/view.py` picks the version view when a domain is opened at ``@ref``.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from h5lake.chunks.cas import ContentStore, ForkedChunks
+from h5lake.catalog.written import CatalogedChunks
 from h5lake.chunks.locate import ChunkLocator
-from h5lake.chunks.written import CatalogedChunks
 from h5lake.errors import InvalidInput, ReadOnly
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
 from h5lake.service.documents import Doc, Documents, Versioned
 from h5lake.storage import LATER, AnswersAtOnce, Blob, Later, Store
+from h5lake.versions.content import ContentStore, ForkedChunks
 
 
 class DomainView(Protocol):

@@ -43,7 +43,7 @@ just files:
   about half its server CPU (bench/values.py). No file descriptor crosses to a thread, so a
   cancelled read leaks nothing.
 
-A copy (``CopyObject``) is a hard link, checked before it gets its name: storage/links.py.
+A copy (``CopyObject``) is a hard link, checked before it gets its name: storage/hardlinks.py.
 Limits: a key cannot also be the folder of other keys (``a`` and ``a/b``): such a put raises
 ``ValueError``. Symbolic links inside the root are not listed.
 """
@@ -76,8 +76,8 @@ from h5lake.storage.base import (
     check_key,
     check_prefix,
 )
+from h5lake.storage.hardlinks import HardLinkCopies
 from h5lake.storage.lanes import in_bulk
-from h5lake.storage.links import HardLinkCopies
 from h5lake.storage.local_list import holding_keys, scan_folder
 from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (

@@ -128,7 +128,7 @@ class DurableFolders:
 
 def changed_at(st: os.stat_result) -> float:
     """An object's ``last_modified``: when its file was written or last given a name. A copy
-    (storage/links.py) is a hard link to an older file; ``link(2)`` sets the inode's ctime, so the
+    (storage/hardlinks.py) is a hard link to an older file; ``link(2)`` sets the inode's ctime, so the
     copy counts as new (gc's grace period runs from it). The old file's other name looks newer
     too, which only ever delays a collection."""
     return max(st.st_mtime, st.st_ctime)

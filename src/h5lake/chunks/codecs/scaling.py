@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from h5lake.chunks import nbit, scaleoffset
+from h5lake.chunks.codecs import nbit, scaleoffset
 from h5lake.chunks.codecs.base import (
     H5Z_FLAG_OPTIONAL,
     Buffer,
@@ -20,7 +20,7 @@ from h5lake.errors import InvalidInput
 
 @dataclass(frozen=True, slots=True)
 class Nbit:
-    """HDF5's N-bit filter (``chunks.nbit``). Its cd_values are the ones a file gives
+    """HDF5's N-bit filter (``chunks.codecs.nbit``). Its cd_values are the ones a file gives
     (``parameters``), else computed from the dataset's type and chunk shape as HDF5 does."""
 
     cd: tuple[int, ...] = ()
@@ -112,7 +112,7 @@ def _check_given_scale(p: Params, cd: Sequence[int]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ScaleOffset:
-    """HDF5's scale-offset filter (``chunks.scaleoffset``): integers, and floats with D-scaling.
+    """HDF5's scale-offset filter (``chunks.codecs.scaleoffset``): integers, and floats with D-scaling.
     Its cd_values are a file's (``parameters``), else worked out from ``scaleType`` and
     ``scaleOffset`` and the dataset's type and chunk shape as HDF5 does for a dataset without
     a fill value."""

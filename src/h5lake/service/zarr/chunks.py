@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 
 from h5lake.chunks import engine, writes
-from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import DataCorruption, InvalidInput, NotFound, ReadOnly, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.zarrtypes import Elements, ZarrForm, to_served, vlen_decode, vlen_encode
-from h5lake.service import compact
 from h5lake.service.context import Caller, Service
-from h5lake.service.opened import Change, OpenDataset, check_writable
-from h5lake.service.value_writes import recorded
+from h5lake.service.datasets import compact
+from h5lake.service.datasets.opened import Change, OpenDataset, check_writable
+from h5lake.service.values.writing import recorded
 from h5lake.service.views import Domain
 from h5lake.service.zarr import nodes
 

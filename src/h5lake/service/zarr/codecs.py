@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from h5lake.chunks.codecs.base import ChunkFilter, FilterId
-from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.model.zarrtypes import Elements, ZarrForm
 
 

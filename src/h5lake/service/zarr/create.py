@@ -12,9 +12,11 @@ from h5lake.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.zarrcreate import array_spec, attribute_spec, check_header, same_array, user_attributes
 from h5lake.model.zarrtypes import HIDDEN_ATTRIBUTES, attribute_json
-from h5lake.service import attributes, datasets, objects
 from h5lake.service.context import Caller, Service
+from h5lake.service.datasets import core as datasets
 from h5lake.service.documents import Doc
+from h5lake.service.objects import attributes
+from h5lake.service.objects import core as objects
 from h5lake.service.views import Domain
 from h5lake.service.zarr import nodes
 

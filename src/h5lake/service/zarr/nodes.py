@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from h5lake.chunks.layout import DatasetLayout
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.links import LinkClass
@@ -29,13 +29,13 @@ from h5lake.model.zarrtypes import (
     fill_json,
     zarr_form,
 )
-from h5lake.service import domains
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
+from h5lake.service.datasets.dataset_layout import layout_with
+from h5lake.service.datasets.opened import dataset_layout
 from h5lake.service.documents import Doc
-from h5lake.service.layouts import layout_with
-from h5lake.service.links import resolve_path
-from h5lake.service.opened import dataset_layout
+from h5lake.service.domains import core as domains
+from h5lake.service.objects.links import resolve_path
 from h5lake.service.views import Domain
 from h5lake.service.zarr import codecs
 

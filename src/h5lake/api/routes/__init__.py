@@ -1,0 +1,1 @@
+"""The routes of the HTTP edge, one module per family of resources."""

@@ -1,0 +1,121 @@
+"""The watch at the HTTP edge: ``GET /datasets/{id}?wait=S`` and ``GET /datasets/{id}/shape?wait=S``.
+
+With ``If-None-Match`` naming the ETag of the reply a client has, the request is answered as
+soon as the reply would differ (200, the new state) or after ``S`` seconds (304, no body); a
+client without ``If-None-Match``, or whose ETag is already out of date, gets the 200 at once.
+Permission and existence are checked first (403, 404 at once, never a wait). A waiter is a
+coroutine waiting on `service.datasets.watch` (no thread); a client that hangs up ends its wait at once.
+Every reply of these routes carries an ETag (docs/api.md, "The watch").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from h5lake.api.http import caller, service
+from h5lake.errors import CallerGone, InvalidInput
+from h5lake.model.ids import object_key
+
+MAX_WAIT = 60.0
+"""Longest ``wait`` a request may ask, in seconds."""
+
+
+def wait_param(request: Request) -> float | None:
+    """``wait=S`` (seconds, 0 to `MAX_WAIT`, decimals allowed), or None when not given."""
+    text = request.query_params.get("wait")
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise InvalidInput(f"wait must be a number of seconds, got {text[:40]!r}") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_WAIT:
+        raise InvalidInput(f"wait must be between 0 and {MAX_WAIT:g} seconds")
+    return seconds
+
+
+def etag_of(response: Response) -> bytes:
+    """The reply's ETag header (added when the reply has none, as for one past ETAG_MAX_BYTES)."""
+    for name, value in response.raw_headers:
+        if name == b"etag":
+            return value
+    value = b'"' + hashlib.blake2b(bytes(response.body), digest_size=12).hexdigest().encode() + b'"'
+    response.raw_headers.append((b"etag", value))
+    return value
+
+
+def _matches(header: str | None, etag: bytes) -> bool:
+    if header is None:
+        return False
+    wanted = etag.decode("latin-1")
+    return any(tag.strip().removeprefix("W/") in (wanted, "*") for tag in header.split(","))
+
+
+async def watched(request: Request, dset_id: str, seconds: float, reply: Callable[[], Awaitable[Response]]) -> Response:
+    """The reply ``reply()`` makes, once it differs from the client's ``If-None-Match`` or when
+    ``seconds`` have passed (304)."""
+    header = request.headers.get("if-none-match")
+    first = await reply()  # authorizes: a caller without read gets its 403 now
+    if not _matches(header, etag_of(first)):
+        return first
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    gone = asyncio.ensure_future(_hung_up(request))
+    try:
+        async with service(request).watch.watching(object_key(dset_id)) as watcher:
+            asked = (dset_id, request.url.path, request.url.query, request.headers.get("host"), caller(request).user)
+            while True:
+                seen = watcher.etag
+                # again: the document may have changed before the watch began. The waiters woken
+                # by one change that asked the same thing share one reply
+                now = await _shared((seen, *asked), reply)
+                etag = etag_of(now)
+                if not _matches(header, etag):
+                    return now
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return _not_modified(etag)
+                change = asyncio.ensure_future(watcher.changed_from(seen))
+                try:
+                    done, _ = await asyncio.wait((change, gone), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    change.cancel()
+                if gone in done:
+                    raise CallerGone("the client hung up while waiting")
+                if not done:
+                    return _not_modified(etag)
+    finally:
+        gone.cancel()
+
+
+_MAKING: dict[tuple[object, ...], asyncio.Task[Response]] = {}
+"""Replies being made for waiters, by what they asked and the document's ETag they saw."""
+
+
+async def _shared(key: tuple[object, ...], reply: Callable[[], Awaitable[Response]]) -> Response:
+    """``reply()``, or the reply another waiter is making for the same ``key``."""
+    making = _MAKING.get(key)
+    if making is None:
+        making = _MAKING[key] = asyncio.ensure_future(reply())
+        making.add_done_callback(lambda _: _MAKING.pop(key, None))
+    return await asyncio.shield(making)
+
+
+def _not_modified(etag: bytes) -> Response:
+    response = Response(status_code=304)
+    response.raw_headers = [(b"etag", etag)]
+    return response
+
+
+async def _hung_up(request: Request) -> None:
+    """Return when the client disconnects (a GET has no body: the next message is that)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return

@@ -1,0 +1,109 @@
+"""What the chunk engine needs to know about one dataset, gathered once per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from h5lake.chunks.codecs import precision
+from h5lake.chunks.filters import FilterPipeline
+from h5lake.chunks.locate import ChunkLocator
+from h5lake.errors import DataCorruption, InvalidInput
+from h5lake.model.types import is_variable, reduced_precision, to_dtype
+from h5lake.model.values import array_to_bytes, bytes_to_array
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCodec:
+    """Chunk arrays to stored bytes and back.
+
+    Fixed-size types are stored as the C-order array passed through the dataset's filter
+    pipeline, exactly the bytes HDF5 would keep for that chunk. Variable-length types are stored
+    in the binary transfer encoding (a uint32 byte count before each element) and then filtered.
+    The seed schema suggests a JSON array for them; JSON cannot hold arbitrary bytes or region
+    references and is several times slower, so fidelity wins (see docs/storage.md).
+    """
+
+    type_json: dict[str, Any]
+    dtype: np.dtype[Any]
+    chunk_shape: tuple[int, ...]
+    pipeline: FilterPipeline
+    variable: bool
+    reduced: bool = False  # integers with reduced precision or a bit offset (chunks.codecs.precision)
+
+    @classmethod
+    def for_dataset(cls, type_json: dict[str, Any], chunk_shape: tuple[int, ...], filters: Any) -> ChunkCodec:
+        variable = is_variable(type_json)
+        dtype = to_dtype(type_json)
+        element: Any = 1 if variable else dtype
+        pipeline = FilterPipeline.from_json(filters or [], element, None if variable else chunk_shape, type_json=type_json)
+        return cls(type_json, dtype, chunk_shape, pipeline, variable, not variable and reduced_precision(type_json))
+
+    @property
+    def chunk_bytes(self) -> int:
+        n = self.dtype.itemsize
+        for c in self.chunk_shape:
+            n *= c
+        return n
+
+    def decode(self, stored: bytes, filter_mask: int = 0) -> np.ndarray:
+        raw = self.pipeline.decode(stored, filter_mask)
+        if self.variable:
+            try:
+                return bytes_to_array(raw, self.type_json, self.chunk_shape)
+            except InvalidInput as exc:
+                raise DataCorruption(f"a variable-length chunk cannot be decoded: {exc.message}") from None
+        if len(raw) != self.chunk_bytes:
+            raise DataCorruption(f"chunk holds {len(raw)} bytes, expected {self.chunk_bytes}")
+        # An array type (numpy subarray dtype) lives in memory as its base type with the array's
+        # dims appended to the chunk's shape.
+        arr = np.frombuffer(raw, dtype=self.dtype.base).reshape(self.chunk_shape + self.dtype.shape)
+        return precision.from_stored(arr, self.type_json) if self.reduced else arr
+
+    def encode(self, chunk: np.ndarray) -> bytes | memoryview:
+        """The bytes to store for ``chunk``: without filters, a view of the C-order array (no
+        copy of what may be megabytes; a store's ``put`` takes any contiguous buffer)."""
+        if self.variable:
+            return self.pipeline.encode(array_to_bytes(chunk, self.type_json))
+        if self.reduced:  # stored as HDF5 stores it: each value shifted to its bit offset
+            chunk = precision.to_stored(np.asarray(chunk, dtype=self.dtype.base), self.type_json)
+        raw = np.ascontiguousarray(chunk, dtype=self.dtype.base).reshape(-1).view(np.uint8).data
+        return self.pipeline.encode(raw) if self.pipeline.filters else raw
+
+
+def pipeline_item_size(type_json: dict[str, Any]) -> int:
+    """The element size filters such as shuffle work with (1 for variable-length chunks)."""
+    return 1 if is_variable(type_json) else max(1, to_dtype(type_json).itemsize)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetLayout:
+    dataset_id: str
+    domain: str
+    shape: tuple[int, ...]
+    codec: ChunkCodec
+    fill: np.ndarray  # 0-d array of the dataset's dtype
+    locator: ChunkLocator
+    origin: tuple[int, ...] = ()  # elements added at the front per dimension (layout "origin")
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        return self.codec.chunk_shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.codec.dtype
+
+    def is_interior(self, index: tuple[int, ...]) -> bool:
+        """True when chunk ``index`` lies wholly inside the dataset's extent."""
+        origin = self.origin or (0,) * len(self.shape)
+        return all(
+            i * c >= -o and (i + 1) * c <= n - o for i, c, n, o in zip(index, self.chunk_shape, self.shape, origin)
+        )
+
+    def empty_chunk(self) -> np.ndarray:
+        chunk = np.empty(self.chunk_shape, dtype=self.dtype)
+        chunk[...] = self.fill
+        return chunk

@@ -1,0 +1,551 @@
+"""The first phase of ``h5lake load``: :class:`Planner` walks the file with h5py (metadata only)
+into a :class:`Plan`, refusing what the service cannot represent before any request is made."""
+
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import h5py
+import numpy as np
+import orjson
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
+
+from h5lake.chunks.filters import KNOWN_FILTER_IDS
+from h5lake.client import h5native, h5values
+from h5lake.client import load_link as linking
+from h5lake.client.common import (
+    MIB,
+)
+from h5lake.client.h5props import (
+    dataset_properties,
+    datatype_properties,
+    group_properties,
+)
+from h5lake.client.h5source import S3_FILES, ExternalFilesMissing, Unreadable
+from h5lake.client.h5types import Unrepresentable, memory_type_id, type_json
+from h5lake.errors import InvalidInput
+from h5lake.model.fromjson import EXACT_FILL, json_to_array
+from h5lake.model.ids import Collection
+from h5lake.model.links import MAX_NAME_BYTES, LinkClass
+from h5lake.model.shapes import UNLIMITED
+from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+
+
+class LinkStep(Protocol):
+    """Decides, per dataset, whether to link it in place instead of copying its values. It is
+    asked while the file is planned, before any request: a chunk table it plans is sent by the
+    :class:`Uploader`. :class:`~h5lake.client.load_link.Linker` is the one ``--link`` uses."""
+
+    def plan(self, dset: h5py.Dataset, props: dict[str, Any]) -> linking.LinkPlan | None:
+        """How to link ``dset`` (``props``: the creationProperties a copy gets), or None."""
+        ...
+
+    def axis(self, dset: h5py.Dataset) -> int | None:
+        """The axis a copied ``dset`` must be able to grow along (later files), or None."""
+        ...
+
+    @property
+    def notes(self) -> list[str]:
+        """What to tell the user: which datasets were copied, and why."""
+        ...
+
+
+class CopyAll:
+    """The default :class:`LinkStep`: never link, always copy."""
+
+    @property
+    def notes(self) -> list[str]:
+        return []
+
+    def plan(self, dset: h5py.Dataset, props: dict[str, Any]) -> None:
+        return None
+
+    def axis(self, dset: h5py.Dataset) -> None:
+        return None
+
+
+POST_BATCH = 300  # objects per POST, as h5pyd sends them
+LINK_BATCH = 2000  # links per PUT
+ATTR_BATCH_BYTES = 8 * MIB  # attribute values per PUT
+BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
+USER_BLOCK_KEPT = 64 * 1024  # bytes of a user block's content kept (trailing zeros not counted)
+TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order
+_TYPE_CLASSES = {h5o.TYPE_GROUP: Collection.GROUPS, h5o.TYPE_DATASET: Collection.DATASETS, h5o.TYPE_NAMED_DATATYPE: Collection.DATATYPES}
+_CSETS = {h5t.CSET_ASCII: CharSet.ASCII.value, h5t.CSET_UTF8: CharSet.UTF8.value}
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass
+class AttrPlan:
+    name: str
+    type: TypeJson
+    committed: int | None  # node index of the committed datatype it shares
+    space: dict[str, Any]
+    dims: tuple[int, ...]
+    name_cset: str | None
+
+
+@dataclass
+class LinkPlan:
+    name: str
+    body: dict[str, Any]  # link JSON without `id` (hard links) and `created`
+    target: int | None = None  # node index of a hard link's target
+
+
+@dataclass
+class Node:
+    index: int
+    kind: Collection
+    path: str  # a path to the object, for messages; "(anonymous)" when it has none
+    handle: Any  # an open h5py ObjectID
+    props: dict[str, Any] = field(default_factory=dict)
+    attrs: list[AttrPlan] = field(default_factory=list)
+    links: list[LinkPlan] = field(default_factory=list)
+    type: TypeJson | None = None
+    committed: int | None = None  # node index of a committed datatype the dataset shares
+    space: dict[str, Any] | None = None
+    linked: linking.LinkPlan | None = None  # set when the dataset is linked, not copied
+    fill_refs: np.ndarray | None = None  # a fill value holding object references (as MATLAB writes), made JSON by the upload
+
+    @property
+    def copy_values(self) -> bool:
+        return self.linked is None
+
+    def describe(self) -> str:
+        kind = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}[self.kind]
+        return f"{kind} {self.path}"
+
+
+@dataclass
+class Plan:
+    nodes: list[Node]
+    notes: list[str]
+
+    def of_kind(self, kind: Collection) -> list[Node]:
+        return [n for n in self.nodes if n.kind is kind and n.index != 0]
+
+
+def _name(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _default_cset(name: str) -> str:
+    """The character set h5lake export gives a name unless told otherwise (h5py's choice)."""
+    return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
+
+
+def _linked_space(plan: linking.LinkPlan) -> dict[str, Any]:
+    space: dict[str, Any] = {"class": "H5S_SIMPLE", "dims": plan.shape}
+    if plan.maxdims is not None:
+        space["maxdims"] = [UNLIMITED if m is None else m for m in plan.maxdims]
+    return space
+
+
+def space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
+    kind = space.get_simple_extent_type()
+    if kind == h5s.NULL:
+        return {"class": "H5S_NULL"}, ()
+    if kind == h5s.SCALAR:
+        return {"class": "H5S_SCALAR"}, ()
+    dims = tuple(int(d) for d in space.shape)
+    out: dict[str, Any] = {"class": "H5S_SIMPLE", "dims": list(dims)}
+    maxdims = space.get_simple_extent_dims(True)
+    if tuple(maxdims) != dims:
+        out["maxdims"] = [UNLIMITED if m == h5s.UNLIMITED else int(m) for m in maxdims]
+    return out, dims
+
+
+class Planner:
+    """Walks a file from its root group, breadth first, into a :class:`Plan`."""
+
+    def __init__(self, f: h5py.File, link_step: LinkStep | None = None, external_folder: Path | None = None) -> None:
+        self.file = f
+        self.link_step: LinkStep = link_step or CopyAll()
+        self.external_folder = external_folder or Path(f.filename).resolve().parent
+        self.missing_external: list[tuple[str, list[str]]] = []  # dataset path, file names
+        self.nodes: list[Node] = []
+        self.by_addr: dict[int, int] = {}
+        self.notes: list[str] = []
+        self.dangling = False  # a reference to an object that no longer exists was met
+
+    def external_path(self, name: str) -> Path:
+        """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
+        in the external-file folder (:func:`external_folder`)."""
+        path = Path(name)
+        return path if path.is_absolute() else self.external_folder / path
+
+    def plan(self) -> Plan:
+        user_block = read_user_block(self.file)
+        root = h5o.open(self.file.id, b"/")
+        self._node(root, "/")
+        done = 0
+        while done < len(self.nodes):  # nodes are appended as they are found
+            node = self.nodes[done]
+            try:
+                self._fill(node)
+            except Unrepresentable as exc:
+                raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+            except h5native.NativeUnavailable:
+                raise
+            except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
+                raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
+            done += 1
+        if self.missing_external:
+            listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
+            raise ExternalFilesMissing(
+                f"external raw data files are missing ({listed}; looked in {self.external_folder}: "
+                "give --external-prefix DIR where they are)"
+            )
+        if user_block is not None:  # a file property: kept with the root group's
+            self.nodes[0].props["userBlock"] = user_block
+        return Plan(self.nodes, self.notes)
+
+    def _node(self, oid: Any, path: str) -> int:
+        info = h5o.get_info(oid)
+        found = self.by_addr.get(info.addr)
+        if found is not None:
+            node = self.nodes[found]
+            if node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
+                node.path, node.handle = path, oid
+            return found
+        if info.type not in _TYPE_CLASSES:
+            raise Unrepresentable(f"object type {info.type} at {path}")
+        index = len(self.nodes)
+        self.by_addr[info.addr] = index
+        self.nodes.append(Node(index, _TYPE_CLASSES[info.type], path, oid))
+        return index
+
+    def _fill(self, node: Node) -> None:
+        oid = node.handle
+        if node.kind is Collection.GROUPS:
+            node.props = group_properties(oid)
+            self._links(node)
+        elif node.kind is Collection.DATATYPES:
+            node.type = type_json(oid)
+            node.props = datatype_properties(oid)
+        else:
+            self._dataset(node)
+        self._attributes(node)
+
+    # -- links --
+
+    def _links(self, node: Node) -> None:
+        gid = node.handle
+        tracked = bool(gid.get_create_plist().get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
+        names: list[bytes] = []
+        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
+        infos = [(name, gid.links.get_info(name)) for name in names]
+        if tracked:
+            infos.sort(key=lambda item: item[1].corder)
+        base = node.path.rstrip("/")
+        for raw, info in infos:
+            name = _name(raw)
+            _check_name_length("link", name)
+            where = f"{base}/{name}"
+            body: dict[str, Any]
+            target = None
+            if info.type == h5l.TYPE_HARD:
+                target = self._node(h5o.open(gid, raw), where)
+                body = {"class": LinkClass.HARD.value}
+            elif info.type == h5l.TYPE_SOFT:
+                body = {"class": LinkClass.SOFT.value, "h5path": _name(gid.links.get_val(raw))}
+            elif info.type == h5l.TYPE_EXTERNAL:
+                filename, objpath = gid.links.get_val(raw)
+                body = {"class": LinkClass.EXTERNAL.value, "h5domain": _name(filename), "h5path": _name(objpath)}
+            else:
+                body = self._user_defined(gid, raw, int(info.type), where)
+            cset = _CSETS.get(info.cset)
+            if cset is None:
+                raise Unrepresentable(f"link {name!r} with character set {info.cset}")
+            if cset != _default_cset(name):
+                body["nameCharSet"] = cset
+            node.links.append(LinkPlan(name, body, target))
+
+    def _user_defined(self, gid: Any, raw: bytes, number: int, where: str) -> dict[str, Any]:
+        if not h5native.available():
+            raise Unrepresentable(f"user-defined link {where} (class {number}): HDF5 library not reachable to read it")
+        h5native.ensure_link_class(number)
+        value = h5native.ud_link_value(gid, raw)
+        self.notes.append(f"user-defined link {where} (class {number}, {len(value)} bytes) kept as data; it is not followed")
+        return {"class": LinkClass.USER_DEFINED.value, "linkClass": number, "value": base64.b64encode(value).decode()}
+
+    # -- attributes --
+
+    def _attributes(self, node: Node) -> None:
+        oid = node.handle
+        names: list[bytes] = []
+        h5a.iterate(oid, names.append, index_type=h5.INDEX_NAME)
+        infos = [(name, h5a.get_info(oid, name)) for name in names]
+        if any(info.corder_valid for _, info in infos):
+            infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
+        for raw, info in infos:
+            name = _name(raw)
+            _check_name_length("attribute", name)
+            try:
+                aid = h5a.open(oid, raw)
+                tid = aid.get_type()
+                t = type_json(tid)
+                committed = self._committed(tid)
+                space, dims = space_json(aid.get_space())
+            except Unrepresentable as exc:
+                raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
+            cset = _CSETS.get(info.cset, CharSet.ASCII.value)
+            node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None))
+            if h5values.has_reference(t):
+                h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
+
+    def _committed(self, tid: Any) -> int | None:
+        if not tid.committed():
+            return None
+        return self._node(tid, "(anonymous)")
+
+    # -- datasets --
+
+    def _dataset(self, node: Node) -> None:
+        dsid = node.handle
+        tid = dsid.get_type()
+        node.type = type_json(tid)
+        node.committed = self._committed(tid)
+        node.space, dims = space_json(dsid.get_space())
+        fill_json, fill_bytes = self._fill_value(dsid, tid, node)
+        node.props = dataset_properties(dsid, fill_json, self.notes)
+        if fill_bytes is not None:
+            node.props[EXACT_FILL] = fill_bytes
+        if "externalStorage" in node.props.get("layout", {}):
+            files = node.props["layout"]["externalStorage"]
+            gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
+            if gone:
+                self.missing_external.append((node.path, gone))
+        dset = h5py.Dataset(dsid)
+        node.linked = None if self.missing_external else self.link_step.plan(dset, node.props)
+        if "externalStorage" in node.props.get("layout", {}):
+            files = len(node.props["layout"]["externalStorage"])
+            done = "linked in place" if node.linked is not None else "copied in"
+            self.notes.append(f"dataset {node.path}: values from {files} external file(s) {done}")
+        if node.linked is not None:
+            node.space = _linked_space(node.linked)
+            return
+        _check_filters_kept(dsid)
+        _check_filters_readable(dsid)
+        axis = self.link_step.axis(dset)
+        if axis is not None:  # copied, and later files append values along axis
+            maxdims = list(node.space.get("maxdims", dims))
+            maxdims[axis] = UNLIMITED
+            node.space = {**node.space, "maxdims": maxdims}
+        stored = dsid.get_space_status() != h5d.SPACE_STATUS_NOT_ALLOCATED or dsid.get_create_plist().get_external_count() > 0
+        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims) and stored:
+            # read once to find what the values reference: an object reached only that way is
+            # found (and created) too
+            h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
+
+    def _fill_value(self, dsid: Any, tid: Any, node: Node) -> tuple[Any, str | None]:
+        """The fill value's JSON form, and its packed bytes in base64 where that form does not
+        give them back (string bytes that are not UTF-8), which the server then keeps."""
+        t = node.type
+        assert t is not None
+        dcpl = dsid.get_create_plist()
+        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+            return None, None
+        if h5values.is_raw(t):
+            try:
+                wire = _nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
+                value = array_to_json(bytes_to_array(wire, t, ()), t)
+            except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
+                raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+            if not _fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
+                return value, base64.b64encode(wire).decode("ascii")
+            return value, None
+        try:
+            arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
+            dcpl.get_fill_value(arr)
+            if h5values.has_reference(t):
+                fill = _FillReferences(self)
+                value = array_to_json(h5values.to_model(arr, t, fill).reshape(()), t)
+                if fill.found:  # the ids are chosen by the upload: it makes the JSON again with them
+                    node.fill_refs = arr
+                return value, None
+            return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t), None
+        except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
+            raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
+    """Whether a fill value's JSON gives back its bytes, as far as strings go: bytes that are
+    not UTF-8 become U+FFFD (and may then not fit the string); a NaN's payload may change too,
+    which HDF5 and h5lake read as the same NaN."""
+    if "\ufffd" not in orjson.dumps(value).decode():
+        return True
+    try:
+        return array_to_bytes(json_to_array(value, t, ()), t) == wire
+    except InvalidInput:
+        return False
+
+
+def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
+    """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
+    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed,
+    also in the members of compounds and the elements of arrays (one element, packed)."""
+    buf = bytearray(wire)
+    _cut_strings(buf, t, 0)
+    return bytes(buf)
+
+
+def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
+    match type_class(t):
+        case TypeClass.STRING if t.get("strPad") == StrPad.NULLTERM and isinstance(t.get("length"), int):
+            end = at + t["length"]
+            nul = buf.find(b"\0", at, end)
+            if nul >= 0:
+                buf[nul:end] = bytes(end - nul)
+        case TypeClass.COMPOUND:
+            for f in t["fields"]:
+                _cut_strings(buf, f["type"], at)
+                at += wire_dtype(f["type"]).itemsize
+        case TypeClass.ARRAY:
+            size = wire_dtype(t["base"]).itemsize
+            for k in range(math.prod(t["dims"])):
+                _cut_strings(buf, t["base"], at + k * size)
+
+
+def _check_name_length(what: str, name: str) -> None:
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:
+        raise Unrepresentable(f"{what} {name[:40]!r}... has a name of {size} bytes (h5lake keeps names of at most {MAX_NAME_BYTES})")
+
+
+def _check_filters_kept(dsid: Any) -> None:
+    """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
+    may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
+    Found here, before anything is sent, so the refusal names the dataset (hdf5plugin's SPERR
+    filter is one: its set_local makes it mandatory)."""
+    dcpl = dsid.get_create_plist()
+    for i in range(dcpl.get_nfilters()):
+        fid, flags, _, raw_name = dcpl.get_filter(i)
+        if fid in KNOWN_FILTER_IDS or flags & h5z.FLAG_OPTIONAL:
+            continue
+        name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+        raise Unrepresentable(
+            f"filter {fid} ({name or 'unnamed'}) is not optional and h5lake has no codec for it "
+            "(h5lake keeps such a filter only when HDF5 may skip it, H5Z_FLAG_OPTIONAL)"
+        )
+
+
+def _check_filters_readable(dsid: Any) -> None:
+    """Values are copied through HDF5: each filter of a dataset with stored values must be one
+    HDF5 can run here (built in, a plugin, or h5lake's codec registered by `open_source`)."""
+    if dsid.get_storage_size() == 0:
+        return
+    dcpl = dsid.get_create_plist()
+    for i in range(dcpl.get_nfilters()):
+        fid, _, _, raw_name = dcpl.get_filter(i)
+        if not h5z.filter_avail(fid):
+            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+            raise Unrepresentable(
+                f"filter {fid} ({name or 'unnamed'}): neither h5lake nor an HDF5 plugin here can decode it, "
+                "so its values cannot be read (install the plugin and set HDF5_PLUGIN_PATH)"
+            )
+
+
+def read_user_block(f: h5py.File) -> dict[str, Any] | None:
+    """The file's user block as the root group's ``userBlock`` property (docs/fidelity.md):
+    its ``size`` and its bytes without trailing zeros in ``value_base64``; None without one.
+    Content beyond `USER_BLOCK_KEPT` bytes is refused: the root group document stays small."""
+    size = int(f.id.get_create_plist().get_userblock())
+    if not size:
+        return None
+    if f.id.id in S3_FILES:
+        content = S3_FILES[f.id.id].head(size).rstrip(b"\0")
+    else:
+        with open(f.filename, "rb") as raw:
+            content = raw.read(size).rstrip(b"\0")
+    if len(content) > USER_BLOCK_KEPT:
+        raise Unrepresentable(
+            f"a user block holding {len(content)} bytes (h5lake keeps up to {USER_BLOCK_KEPT} bytes of a user block)"
+        )
+    return {"size": size, "value_base64": base64.b64encode(content).decode()}
+
+
+class NullReferencesOnly:
+    """References in a fill value: only null ones can be kept (ids are chosen later)."""
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if ref:
+            raise Unrepresentable("a fill value holding a non-null reference")
+        return b""
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+class _FillReferences:
+    """Object references in a fill value while planning (MATLAB v7.3 fills every cell array with
+    a reference to ``/#refs#/a``): their targets are planned, so they get ids the upload writes.
+    A region reference, or one to an object that no longer exists, cannot be kept."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        self.found = False
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if not ref:
+            return b""
+        if region:
+            raise Unrepresentable("a fill value holding a non-null region reference")
+        target = dereference(ref, self.planner.file)
+        if target is None:
+            raise Unrepresentable("a fill value holding a reference to an object that no longer exists")
+        self.planner._node(target, "(reached only by a reference)")
+        self.found = True
+        return b"groups/g-00000000-00000000-0000-000000-000000"  # a placeholder: the upload writes the id
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+class _Scanner:
+    """References while planning: finds their targets; the bytes produced are thrown away."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+
+    def to_wire(self, ref: Any, region: bool) -> bytes:
+        if not ref:
+            return b""
+        target = dereference(ref, self.planner.file)
+        if target is None:
+            if not self.planner.dangling:
+                self.planner.notes.append(DANGLING_NOTE)
+            self.planner.dangling = True
+        else:
+            self.planner._node(target, "(reached only by a reference)")
+        return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
+
+    def from_wire(self, value: bytes, region: bool) -> Any:
+        raise AssertionError("not used while loading")
+
+
+DANGLING_NOTE = (
+    "references to objects that no longer exist (dangling references) are kept as references to ids no "
+    "object in the domain has; export writes them dangling again"
+)
+
+
+def dereference(ref: Any, f: h5py.File) -> Any:
+    """The object a non-null reference points at, or None when it no longer exists (HDF5 then
+    finds no valid object header at the reference's address)."""
+    try:
+        return h5r.dereference(ref, f.id)
+    except (KeyError, ValueError, RuntimeError, OSError):
+        return None
+
+
+def parse_collection(obj_id: str) -> str:
+    return {"g": "groups", "d": "datasets", "t": "datatypes"}[obj_id[0]]

@@ -1,0 +1,198 @@
+"""Comparing versions (diff) and making the head equal to one (restore)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+from typing import Any
+
+from h5lake.chunks.capability import copies
+from h5lake.errors import Conflict, InvalidInput
+from h5lake.model.acl import Permission
+from h5lake.model.ids import blob_key, chunk_key, object_key, parse_index_name
+from h5lake.model.layout import COMPACT_KEY
+from h5lake.model.links import LinkClass
+from h5lake.model.stored import VersionRecord
+from h5lake.service.context import Caller, Service
+from h5lake.service.documents import Doc, dumps
+from h5lake.service.domains.core import open_domain
+from h5lake.service.objects import attribute_values as attrvalues
+from h5lake.service.versions import view as versions
+from h5lake.service.versions.commit import CHUNKED, Snapshot, commit_flag, head_tree
+from h5lake.service.views import Domain
+from h5lake.storage.base import PreconditionFailed
+from h5lake.versions.names import parse_ref, parse_version_id
+
+Trees = dict[str, dict[str, Any]]
+DEFAULT_LIMIT = 1000
+
+
+async def _version_trees(svc: Service, record: VersionRecord) -> Trees:
+    objects = (await svc.cas.get_tree(record["tree"]))["objects"]
+    found = await svc.workers.map(list(objects.values()), svc.cas.get_tree)
+    return dict(zip(objects, found))
+
+
+def _paths(trees: Trees, root: str) -> dict[str, str]:
+    """The first path (breadth first) of every object reachable from the root."""
+    out, queue = {root: "/"}, [root]
+    while queue:
+        nxt = []
+        for gid in queue:
+            for name, link in sorted((trees.get(gid, {}).get("doc", {}).get("links") or {}).items()):
+                target = link.get("id") if link.get("class") == LinkClass.HARD.value else None
+                if target in trees and target not in out:
+                    out[target] = out[gid].rstrip("/") + "/" + name
+                    nxt.append(target)
+        queue = nxt
+    return out
+
+
+def _keyed_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "added": sorted(set(b) - set(a)),
+        "removed": sorted(set(a) - set(b)),
+        "changed": sorted(k for k in set(a) & set(b) if a[k] != b[k]),
+    }
+
+
+def _chunk_changes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> list[str]:
+    """Chunk indices whose bytes differ (by ETag, the MD5 of the bytes; absent = fill)."""
+    return sorted(n for n in set(a) | set(b) if (a.get(n) or [0, None])[1] != (b.get(n) or [0, None])[1])
+
+
+def _chunk_entries(tree: dict[str, Any]) -> dict[str, list[Any]]:
+    """An object's chunks as [hash, ETag] by index name; a compact dataset's (held in its
+    document, `service.datasets.compact`) with the MD5 of their bytes as the ETag."""
+    held = (tree["doc"].get(COMPACT_KEY) or {}).get("chunks")
+    if held is None:
+        return tree.get("chunks") or {}
+    return {n: [None, hashlib.md5(base64.b64decode(v), usedforsecurity=False).hexdigest()] for n, v in held.items()}
+
+
+def compare(a: Trees, b: Trees, root: str, limit: int) -> Doc:
+    pa, pb = _paths(a, root), _paths(b, root)
+
+    def where(obj_id: str) -> Doc:
+        return {"id": obj_id, "path": pb.get(obj_id, pa.get(obj_id))}
+
+    changed = []
+    for obj_id in sorted(set(a) & set(b)):
+        ta, tb = a[obj_id], b[obj_id]
+        diffs = _chunk_changes(_chunk_entries(ta), _chunk_entries(tb)) if obj_id[0] in CHUNKED else []
+        if ta.get("etag") == tb.get("etag") and not diffs:
+            continue  # the same document and chunk bytes (a head's table has ETags, not hashes)
+        da, db = ta["doc"], tb["doc"]
+        entry = where(obj_id)
+        attrs = _keyed_changes(da.get("attributes") or {}, db.get("attributes") or {})
+        links = _keyed_changes(da.get("links") or {}, db.get("links") or {})
+        if any(attrs.values()):
+            entry["attributes"] = attrs
+        if any(links.values()):
+            entry["links"] = links
+        if da.get("shape") != db.get("shape"):
+            entry["shape"] = {"from": da.get("shape"), "to": db.get("shape")}
+        if diffs:
+            entry["chunks"] = {"count": len(diffs), "indices": diffs[:limit]}
+        changed.append(entry)
+    return {
+        "added": [where(i) for i in sorted(set(b) - set(a))],
+        "removed": [where(i) for i in sorted(set(a) - set(b))],
+        "changed": changed,
+    }
+
+
+async def diff(svc: Service, caller: Caller, path: str, from_ref: str | None, to_ref: str | None,
+               limit: int | None) -> Doc:
+    """``GET /versions/diff``: from version ``from_ref`` to ``to_ref`` (default: the head)."""
+    if not from_ref:
+        raise InvalidInput("diff needs from=<version>")
+    domain = await open_domain(svc, caller, path, Permission.READ)
+    if domain.view is not svc.head:
+        raise InvalidInput("name the domain without a version; use from= and to=")
+    a_record = await versions.resolve(svc, domain.path, parse_ref(from_ref))
+    a = await _version_trees(svc, a_record)
+    if to_ref:
+        b_record = await versions.resolve(svc, domain.path, parse_ref(to_ref))
+        b, to_id = await _version_trees(svc, b_record), b_record["id"]
+    else:
+        await svc.catalog.settle(domain.path, 0)
+        snap = await head_tree(svc, domain, a_record, memory=True)
+        b, to_id = snap.trees, "head"
+    out = compare(a, b, domain.require_root(), DEFAULT_LIMIT if limit is None else limit)
+    return {"from": a_record["id"], "to": to_id, **out}
+
+
+async def restore(svc: Service, caller: Caller, path: str, vid: str, body: Any) -> Doc:
+    """``POST /versions/{id}/restore``: the head becomes equal to version ``vid``."""
+    force = bool(isinstance(body, dict) and body.get("force"))
+    domain = await open_domain(svc, caller, path, Permission.UPDATE)
+    if domain.view is not svc.head:
+        raise InvalidInput("restore names the head domain, without a version")
+    target = await versions.require(svc, domain.path, parse_version_id(vid))
+    # Fenced as a commit is: this process's change requests wait, and other processes' wait
+    # for the domain's mark (a write racing the restore from another process was left half
+    # applied: some of its chunks put back to the version's, others not).
+    async with svc.fences.committing(domain.path), commit_flag(svc, domain):
+        await svc.catalog.settle(domain.path, svc.catalog.stale_after)
+        latest = await versions.latest(svc, domain.path)
+        if not force and (latest is None or (await head_tree(svc, domain, latest, dry=True)).changed):
+            raise Conflict(f"{domain.path} has uncommitted changes; commit them or restore with force")
+        want = await _version_trees(svc, target)
+        have = (await head_tree(svc, domain, target, memory=True)).trees
+        written = await _apply(svc, domain, want, have)
+    return {"restored": target["id"], "objects": written[0], "chunks": written[1]}
+
+
+async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tuple[int, int]:
+    objects = chunks = 0
+    for obj_id, tree in want.items():
+        old = have.get(obj_id, {})
+        table, old_table = tree.get("chunks") or {}, old.get("chunks") or {}
+        put = [n for n in table if (old_table.get(n) or [0, None])[1] != table[n][1]]
+        drop = [n for n in old_table if n not in table]
+
+        async def copy(name: str, obj_id: str = obj_id, table: dict[str, Any] = table) -> None:
+            if copies(svc.store):  # the head's chunk shares the blob's bytes (a hard link on a local directory)
+                with contextlib.suppress(PreconditionFailed):  # missing, or kept with another ETag: below
+                    await svc.store.copy(blob_key(table[name][0]), chunk_key(obj_id, parse_index_name(name)),
+                                         source_etag=table[name][1])
+                    return
+            blob = await svc.store.get(blob_key(table[name][0]))
+            if blob is None:
+                raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")
+            await svc.store.put(chunk_key(obj_id, parse_index_name(name)), blob.data)
+
+        # An intent, as for a value write: a crash part-way leaves no chunk the catalog misses
+        # (reads of many chunks trust the catalog and intents, docs/storage.md).
+        async def remove(name: str, obj_id: str = obj_id) -> None:
+            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
+
+        async with svc.catalog.recording(domain.path, obj_id, [parse_index_name(n) for n in put]) as rec:
+            await svc.workers.each(put, copy)
+            await svc.workers.each(drop, remove)
+            rec.written = [parse_index_name(n) for n in put + drop] if put or drop else None
+        if old.get("etag") != tree["etag"]:
+            await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
+            await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
+            svc.catalog.note_object(domain.path, obj_id)
+            kept = {r["key"] for r in attrvalues.outside_refs(tree["doc"].get("attributes") or {}).values()}
+            before = attrvalues.outside_refs((old.get("doc") or {}).get("attributes") or {}).values()
+            await attrvalues.drop(svc, obj_id, [r for r in before if r["key"] not in kept])
+            objects += 1
+        chunks += len(put) + len(drop)
+    for obj_id in set(have) - set(want):
+        for name in have[obj_id].get("chunks") or {}:
+            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
+        await svc.store.delete(object_key(obj_id))
+        svc.catalog.note_object(domain.path, obj_id)
+        await attrvalues.collect(svc, obj_id, None)
+        objects += 1
+    await svc.catalog.flush()
+    return objects, chunks
+
+
+
+
+__all__ = ["Snapshot", "compare", "diff", "restore"]
