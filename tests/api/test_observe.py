@@ -157,6 +157,8 @@ def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None
     home(requests.put, server.endpoint)
     assert requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).status_code == 201
     root = requests.get(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).json()["root"]
+    # each worker writes its figures once a second: let the requests above land before the baseline
+    time.sleep(2.5)
     before = scrape(server)
     gets = puts = 0
     body = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 7}).encode()
