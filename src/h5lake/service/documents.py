@@ -39,7 +39,7 @@ import asyncio
 import enum
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -48,7 +48,9 @@ import orjson
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
+from h5lake.chunks.capability import capable
 from h5lake.storage import PreconditionFailed, Store
+from h5lake.storage.base import CreateMany
 
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
@@ -137,6 +139,32 @@ class Documents:
             raise AlreadyExists(f"{what} already exists") from None
         self.written(key, etag)
         return etag
+
+    async def create_many(
+        self, items: Sequence[tuple[str, Doc]], each: Callable[[list[int], Callable[[int], Awaitable[None]]], Awaitable[None]]
+    ) -> list[str | None]:
+        """`create` of many documents (a batch request's objects): the ETag of each one made, or
+        None where its key existed. A store that can (``CreateMany``, the local directory) makes
+        them durable together; else they are single create-only puts run through ``each``
+        (a bounded fan-out). Each is whole or absent after a crash."""
+        data = [(key, dumps(doc)) for key, doc in items]
+        made: list[str | None]
+        if capable(self.store, CreateMany):
+            made = await self.store.create_many(data)  # type: ignore[attr-defined]
+        else:
+            made = [None] * len(data)
+
+            async def one(i: int) -> None:
+                try:
+                    made[i] = await self.store.put(data[i][0], data[i][1], if_none_match=True)
+                except PreconditionFailed:
+                    pass
+
+            await each(list(range(len(data))), one)
+        for (key, _), etag in zip(data, made, strict=True):
+            if etag is not None:
+                self.written(key, etag)
+        return made
 
     async def put(self, key: str, doc: Doc) -> str:
         etag = await self.store.put(key, dumps(doc))

@@ -98,15 +98,15 @@ async def store_new_objects(
     """
     link_requests = [(doc, await place_new_object(svc, domain, link, implicit)) for doc, link in link_requests]
 
-    async def create(doc: Doc) -> None:
-        try:
-            await svc.docs.create(object_key(doc["id"]), doc, f"object {doc['id']}")
-        except AlreadyExists:
-            existing = await svc.docs.get(object_key(doc["id"]))
-            if existing is None or not _same_object(existing.doc, doc):
-                raise
+    # made together (one shared flush on the local store), each whole or absent after a crash
+    made = await svc.docs.create_many([(object_key(d["id"]), d) for d in docs], svc.workers.each)
 
-    await svc.workers.each(docs, create)
+    async def same(doc: Doc) -> None:
+        existing = await svc.docs.get(object_key(doc["id"]))
+        if existing is None or not _same_object(existing.doc, doc):
+            raise AlreadyExists(f"object {doc['id']} already exists")
+
+    await svc.workers.each([d for d, etag in zip(docs, made, strict=True) if etag is None], same)
     for d in docs:
         svc.catalog.note_object(domain.path, d["id"])
     for doc, link in link_requests:
