@@ -3,6 +3,7 @@ together, each whole or absent after the process is killed in the middle of the 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import subprocess
@@ -100,8 +101,8 @@ async def test_a_batch_killed_midway_leaves_each_object_whole_or_absent_and_a_re
 ) -> None:
     root = tmp_path / "root"
     env = dict(os.environ, H5LAKE_TEST_KILL_BEFORE_CREATE=str(kill_before))
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), str(BATCH)], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", _CHILD, str(root), str(BATCH)], env=env,
+                                   capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == -9, done.stderr  # killed by SIGKILL, as the fault point says
     assert "finished" not in done.stdout
     items = dict(_items("c"))

@@ -45,10 +45,10 @@ from typing import Any, Self
 
 import orjson
 
+from h5lake.chunks.capability import capable
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
-from h5lake.chunks.capability import capable
 from h5lake.storage import PreconditionFailed, Store
 from h5lake.storage.base import CreateMany
 
