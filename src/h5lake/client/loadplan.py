@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import math
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,9 +30,10 @@ from h5lake.client.h5props import (
 )
 from h5lake.client.h5source import S3_FILES, ExternalFilesMissing, Unreadable
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_json
+from h5lake.client.mapfiles import MARK as MAP_MARK
 from h5lake.errors import InvalidInput
 from h5lake.model.fromjson import EXACT_FILL, json_to_array
-from h5lake.model.ids import Collection
+from h5lake.model.ids import Collection, object_id_with
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
@@ -87,7 +90,7 @@ _CSETS = {h5t.CSET_ASCII: CharSet.ASCII.value, h5t.CSET_UTF8: CharSet.UTF8.value
 class AttrPlan:
     name: str
     type: TypeJson
-    committed: int | None  # node index of the committed datatype it shares
+    committed: str | None  # id of the committed datatype it shares
     space: dict[str, Any]
     dims: tuple[int, ...]
     name_cset: str | None
@@ -97,7 +100,7 @@ class AttrPlan:
 class LinkPlan:
     name: str
     body: dict[str, Any]  # link JSON without `id` (hard links) and `created`
-    target: int | None = None  # node index of a hard link's target
+    target: str | None = None  # id of a hard link's target
 
 
 @dataclass
@@ -110,10 +113,18 @@ class Node:
     attrs: list[AttrPlan] = field(default_factory=list)
     links: list[LinkPlan] = field(default_factory=list)
     type: TypeJson | None = None
-    committed: int | None = None  # node index of a committed datatype the dataset shares
+    committed: str | None = None  # id of a committed datatype the dataset shares
     space: dict[str, Any] | None = None
     linked: linking.LinkPlan | None = None  # set when the dataset is linked, not copied
     fill_refs: np.ndarray | None = None  # a fill value holding object references (as MATLAB writes), made JSON by the upload
+    addr: int = 0  # its address in the file
+    id: str = ""  # its id in the domain (`Planner.id_at`)
+    read: bool = False  # taken by the walk
+    # set by the upload: what went with the object's POST, the id of a linked dataset's chunk table
+    links_sent: bool = False
+    attrs_sent: bool = False
+    value_sent: bool = False
+    table_id: str | None = None
 
     @property
     def copy_values(self) -> bool:
@@ -122,15 +133,6 @@ class Node:
     def describe(self) -> str:
         kind = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}[self.kind]
         return f"{kind} {self.path}"
-
-
-@dataclass
-class Plan:
-    nodes: list[Node]
-    notes: list[str]
-
-    def of_kind(self, kind: Collection) -> list[Node]:
-        return [n for n in self.nodes if n.kind is kind and n.index != 0]
 
 
 def _name(raw: bytes) -> str:
@@ -164,17 +166,29 @@ def space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
 
 
 class Planner:
-    """Walks a file from its root group, breadth first, into a :class:`Plan`."""
+    """Walks a file from its root group, breadth first, yielding each object once it is read
+    (:meth:`walk`), and refusing what the service cannot represent as it meets it.
+
+    Memory: a node is dropped once the upload has sent it; what the walk keeps is the queue of
+    objects found and not yet read (at most the widest level of the tree) and the addresses of
+    objects that may be met again (more than one hard link, reached by a reference, committed
+    datatypes), not one entry per object. Ids are made from file addresses (:meth:`id_at`), so
+    a reference or a link needs no table of the ids given so far."""
 
     def __init__(self, f: h5py.File, link_step: LinkStep | None = None, external_folder: Path | None = None) -> None:
         self.file = f
         self.link_step: LinkStep = link_step or CopyAll()
         self.external_folder = external_folder or Path(f.filename).resolve().parent
         self.missing_external: list[tuple[str, list[str]]] = []  # dataset path, file names
-        self.nodes: list[Node] = []
-        self.by_addr: dict[int, int] = {}
+        self.queue: deque[Node] = deque()  # found, not yet read
+        self.ready: list[Node] = []  # committed datatypes read ahead of their turn (`_committed`)
+        self.by_addr: dict[int, Node | None] = {}  # objects that may be met again: pending node, or None once read
+        self.root_id = ""
+        self.root_addr = h5o.get_info(h5o.open(f.id, b"/")).addr
         self.notes: list[str] = []
         self.dangling = False  # a reference to an object that no longer exists was met
+        self.marked: list[str] = []  # datasets marked as maps (client/mapfiles.py)
+        self.found = 0  # objects found so far, the root included
 
     def external_path(self, name: str) -> Path:
         """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
@@ -182,46 +196,87 @@ class Planner:
         path = Path(name)
         return path if path.is_absolute() else self.external_folder / path
 
-    def plan(self) -> Plan:
+    def root_properties(self) -> dict[str, Any]:
+        """The root group's creationProperties (with the file's user block)."""
+        props = group_properties(h5o.open(self.file.id, b"/"))
         user_block = read_user_block(self.file)
-        root = h5o.open(self.file.id, b"/")
-        self._node(root, "/")
-        done = 0
-        while done < len(self.nodes):  # nodes are appended as they are found
-            node = self.nodes[done]
-            try:
-                self._fill(node)
-            except Unrepresentable as exc:
-                raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
-            except h5native.NativeUnavailable:
-                raise
-            except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
-                raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
-            done += 1
+        if user_block is not None:  # a file property: kept with the root group's
+            props["userBlock"] = user_block
+        return props
+
+    def id_at(self, kind: Collection, addr: int) -> str:
+        """The id of the object at file address ``addr``: the root's, or one made of the root's
+        first half and the address (unique in the file, so in the new domain)."""
+        if addr == self.root_addr:
+            return self.root_id
+        return object_id_with(kind, self.root_id, addr)
+
+    def id_of(self, oid: Any) -> str:
+        info = h5o.get_info(oid)
+        return self.id_at(_TYPE_CLASSES[info.type], info.addr)
+
+    def walk(self) -> Iterator[Node]:
+        """Every object, read, in breadth-first order from the root (which comes first); a
+        committed datatype before any object that uses it. Set ``root_id`` first. Files of
+        external raw data that are missing are all named at the end (`ExternalFilesMissing`)."""
+        self._node(h5o.open(self.file.id, b"/"), "/")
+        while self.queue:
+            node = self.queue.popleft()
+            if node.read:
+                continue
+            node.read = True
+            self._read(node)
+            yield from self._ready()
+            yield node
         if self.missing_external:
             listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
             raise ExternalFilesMissing(
                 f"external raw data files are missing ({listed}; looked in {self.external_folder}: "
                 "give --external-prefix DIR where they are)"
             )
-        if user_block is not None:  # a file property: kept with the root group's
-            self.nodes[0].props["userBlock"] = user_block
-        return Plan(self.nodes, self.notes)
 
-    def _node(self, oid: Any, path: str) -> int:
+    def _ready(self) -> Iterator[Node]:
+        while self.ready:
+            yield self.ready.pop(0)
+
+    def _read(self, node: Node) -> None:
+        if node.addr in self.by_addr:
+            self.by_addr[node.addr] = None  # read: met again, it is not queued again
+        self._read_node(node)
+
+    def _read_node(self, node: Node) -> None:
+        try:
+            self._fill(node)
+        except Unrepresentable as exc:
+            raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+        except h5native.NativeUnavailable:
+            raise
+        except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
+            raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
+
+    def _node(self, oid: Any, path: str, *, linked: bool = True) -> str:
+        """The id of the object ``oid`` met at ``path``, queued to be read when first met.
+        ``linked``: met through a hard link (else by a reference or as a committed type). An
+        object with one hard link met through it is met only there: it is not remembered. One
+        with hard links met by a reference is not queued (its link is met in the walk)."""
         info = h5o.get_info(oid)
-        found = self.by_addr.get(info.addr)
-        if found is not None:
-            node = self.nodes[found]
-            if node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
-                node.path, node.handle = path, oid
-            return found
         if info.type not in _TYPE_CLASSES:
             raise Unrepresentable(f"object type {info.type} at {path}")
-        index = len(self.nodes)
-        self.by_addr[info.addr] = index
-        self.nodes.append(Node(index, _TYPE_CLASSES[info.type], path, oid))
-        return index
+        kind = _TYPE_CLASSES[info.type]
+        obj_id = self.id_at(kind, info.addr)
+        if info.addr in self.by_addr:
+            node = self.by_addr[info.addr]
+            if node is not None and node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
+                node.path, node.handle = path, oid
+            return obj_id
+        if not linked and info.rc > 0 and info.addr != self.root_addr:
+            return obj_id  # reached by its hard link in the walk
+        node = Node(self.found, kind, path, oid, addr=info.addr, id=obj_id)
+        self.found += 1
+        if not linked or info.rc != 1:
+            self.by_addr[info.addr] = node
+        self.queue.append(node)
+        return obj_id
 
     def _fill(self, node: Node) -> None:
         oid = node.handle
@@ -299,13 +354,30 @@ class Planner:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
             cset = _CSETS.get(info.cset, CharSet.ASCII.value)
             node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None))
+            if name == MAP_MARK and node.kind is Collection.DATASETS:
+                self.marked.append(node.path)
             if h5values.has_reference(t):
                 h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
 
-    def _committed(self, tid: Any) -> int | None:
+    def _committed(self, tid: Any) -> str | None:
+        """The id of a committed datatype ``tid`` is, read now if it was not (it is sent
+        before the object that uses it: the server resolves the id)."""
         if not tid.committed():
             return None
-        return self._node(tid, "(anonymous)")
+        info = h5o.get_info(tid)
+        node = self.by_addr.get(info.addr, False)
+        if node is None:  # read already
+            return self.id_at(Collection.DATATYPES, info.addr)
+        if node is False:
+            node = Node(self.found, Collection.DATATYPES, "(anonymous)", tid, addr=info.addr,
+                        id=self.id_at(Collection.DATATYPES, info.addr))
+            self.found += 1
+        assert isinstance(node, Node)
+        self.by_addr[info.addr] = None
+        node.read = True  # if it is queued too, the walk passes it
+        self._read_node(node)
+        self.ready.append(node)
+        return node.id
 
     # -- datasets --
 
@@ -502,7 +574,7 @@ class _FillReferences:
         target = dereference(ref, self.planner.file)
         if target is None:
             raise Unrepresentable("a fill value holding a reference to an object that no longer exists")
-        self.planner._node(target, "(reached only by a reference)")
+        self.planner._node(target, "(reached only by a reference)", linked=False)
         self.found = True
         return b"groups/g-00000000-00000000-0000-000000-000000"  # a placeholder: the upload writes the id
 
@@ -525,7 +597,7 @@ class _Scanner:
                 self.planner.notes.append(DANGLING_NOTE)
             self.planner.dangling = True
         else:
-            self.planner._node(target, "(reached only by a reference)")
+            self.planner._node(target, "(reached only by a reference)", linked=False)
         return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
 
     def from_wire(self, value: bytes, region: bool) -> Any:
