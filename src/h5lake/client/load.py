@@ -71,7 +71,7 @@ def load_file(
 ) -> tuple[LoadStats, list[str]]:
     """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
     counts and the notes to report. External raw data files are looked for as
-    :func:`external_folder` says; missing ones are named before anything is sent."""
+    :func:`external_folder` says; missing ones are all named once the walk has met them."""
     folder = external_folder(source, external_prefix)
     with open_source(source, s3) as f:
         planner = Planner(f, link_step, folder)

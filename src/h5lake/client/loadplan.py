@@ -496,7 +496,7 @@ def _check_name_length(what: str, name: str) -> None:
 def _check_filters_kept(dsid: Any) -> None:
     """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
     may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
-    Found here, before anything is sent, so the refusal names the dataset (hdf5plugin's SPERR
+    Found here, while walking, so the refusal names the dataset (hdf5plugin's SPERR
     filter is one: its set_local makes it mandatory)."""
     dcpl = dsid.get_create_plist()
     for i in range(dcpl.get_nfilters()):
