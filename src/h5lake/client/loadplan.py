@@ -1,5 +1,6 @@
-"""The first phase of ``h5lake load``: :class:`Planner` walks the file with h5py (metadata only)
-into a :class:`Plan`, refusing what the service cannot represent before any request is made."""
+"""The walk of ``h5lake load``: :class:`Planner` reads the file with h5py, breadth first, and
+yields each object as it is read (metadata; values are read by the upload), refusing what the
+service cannot represent when it meets it."""
 
 
 from __future__ import annotations
@@ -295,9 +296,8 @@ class Planner:
     def _links(self, node: Node) -> None:
         gid = node.handle
         tracked = bool(gid.get_create_plist().get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
-        names: list[bytes] = []
-        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
-        infos = [(name, gid.links.get_info(name)) for name in names]
+        infos: list[tuple[bytes, Any]] = []
+        gid.links.iterate(lambda name, info: infos.append((name, info)), idx_type=h5.INDEX_NAME, info=True)
         if tracked:
             infos.sort(key=lambda item: item[1].corder)
         base = node.path.rstrip("/")
@@ -336,9 +336,8 @@ class Planner:
 
     def _attributes(self, node: Node) -> None:
         oid = node.handle
-        names: list[bytes] = []
-        h5a.iterate(oid, names.append, index_type=h5.INDEX_NAME)
-        infos = [(name, h5a.get_info(oid, name)) for name in names]
+        infos: list[tuple[bytes, Any]] = []
+        h5a.iterate(oid, lambda name, info: infos.append((name, info)), index_type=h5.INDEX_NAME, info=True)
         if any(info.corder_valid for _, info in infos):
             infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
         for raw, info in infos:
