@@ -76,7 +76,6 @@ class CopyAll:
 
 POST_BATCH = 300  # objects per POST, as h5pyd sends them
 LINK_BATCH = 2000  # links per PUT
-ATTR_BATCH_BYTES = 8 * MIB  # attribute values per PUT
 BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
 USER_BLOCK_KEPT = 64 * 1024  # bytes of a user block's content kept (trailing zeros not counted)
 TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order

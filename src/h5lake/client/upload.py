@@ -290,8 +290,8 @@ class Uploader:
         the end). Keeps the node only as long as those tasks do."""
         tasks: list[Task] = []
         if node.links and not inline_links:
-            for part in _batches(node.links, LINK_BATCH):
-                tasks.append(partial(self._put_links, node.id, part, node.links.index(part[0])))
+            for first in range(0, len(node.links), LINK_BATCH):
+                tasks.append(partial(self._put_links, node.id, node.links[first : first + LINK_BATCH], first))
         if node.attrs and not inline_attrs:
             task = partial(self._put_attributes, node)
             if any(h5values.has_reference(a.type) for a in node.attrs):
@@ -316,6 +316,8 @@ class Uploader:
         assert node.type is not None
         if is_variable(node.type) or h5values.has_reference(node.type):
             return False
+        if self.planner.missing_external and "externalStorage" in node.props.get("layout", {}):
+            return False  # perhaps its files: named at the end of the walk
         size = item_size(node.type)
         if not size or node.space is None or size * math.prod(node.space.get("dims", [])) > INLINE_VALUE_BYTES:
             return False
@@ -479,11 +481,6 @@ def _inline_attributes(node: Node) -> bool:
 def _attr_weight(a: AttrPlan) -> int:
     size = 64 if is_variable(a.type) else item_size(a.type) or 64
     return 256 + size * math.prod(a.dims)
-
-
-def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 def value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:

@@ -17,7 +17,7 @@ Where ``syncfs`` is missing (not Linux) or the batch is small, the objects are s
 
 ``H5LAKE_TEST_KILL_BEFORE_CREATE=N`` (tests only): the process kills itself with SIGKILL just
 before linking the N-th object of a batch, the batch's bytes written and durable, N-1 objects
-made (tests/storage/test_batches.py, tests/server/test_batch_crash.py).
+made (tests/storage/test_batches.py, tests/scale/test_batch_crash.py).
 """
 
 from __future__ import annotations
