@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
+from h5lake.client import loadplan
 from h5lake.client.common import ToolError
 from h5lake.client.export import export_domain
 from h5lake.client.load import load_file
@@ -61,9 +62,12 @@ def _tricky(path: Path) -> None:
         wide.attrs["region"] = f["first"].regionref[1:3]
 
 
+@pytest.mark.parametrize("open_queued", [4096, 3])
 def test_objects_out_of_the_walks_order_and_wide_groups_round_trip(
-    tmp_path: Path, settings: Settings, new_domain: Callable[[str], str]
+    open_queued: int, tmp_path: Path, settings: Settings, new_domain: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With ``open_queued`` 3 nearly every object waits in the walk's queue as a reference."""
+    monkeypatch.setattr(loadplan, "OPEN_QUEUED", open_queued)
     source = tmp_path / "tricky.h5"
     _tricky(source)
     client = RestClient(settings, new_domain("tricky"))

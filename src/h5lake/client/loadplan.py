@@ -74,6 +74,7 @@ class CopyAll:
         return None
 
 
+OPEN_QUEUED = 4096  # objects waiting in the walk's queue with their HDF5 object open; more wait closed
 POST_BATCH = 300  # objects per POST, as h5pyd sends them
 LINK_BATCH = 2000  # links per PUT
 BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
@@ -120,6 +121,7 @@ class Node:
     addr: int = 0  # its address in the file
     id: str = ""  # its id in the domain (`Planner.id_at`)
     read: bool = False  # taken by the walk
+    ref: Any = None  # an object reference instead of ``handle`` while queued (`OPEN_QUEUED`)
     # set by the upload: what went with the object's POST, the id of a linked dataset's chunk table
     links_sent: bool = False
     attrs_sent: bool = False
@@ -170,7 +172,8 @@ class Planner:
     (:meth:`walk`), and refusing what the service cannot represent as it meets it.
 
     Memory: a node is dropped once the upload has sent it; what the walk keeps is the queue of
-    objects found and not yet read (at most the widest level of the tree) and the addresses of
+    objects found and not yet read (at most the widest level of the tree; past `OPEN_QUEUED`
+    of them each waits as an object reference, ~0.3 KiB, not an open object, ~20 KiB) and the addresses of
     objects that may be met again (more than one hard link, reached by a reference, committed
     datatypes), not one entry per object. Ids are made from file addresses (:meth:`id_at`), so
     a reference or a link needs no table of the ids given so far."""
@@ -245,6 +248,8 @@ class Planner:
         self._read_node(node)
 
     def _read_node(self, node: Node) -> None:
+        if node.handle is None:
+            node.handle, node.ref = h5r.dereference(node.ref, self.file.id), None
         try:
             self._fill(node)
         except Unrepresentable as exc:
@@ -275,6 +280,8 @@ class Planner:
         self.found += 1
         if not linked or info.rc != 1:
             self.by_addr[info.addr] = node
+        if len(self.queue) >= OPEN_QUEUED:  # an open object costs ~20 KiB (HDF5's header): keep a reference
+            node.ref, node.handle = h5r.create(oid, b".", h5r.OBJECT), None
         self.queue.append(node)
         return obj_id
 
