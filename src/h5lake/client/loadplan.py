@@ -15,10 +15,8 @@ from typing import Any, Protocol
 
 import h5py
 import numpy as np
-import orjson
-from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
 
-from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.client import h5native, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
@@ -31,14 +29,19 @@ from h5lake.client.h5props import (
 )
 from h5lake.client.h5source import S3_FILES, ExternalFilesMissing, Unreadable
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_json
+from h5lake.client.loadchecks import (
+    check_filters_kept,
+    check_filters_readable,
+    fill_json_is_exact,
+    nullterm_cut,
+)
 from h5lake.client.mapfiles import MARK as MAP_MARK
-from h5lake.errors import InvalidInput
-from h5lake.model.fromjson import EXACT_FILL, json_to_array
+from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.ids import Collection, object_id_with
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.model.types import CharSet, TypeJson
+from h5lake.model.values import array_to_json, bytes_to_array
 
 
 class LinkStep(Protocol):
@@ -412,8 +415,8 @@ class Planner:
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
-        _check_filters_kept(dsid)
-        _check_filters_readable(dsid)
+        check_filters_kept(dsid)
+        check_filters_readable(dsid)
         axis = self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
             maxdims = list(node.space.get("maxdims", dims))
@@ -435,11 +438,11 @@ class Planner:
             return None, None
         if h5values.is_raw(t):
             try:
-                wire = _nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
+                wire = nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
                 value = array_to_json(bytes_to_array(wire, t, ()), t)
             except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
                 raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
-            if not _fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
+            if not fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
                 return value, base64.b64encode(wire).decode("ascii")
             return value, None
         try:
@@ -456,81 +459,10 @@ class Planner:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
 
 
-def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
-    """Whether a fill value's JSON gives back its bytes, as far as strings go: bytes that are
-    not UTF-8 become U+FFFD (and may then not fit the string); a NaN's payload may change too,
-    which HDF5 and h5lake read as the same NaN."""
-    if "\ufffd" not in orjson.dumps(value).decode():
-        return True
-    try:
-        return array_to_bytes(json_to_array(value, t, ()), t) == wire
-    except InvalidInput:
-        return False
-
-
-def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
-    """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
-    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed,
-    also in the members of compounds and the elements of arrays (one element, packed)."""
-    buf = bytearray(wire)
-    _cut_strings(buf, t, 0)
-    return bytes(buf)
-
-
-def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
-    match type_class(t):
-        case TypeClass.STRING if t.get("strPad") == StrPad.NULLTERM and isinstance(t.get("length"), int):
-            end = at + t["length"]
-            nul = buf.find(b"\0", at, end)
-            if nul >= 0:
-                buf[nul:end] = bytes(end - nul)
-        case TypeClass.COMPOUND:
-            for f in t["fields"]:
-                _cut_strings(buf, f["type"], at)
-                at += wire_dtype(f["type"]).itemsize
-        case TypeClass.ARRAY:
-            size = wire_dtype(t["base"]).itemsize
-            for k in range(math.prod(t["dims"])):
-                _cut_strings(buf, t["base"], at + k * size)
-
-
 def _check_name_length(what: str, name: str) -> None:
     size = len(name.encode("utf-8", "surrogateescape"))
     if size > MAX_NAME_BYTES:
         raise Unrepresentable(f"{what} {name[:40]!r}... has a name of {size} bytes (h5lake keeps names of at most {MAX_NAME_BYTES})")
-
-
-def _check_filters_kept(dsid: Any) -> None:
-    """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
-    may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
-    Found here, while walking, so the refusal names the dataset (hdf5plugin's SPERR
-    filter is one: its set_local makes it mandatory)."""
-    dcpl = dsid.get_create_plist()
-    for i in range(dcpl.get_nfilters()):
-        fid, flags, _, raw_name = dcpl.get_filter(i)
-        if fid in KNOWN_FILTER_IDS or flags & h5z.FLAG_OPTIONAL:
-            continue
-        name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-        raise Unrepresentable(
-            f"filter {fid} ({name or 'unnamed'}) is not optional and h5lake has no codec for it "
-            "(h5lake keeps such a filter only when HDF5 may skip it, H5Z_FLAG_OPTIONAL)"
-        )
-
-
-def _check_filters_readable(dsid: Any) -> None:
-    """Values are copied through HDF5: each filter of a dataset with stored values must be one
-    HDF5 can run here (built in, a plugin, or h5lake's codec registered by `open_source`)."""
-    if dsid.get_storage_size() == 0:
-        return
-    dcpl = dsid.get_create_plist()
-    for i in range(dcpl.get_nfilters()):
-        fid, _, _, raw_name = dcpl.get_filter(i)
-        if not h5z.filter_avail(fid):
-            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-            raise Unrepresentable(
-                f"filter {fid} ({name or 'unnamed'}): neither h5lake nor an HDF5 plugin here can decode it, "
-                "so its values cannot be read (install the plugin and set HDF5_PLUGIN_PATH)"
-            )
 
 
 def read_user_block(f: h5py.File) -> dict[str, Any] | None:
