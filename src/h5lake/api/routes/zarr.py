@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from h5lake.api.http import OCTET, body_bytes, caller, ok, parse_json, service
+from h5lake.api.http import JSON, OCTET, body_bytes, caller, ok, parse_json, service
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.model.ids import normalize_domain
-from h5lake.service.zarr import chunks, create, nodes
+from h5lake.service.zarr import chunks, consolidated, create, nodes
 from h5lake.versions.names import split_domain
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
@@ -53,6 +53,9 @@ async def get_key(request: Request) -> Response:
     key = await _key(request)
     if not key.parts:
         raise NotFound("a Zarr key names zarr.json or a chunk below the domain")
+    if key.parts == (nodes.META,):  # the root, with the whole hierarchy: kept whole
+        answer = await consolidated.root_answer(svc, who, key, core)
+        return _cached(request, Response(answer.body, media_type=JSON), answer.etag, chunks.immutable(key))
     if key.is_meta:
         meta, etag = await chunks.read_meta(svc, who, key, core)
         return _cached(request, ok(meta), etag, chunks.immutable(key))

@@ -137,6 +137,7 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
             doc = etag = None
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
+        await svc.docs.changed(key)  # the metadata change token
         svc.docs.written(key, stored)  # the watch (service.datasets.watch)
         svc.catalog.note_object(domain.path, dataset_id)
         if moving:

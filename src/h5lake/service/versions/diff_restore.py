@@ -176,6 +176,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         if old.get("etag") != tree["etag"]:
             await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
             await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
+            await svc.docs.changed(object_key(obj_id))
             svc.catalog.note_object(domain.path, obj_id)
             kept = {r["key"] for r in attrvalues.outside_refs(tree["doc"].get("attributes") or {}).values()}
             before = attrvalues.outside_refs((old.get("doc") or {}).get("attributes") or {}).values()
@@ -186,6 +187,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
         for name in have[obj_id].get("chunks") or {}:
             await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
         await svc.store.delete(object_key(obj_id))
+        await svc.docs.changed(object_key(obj_id))
         svc.catalog.note_object(domain.path, obj_id)
         await attrvalues.collect(svc, obj_id, None)
         objects += 1

@@ -304,6 +304,7 @@ class Member:
     doc: Doc | None  # None: not served (``reason``)
     reason: str = ""
     etag: str | None = None  # of ``doc`` as read
+    own_acl: bool = False  # the object has its own ACL: whether it is shown depends on the caller
 
 
 async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
@@ -327,13 +328,14 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
     except (NotFound, Gone):
         return Member(name, None, "dangling link")
     doc = found.doc
+    own_acl = bool(doc.get("acls"))
     try:
         domains.authorize_object(caller, domain, doc, Permission.READ)
     except Forbidden:
-        return Member(name, None, "not readable by this user")
+        return Member(name, None, "not readable by this user", own_acl=own_acl)
     if str(doc["id"]).startswith("t-"):
         return Member(name, None, "committed datatype")
-    return Member(name, doc, etag=found.etag)
+    return Member(name, doc, etag=found.etag, own_acl=own_acl)
 
 
 _ENTRIES: OrderedDict[tuple[Any, ...], Doc | str] = OrderedDict()
@@ -393,8 +395,16 @@ async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, co
 
 
 async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
+    """The root group with the whole hierarchy inline (``consolidated_metadata``)."""
+    return (await consolidate(svc, caller, domain, root, core))[0]
+
+
+async def consolidate(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> tuple[Doc, bool]:
     """The root group with the whole hierarchy inline (``consolidated_metadata``): groups
-    breadth first, each group once (a group reached again is listed under its first path only)."""
+    breadth first, each group once (a group reached again is listed under its first path only);
+    and whether it is the same for every caller who may read the domain (no object on the way
+    has an ACL of its own)."""
+    shared = not root.get("acls")
     flat: dict[str, Doc] = {}
     names: dict[str, str] = {}
     seen = {root["id"]}
@@ -407,6 +417,7 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
         for prefix, group in frontier:
             listed = await members(svc, caller, domain, group)
             for m in listed:
+                shared = shared and not m.own_acl
                 if m.doc is not None:
                     names.setdefault(str(m.doc["id"]), m.name)
             omitted: dict[str, str] = {}
@@ -446,10 +457,10 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
         too_many = f"more than {MAX_CONSOLIDATED_BYTES} bytes"
     if too_many is not None:
         out["attributes"][CONSOLIDATED_ATTR] = f"no consolidated metadata: {too_many}"
-        return out
+        return out, shared
     out["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
                                     "metadata": dict(sorted(flat.items()))}
-    return out
+    return out, shared
 
 
 def check_size(what: str, size: int, limit: int) -> None:
