@@ -159,3 +159,39 @@ def test_zarr_json_put_updates_attributes_and_shape(zserver: Server) -> None:
     assert z.get("zarr.json").json()["attributes"]["t"] == 1.5
     assert z.put("arr/zarr.json", json={"zarr_format": 3, "node_type": "group"}).status_code == 409
     assert z.delete("arr/zarr.json").status_code == 400
+
+
+@pytest.mark.parametrize("length", [8, 40_000], ids=["compact", "chunk-objects"])
+def test_conditional_puts_of_chunks_and_zarr_json(zserver: Server, length: int) -> None:
+    """``If-None-Match: *`` and ``If-Match`` as HTTP conditional writers send them: 412 and
+    nothing stored when they do not hold (a compact dataset keeps its chunks in its document;
+    a larger one has a chunk object each, put conditionally)."""
+    z = new_domain(zserver)
+    meta = _with(shape=[length], attributes={"v": 1})
+    assert z.put("arr/zarr.json", json=meta, headers={"If-None-Match": "*"}).status_code == 201
+    r = z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 2}), headers={"If-None-Match": "*"})
+    assert r.status_code == 412 and "exists" in r.json()["error"]["message"]
+    got = z.get("arr/zarr.json")
+    assert got.json()["attributes"] == {"v": 1}
+    assert z.get("arr/zarr.json", headers={"If-None-Match": got.headers["ETag"]}).status_code == 304
+    assert z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 3}), headers={"If-Match": '"stale"'}).status_code == 412
+    assert z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 3}), headers={"If-Match": got.headers["ETag"]}).status_code == 200
+    assert z.get("arr/zarr.json").json()["attributes"] == {"v": 3}
+    assert z.put("grp/zarr.json", json={"zarr_format": 3, "node_type": "group"}, headers={"If-Match": "*"}).status_code == 412
+    assert z.get("grp/zarr.json").status_code == 404
+
+    one, two = np.arange(4, dtype="<i2").tobytes(), np.arange(4, 8, dtype="<i2").tobytes()
+    assert z.put("arr/c/0", data=one, headers={"If-Match": "*"}).status_code == 412  # never written
+    assert z.get("arr/c/0").status_code == 404
+    assert z.put("arr/c/0", data=one, headers={"If-None-Match": "*"}).status_code == 200
+    assert z.put("arr/c/0", data=two, headers={"If-None-Match": "*"}).status_code == 412
+    first = z.get("arr/c/0")
+    assert first.content == one
+    assert z.put("arr/c/0", data=two, headers={"If-Match": '"other"'}).status_code == 412
+    assert z.get("arr/c/0").content == one
+    assert z.put("arr/c/0", data=two, headers={"If-Match": first.headers["ETag"]}).status_code == 200
+    second = z.get("arr/c/0")
+    assert second.content == two and second.headers["ETag"] != first.headers["ETag"]
+    assert z.put("arr/c/0", data=one, headers={"If-Match": first.headers["ETag"]}).status_code == 412  # stale now
+    assert z.get("arr/c/0").content == two
+    assert z.get("arr/c/0", headers={"If-None-Match": second.headers["ETag"]}).status_code == 304

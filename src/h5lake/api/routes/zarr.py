@@ -4,6 +4,8 @@
 chunk keys; ``PUT`` of ``zarr.json`` (a new group or array, or new attributes or shape). Writes
 hold the domain's commit fence (`api.fence`) for their whole run, as every other change does.
 A request header ``X-H5lake-Zarr-Codecs: core`` asks for core Zarr v3 codecs only (tensorstore).
+Every GET answer has an ETag (304 on ``If-None-Match``); a PUT takes ``If-Match`` and
+``If-None-Match`` (an ETag list or ``*``), 412 when they do not hold.
 """
 
 from __future__ import annotations
@@ -44,6 +46,31 @@ def _cached(request: Request, response: Response, etag: str | None, immutable: b
     return response
 
 
+def _etags(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    tags = tuple(t.strip() for t in value.split(",") if t.strip())
+    if not tags or len(tags) > 64 or any(len(t) > 200 for t in tags):
+        raise InvalidInput("a conditional header holds '*' or 1 to 64 ETags")
+    return tags
+
+
+def _conditions(request: Request) -> chunks.Conditions:
+    """``If-Match`` / ``If-None-Match`` of a write (RFC 9110: an ETag list, or ``*``)."""
+    return chunks.Conditions(_etags(request.headers.get("if-match")), _etags(request.headers.get("if-none-match")))
+
+
+async def _meta_etag(request: Request, key: nodes.Key, core: bool) -> tuple[bool, str | None]:
+    """Whether the ``zarr.json`` ``key`` names exists now, and the ETag a GET gives it."""
+    svc, who = service(request), caller(request)
+    try:
+        if key.parts == (nodes.META,):
+            return True, (await consolidated.root_answer(svc, who, key, core)).etag
+        return True, (await chunks.read_meta(svc, who, key, core))[1]
+    except NotFound:
+        return False, None
+
+
 async def _key(request: Request) -> nodes.Key:
     return await nodes.find_domain(service(request), request.path_params["path"])
 
@@ -78,12 +105,21 @@ async def put_key(request: Request) -> Response:
     key = await _key(request)
     if not key.parts:
         raise InvalidInput("a Zarr key names zarr.json or a chunk below the domain")
+    conditions = _conditions(request)
     if key.is_meta:
         body = parse_json(await body_bytes(request, META_BODY_LIMIT, " (a zarr.json)"))
-        created = await _fenced(request, key, lambda: create.put_meta(svc, who, key, body))
+
+        async def put_meta() -> bool:
+            if conditions.given:
+                exists, etag = await _meta_etag(request, key, core)
+                conditions.check(etag, exists, "/".join(key.parts))
+            create_only = conditions.if_none_match is not None and "*" in conditions.if_none_match
+            return await create.put_meta(svc, who, key, body, create_only)
+
+        created = await _fenced(request, key, put_meta)
         return Response(status_code=201 if created else 200)
     data = await body_bytes(request, svc.limits.max_chunk_size * 4 + 4096, " (a chunk)")
-    await _fenced(request, key, lambda: chunks.write_chunk(svc, who, key, data, core))
+    await _fenced(request, key, lambda: chunks.write_chunk(svc, who, key, data, core, conditions))
     return Response(status_code=200)
 
 
