@@ -10,16 +10,19 @@ Every GET answer has an ETag (304 on ``If-None-Match``); a PUT takes ``If-Match`
 
 from __future__ import annotations
 
+import html
+import time
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake.api.http import JSON, OCTET, body_bytes, caller, ok, parse_json, service
-from h5lake.errors import InvalidInput, NotFound
+from h5lake.errors import Forbidden, InvalidInput, NotFound
 from h5lake.model.ids import normalize_domain
-from h5lake.service.zarr import chunks, consolidated, create, nodes
+from h5lake.service.zarr import chunks, consolidated, create, listing, nodes
 from h5lake.versions.names import split_domain
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
@@ -78,8 +81,6 @@ async def _key(request: Request) -> nodes.Key:
 async def get_key(request: Request) -> Response:
     svc, who, core = service(request), caller(request), _core(request)
     key = await _key(request)
-    if not key.parts:
-        raise NotFound("a Zarr key names zarr.json or a chunk below the domain")
     if key.parts == (nodes.META,):  # the root, with the whole hierarchy: kept whole
         answer = await consolidated.root_answer(svc, who, key, core)
         return _cached(request, Response(answer.body, media_type=JSON), answer.etag, chunks.immutable(key))
@@ -87,8 +88,48 @@ async def get_key(request: Request) -> Response:
         meta, etag = await chunks.read_meta(svc, who, key, core)
         return _cached(request, ok(meta), etag, chunks.immutable(key))
     found = await chunks.read_chunk(svc, who, key, core)
+    if isinstance(found, listing.Listing):
+        return _html(request, found)
     response = Response(bytes(found.data) if isinstance(found.data, memoryview) else found.data, media_type=OCTET)
     return _cached(request, response, found.etag, found.immutable)
+
+
+def _html(request: Request, found: listing.Listing) -> Response:
+    """A node's entries as links (fsspec's HTTP file system lists a "directory" so)."""
+    base = request.url.path.rstrip("/") + "/"
+    links = "".join(f'<li><a href="{html.escape(base + e.name, quote=True)}">{html.escape(e.name)}</a></li>\n'
+                    for e in found.entries)
+    title = html.escape(found.path)
+    body = f"<!DOCTYPE html>\n<html><head><title>{title}</title></head><body><ul>\n{links}</ul></body></html>\n"
+    return Response(body, media_type="text/html", headers={"Vary": "Authorization", "Cache-Control": REVALIDATE})
+
+
+_DAV_TIME = "%a, %d %b %Y %H:%M:%S GMT"
+
+
+def _dav_response(href: str, is_dir: bool, stamp: str) -> str:
+    kind = "<D:resourcetype><D:collection/></D:resourcetype>" if is_dir else "<D:resourcetype/><D:getcontentlength>0</D:getcontentlength>"
+    return (f"<D:response><D:href>{html.escape(href)}</D:href><D:propstat><D:prop>"
+            f"<D:getlastmodified>{stamp}</D:getlastmodified>{kind}</D:prop>"
+            "<D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>")
+
+
+async def propfind_key(request: Request) -> Response:
+    """WebDAV ``PROPFIND`` (``Depth`` 0 or 1) of a node: obstore's ``HTTPStore`` lists so."""
+    svc, who = service(request), caller(request)
+    depth = request.headers.get("depth", "1").strip().lower()
+    if depth not in ("0", "1"):
+        raise Forbidden("PROPFIND takes Depth 0 or 1 here (a listing of one group's members)")
+    key = await _key(request)
+    found = await listing.list_node(svc, who, key)
+    base = quote(request.url.path.rstrip("/"), safe="/@~") + "/"
+    stamp = time.strftime(_DAV_TIME, time.gmtime())
+    parts = [_dav_response(base, True, stamp)]
+    if depth == "1":
+        parts += [_dav_response(base + quote(e.name, safe="@~") + ("/" if e.is_dir else ""), e.is_dir, stamp)
+                  for e in found.entries]
+    body = '<?xml version="1.0" encoding="utf-8"?>\n<D:multistatus xmlns:D="DAV:">' + "".join(parts) + "</D:multistatus>\n"
+    return Response(body, status_code=207, media_type="application/xml; charset=utf-8", headers={"Vary": "Authorization"})
 
 
 async def _fenced(request: Request, key: nodes.Key, work: Any) -> Any:
@@ -136,4 +177,5 @@ ROUTES = [
     Route("/zarr/{path:path}", get_key, methods=["GET", "HEAD"]),
     Route("/zarr/{path:path}", put_key, methods=["PUT"]),
     Route("/zarr/{path:path}", delete_key, methods=["DELETE"]),
+    Route("/zarr/{path:path}", propfind_key, methods=["PROPFIND"]),
 ]

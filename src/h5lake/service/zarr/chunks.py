@@ -29,7 +29,7 @@ from h5lake.service.datasets import compact
 from h5lake.service.datasets.opened import Change, OpenDataset, check_writable
 from h5lake.service.values.writing import recorded
 from h5lake.service.views import Domain
-from h5lake.service.zarr import nodes
+from h5lake.service.zarr import listing, nodes
 from h5lake.storage.base import PreconditionFailed
 
 _INDEX = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
@@ -172,9 +172,12 @@ def content_etag(meta: dict[str, Any]) -> str:
     return f'"{hashlib.sha256(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS)).hexdigest()[:40]}"'
 
 
-async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -> ChunkBytes:
+async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -> ChunkBytes | listing.Listing:
+    """A chunk key's bytes, or the entries of a node when the key names the node itself."""
     domain = await nodes.open_key(svc, caller, key, Permission.READ)
     node, rest = await nodes.walk(svc, caller, domain, key.parts, Permission.READ)
+    if not rest:
+        return await listing.list_node(svc, caller, key, node)
     if node.is_group:
         raise NotFound(f"{node.path} is a group: it has no chunk {'/'.join(rest)[:100]}")
     view = await _view(svc, domain, node, core)
