@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import h5py
-from h5py import h5s, h5t
 import numpy as np
 import pytest
 import requests
+from h5py import h5s, h5t
 
 import zarr
 from h5lake.client.load import load_file
