@@ -127,6 +127,13 @@ def test_daily_files_append_to_their_concatenation(fresh: Client, sources: Path)
     found = fresh.post("/", json={"h5paths": ["/temp"]}).json()["h5paths"]
     layout = fresh.get(f"/datasets/{found['/temp']['id']}").json()["creationProperties"]["layout"]
     assert layout["class"] == "H5D_CHUNKED_REF_INDIRECT"
+    # its statistics (HSDS's keys, which h5pyd 0.x reads) count every file's chunks, from the chunk table
+    sizes = []
+    for path in days:
+        with h5py.File(path) as f:
+            f["temp"].id.chunk_iter(lambda info: sizes.append(info.size))
+    shown = fresh.get(f"/datasets/{found['/temp']['id']}", params={"verbose": 1}).json()
+    assert (shown["num_chunks"], shown["allocated_size"]) == (len(sizes), sum(sizes)) == (48, shown["stats"]["allocatedSize"])
 
 
 def _shapes(c: Client) -> dict[str, list[int]]:
