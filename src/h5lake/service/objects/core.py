@@ -20,6 +20,7 @@ from h5lake.service.access import (
 )
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets.creation import answered_creation_properties, group_creation_properties
+from h5lake.service.datasets.linked import linked_storage
 from h5lake.service.documents import ENTRY_BYTES, Doc
 from h5lake.service.domains import reclaim
 from h5lake.service.domains.core import open_domain
@@ -194,6 +195,10 @@ async def get_object(
         out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
         stats = await dataset_stats(svc.store, domain.path, found.doc)
+        if stats["storage"] == "linked":  # a chunk table's entries, counted when it is short enough
+            counted = await linked_storage(svc, domain, found.doc, count=True)
+            if "allocatedChunks" in counted:
+                stats["allocatedChunkCount"], stats["allocatedSize"] = counted["allocatedChunks"], counted["allocatedBytes"]
         out["stats"] = stats
         # HSDS's keys, which h5pyd's Dataset.num_chunks and .allocated_size read
         out["num_chunks"] = stats["allocatedChunkCount"]
