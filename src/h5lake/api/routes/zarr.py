@@ -2,13 +2,11 @@
 
 ``GET``/``HEAD`` of ``.../zarr.json`` and of chunk keys ``.../c/i/j``; ``PUT`` and ``DELETE`` of
 chunk keys; ``PUT`` of ``zarr.json`` (a new group or array, or new attributes or shape). Writes
-hold the domain's commit fence (`api.fence`) for their whole run, as every other change does.
+hold the domain's commit fence (`service.fences`) for their whole run, as every other change does.
 A request header ``X-H5lake-Zarr-Codecs: core`` asks for core Zarr v3 codecs only (tensorstore).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,9 +14,7 @@ from starlette.routing import Route
 
 from h5lake.api.http import OCTET, body_bytes, caller, ok, parse_json, service
 from h5lake.errors import InvalidInput, NotFound
-from h5lake.model.ids import normalize_domain
 from h5lake.service.zarr import chunks, create, nodes
-from h5lake.versions.names import split_domain
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
 META_BODY_LIMIT = 1 << 20  # a zarr.json PUT
@@ -61,15 +57,6 @@ async def get_key(request: Request) -> Response:
     return _cached(request, response, found.etag, found.immutable)
 
 
-async def _fenced(request: Request, key: nodes.Key, work: Any) -> Any:
-    svc = service(request)
-    head, ref = split_domain(key.domain)
-    if ref is not None:
-        return await work()  # refused as read-only by the use case (405)
-    async with svc.fences.changing(normalize_domain(head)):
-        return await work()
-
-
 async def put_key(request: Request) -> Response:
     svc, who, core = service(request), caller(request), _core(request)
     key = await _key(request)
@@ -77,10 +64,10 @@ async def put_key(request: Request) -> Response:
         raise InvalidInput("a Zarr key names zarr.json or a chunk below the domain")
     if key.is_meta:
         body = parse_json(await body_bytes(request, META_BODY_LIMIT, " (a zarr.json)"))
-        created = await _fenced(request, key, lambda: create.put_meta(svc, who, key, body))
+        created = await create.put_meta(svc, who, key, body)
         return Response(status_code=201 if created else 200)
     data = await body_bytes(request, svc.limits.max_chunk_size * 4 + 4096, " (a chunk)")
-    await _fenced(request, key, lambda: chunks.write_chunk(svc, who, key, data, core))
+    await chunks.write_chunk(svc, who, key, data, core)
     return Response(status_code=200)
 
 
@@ -89,7 +76,7 @@ async def delete_key(request: Request) -> Response:
     key = await _key(request)
     if not key.parts or key.is_meta:
         raise InvalidInput("only chunk keys can be deleted through the Zarr bridge (use DELETE /groups or /datasets)")
-    await _fenced(request, key, lambda: chunks.delete_chunk(svc, who, key))
+    await chunks.delete_chunk(svc, who, key)
     return Response(status_code=204)
 
 
