@@ -114,3 +114,25 @@ def test_a_use_case_called_without_http_waits_for_a_commit_of_its_domain(tmp_pat
     written_during_commit, value = asyncio.run(run())
     assert not written_during_commit
     assert value == 7
+
+
+async def test_two_commits_that_opened_their_domain_for_a_change_both_end() -> None:
+    """A commit request opens its domain as a change does (holding it), then commits: the commit
+    drops its own hold while it waits for another commit, which would otherwise wait for that
+    hold to leave while it waits for the first commit (two tasks waiting on each other)."""
+    fences = DomainFences()
+    order: list[str] = []
+
+    async def commit_request(name: str) -> None:
+        await fences.enter_change("/home/a.h5")
+        await asyncio.sleep(0)  # both hold the domain before either commits
+        async with fences.committing("/home/a.h5"):
+            order.append(f"{name} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{name} out")
+        await fences.enter_change("/home/a.h5")  # still its own after the commit: enters at once
+        order.append(f"{name} after")
+
+    await asyncio.wait_for(asyncio.gather(commit_request("a"), commit_request("b")), 5)
+    assert sorted(order) == sorted(["a in", "a out", "a after", "b in", "b out", "b after"])
+    assert order.index("a out") == order.index("a in") + 1 or order.index("b out") == order.index("b in") + 1

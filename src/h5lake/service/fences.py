@@ -8,8 +8,10 @@ test): `domains.core.open_domain`, which every change passes to open its domain,
 change and lasts until that task ends; in the server each request runs in a task of its own, so
 a change holds its domain for the whole request, and a task that opens the domain again (a use
 case calling another) enters at once. A commit waits for the holds of every task but its own,
-so a task may commit a domain it changed before; a task that changed a domain and then waits
-for another task's commit of it would wait forever (no request does).
+so a task may commit a domain it changed before, and drops its own hold while it waits for
+another commit of the domain (two commit requests, each holding the domain it opened, would
+otherwise wait for each other); a task that changed a domain and then waits for another task's
+commit of it other than by committing would wait forever (no request does).
 
 (Changes made by other processes sharing the store are fenced through their write intents:
 see `service.versions.commit`.)
@@ -62,8 +64,16 @@ class DomainFences:
 
     @asynccontextmanager
     async def committing(self, domain: str) -> AsyncIterator[None]:
+        """The current task commits ``domain`` alone. A hold of its own (a commit request opens
+        its domain as a change does) is dropped while it waits, since another commit waits for
+        every hold to leave, and taken again when the commit ends, in the same step."""
         task = asyncio.current_task()
         gate = self._gate(domain)
+        held = task in gate.holders
+        if held:
+            assert task is not None
+            gate.holders.discard(task)
+            gate.left.set()  # a commit waiting for holds to leave may go on
         async with gate.cond:
             await gate.cond.wait_for(lambda: gate.committer is None)
             gate.committer = task  # from here no new change starts
@@ -77,6 +87,8 @@ class DomainFences:
         finally:
             async with gate.cond:
                 gate.committer = None
+                if held and task is not None and not task.done():
+                    gate.holders.add(task)  # its done callback (enter_change's) still removes it
                 gate.cond.notify_all()
 
 
