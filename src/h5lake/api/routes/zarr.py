@@ -2,7 +2,7 @@
 
 ``GET``/``HEAD`` of ``.../zarr.json`` and of chunk keys ``.../c/i/j``; ``PUT`` and ``DELETE`` of
 chunk keys; ``PUT`` of ``zarr.json`` (a new group or array, or new attributes or shape). Writes
-hold the domain's commit fence (`api.fence`) for their whole run, as every other change does.
+hold the domain's commit fence (`service.fences`) for their whole run, as every other change does.
 A request header ``X-H5lake-Zarr-Codecs: core`` asks for core Zarr v3 codecs only (tensorstore).
 Every GET answer has an ETag (304 on ``If-None-Match``); a PUT takes ``If-Match`` and
 ``If-None-Match`` (an ETag list or ``*``), 412 when they do not hold.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -21,9 +20,7 @@ from starlette.routing import Route
 
 from h5lake.api.http import JSON, OCTET, body_bytes, caller, ok, parse_json, service
 from h5lake.errors import Forbidden, InvalidInput, NotFound
-from h5lake.model.ids import normalize_domain
 from h5lake.service.zarr import chunks, consolidated, create, listing, nodes
-from h5lake.versions.names import split_domain
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
 META_BODY_LIMIT = 1 << 20  # a zarr.json PUT
@@ -132,15 +129,6 @@ async def propfind_key(request: Request) -> Response:
     return Response(body, status_code=207, media_type="application/xml; charset=utf-8", headers={"Vary": "Authorization"})
 
 
-async def _fenced(request: Request, key: nodes.Key, work: Any) -> Any:
-    svc = service(request)
-    head, ref = split_domain(key.domain)
-    if ref is not None:
-        return await work()  # refused as read-only by the use case (405)
-    async with svc.fences.changing(normalize_domain(head)):
-        return await work()
-
-
 async def put_key(request: Request) -> Response:
     svc, who, core = service(request), caller(request), _core(request)
     key = await _key(request)
@@ -157,10 +145,10 @@ async def put_key(request: Request) -> Response:
             create_only = conditions.if_none_match is not None and "*" in conditions.if_none_match
             return await create.put_meta(svc, who, key, body, create_only)
 
-        created = await _fenced(request, key, put_meta)
+        created = await put_meta()
         return Response(status_code=201 if created else 200)
     data = await body_bytes(request, svc.limits.max_chunk_size * 4 + 4096, " (a chunk)")
-    await _fenced(request, key, lambda: chunks.write_chunk(svc, who, key, data, core, conditions))
+    await chunks.write_chunk(svc, who, key, data, core, conditions)
     return Response(status_code=200)
 
 
@@ -169,7 +157,7 @@ async def delete_key(request: Request) -> Response:
     key = await _key(request)
     if not key.parts or key.is_meta:
         raise InvalidInput("only chunk keys can be deleted through the Zarr bridge (use DELETE /groups or /datasets)")
-    await _fenced(request, key, lambda: chunks.delete_chunk(svc, who, key))
+    await chunks.delete_chunk(svc, who, key)
     return Response(status_code=204)
 
 

@@ -88,12 +88,29 @@ _COMMIT_POLL = 0.02
 
 
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
+    if permission not in READ_PERMISSIONS:
+        await enter_change(svc, path)
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
     refuse_change(domain, permission)
     if permission not in READ_PERMISSIONS:
         domain = await wait_for_commit(svc, domain)
     return domain
+
+
+async def enter_change(svc: Service, path: str) -> None:
+    """The commit fence, decided here for every change whatever calls it: the task changing the
+    head of domain ``path`` holds its fence (`service.fences`) before the domain is read, so a
+    commit in this process sees the change wholly or not at all. A version (``D@REF``) or a
+    malformed name holds none: it is refused as read-only or invalid when loaded."""
+    head, ref = split_domain(path)
+    if ref is not None:
+        return
+    try:
+        head = normalize_domain(head)
+    except InvalidInput:
+        return
+    await svc.fences.enter_change(head)
 
 
 async def wait_for_commit(svc: Service, domain: Domain) -> Domain:

@@ -10,12 +10,12 @@ from typing import Any
 from h5lake.chunks.capability import copies
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import blob_key, chunk_key, object_key, parse_index_name
+from h5lake.model.ids import blob_key, chunk_key, parse_index_name
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
 from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Caller, Service
-from h5lake.service.documents import Doc, dumps
+from h5lake.service.documents import Doc
 from h5lake.service.domains.core import open_domain
 from h5lake.service.objects import attribute_values as attrvalues
 from h5lake.service.versions import view as versions
@@ -175,9 +175,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
             rec.written = [parse_index_name(n) for n in put + drop] if put or drop else None
         if old.get("etag") != tree["etag"]:
             await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
-            await svc.store.put(object_key(obj_id), dumps(tree["doc"]))
-            await svc.docs.changed(object_key(obj_id))
-            svc.catalog.note_object(domain.path, obj_id)
+            await svc.docs.put_object(domain.path, obj_id, tree["doc"])
             kept = {r["key"] for r in attrvalues.outside_refs(tree["doc"].get("attributes") or {}).values()}
             before = attrvalues.outside_refs((old.get("doc") or {}).get("attributes") or {}).values()
             await attrvalues.drop(svc, obj_id, [r for r in before if r["key"] not in kept])
@@ -186,9 +184,7 @@ async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tupl
     for obj_id in set(have) - set(want):
         for name in have[obj_id].get("chunks") or {}:
             await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
-        await svc.store.delete(object_key(obj_id))
-        await svc.docs.changed(object_key(obj_id))
-        svc.catalog.note_object(domain.path, obj_id)
+        await svc.docs.delete_object(domain.path, obj_id)
         await attrvalues.collect(svc, obj_id, None)
         objects += 1
     await svc.catalog.flush()
