@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -75,9 +76,25 @@ async def _key(request: Request) -> nodes.Key:
     return await nodes.find_domain(service(request), request.path_params["path"])
 
 
-async def get_key(request: Request) -> Response:
-    svc, who, core = service(request), caller(request), _core(request)
+async def _resolved(request: Request, work: Callable[[nodes.Key], Awaitable[Response]]) -> Response:
+    """``work`` on the key the path names; once more in a domain nested in the path when the
+    first component is no link of the outer domain's root group (`nodes.nested_key`)."""
     key = await _key(request)
+    try:
+        return await work(key)
+    except nodes.NotInRoot:
+        deeper = await nodes.nested_key(service(request), request.path_params["path"], key)
+        if deeper is None:
+            raise
+        return await work(deeper)
+
+
+async def get_key(request: Request) -> Response:
+    return await _resolved(request, lambda key: _get(request, key))
+
+
+async def _get(request: Request, key: nodes.Key) -> Response:
+    svc, who, core = service(request), caller(request), _core(request)
     if key.parts == (nodes.META,):  # the root, with the whole hierarchy: kept whole
         answer = await consolidated.root_answer(svc, who, key, core)
         return _cached(request, Response(answer.body, media_type=JSON), answer.etag, chunks.immutable(key))
@@ -113,12 +130,14 @@ def _dav_response(href: str, is_dir: bool, stamp: str) -> str:
 
 async def propfind_key(request: Request) -> Response:
     """WebDAV ``PROPFIND`` (``Depth`` 0 or 1) of a node: obstore's ``HTTPStore`` lists so."""
-    svc, who = service(request), caller(request)
     depth = request.headers.get("depth", "1").strip().lower()
     if depth not in ("0", "1"):
         raise Forbidden("PROPFIND takes Depth 0 or 1 here (a listing of one group's members)")
-    key = await _key(request)
-    found = await listing.list_node(svc, who, key)
+    return await _resolved(request, lambda key: _propfind(request, key, depth))
+
+
+async def _propfind(request: Request, key: nodes.Key, depth: str) -> Response:
+    found = await listing.list_node(service(request), caller(request), key)
     base = quote(request.url.path.rstrip("/"), safe="/@~") + "/"
     stamp = time.strftime(_DAV_TIME, time.gmtime())
     parts = [_dav_response(base, True, stamp)]
@@ -137,6 +156,7 @@ async def put_key(request: Request) -> Response:
     conditions = _conditions(request)
     if key.is_meta:
         body = parse_json(await body_bytes(request, META_BODY_LIMIT, " (a zarr.json)"))
+        key = await nodes.nested_key(svc, request.path_params["path"], key) or key  # made in a nested domain
 
         async def put_meta() -> bool:
             if conditions.given:
@@ -148,16 +168,22 @@ async def put_key(request: Request) -> Response:
         created = await put_meta()
         return Response(status_code=201 if created else 200)
     data = await body_bytes(request, svc.limits.max_chunk_size * 4 + 4096, " (a chunk)")
-    await chunks.write_chunk(svc, who, key, data, core, conditions)
-    return Response(status_code=200)
+
+    async def put_chunk(key: nodes.Key) -> Response:
+        await chunks.write_chunk(svc, who, key, data, core, conditions)
+        return Response(status_code=200)
+
+    return await _resolved(request, put_chunk)
 
 
 async def delete_key(request: Request) -> Response:
-    svc, who = service(request), caller(request)
-    key = await _key(request)
+    return await _resolved(request, lambda key: _delete(request, key))
+
+
+async def _delete(request: Request, key: nodes.Key) -> Response:
     if not key.parts or key.is_meta:
         raise InvalidInput("only chunk keys can be deleted through the Zarr bridge (use DELETE /groups or /datasets)")
-    await chunks.delete_chunk(svc, who, key)
+    await chunks.delete_chunk(service(request), caller(request), key)
     return Response(status_code=204)
 
 

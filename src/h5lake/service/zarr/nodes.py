@@ -110,6 +110,37 @@ async def find_domain(svc: Service, path: str) -> Key:
     raise NotFound(f"no domain in Zarr key /{'/'.join(parts)[:200]}")
 
 
+class NotInRoot(NotFound):
+    """The key's first component is no link of the domain's root group: it may name a domain
+    nested in this one's path (`nested_key`)."""
+
+
+async def nested_key(svc: Service, path: str, key: Key) -> Key | None:
+    """The key in a domain nested in ``key.domain``'s path (``/a.h5/b.h5``), when the first
+    component after ``key.domain`` is no link of its root group: the next longer prefix of
+    ``path`` that is a domain (folders on the way passed), else None. A link of the outer
+    domain's root hides a nested domain of the same name."""
+    if not key.parts or key.parts[0] == META or "@" in key.domain:
+        return None
+    outer = await domains.load_domain(svc, key.domain)
+    root = await load_object(svc, outer, outer.require_root())
+    if key.parts[0] in root.doc.get("links", {}):
+        return None
+    parts = split_components(path)
+    first = len(parts) - len(key.parts)
+    for n in range(first + 1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):
+        candidate = "/" + "/".join(parts[:n])
+        if "@" in parts[n - 1]:
+            return Key((await domains.load_domain(svc, candidate)).path, tuple(parts[n:]))
+        try:
+            domain = await domains.load_domain(svc, candidate)
+        except (NotFound, Gone, InvalidInput):
+            return None
+        if not domain.is_folder:
+            return Key(domain.path, tuple(parts[n:]))
+    return None
+
+
 @dataclass(slots=True)
 class Node:
     """What a key's HDF5 path names: a group or a dataset, with the groups above it."""
@@ -143,7 +174,7 @@ async def walk(svc: Service, caller: Caller, domain: Domain, parts: tuple[str, .
             break
         link = node.doc.get("links", {}).get(name)
         if link is None:
-            raise NotFound(f"{join(node.path, name)} is not in {domain.path}")
+            raise (NotInRoot if n == 0 else NotFound)(f"{join(node.path, name)} is not in {domain.path}")
         doc, etag = await follow(svc, domain, link, join(node.path, name))
         node = Node(join(node.path, name), doc, [node.doc, *node.parents], etag)
         n += 1
