@@ -261,10 +261,10 @@ OPS: tuple[Op, ...] = (
     # the Zarr v3 bridge (h5lake extension, docs/zarr.md): {path} is the domain, then an HDF5
     # path, then zarr.json or a chunk key c/i/j...; D@REF serves a version read-only
     Op("GET", "/zarr/{path}", "getZarrKey", "A Zarr v3 store key: a group's or array's zarr.json, or a chunk",
-       {200: ZarrNode, 304: "unchanged (a version's answer, by its ETag)"}, (_ZARR_PATH, _ZARR_CODECS), tags=("zarr",)),
+       {200: ZarrNode, 304: "unchanged (by its ETag)"}, (_ZARR_PATH, _ZARR_CODECS), tags=("zarr",)),
     Op("PUT", "/zarr/{path}", "putZarrKey", "Write a chunk, or a zarr.json (a new group or array; attributes, shape)",
-       {200: "stored", 201: "created"}, (_ZARR_PATH, _ZARR_CODECS), body=ZarrNode, binary_body=True, body_required=True,
-       tags=("zarr",)),
+       {200: "stored", 201: "created", 412: "If-Match / If-None-Match did not hold"}, (_ZARR_PATH, _ZARR_CODECS),
+       body=ZarrNode, binary_body=True, body_required=True, tags=("zarr",)),
     Op("DELETE", "/zarr/{path}", "deleteZarrKey", "Delete a chunk (it reads as the fill value again)",
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
 )

@@ -1,7 +1,7 @@
 """A node's entries, for store clients that list a group's members instead of reading the
 consolidated metadata (zarr-python's ``members()`` with ``use_consolidated=False``): a GET of
 the node's own path answers an HTML page of links (what fsspec's HTTP file system parses), a
-``PROPFIND`` with ``Depth: 1`` a WebDAV multistatus (what obstore's ``HTTPStore`` sends).
+``PROPFIND`` with ``Depth: 1`` a WebDAV multistatus (what obstore's HTTP store sends).
 
 A group lists ``zarr.json`` and each member that has a Zarr form (what the group's
 ``_h5lake_omitted`` names is not listed); an array lists ``zarr.json`` and ``c`` (chunk keys
