@@ -185,7 +185,8 @@ def run(args: argparse.Namespace) -> None:
                 times.setdefault(key, []).append(seconds)
             if args.progress:
                 print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-        print(f"\n# {data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks; median of {args.rounds} rounds")
+        what = "opening 10,000 objects" if args.only else f"{data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks"
+        print(f"\n# {what}; median of {args.rounds} rounds")
         print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}")
         for op in ("read", "gzip_read", "write", "open10k") if args.only is None else (args.only,):
             h = statistics.median(times[(op, "h5pyd")])
