@@ -40,7 +40,7 @@ from h5lake.service.zarr import nodes
 log = logging.getLogger(__name__)
 
 CONSOLIDATED_MAX_AGE = 600.0
-KEPT_BYTES = 256 << 20  # answers kept in one process, together
+KEPT_BYTES = 128 << 20  # answers kept in one process, together
 _HEADER_MAX = 4096
 
 
