@@ -37,7 +37,7 @@ from h5lake.client.common import (
     report_notes,
 )
 from h5lake.client.exportfetch import Fetcher
-from h5lake.client.exportwriter import Doc, ExportRefs, ExportStats, Writer, not_rerun_filters
+from h5lake.client.exportwriter import Doc, ExportStats, Writer, not_rerun_filters
 from h5lake.client.h5props import CRT_ORDER, register_codec_filters
 from h5lake.client.h5source import working_directory
 from h5lake.client.h5types import Unrepresentable
@@ -156,7 +156,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
                 h5native.register_skipped_filter(fid_skipped, name.encode())
             writer.build_tree(root)
             _note_skipped(writer, skipped)
-            refs = ExportRefs(writer)
+            refs = writer.refs
             writer.write_attributes(refs)
             # HDF5 writes external files in the working directory
             writer.stats.metadata_seconds = time.monotonic() - started
@@ -165,7 +165,8 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             writer.check_readable()
             refs.release()
             fid.close()
-            writer.stats.maps = mapfiles.export_maps(client, str(partial))
+            if mapfiles.links_maps(fetcher.docs.values()):
+                writer.stats.maps = mapfiles.export_maps(client, str(partial))
             _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
             if content:
                 with open(partial, "r+b") as out:  # HDF5 leaves the user block zeroed

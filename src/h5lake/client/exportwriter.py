@@ -153,6 +153,9 @@ class Writer:
         self.notes: list[str] = []
         self.has_external = False  # external raw files are being re-created
         self.stats = ExportStats()
+        self.refs = ExportRefs(self)
+        self.attributes_written: set[str] = set()  # objects whose attributes were written when made
+        self.values_written: set[str] = set()  # datasets whose value the listing held, written when made
 
     # -- objects and links --
 
@@ -174,6 +177,7 @@ class Writer:
             self._comment(tid, doc)
             self.types[obj_id] = tid
             self.stats.datatypes += 1
+            self._made(obj_id, tid, doc)
         return self.types[obj_id]
 
     def type_for(self, t: TypeJson) -> Any:
@@ -209,6 +213,7 @@ class Writer:
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
             self._comment(obj, doc)
             self.stats.groups += 1
+            self._made(obj_id, obj, doc)
         else:
             obj = self._dataset(obj_id, f"(referenced by a fill value: {obj_id})")
         self.unlinked[obj_id] = obj
@@ -250,6 +255,7 @@ class Writer:
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
             self._comment(obj, doc)
             self.stats.groups += 1
+            self._made(target, obj, doc)
             made = target
         else:
             obj = self._dataset(target, where)
@@ -289,7 +295,23 @@ class Writer:
             raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
         self._comment(dsid, doc)
         self.stats.datasets += 1
+        self._made(obj_id, dsid, doc)
+        if "value_base64" in doc and not h5values.has_reference(t):
+            data = self._listed_value(obj_id)
+            if data is not None:
+                self._write(obj_id, self._whole(obj_id), data, self.refs, dsid)
+                self.stats.value_bytes += len(data)
+            self.values_written.add(obj_id)
         return dsid
+
+    def _made(self, obj_id: str, obj: Any, doc: Doc) -> None:
+        """Write an object's attributes as it is made (it is open): all of them, unless one
+        holds references, whose targets may not be made yet (then `write_attributes` does)."""
+        attrs = doc.get("attributes") or {}
+        if any(h5values.has_reference(_type_of(a["type"])) for a in attrs.values()):
+            return
+        self._attributes_of(obj, obj_id, attrs, self.refs)
+        self.attributes_written.add(obj_id)
 
     def _check_external(self, files: list[Doc], where: str) -> None:
         for item in files:
@@ -322,18 +344,22 @@ class Writer:
     # -- attributes --
 
     def write_attributes(self, refs: ExportRefs) -> None:
+        """The attributes not written when their objects were made (`_made`)."""
         for oid in list(self.paths) + [t for t in self.types if t not in self.paths]:
-            doc = self.fetcher.get(oid)
-            attrs = sorted((doc.get("attributes") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
-            if not attrs:
+            if oid in self.attributes_written:
                 continue
-            obj = self.open(oid)
-            for name, attr in attrs:
-                try:
-                    self._attribute(obj, name, attr, refs)
-                except (ValueError, RuntimeError, OSError, TypeError) as exc:
-                    raise ToolError(f"attribute {name!r} of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
-                self.stats.attributes += 1
+            attrs = self.fetcher.get(oid).get("attributes") or {}
+            if attrs:
+                self._attributes_of(self.open(oid), oid, attrs, refs)
+            self.attributes_written.add(oid)
+
+    def _attributes_of(self, obj: Any, oid: str, attributes: Doc, refs: ExportRefs) -> None:
+        for name, attr in sorted(attributes.items(), key=lambda kv: (kv[1].get("created") or 0, kv[0])):
+            try:
+                self._attribute(obj, name, attr, refs)
+            except (ValueError, RuntimeError, OSError, TypeError) as exc:
+                raise ToolError(f"attribute {name!r} of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
+            self.stats.attributes += 1
 
     def _attribute(self, obj: Any, name: str, attr: Doc, refs: ExportRefs) -> None:
         t = _type_of(attr["type"])
@@ -356,9 +382,16 @@ class Writer:
     # -- values --
 
     def write_values(self, pool: ThreadPoolExecutor, refs: ExportRefs) -> None:
-        work = [item for oid in self.paths if oid.startswith("d-") for item in self._boxes(oid)]
+        datasets = [oid for oid in self.paths if oid.startswith("d-") and oid not in self.values_written]
+        listed = [oid for oid in datasets if "value_base64" in self.fetcher.get(oid)]
+        work = [item for oid in datasets if "value_base64" not in self.fetcher.get(oid) for item in self._boxes(oid)]
         total = sum(n for *_, n in work)
         with progress(total, "values", self.quiet) as bar:
+            for oid in listed:  # small values the listing held (exportfetch.Fetcher)
+                data = self._listed_value(oid)
+                if data is not None:
+                    self._write(oid, self._whole(oid), data, refs)
+                    self.stats.value_bytes += len(data)
             pending: dict[Future[bytes | None], tuple[str, Any]] = {}
             items = iter(work)
             while True:
@@ -385,8 +418,8 @@ class Writer:
         storage, no external files and no fill value ("dataset doesn't exist, no data can be
         read"). Values are written for such datasets (:meth:`_may_skip`), so this is a guard."""
         for oid, path in self.paths.items():
-            if not oid.startswith("d-"):
-                continue
+            if not oid.startswith("d-") or not (self.fetcher.get(oid).get("creationProperties") or {}).get("fillValueUndefined"):
+                continue  # (a defined or default fill value reads as such)
             dsid = self.open(oid)
             space = dsid.get_space()
             if space.get_simple_extent_type() == h5s.NULL or space.get_simple_extent_npoints() == 0:
@@ -416,6 +449,21 @@ class Writer:
             return
         for box in h5values.chunk_groups(dims, tuple(chunk), itemsize, BLOCK_BYTES):
             yield from ((oid, b, n) for b, n in h5values.split_box(box, itemsize, BLOCK_BYTES))
+
+    def _whole(self, oid: str) -> Any:
+        shape = self.fetcher.get(oid)["shape"]
+        if shape.get("class") == "H5S_SCALAR":
+            return None
+        return tuple(slice(0, int(d)) for d in shape["dims"])
+
+    def _listed_value(self, oid: str) -> bytes | None:
+        doc = self.fetcher.get(oid)
+        data = base64.b64decode(doc["value_base64"])
+        t = _type_of(doc["type"])
+        props = doc.get("creationProperties") or {}
+        if self._may_skip(t, props) and self._all_fill(data, t, props):
+            return None
+        return data
 
     def _fetch(self, oid: str, sel: Any) -> bytes | None:
         doc = self.fetcher.get(oid)
@@ -456,10 +504,10 @@ class Writer:
         except Exception:  # noqa: BLE001 - an odd fill value only disables the shortcut
             return b"\x00\x00\x00\x00" if is_variable(t) else b"\x00"
 
-    def _write(self, oid: str, sel: Any, data: bytes, refs: ExportRefs) -> None:
+    def _write(self, oid: str, sel: Any, data: bytes, refs: ExportRefs, dsid: Any = None) -> None:
         doc = self.fetcher.get(oid)
         t = _type_of(doc["type"])
-        dsid = self.open(oid)
+        dsid = dsid or self.open(oid)
         try:
             for part, part_data in self._unfilled_chunks(doc, t, sel, data):
                 h5values.write_dataset(dsid, dsid.get_type(), t, part, part_data, refs)

@@ -41,14 +41,16 @@ VALUE_BYTES = 4096
 
 @dataclass
 class _Frame:
-    """A group on the walk's current path: its hard links by name, and how far they are listed."""
+    """A group on the walk's current path: its hard links by name; first its links' targets are
+    listed (``listed``: how many names), then its groups entered (``entered``: how many names)."""
 
     id: str
     path: str
     names: list[str]
     targets: dict[str, str]
-    index: int = 0
-    ready: dict[str, Doc | None] = field(default_factory=dict)  # read ahead, not yet listed
+    listed: int = 0
+    entered: int = -1  # -1: still listing
+    docs: dict[str, Doc] = field(default_factory=dict)  # groups listed in this page, to enter
 
     @classmethod
     def of(cls, doc: Doc, path: str) -> _Frame:
@@ -73,86 +75,111 @@ def _is_group(obj_id: str) -> bool:
     return obj_id.startswith("g-")
 
 
+class _Walk:
+    """One page's walk: depth first over groups; entering a group lists its links' targets
+    (all of them, in name order) before any of its groups is entered."""
+
+    def __init__(self, svc: Service, domain: Domain, limit: int) -> None:
+        self.svc = svc
+        self.domain = domain
+        self.root = domain.require_root()
+        self.limit = limit
+        self.reads_left = 2 * limit  # objects read: listed, or entered without being listed here
+        self.out: dict[str, Doc] = {}
+        self.stack: list[_Frame] = []
+        self.on_path: set[str] = set()
+        self.entered: set[str] = set()
+        self.last: str | None = None
+
+    async def read(self, obj_id: str) -> Doc | None:
+        self.reads_left -= 1
+        found = await self.domain.view.object(obj_id)
+        return None if found is None or found.doc.get("root") != self.root else found.doc
+
+    def push(self, doc: Doc, path: str) -> None:
+        if len(self.stack) < MAX_PATH_STEPS:  # deeper groups are listed, not entered
+            self.stack.append(_Frame.of(doc, path))
+            self.on_path.add(doc["id"])
+            self.entered.add(doc["id"])
+
+    def full(self) -> bool:
+        return len(self.out) >= self.limit or self.reads_left <= 0
+
+    async def run(self) -> None:
+        while self.stack and not self.full():
+            f = self.stack[-1]
+            if f.entered < 0:
+                await self._list(f)
+                continue
+            while f.entered < len(f.names):
+                name = f.names[f.entered]
+                target = f.targets[name]
+                f.entered += 1
+                if _is_group(target) and target not in self.on_path and target not in self.entered:
+                    doc = f.docs.pop(name, None) or await self.read(target)
+                    if doc is not None:
+                        self.last = f.child_path(name) + "/"
+                        self.push(doc, f.child_path(name))
+                        break
+            else:
+                self.on_path.discard(self.stack.pop().id)
+
+    async def _list(self, f: _Frame) -> None:
+        """List the next targets of ``f``'s links, as many as the page takes."""
+        ahead: list[str] = []
+        while f.listed < len(f.names) and len(ahead) < min(BATCH, self.limit - len(self.out), self.reads_left):
+            name = f.names[f.listed]
+            f.listed += 1
+            self.last = f.child_path(name)
+            if f.targets[name] not in self.out and f.targets[name] not in self.on_path:
+                ahead.append(name)
+        docs = await self.svc.workers.map([f.targets[n] for n in ahead], self.read)
+        for name, doc in zip(ahead, docs, strict=True):
+            if doc is not None and doc["id"] not in self.out:
+                self.out[doc["id"]] = doc
+                if _is_group(doc["id"]):
+                    f.docs[name] = doc
+        if f.listed >= len(f.names):
+            f.entered = 0
+
+    async def resume(self, marker: str, root_doc: Doc) -> None:
+        """Rebuild the path to ``marker``: ``/a/b`` (b, a link of /a, was the last listed: /a
+        lists on after it) or ``/a/b/`` (the group /a/b was the last entered: it lists from its
+        first link); every group above is entering its groups, after the one on the path."""
+        if not marker.startswith("/"):
+            raise InvalidInput(f"Marker {marker[:80]!r} is not an absolute HDF5 path (a page's nextMarker)")
+        parts = [p for p in marker.split("/") if p]
+        if len(parts) > MAX_PATH_STEPS:
+            raise InvalidInput(f"Marker walks more than {MAX_PATH_STEPS} links")
+        entering = parts if marker.endswith("/") else parts[:-1]
+        self.push(root_doc, "/")
+        for part in entering:
+            f = self.stack[-1]
+            target = f.targets.get(part)
+            doc = await self.read(target) if target is not None and _is_group(target) and target not in self.on_path else None
+            if doc is None:
+                raise InvalidInput(f"Marker {marker[:80]!r} no longer leads through groups of the domain")
+            f.listed, f.entered = len(f.names), bisect.bisect_right(f.names, part)
+            self.push(doc, f.child_path(part))
+        if len(entering) < len(parts):
+            self.stack[-1].listed = bisect.bisect_right(self.stack[-1].names, parts[-1])
+
+
 async def objects_page(svc: Service, domain: Domain, limit: int, marker: str | None) -> Page:
     """At most ``limit`` objects of ``domain`` after ``marker`` (module docstring), as documents."""
-    root = domain.require_root()
-    out: dict[str, Doc] = {}
-    stack: list[_Frame] = []
-    on_path: set[str] = set()
-
-    async def read(obj_id: str) -> Doc | None:
-        found = await domain.view.object(obj_id)
-        return None if found is None or found.doc.get("root") != root else found.doc
-
-    def push(doc: Doc, path: str) -> None:
-        if len(stack) >= MAX_PATH_STEPS:  # deeper groups are listed, not entered
-            return
-        stack.append(_Frame.of(doc, path))
-        on_path.add(doc["id"])
-
-    root_doc = await read(root)
+    walk = _Walk(svc, domain, limit)
+    root_doc = await walk.read(walk.root)
     if root_doc is None:
-        return Page(out, None)
-    last: str | None = None
+        return Page({}, None)
     if marker is None:
-        out[root] = root_doc
-        last = "/"
-        push(root_doc, "/")
+        walk.out[walk.root] = root_doc
+        walk.last = "/"
+        walk.push(root_doc, "/")
     else:
-        await _resume(marker, root_doc, read, push, stack)
-    while stack and len(out) < limit:
-        f = stack[-1]
-        while f.index < len(f.names) and (f.targets[f.names[f.index]] in out or f.targets[f.names[f.index]] in on_path):
-            f.index += 1
-        if f.index >= len(f.names):
-            on_path.discard(stack.pop().id)
-            continue
-        name = f.names[f.index]
-        if name not in f.ready:
-            ahead = [n for n in f.names[f.index:f.index + min(BATCH, limit - len(out))]
-                     if f.targets[n] not in out and f.targets[n] not in on_path]
-            docs = await svc.workers.map([f.targets[n] for n in ahead], read)
-            f.ready.update(zip(ahead, docs, strict=True))
-        doc = f.ready.pop(name)
-        f.index += 1
-        last = f.child_path(name)
-        if doc is None:  # a dangling link
-            continue
-        out[doc["id"]] = doc
-        if _is_group(doc["id"]):
-            push(doc, last)
-    return Page(out, last if stack else None)
-
-
-async def _resume(marker: str, root_doc: Doc, read: Any, push: Any, stack: list[_Frame]) -> None:
-    """Rebuild the walk's path to ``marker`` (the last link a page followed), positioned after it."""
-    if not marker.startswith("/"):
-        raise InvalidInput(f"Marker {marker[:80]!r} is not an absolute HDF5 path (a page's nextMarker)")
-    parts = [p for p in marker.split("/") if p]
-    if len(parts) > MAX_PATH_STEPS:
-        raise InvalidInput(f"Marker walks more than {MAX_PATH_STEPS} links")
-    push(root_doc, "/")
-    for n, part in enumerate(parts):
-        f = stack[-1]
-        f.index = bisect.bisect_right(f.names, part)
-        target = f.targets.get(part)
-        last = n == len(parts) - 1
-        if target is None or not _is_group(target):
-            if last:
-                return  # a dataset, datatype or a link since deleted: go on after it
-            raise InvalidInput(f"Marker {marker[:80]!r} no longer leads through groups of the domain")
-        if any(g.id == target for g in stack):
-            if last:
-                return  # a cycle: not entered
-            raise InvalidInput(f"Marker {marker[:80]!r} leads round a cycle")
-        doc = await read(target)
-        if doc is None:
-            if last:
-                return
-            raise InvalidInput(f"Marker {marker[:80]!r} no longer leads through groups of the domain")
-        push(doc, f.child_path(part))
-    if not parts:
-        return  # "/": the root was listed, its links follow
+        await walk.resume(marker, root_doc)
+    walk.reads_left = 2 * limit  # (the path to the marker is not counted: each page goes on)
+    await walk.run()
+    return Page(walk.out, walk.last if walk.stack else None)
 
 
 def small_value_size(doc: Doc) -> int | None:
