@@ -15,7 +15,7 @@ from h5lake.model.stored import Doc
 from h5lake.model.values import array_to_json, bytes_to_array
 
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
-PAGE = 1000
+PAGE = 2000
 """Objects asked for in one ``GET /?getobjs=1`` page (a server may answer fewer)."""
 
 

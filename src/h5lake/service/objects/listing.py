@@ -38,6 +38,10 @@ BATCH = 64
 VALUE_BYTES = 4096
 """The largest dataset value a page shows inline (``values``)."""
 
+MAX_PAGE = 2000
+"""The most objects one page lists (a larger ``Limit`` is cut to it): with the values inline,
+at most 8 MiB of values, read on the server and sent together."""
+
 
 @dataclass
 class _Frame:

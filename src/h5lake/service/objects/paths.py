@@ -50,7 +50,7 @@ async def describe(
     ``domain_objs`` when ``objects``, HSDS's ``getobjs``), or the object at ``h5path`` (which
     may be in another domain when ``follow_external_links``; its ``domain`` says which).
     With ``objects_limit`` or ``objects_marker``, ``domain_objs`` holds one page of the objects
-    (`listing.objects_page`, at most ``objects_limit``, cut to ``--domain-objects-limit``) and
+    (`listing.objects_page`, at most ``objects_limit``, cut to `listing.MAX_PAGE`) and
     ``nextMarker`` when more follow; ``objects_values`` adds small datasets' values."""
     if parent_id is not None:
         parse_id(parent_id, Collection.GROUPS)
@@ -71,8 +71,8 @@ async def describe(
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
     if objects and not domain.is_folder and (objects_limit is not None or objects_marker is not None):
-        limit = min(objects_limit or svc.domain_objects_limit, svc.domain_objects_limit)
-        page = await listing.objects_page(svc, domain, max(1, limit), objects_marker)
+        limit = min(objects_limit or listing.MAX_PAGE, listing.MAX_PAGE)
+        page = await listing.objects_page(svc, domain, limit, objects_marker)
         out["domain_objs"] = await _page_described(svc, domain, page.objects, objects_values)
         if page.next_marker is not None:
             out["nextMarker"] = page.next_marker
