@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,6 @@ import h5py
 import numpy as np
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.client import h5native, h5values
 from h5lake.client.common import (
     MIB,
@@ -26,7 +25,7 @@ from h5lake.client.common import (
     rate,
 )
 from h5lake.client.exportfetch import COLLECTIONS, Fetcher, bare_id
-from h5lake.client.h5props import OPTIONAL, make_dcpl, make_gcpl, make_tcpl
+from h5lake.client.h5props import make_dcpl, make_gcpl, make_tcpl
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.client.rest import RestClient, RestError
 from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
@@ -44,31 +43,6 @@ _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8
 
 def _default_cset(name: str) -> str:
     return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
-
-
-# -- filters h5lake does not run -----------------------------------------------------------------
-
-# Plugin filters export runs again on the values: lossless, and their set_local keeps the cd_values
-# they record (bzip2's is its block size).
-RERUN_PLUGINS = frozenset({307})
-
-
-def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
-    """The plugin filters (id: name) of the datasets in ``docs`` that export keeps but does not
-    run: filters h5lake has no codec for (recorded with their ``parameters``), optional, and not
-    in `RERUN_PLUGINS`. h5lake holds their datasets' decoded values; running such a filter again
-    would compress lossy values a second time (zfp in fixed-rate mode, sz) and its set_local
-    would rewrite or refuse the cd_values it recorded in the file (sz, fcidecomp). Export writes
-    their chunks with the filter skipped (docs/fidelity.md)."""
-    out: dict[int, str] = {}
-    for doc in docs:
-        for spec in (doc.get("creationProperties") or {}).get("filters") or ():
-            fid = spec.get("id") if isinstance(spec, dict) else None
-            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in KNOWN_FILTER_IDS:
-                continue
-            if int(spec.get("flags", OPTIONAL)) & OPTIONAL:
-                out[fid] = str(spec.get("name") or f"filter {fid}")
-    return out
 
 
 # -- writing -----------------------------------------------------------------------------------

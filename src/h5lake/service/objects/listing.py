@@ -1,15 +1,17 @@
 """``GET /?getobjs=1&Limit=N[&Marker=PATH]``: a domain's objects a page at a time (h5lake's
 extension of HSDS's ``getobjs``, which lists every object in one reply or none).
 
-A page walks the hard links from the root depth first, each group's links in name order, and
+A page walks the hard links from the root depth first over groups: entering a group lists the
+targets of all its links (in name order) before any of its groups is entered, so a client that
+writes groups in that order has each group's targets when it reaches the group. A page
 describes at most ``limit`` objects as ``domain_objs`` does. Its ``nextMarker`` is the HDF5 path
-of the last link it followed; the next page resumes after it by resolving that path (one read
-per level), so the server keeps no state between pages and each page's work is bounded: at most
-``limit`` objects read and described, plus `BATCH` read ahead per level of the path. An object
-is listed once per page; one reached by several paths may be listed again on a later page, and
-a group already on the current path (a cycle) is not entered. With ``values``, a dataset of a
-fixed-size type whose whole value is at most `VALUE_BYTES` shows it as ``value_base64``: its
-packed bytes, as ``GET /datasets/{id}/value`` answers them in binary."""
+of the last link it followed (ending in ``/`` when that step entered a group); the next page
+rebuilds the path from it (one read per level), so the server keeps no state between pages, and
+each page reads at most 2 x ``limit`` objects besides. An object is listed once per page; one
+reached by several paths may be listed again on a later page, and a group already on the
+current path (a cycle) is not entered. With ``values``, a dataset of a fixed-size type whose
+whole value is at most `VALUE_BYTES` shows it as ``value_base64``: its packed bytes, as
+``GET /datasets/{id}/value`` answers them in binary."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import base64
 import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from h5lake.chunks import engine
 from h5lake.errors import InvalidInput
