@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 import h5py
 import numpy as np
+import orjson
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.client import h5native, h5values
@@ -38,6 +40,7 @@ from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_c
 from h5lake.model.values import array_to_bytes
 
 BLOCK_BYTES = 8 * MIB
+HELD_GROUPS = 4096  # groups kept open from their creation until their links are made
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
 
@@ -130,6 +133,9 @@ class Writer:
         self.refs = ExportRefs(self)
         self.attributes_written: set[str] = set()  # objects whose attributes were written when made
         self.values_written: set[str] = set()  # datasets whose value the listing held, written when made
+        self.held: dict[str, Any] = {}  # groups made and still open, whose links are to be made
+        self.lcpls: dict[str, Any] = {}  # link creation property lists by character set
+        self.attribute_types: dict[bytes, tuple[TypeJson, Any]] = {}  # type JSON -> its normalized form and TypeID
 
     # -- objects and links --
 
@@ -164,10 +170,10 @@ class Writer:
             if oid.startswith("t-"):
                 self.committed(oid)
         self.paths[root] = "/"
-        queue = [root]
+        queue = deque([root])
         while queue:
-            gid = queue.pop(0)
-            group = h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
+            gid = queue.popleft()
+            group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
             links = sorted(self.fetcher.get(gid).get("links", {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
             for name, link in links:
                 created = self._link(group, gid, name, link)
@@ -194,9 +200,11 @@ class Writer:
         return obj
 
     def _lcpl(self, name: str, link: Doc) -> Any:
-        lcpl = h5p.create(h5p.LINK_CREATE)
-        lcpl.set_char_encoding(_CSETS[link.get("nameCharSet") or _default_cset(name)])
-        return lcpl
+        cset = link.get("nameCharSet") or _default_cset(name)
+        if cset not in self.lcpls:
+            self.lcpls[cset] = lcpl = h5p.create(h5p.LINK_CREATE)
+            lcpl.set_char_encoding(_CSETS[cset])
+        return self.lcpls[cset]
 
     def _link(self, group: Any, gid: str, name: str, link: Doc) -> str | None:
         """Create one link; returns the id of a group made for it, to visit next."""
@@ -231,6 +239,8 @@ class Writer:
             self.stats.groups += 1
             self._made(target, obj, doc)
             made = target
+            if len(self.held) < HELD_GROUPS:
+                self.held[target] = obj
         else:
             obj = self._dataset(target, where)
         h5o.link(obj, group, raw, lcpl=lcpl)
@@ -337,8 +347,11 @@ class Writer:
             self.stats.attributes += 1
 
     def _attribute(self, obj: Any, name: str, attr: Doc, refs: ExportRefs) -> None:
-        t = _type_of(attr["type"])
-        tid = self.type_for(t)
+        key = orjson.dumps(attr["type"], option=orjson.OPT_SORT_KEYS)
+        if key not in self.attribute_types:  # (a committed type's TypeID is the committed one)
+            t = _type_of(attr["type"])
+            self.attribute_types[key] = t, self.type_for(t)
+        t, tid = self.attribute_types[key]
         space, dims = _space(attr.get("shape") or {"class": "H5S_SCALAR"})
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
