@@ -94,12 +94,40 @@ class _Walk:
         self.stack: list[_Frame] = []
         self.on_path: set[str] = set()
         self.entered: set[str] = set()
+        self.ahead: dict[str, Doc | None] = {}  # read before their group is entered (`_read_ahead`)
         self.last: str | None = None
 
     async def read(self, obj_id: str) -> Doc | None:
         self.reads_left -= 1
         found = await self.domain.view.object(obj_id)
         return None if found is None or found.doc.get("root") != self.root else found.doc
+
+    async def read_all(self, ids: list[str]) -> list[Doc | None]:
+        """The objects ``ids``, those read ahead taken from there, the others read concurrently."""
+        missing = [i for i in ids if i not in self.ahead]
+        found = dict(zip(missing, await self.svc.workers.map(missing, self.read), strict=True))
+        return [self.ahead.pop(i) if i in self.ahead else found[i] for i in ids]
+
+    async def _read_ahead(self, f: _Frame, entering: Doc) -> None:
+        """Before entering a group, read the targets of its links and of the groups ``f``
+        enters after it, up to `BATCH` together: a walk of many small groups (one dataset
+        each) then waits for one read per `BATCH` objects rather than one per object."""
+        if any(t in self.ahead for t in _Frame.of(entering, "").targets.values()):
+            return
+        wanted: list[str] = []
+        room = self.limit - len(self.out)
+        budget = min(BATCH, room, self.reads_left - room)  # (reads left for the page's own listing)
+        if budget <= 0:
+            return
+        groups = [entering] + [f.docs[n] for n in f.names[f.entered:] if n in f.docs]
+        for doc in groups:
+            targets = [t for t in _Frame.of(doc, "").targets.values()
+                       if t not in self.out and t not in self.ahead and t not in self.on_path and t not in wanted]
+            if wanted and len(wanted) + len(targets) > budget:
+                break
+            wanted += targets[:budget]
+        docs = await self.svc.workers.map(wanted, self.read)
+        self.ahead.update(zip(wanted, docs, strict=True))
 
     def push(self, doc: Doc, path: str) -> None:
         if len(self.stack) < MAX_PATH_STEPS:  # deeper groups are listed, not entered
@@ -124,6 +152,7 @@ class _Walk:
                     doc = f.docs.pop(name, None) or await self.read(target)
                     if doc is not None:
                         self.last = f.child_path(name) + "/"
+                        await self._read_ahead(f, doc)
                         self.push(doc, f.child_path(name))
                         break
             else:
@@ -138,7 +167,7 @@ class _Walk:
             self.last = f.child_path(name)
             if f.targets[name] not in self.out and f.targets[name] not in self.on_path:
                 ahead.append(name)
-        docs = await self.svc.workers.map([f.targets[n] for n in ahead], self.read)
+        docs = await self.read_all([f.targets[n] for n in ahead])
         for name, doc in zip(ahead, docs, strict=True):
             if doc is not None and doc["id"] not in self.out:
                 self.out[doc["id"]] = doc
