@@ -280,8 +280,7 @@ class Writer:
         self._comment(dsid, doc)
         self.stats.datasets += 1
         self._made(obj_id, dsid, doc)
-        if "value_base64" in doc and not h5values.has_reference(t) and "externalStorage" not in layout:
-            # (external raw files are written in TARGET's folder, by write_values)
+        if "value_base64" in doc and not h5values.has_reference(t) and "externalStorage" not in layout:  # (external: write_values)
             data = self._listed_value(obj_id)
             if data is not None:
                 self._write(obj_id, self._whole(obj_id), data, self.refs, dsid)
