@@ -6,7 +6,8 @@ Both are a three-way merge (`versions_merge3`) of manifests in the target's ids:
 fork's version, its ids mapped back as the fork recorded them; an object the fork made gets a new
 id of the target). The result is put as a new version of the target (the create-only record is
 the commit point) and then the head is made equal to it, all under the commit fence and mark, so
-a write to the target lands wholly before (and is in ours) or wholly after.
+a write to the target lands wholly before (and is in ours) or wholly after; the intent recorded
+first (`applying`) makes the head's change all or nothing should the process die.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains.core import open_domain
+from h5lake.service.faults import crash_point
+from h5lake.service.versions import applying
 from h5lake.service.versions import view as versions
-from h5lake.service.versions.commit import MAX_DESCRIPTION_BYTES, commit_flag, consistent_tree
-from h5lake.service.versions.diff_restore import _apply, _paths, _version_trees
+from h5lake.service.versions.applying import commit_flag
+from h5lake.service.versions.applying import version_trees as _version_trees
+from h5lake.service.versions.commit import MAX_DESCRIPTION_BYTES
+from h5lake.service.versions.diff_restore import _paths
 from h5lake.service.versions.fork import _rename, _source_version
+from h5lake.service.versions.snapshot import consistent_tree
 from h5lake.service.versions.three_way import Entry, Merge, Trees, doc_etag
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
@@ -211,11 +217,20 @@ async def _three_way(
         root_sha = await svc.cas.put_tree({"root": root, "objects": dict(sorted(objects.items()))})
         number = await versions.highest_number(svc, target.path) + 1
         parents = [ours_record["id"], extra["merged"]] if "merged" in extra else [ours_record["id"]]
-        record = await _publish(svc, target, number, {
-            "parent": ours_record["id"], "parents": parents, "author": caller.user, "message": message,
-            "metadata": {}, "tree": root_sha, **extra,
-        })
-        written = await _apply(svc, target, merge.merged, ours)
+        # The intent first, then the commit point, then the head: a crash anywhere is finished
+        # or undone by the next process loading the domain (`applying`).
+        intent = await applying.begin(svc, target, version_id(number), root_sha, ours_record["id"])
+        try:
+            record = await _publish(svc, target, number, {
+                "parent": ours_record["id"], "parents": parents, "author": caller.user, "message": message,
+                "metadata": {}, "tree": root_sha, **extra,
+            })
+        except Conflict:
+            await applying.end(svc, target, intent)  # the head was not touched
+            raise
+        crash_point("merge-record")
+        written = await applying.apply_trees(svc, target, merge.merged, ours)
+        await applying.end(svc, target, intent)
     out = versions.public(record)
     out.update({"objects": written[0], "chunks": written[1], "elementwise": merge.elementwise, "resolved": merge.taken})
     return out, 201
