@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -43,17 +44,25 @@ from h5lake.versions.names import parse_version_id
 Trees = dict[str, dict[str, Any]]
 COMMITTING = "committing"  # the domain document's lease while a commit, restore or merge runs
 APPLYING = "applying"  # the domain document's intent while a version is written to the head
-FLAG_SECONDS = 10.0  # a crashed commit holds the domain's changes back at most this long
 _POLL = 0.02
+_HELD: Counter[tuple[int, str]] = Counter()  # (id of the service, domain) held by this process now
 
 
-def _lease(doc: Doc) -> None:
-    doc[COMMITTING] = {"until": time.time() + FLAG_SECONDS}
+def _leaser(svc: Service) -> Callable[[Doc], None]:
+    """Marks a domain document as held for ``svc.commit_lease`` seconds from now (a crashed
+    commit holds the domain's changes back at most that long)."""
+
+    def lease(doc: Doc) -> None:
+        doc[COMMITTING] = {"until": time.time() + svc.commit_lease}
+
+    return lease
 
 
-def _live(doc: Doc) -> bool:
+def _live(svc: Service, path: str, doc: Doc) -> bool:
+    """The writer holding the domain is alive: its lease runs, or this very service holds it
+    (its lease may have lapsed while the process was too busy to renew it)."""
     mark = doc.get(COMMITTING)
-    return isinstance(mark, dict) and float(mark.get("until", 0)) > now()
+    return isinstance(mark, dict) and float(mark.get("until", 0)) > now() or (id(svc), path) in _HELD
 
 
 @asynccontextmanager
@@ -63,13 +72,18 @@ async def _holding(svc: Service, path: str) -> AsyncIterator[None]:
 
     async def renew() -> None:
         while True:
-            await asyncio.sleep(FLAG_SECONDS / 4)
-            await svc.docs.update(key, _lease, what)
+            await asyncio.sleep(svc.commit_lease / 4)
+            await svc.docs.update(key, _leaser(svc), what)
 
     renewing = asyncio.create_task(renew())
+    held = (id(svc), path)
+    _HELD[held] += 1
     try:
         yield
     finally:
+        _HELD[held] -= 1
+        if not _HELD[held]:
+            del _HELD[held]
         renewing.cancel()
         with suppress(asyncio.CancelledError):
             await renewing
@@ -80,9 +94,9 @@ async def _holding(svc: Service, path: str) -> AsyncIterator[None]:
 async def commit_flag(svc: Service, domain: Domain) -> AsyncIterator[None]:
     """Mark the domain document ``committing`` while a commit runs: every process reads that
     document for each change request anyway, and holds the change until the mark is gone
-    (`domains.wait_for_commit`). The mark is a lease of ``FLAG_SECONDS``, renewed while the
+    (`domains.wait_for_commit`). The mark is a lease of ``svc.commit_lease`` s, renewed while the
     commit runs, so the mark of a commit whose process died expires soon."""
-    await svc.docs.update(domain_key(domain.path), _lease, f"domain {domain.path}")
+    await svc.docs.update(domain_key(domain.path), _leaser(svc), f"domain {domain.path}")
     async with _holding(svc, domain.path):
         yield
 
@@ -125,16 +139,17 @@ async def finish(svc: Service, domain: Domain) -> Domain:
     """The domain as loaded once no version is being written to its head: waits while the writer
     lives, finishes the work of a dead one (module docstring). ``domain`` is a loaded head whose
     document has the intent."""
-    key, what = domain_key(domain.path), f"domain {domain.path}"
+    path = domain.path
+    key, what = domain_key(path), f"domain {path}"
     while (intent := domain.doc.get(APPLYING)) is not None:
-        if _live(domain.doc):
+        if _live(svc, domain.path, domain.doc):
             await asyncio.sleep(_POLL)
         else:
 
             def take(doc: Doc, intent: Doc = intent) -> None:
-                if doc.get(APPLYING) != intent or _live(doc):
+                if doc.get(APPLYING) != intent or _live(svc, path, doc):
                     raise _Taken
-                _lease(doc)
+                _leaser(svc)(doc)
 
             with contextlib.suppress(_Taken):
                 await svc.docs.update(key, take, what)

@@ -21,7 +21,7 @@ import numpy as np
 from h5lake.chunks.dataset import ChunkCodec
 from h5lake.errors import Conflict, H5LakeError, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import FORKED, Collection, blob_key, fork_base_key, new_object_id, version_key
+from h5lake.model.ids import FORKED, Collection, blob_key, derived_object_id, fork_base_key, version_key
 from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
@@ -84,11 +84,12 @@ async def _fork_base(svc: Service, fork: Domain) -> Doc:
 
 def _names(ids: dict[str, str], fork_ids: Any, root: str) -> dict[str, str]:
     """Fork ids to the target's: ``ids`` as the fork recorded them; an object the fork made gets
-    a new id of the target."""
+    an id of the target derived from its fork id, the same at every merge (so merging a fork
+    again, or retrying a merge, finds the object it brought before and adds no second one)."""
     names = dict(ids)
     for fid in fork_ids:
         if fid not in names:
-            names[fid] = new_object_id(Collection(fid[0]), root)
+            names[fid] = derived_object_id(Collection(fid[0]), root, f"{root} {fid}")
     return names
 
 

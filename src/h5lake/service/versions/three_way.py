@@ -72,8 +72,13 @@ class Merge:
     async def run(self) -> None:
         for obj_id in sorted(set(self.base) | set(self.ours) | set(self.theirs)):
             b, o, t = self.base.get(obj_id), self.ours.get(obj_id), self.theirs.get(obj_id)
-            if b is None:  # new on one side (a fork's new objects were given new ids)
-                if o is not None:
+            if b is None:  # new since the base: on one side, or on both when merged before
+                if o is not None and t is not None and not same(o, t):
+                    # an object the fork made, brought in by an earlier merge (it has the same id
+                    # at every merge) and changed since: no base to compare with, so every part
+                    # that differs is a conflict rather than one side's change being lost
+                    self.merged[obj_id] = await self._object(obj_id, {"doc": {}}, o, t)
+                elif o is not None:
                     self.merged[obj_id] = o
                 elif t is not None:
                     self.merged[obj_id] = t
