@@ -96,7 +96,7 @@ def test_merge_killed_at_a_step_leaves_the_head_before_or_after(start: StartServ
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["apply-chunk#2", "apply-object"])
+@pytest.mark.parametrize("point", ["apply-chunk#2"])
 def test_restore_killed_part_way_is_finished_by_the_next_request(start: StartServer, point: str) -> None:
     srv = start(env={CRASH_ENV: point, **LEASE})
     c = new_domain(srv.endpoint)
