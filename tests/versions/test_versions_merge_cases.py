@@ -1,6 +1,6 @@
-"""Cherry-pick conflicts, refused and resolved each way, and merging a fork more than once, over
-plain HTTP and read back through unchanged h5pyd with ``D@REF`` (docs/versions.md, "Merge and
-cherry-pick")."""
+"""Cherry-pick conflicts, refused and resolved each way; merging a fork more than once; a link
+renamed on one side and pointed elsewhere on the other. Over plain HTTP, read back through
+unchanged h5pyd with ``D@REF`` (docs/versions.md, "Merge and cherry-pick")."""
 
 from __future__ import annotations
 
@@ -110,3 +110,37 @@ def test_merging_a_fork_again_keeps_the_objects_it_brought(client: Client) -> No
     assert _merge(client, fork, resolve="theirs").status_code == 201
     with _h5(ep, d) as f:
         assert f["made"].attrs["k"] == 2 and f["x"][0] == -1 and list(f) == ["g", "made", "x"]
+
+
+def _relink(c: Client, name: str, target: str, drop: str | None = None) -> None:
+    root = c.get("/").json()["root"]
+    if drop is not None:
+        assert c.delete(f"/groups/{root}/links/{drop}").status_code == 200
+    assert c.put(f"/groups/{root}/links/{name}", json={"id": target}).status_code == 201
+
+
+def test_a_link_renamed_on_one_side_and_pointed_elsewhere_on_the_other(client: Client) -> None:
+    """Ours renames g to g2; theirs points g at a new group (and x at a new dataset, while ours
+    renames x to x2 too, the other way round): the change follows the rename, no conflict."""
+    ep, d = client.endpoint, client.domain
+    fork = _setup(client)
+    g, x = (client.get("/", params={"h5path": p}).json()["id"] for p in ("/g", "/x"))
+    _relink(client, "g2", g, drop="g")  # ours: renames
+    fg = fork.get("/", params={"h5path": "/g"}).json()["id"]
+    made = fork.post("/groups").json()["id"]
+    fork.put(f"/groups/{made}/attributes/new", json={"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 1})
+    _relink(fork, "g", made, drop="g")  # theirs: g points elsewhere; the old g stays linked as old
+    _relink(fork, "old", fg)
+    # theirs renames x to x2; ours points x at a new dataset
+    _relink(fork, "x2", fork.get("/", params={"h5path": "/x"}).json()["id"], drop="x")
+    nine = client.post("/datasets", json={"type": "H5T_STD_I32LE", "shape": [3]}).json()["id"]
+    assert client.put(f"/datasets/{nine}/value", json={"value": [9, 9, 9]}).status_code == 200
+    _relink(client, "x", nine, drop="x")
+    r = _merge(client, fork)
+    assert r.status_code == 201, r.text
+    with _h5(ep, d) as f:
+        assert sorted(f) == ["g2", "old", "x2"]
+        assert f["g2"].attrs["new"] == 1 and f["old"].id.id == g  # g2 is theirs' new group
+        assert list(f["x2"][:]) == [9, 9, 9]  # ours' new dataset, under theirs' new name
+        assert f["old"].attrs["a"] == 1
+    assert x != client.get("/", params={"h5path": "/x2"}).json()["id"]
