@@ -192,7 +192,9 @@ def merges(args: argparse.Namespace, s: requests.Session, endpoint: str, domain:
     row("merge of a fork that changed " + " | ".join(f"{f[0]:.0%}" for f in figures) + " of the chunks",
         " | ".join(f"{f[2] * 1000:.0f} ms" for f in figures))
     row("  chunks written to the head", " | ".join(str(f[3]) for f in figures))
-    row("  ms per chunk changed", " | ".join(f"{f[2] * 1000 / f[1]:.1f}" for f in figures))
+    first = figures[0]
+    row("  ms per chunk changed beyond the first column's",
+        " | ".join("-" if f[1] == first[1] else f"{(f[2] - first[2]) * 1000 / (f[1] - first[1]):.1f}" for f in figures))
     row("  the fork's commit before (not in the merge's time)", " | ".join(f"{f[4] * 1000:.0f} ms" for f in figures))
 
 
