@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +30,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from h5lake.chunks.capability import copies
-from h5lake.errors import Conflict
+from h5lake.errors import CallerGone, Conflict, H5LakeError, StorageUnavailable
 from h5lake.model.ids import blob_key, chunk_key, domain_key, object_key, parse_index_name, version_key
 from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Service, now
@@ -41,6 +42,7 @@ from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 from h5lake.versions.names import parse_version_id
 
+log = logging.getLogger(__name__)
 Trees = dict[str, dict[str, Any]]
 COMMITTING = "committing"  # the domain document's lease while a commit, restore or merge runs
 APPLYING = "applying"  # the domain document's intent while a version is written to the head
@@ -131,6 +133,22 @@ async def end(svc: Service, domain: Domain, intent: Doc) -> None:
     await svc.docs.update(domain_key(domain.path), unmark, f"domain {domain.path}")
 
 
+async def write(svc: Service, domain: Domain, intent: Doc, want: Trees, have: Trees) -> tuple[int, int]:
+    """`apply_trees` under ``intent`` (from `begin`), which it ends. Interrupted (the store
+    unavailable, the request cancelled, the process killed) the intent stays, and the next
+    request finishes the work; failing for good (a blob missing from the content store) the
+    intent goes and the error is raised: the head stays as written so far, the domain usable."""
+    try:
+        written = await apply_trees(svc, domain, want, have)
+    except (StorageUnavailable, CallerGone):
+        raise
+    except H5LakeError:
+        await end(svc, domain, intent)
+        raise
+    await end(svc, domain, intent)
+    return written
+
+
 class _Taken(Exception):
     """Another process holds the lease (it is finishing), or the intent is gone."""
 
@@ -154,8 +172,13 @@ async def finish(svc: Service, domain: Domain) -> Domain:
             with contextlib.suppress(_Taken):
                 await svc.docs.update(key, take, what)
                 async with _holding(svc, domain.path):
-                    await _roll(svc, domain, intent)
-                    await end(svc, domain, intent)
+                    try:
+                        await _roll(svc, domain, intent)
+                    except (StorageUnavailable, CallerGone):
+                        raise
+                    except H5LakeError as e:  # it cannot be finished (`write`): serve the head as it is
+                        log.warning("could not finish writing %s to the head of %s: %s", intent["version"], path, e)
+                        await end(svc, domain, intent)
         found = await svc.docs.require(key, what)
         domain = Domain(domain.path, found.doc, found.etag, domain.view)
     return domain
@@ -171,16 +194,19 @@ async def _roll(svc: Service, domain: Domain, intent: Doc) -> None:
                 "deleted": True}
         try:
             await svc.store.put(key, dumps(stub), if_none_match=True)
-            return  # undone: the head was not touched before the record
-        except PreconditionFailed:
+        except PreconditionFailed:  # the record was put after all (just now)
             found = await svc.docs.get(key)
+        else:
+            await end(svc, domain, intent)  # undone: the head was not touched before the record
+            return
     record = None if found is None else found.doc
     if record is None or record.get("deleted") or record.get("tree") != intent["tree"]:
-        return  # another commit took the number: this merge never happened
+        await end(svc, domain, intent)  # another commit took the number: this merge never happened
+        return
     await svc.catalog.settle(domain.path, 0)  # the dead writer's chunk intents, into the catalogs
     want = await version_trees(svc, record)  # type: ignore[arg-type]
     have = (await head_tree(svc, domain, record, memory=True)).trees  # type: ignore[arg-type]
-    await apply_trees(svc, domain, want, have)
+    await write(svc, domain, intent, want, have)
 
 
 async def apply_trees(svc: Service, domain: Domain, want: Trees, have: Trees) -> tuple[int, int]:

@@ -131,8 +131,7 @@ async def restore(svc: Service, caller: Caller, path: str, vid: str, body: Any) 
         want = await version_trees(svc, target)
         have = (await head_tree(svc, domain, target, memory=True)).trees
         intent = await applying.begin(svc, domain, target["id"], target["tree"], target.get("parent"))
-        written = await applying.apply_trees(svc, domain, want, have)
-        await applying.end(svc, domain, intent)
+        written = await applying.write(svc, domain, intent, want, have)
     return {"restored": target["id"], "objects": written[0], "chunks": written[1]}
 
 

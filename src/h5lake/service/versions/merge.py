@@ -230,8 +230,7 @@ async def _three_way(
             await applying.end(svc, target, intent)  # the head was not touched
             raise
         crash_point("merge-record")
-        written = await applying.apply_trees(svc, target, merge.merged, ours)
-        await applying.end(svc, target, intent)
+        written = await applying.write(svc, target, intent, merge.merged, ours)
     out = versions.public(record)
     out.update({"objects": written[0], "chunks": written[1], "elementwise": merge.elementwise, "resolved": merge.taken})
     return out, 201
