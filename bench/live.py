@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import statistics
@@ -132,6 +133,16 @@ class Round:
     latencies: list[float]
     client_lag: float
     client_cpu: float
+    server_cpu: float
+
+
+def cpu_of(pid: int) -> float:
+    """Seconds of CPU process ``pid`` has run (its threads, from /proc/PID/schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 async def etag_now(port: int, url: str) -> str:
@@ -163,7 +174,7 @@ async def all_in(port: int, n: int) -> None:
     await asyncio.sleep(0.3)
 
 
-async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int) -> Round:
+async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, pid: int) -> Round:
     """Seconds from the writer's acknowledgement to each of ``n`` watchers' answers."""
     url = f"/datasets/{dset}/shape?domain={domain}"
     etag = await etag_now(watched, url)
@@ -173,16 +184,16 @@ async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int) 
     assert not any(a.done() for a in answers), "a watcher was answered before the change"
     put = await Connection.open(writer)
     probe = LagProbe()
-    cpu = time.process_time()
+    cpu, server_cpu = time.process_time(), cpu_of(pid)
     ack = await put.send("PUT", url, writer, {"Content-Type": "application/json"}, b'{"extend": 1}')
     assert ack.status == 201, (ack.status, bytes(ack.body))
     replies = await asyncio.wait_for(asyncio.gather(*answers), 60)
-    cpu = time.process_time() - cpu
+    cpu, server_cpu = time.process_time() - cpu, cpu_of(pid) - server_cpu
     lag = probe.stop()
     for c in (*conns, put):
         c.close()
     assert all(r.status == 200 for r in replies), {r.status for r in replies}
-    return Round([r.first_byte - ack.first_byte for r in replies], lag, cpu)
+    return Round([r.first_byte - ack.first_byte for r in replies], lag, cpu, server_cpu)
 
 
 async def gets(port: int, url: str, count: int) -> list[float]:
@@ -258,11 +269,12 @@ def run_store(kind: str, work: Path, args: argparse.Namespace) -> None:
         domain, dset = run(setup(port_of(one)))
         for n in [int(w) for w in args.watchers.split(",")]:
             for path, writer in (("same process", one), ("across processes", two)):
-                rounds = [run(round_trip(port_of(one), port_of(writer), domain, dset, n)) for _ in range(args.rounds)]
+                rounds = [run(round_trip(port_of(one), port_of(writer), domain, dset, n, one.process.pid)) for _ in range(args.rounds)]
                 lat = [t for r in rounds for t in r.latencies]
                 print(f"{kind:5} {path:16} {n:5} watchers: {percentiles(lat)} (mean {1000 * statistics.mean(lat):.1f}, "
                       f"{len(lat)} answers; client lag max {1000 * max(r.client_lag for r in rounds):.1f} ms, "
-                      f"client cpu {1000 * max(r.client_cpu for r in rounds):.1f} ms)", flush=True)
+                      f"client cpu {1000 * max(r.client_cpu for r in rounds):.1f} ms; watched server cpu "
+                      f"{1000 * statistics.median(r.server_cpu for r in rounds):.1f} ms)", flush=True)
         n = max(int(w) for w in args.watchers.split(","))
         before, during = run(others(port_of(one), domain, dset, n, args.gets))
         print(f"{kind:5} ordinary GETs, no waiters:     {percentiles(before)} ({len(before)} GETs)", flush=True)

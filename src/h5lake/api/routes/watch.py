@@ -78,17 +78,11 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
                 etag = etag_of(now)
                 if not _matches(header, etag):
                     return now
-                remaining = deadline - loop.time()
-                if remaining <= 0:
+                if loop.time() >= deadline:
                     return _not_modified(etag)
-                change = asyncio.ensure_future(watcher.changed_from(seen))
-                try:
-                    done, _ = await asyncio.wait((change, gone), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    change.cancel()
-                if gone in done:
-                    raise CallerGone("the client hung up while waiting")
-                if not done:
+                if not await watcher.changed_from(seen, deadline, gone):
+                    if gone.done():
+                        raise CallerGone("the client hung up while waiting")
                     return _not_modified(etag)
     finally:
         gone.cancel()

@@ -5,12 +5,12 @@ waits on the stored document's ETag. Each process keeps one entry per watched do
 all its waiters:
 
 * a change made by this process wakes the waiters at once: `Documents` reports every document it
-  writes or deletes (`Watch.changed`), which sets the entry's event;
+  writes or deletes (`Watch.changed`), which completes each waiting waiter's future;
 * a change made by another process (any server on the same store) is seen by the process's one
   poller task, which asks the store for each watched document's ETag (one HEAD per watched
   document per ``interval``, however many wait on it) and wakes that document's waiters.
 
-So a waiter is a coroutine, an entry in a counter and an event: no thread, a few hundred bytes.
+So a waiter is a coroutine, a future and a timer handle: no thread, no task, a few hundred bytes.
 The store pays ``1 / interval`` HEADs per second per watched document per process; at most
 ``most`` documents are watched at once per process, more get `Busy` (503), so one process never
 asks more than ``most / interval`` HEADs per second (docs/api.md, "The watch").
@@ -36,7 +36,9 @@ HEADS_AT_ONCE = 32
 @dataclass
 class _Watched:
     etag: str | None  # the document's ETag as last seen (None: no document)
-    event: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) at a change
+    # one future per waiter now waiting, each done at the next change: a change costs one
+    # ``set_result`` per waiter (one wake-up of its task), not a task or an ``asyncio.wait``
+    waiting: set[asyncio.Future[None]] = field(default_factory=set)
     waiters: int = 0
 
 
@@ -51,11 +53,32 @@ class Watcher:
         """The document's ETag as this process last saw it."""
         return self._entry.etag
 
-    async def changed_from(self, seen: str | None) -> None:
-        """Return once the document's ETag is seen to differ from ``seen``."""
+    async def changed_from(self, seen: str | None, deadline: float, stop: asyncio.Future[None] | None = None) -> bool:
+        """Wait until the document's ETag is seen to differ from ``seen`` (True), or until the
+        loop's clock reaches ``deadline`` or ``stop`` is done (False, the ETag unchanged)."""
         entry = self._entry
-        while entry.etag == seen:
-            await entry.event.wait()
+        if entry.etag != seen:
+            return True
+        if stop is not None and stop.done():
+            return False
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        entry.waiting.add(woken)
+        timer = loop.call_at(deadline, _wake, woken)
+
+        def stopped(_: object) -> None:
+            _wake(woken)
+
+        if stop is not None:
+            stop.add_done_callback(stopped)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            entry.waiting.discard(woken)
+            if stop is not None:
+                stop.remove_done_callback(stopped)
+        return entry.etag != seen
 
 
 class Watch:
@@ -133,5 +156,10 @@ class Watch:
 def _seen(entry: _Watched, etag: str | None) -> None:
     if etag != entry.etag:
         entry.etag = etag
-        woken, entry.event = entry.event, asyncio.Event()
-        woken.set()
+        for woken in entry.waiting:
+            _wake(woken)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
