@@ -70,20 +70,22 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
     try:
         async with service(request).watch.watching(object_key(dset_id)) as watcher:
             asked = (dset_id, request.url.path, request.url.query, request.headers.get("host"), caller(request).user)
-            while True:
-                seen = watcher.etag
-                # again: the document may have changed before the watch began. The waiters woken
-                # by one change that asked the same thing share one reply
-                now = await _shared((seen, *asked), reply)
-                etag = etag_of(now)
-                if not _matches(header, etag):
-                    return now
+            seen = watcher.etag
+            # again: the document may have changed before the watch began (waiters that asked the
+            # same thing at once share this reply)
+            now = await _shared((seen, *asked), reply)
+            while _matches(header, etag := etag_of(now)):
                 if loop.time() >= deadline:
                     return _not_modified(etag)
-                if not await watcher.changed_from(seen, deadline, gone):
+                # the waiters woken by one change that asked the same thing share one reply,
+                # made once before they are woken
+                got = await watcher.made_at_change(seen, asked, reply, deadline, gone)
+                if got is None:
                     if gone.done():
                         raise CallerGone("the client hung up while waiting")
                     return _not_modified(etag)
+                seen, now = got
+            return now
     finally:
         gone.cancel()
 

@@ -21,24 +21,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from h5lake.errors import Busy
 from h5lake.storage import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HEADS_AT_ONCE = 32
 """Store HEADs the poller has in flight at once."""
 
 
 @dataclass
+class _Group:
+    """The waiters on one document that saw one ETag and want the same thing made at its change."""
+
+    waiting: set[asyncio.Future[Any]] = field(default_factory=set)
+    follower: asyncio.Task[None] | None = None
+
+
+@dataclass
 class _Watched:
     etag: str | None  # the document's ETag as last seen (None: no document)
-    # one future per waiter now waiting, each done at the next change: a change costs one
-    # ``set_result`` per waiter (one wake-up of its task), not a task or an ``asyncio.wait``
+    # a future per coroutine now waiting for a change, completed by it: a change costs one
+    # ``set_result`` per waiting coroutine, not a task or an ``asyncio.wait`` each
     waiting: set[asyncio.Future[None]] = field(default_factory=set)
+    groups: dict[tuple[str | None, Hashable], _Group] = field(default_factory=dict)
     waiters: int = 0
 
 
@@ -53,32 +64,62 @@ class Watcher:
         """The document's ETag as this process last saw it."""
         return self._entry.etag
 
-    async def changed_from(self, seen: str | None, deadline: float, stop: asyncio.Future[None] | None = None) -> bool:
+    async def changed_from(self, seen: str | None, deadline: float | None = None, stop: asyncio.Future[Any] | None = None) -> bool:
         """Wait until the document's ETag is seen to differ from ``seen`` (True), or until the
         loop's clock reaches ``deadline`` or ``stop`` is done (False, the ETag unchanged)."""
         entry = self._entry
         if entry.etag != seen:
             return True
-        if stop is not None and stop.done():
-            return False
-        loop = asyncio.get_running_loop()
-        woken: asyncio.Future[None] = loop.create_future()
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry.waiting.add(woken)
-        timer = loop.call_at(deadline, _wake, woken)
-
-        def stopped(_: object) -> None:
-            _wake(woken)
-
-        if stop is not None:
-            stop.add_done_callback(stopped)
         try:
-            await woken
+            await _until(woken, deadline, stop)
         finally:
-            timer.cancel()
             entry.waiting.discard(woken)
-            if stop is not None:
-                stop.remove_done_callback(stopped)
         return entry.etag != seen
+
+    async def made_at_change(
+        self, seen: str | None, what: Hashable, make: Callable[[], Awaitable[T]], deadline: float,
+        stop: asyncio.Future[Any] | None = None,
+    ) -> tuple[str | None, T] | None:
+        """``(etag, make())`` once the document's ETag differs from ``seen`` (``etag`` the one
+        seen before ``make`` began), or None when the loop's clock reaches ``deadline`` or
+        ``stop`` is done first. The waiters that saw ``seen`` and want the same ``what`` share
+        one ``make()`` per change, made by one follower task: a change wakes each of them once,
+        with the result ready (an exception of ``make`` is raised in each)."""
+        entry = self._entry
+        key = (seen, what)
+        group = entry.groups.get(key)
+        if group is None:
+            group = entry.groups[key] = _Group()
+            group.follower = asyncio.get_running_loop().create_task(self._follow(key, group, make))
+        mine: asyncio.Future[tuple[str | None, T] | None] = asyncio.get_running_loop().create_future()
+        group.waiting.add(mine)
+        try:
+            return await _until(mine, deadline, stop)
+        finally:
+            group.waiting.discard(mine)
+            if not group.waiting and entry.groups.get(key) is group:
+                del entry.groups[key]
+                if group.follower is not None:
+                    group.follower.cancel()
+
+    async def _follow(self, key: tuple[str | None, Hashable], group: _Group, make: Callable[[], Awaitable[Any]]) -> None:
+        entry = self._entry
+        await self.changed_from(key[0])
+        if entry.groups.get(key) is group:
+            del entry.groups[key]  # who comes now waits for the change after this one
+        etag = entry.etag
+        try:
+            made = await make()
+        except Exception as exc:
+            for waiter in group.waiting:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for waiter in group.waiting:
+            if not waiter.done():
+                waiter.set_result((etag, made))
 
 
 class Watch:
@@ -160,6 +201,27 @@ def _seen(entry: _Watched, etag: str | None) -> None:
             _wake(woken)
 
 
-def _wake(woken: asyncio.Future[None]) -> None:
+def _wake(woken: asyncio.Future[Any]) -> None:
     if not woken.done():
         woken.set_result(None)
+
+
+async def _until(woken: asyncio.Future[T], deadline: float | None, stop: asyncio.Future[Any] | None) -> T:
+    """``woken``'s result; None (set by this) when the loop's clock reaches ``deadline`` or ``stop``
+    is done first."""
+    if stop is not None and stop.done():
+        _wake(woken)
+    timer = None if deadline is None else asyncio.get_running_loop().call_at(deadline, _wake, woken)
+
+    def stopped(_: object) -> None:
+        _wake(woken)
+
+    if stop is not None:
+        stop.add_done_callback(stopped)
+    try:
+        return await woken
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if stop is not None:
+            stop.remove_done_callback(stopped)
