@@ -112,7 +112,7 @@ class Watcher:
         etag = entry.etag
         try:
             made = await make()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- raised in each waiter, as awaiting make() would
             for waiter in group.waiting:
                 if not waiter.done():
                     waiter.set_exception(exc)
