@@ -9,7 +9,8 @@ waiting requests on the first server (one keep-alive connection each, ``If-None-
 current ETag) and extends the dataset through the first server (same process) or the second
 (across processes). A watcher's latency is the time from the writer's acknowledgement to that
 watcher's 200, both stamped when their first byte reaches this client (negative: the watcher's
-answer arrived before the writer's). Then the latency of ordinary GETs (the dataset's document,
+answer arrived before the writer's); the change is made at a random point of the watching
+server's poll cycle. Then the latency of ordinary GETs (the dataset's document,
 one after another on one connection) on the first server without waiters and with 1,000 held.
 
 The client is one asyncio loop (uvloop when installed) of bare protocols: a reply is stamped in
@@ -27,6 +28,7 @@ import base64
 import contextlib
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -174,7 +176,7 @@ async def all_in(port: int, n: int) -> None:
     await asyncio.sleep(0.3)
 
 
-async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, pid: int) -> Round:
+async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, pid: int, interval: float) -> Round:
     """Seconds from the writer's acknowledgement to each of ``n`` watchers' answers."""
     url = f"/datasets/{dset}/shape?domain={domain}"
     etag = await etag_now(watched, url)
@@ -183,6 +185,7 @@ async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, 
     await all_in(watched, n)
     assert not any(a.done() for a in answers), "a watcher was answered before the change"
     put = await Connection.open(writer)
+    await asyncio.sleep(random.uniform(0, interval))  # anywhere in the watching server's poll cycle
     probe = LagProbe()
     cpu, server_cpu = time.process_time(), cpu_of(pid)
     ack = await put.send("PUT", url, writer, {"Content-Type": "application/json"}, b'{"extend": 1}')
@@ -269,7 +272,7 @@ def run_store(kind: str, work: Path, args: argparse.Namespace) -> None:
         domain, dset = run(setup(port_of(one)))
         for n in [int(w) for w in args.watchers.split(",")]:
             for path, writer in (("same process", one), ("across processes", two)):
-                rounds = [run(round_trip(port_of(one), port_of(writer), domain, dset, n, one.process.pid)) for _ in range(args.rounds)]
+                rounds = [run(round_trip(port_of(one), port_of(writer), domain, dset, n, one.process.pid, args.interval)) for _ in range(args.rounds)]
                 lat = [t for r in rounds for t in r.latencies]
                 print(f"{kind:5} {path:16} {n:5} watchers: {percentiles(lat)} (mean {1000 * statistics.mean(lat):.1f}, "
                       f"{len(lat)} answers; client lag max {1000 * max(r.client_lag for r in rounds):.1f} ms, "
