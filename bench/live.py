@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import json
 import os
 import random
@@ -139,12 +138,20 @@ class Round:
 
 
 def cpu_of(pid: int) -> float:
-    """Seconds of CPU process ``pid`` has run (its threads, from /proc/PID/schedstat)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):
-            total += int((task / "schedstat").read_text().split()[0])
-    return total / 1e9
+    """Seconds of CPU process ``pid`` has used (/proc/PID/stat: every thread, ended ones too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def settled(pid: int) -> None:
+    """Return once process ``pid`` uses under 10% of a core (0.3 s at a time): done with the
+    requests that came in (each waiter's first reply) before the change is made."""
+    for _ in range(200):
+        before = cpu_of(pid)
+        await asyncio.sleep(0.3)
+        if cpu_of(pid) - before < 0.03:
+            return
+    raise TimeoutError(f"process {pid} stays busy")
 
 
 async def etag_now(port: int, url: str) -> str:
@@ -159,7 +166,7 @@ async def etag_now(port: int, url: str) -> str:
 
 async def all_in(port: int, n: int) -> None:
     """Return once the server counts ``n`` requests in flight (its /metrics, published once a
-    second), and a little more so that each has begun its wait."""
+    second)."""
     conn = await Connection.open(port)
     try:
         for _ in range(240):
@@ -173,7 +180,6 @@ async def all_in(port: int, n: int) -> None:
             raise TimeoutError(f"the server never had {n} requests in flight")
     finally:
         conn.close()
-    await asyncio.sleep(0.3)
 
 
 async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, pid: int, interval: float) -> Round:
@@ -183,6 +189,7 @@ async def round_trip(watched: int, writer: int, domain: str, dset: str, n: int, 
     conns = await asyncio.gather(*(Connection.open(watched) for _ in range(n)))
     answers = [c.send("GET", url + "&wait=60", watched, {"If-None-Match": etag}) for c in conns]
     await all_in(watched, n)
+    await settled(pid)
     assert not any(a.done() for a in answers), "a watcher was answered before the change"
     put = await Connection.open(writer)
     await asyncio.sleep(random.uniform(0, interval))  # anywhere in the watching server's poll cycle
@@ -214,7 +221,7 @@ async def gets(port: int, url: str, count: int) -> list[float]:
     return took
 
 
-async def others(port: int, domain: str, dset: str, n: int, count: int) -> tuple[list[float], list[float]]:
+async def others(port: int, domain: str, dset: str, n: int, count: int, pid: int) -> tuple[list[float], list[float]]:
     """Ordinary GETs' round trips without waiters, then while ``n`` waiters wait."""
     shape = f"/datasets/{dset}/shape?domain={domain}"
     doc = f"/datasets/{dset}?domain={domain}"
@@ -224,6 +231,7 @@ async def others(port: int, domain: str, dset: str, n: int, count: int) -> tuple
     conns = await asyncio.gather(*(Connection.open(port) for _ in range(n)))
     answers = [c.send("GET", shape + "&wait=60", port, {"If-None-Match": etag}) for c in conns]
     await all_in(port, n)
+    await settled(pid)
     during = await gets(port, doc, count)
     assert not any(a.done() for a in answers), "a waiter was answered without a change"
     for c in conns:
@@ -279,7 +287,7 @@ def run_store(kind: str, work: Path, args: argparse.Namespace) -> None:
                       f"client cpu {1000 * max(r.client_cpu for r in rounds):.1f} ms; watched server cpu "
                       f"{1000 * statistics.median(r.server_cpu for r in rounds):.1f} ms)", flush=True)
         n = max(int(w) for w in args.watchers.split(","))
-        before, during = run(others(port_of(one), domain, dset, n, args.gets))
+        before, during = run(others(port_of(one), domain, dset, n, args.gets, one.process.pid))
         print(f"{kind:5} ordinary GETs, no waiters:     {percentiles(before)} ({len(before)} GETs)", flush=True)
         print(f"{kind:5} ordinary GETs, {n:5} waiting:  {percentiles(during)} ({len(during)} GETs)", flush=True)
     finally:
