@@ -10,7 +10,10 @@ all its waiters:
   poller task, which asks the store for each watched document's ETag (one HEAD per watched
   document per ``interval``, however many wait on it) and wakes that document's waiters.
 
-So a waiter is a coroutine, a future and a timer handle: no thread, no task, a few hundred bytes.
+The waiters that saw one ETag and want the same thing made at the change (`Watcher.made_at_change`:
+the route's reply) form a group with one follower task: at the change it makes the thing once,
+then completes each waiter's future with it, so a change costs one make per group and one wake-up
+per waiter. A waiter is a coroutine, a future and a timer handle: no thread, no task of its own.
 The store pays ``1 / interval`` HEADs per second per watched document per process; at most
 ``most`` documents are watched at once per process, more get `Busy` (503), so one process never
 asks more than ``most / interval`` HEADs per second (docs/api.md, "The watch").
