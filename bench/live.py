@@ -6,8 +6,9 @@
 Starts two ``h5lake serve`` processes on one store (``--watch-interval`` as given, 0.5 s by
 default) and makes an extensible dataset. For 1, 100 and 1,000 watchers it opens that many
 waiting requests on the first server (one keep-alive connection each, ``If-None-Match`` the
-current ETag) and extends the dataset through the first server (same process) or the second
-(across processes). A watcher's latency is the time from the writer's acknowledgement to that
+current ETag), waits until that server counts them in flight (/metrics) and is idle again
+(under 10% of a core: every waiter's first reply made), then extends the dataset through the
+first server (same process) or the second (across processes). A watcher's latency is the time from the writer's acknowledgement to that
 watcher's 200, both stamped when their first byte reaches this client (negative: the watcher's
 answer arrived before the writer's); the change is made at a random point of the watching
 server's poll cycle. Then the latency of ordinary GETs (the dataset's document,
@@ -17,7 +18,9 @@ The client is one asyncio loop (uvloop when installed) of bare protocols: a repl
 ``data_received`` and parsed with httptools (uvicorn's parser), so 1,000 replies cost it a few
 milliseconds. Its own share is printed: ``client lag``, the longest this loop was busy
 elsewhere while the replies came in (a probe sleeping 1 ms at a time), which bounds how late a
-stamp can be; and ``client cpu``, the CPU time the client used during the wake-up.
+stamp can be; and ``client cpu``, the CPU time the client used during the wake-up. ``watched
+server cpu`` is the waiting server's CPU over the same time (median of the rounds, /proc; 10 ms
+steps). ``PYTHONPATH=OTHER/src python bench/live.py`` measures another build with this client.
 """
 
 from __future__ import annotations
