@@ -45,8 +45,9 @@ from typing import Any, Self
 
 import orjson
 
+from h5lake.catalog import metatoken
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
-from h5lake.model.ids import object_key
+from h5lake.model.ids import object_id_of_key, object_key
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
@@ -140,13 +141,23 @@ class Documents:
             etag = await self.store.put(key, dumps(doc), if_none_match=True)
         except PreconditionFailed:
             raise AlreadyExists(f"{what} already exists") from None
+        await self.changed(key)
         self.written(key, etag)
         return etag
 
     async def put(self, key: str, doc: Doc) -> str:
         etag = await self.store.put(key, dumps(doc))
+        await self.changed(key)
         self.written(key, etag)
         return etag
+
+    async def changed(self, key: str) -> None:
+        """The document at ``key`` was stored or deleted (by this class or by a caller writing
+        it directly): an object document's domain gets a new metadata change token
+        (`h5lake.catalog.metatoken`) before the change is acknowledged."""
+        obj_id = object_id_of_key(key)
+        if obj_id is not None:
+            await metatoken.changed(self.store, obj_id)
 
     async def update(
         self,
@@ -211,12 +222,14 @@ class Documents:
                 continue  # a remembered document that was not the stored one: read it now
             if reuse and native:
                 self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
+            await self.changed(key)
             self.written(key, new_etag)
             return doc, result
         raise Conflict(f"{what} is changing too fast; try again")
 
     async def delete(self, key: str) -> None:
         await self.store.delete(key)
+        await self.changed(key)
         self.written(key, None)
 
     # -- an object of a domain: its document, and the domain told it changed (`object_changed`)
@@ -238,6 +251,7 @@ class Documents:
         else `PreconditionFailed`); its new ETag."""
         key = object_key(obj_id)
         etag = await self.store.put(key, dumps(doc), if_match=if_match)
+        await self.changed(key)
         self.written(key, etag)
         self.object_changed(domain, obj_id)
         return etag
