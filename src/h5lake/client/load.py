@@ -1,11 +1,14 @@
 """``h5lake load SOURCE.h5 DOMAIN``: copy an HDF5 file into a domain, keeping everything.
 
-Two phases. :class:`Planner` walks the file with h5py (metadata only) into a :class:`Plan`,
-refusing anything the service cannot represent with :class:`~h5lake.client.h5types.Unrepresentable`
-before a single request is made. :class:`Uploader` then creates the domain and sends, in order:
-committed datatypes, groups and datasets (batched POSTs with ids chosen here), links and
-attributes (batched PUTs), and values (binary PUTs of one source chunk, or block, each, from a
-thread pool). If anything fails the domain is deleted, unless ``--keep-partial``.
+One streaming walk. :class:`Planner` walks the file with h5py, breadth first, and yields each
+object as it is read, refusing anything the service cannot represent with
+:class:`~h5lake.client.h5types.Unrepresentable`; :class:`Uploader` creates the domain and sends
+the objects as they come: batched POSTs of up to 300 objects (ids chosen here, from file
+addresses), each carrying its links, attributes and a small value; then what needs the object
+(a wide group's links, large attributes, values as binary PUTs of one source chunk or block),
+with at most two requests per worker in flight. If anything fails, or the walk meets something
+refused, the domain is deleted, unless ``--keep-partial``. With ``--overwrite`` of an existing
+domain the file is walked once first without sending, so a refused file leaves it as it was.
 
 What is kept and how is in docs/fidelity.md. Linking datasets in place instead of copying them
 (``--link``) is one pluggable step, :class:`LinkStep`: given an h5py dataset it returns a
@@ -49,7 +52,6 @@ from h5lake.client.loadplan import LinkStep, Planner
 from h5lake.client.rest import RestClient, RestError
 from h5lake.client.upload import LoadStats, Uploader
 from h5lake.errors import InvalidInput
-from h5lake.model.ids import Collection
 from h5lake.versions.names import split_domain
 
 log = logging.getLogger(__name__)
@@ -69,40 +71,60 @@ def load_file(
 ) -> tuple[LoadStats, list[str]]:
     """Copy ``source`` into ``client.domain`` (linking what ``link_step`` links); returns the
     counts and the notes to report. External raw data files are looked for as
-    :func:`external_folder` says; missing ones are named before anything is sent."""
+    :func:`external_folder` says; missing ones are all named once the walk has met them."""
     folder = external_folder(source, external_prefix)
     with open_source(source, s3) as f:
         planner = Planner(f, link_step, folder)
         try:
-            plan = planner.plan()
-        except (ExternalFilesMissing, Unreadable) as exc:
-            raise ToolError(f"{source}: {exc}; nothing was loaded") from None
-        except Unrepresentable as exc:
-            raise ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded") from None
-        except linking.LinkError as exc:
-            raise ToolError(f"{source}: {exc}; nothing was loaded") from None
-        try:
             if client.domain_exists():
                 if not overwrite:
                     raise ToolError(f"domain {client.domain} already exists (use --overwrite to replace it)")
+                _check_first(f, link_step, folder, source)  # the old domain stays if the file is refused
                 client.delete("/")
         except RestError as exc:
             raise ToolError(explain(exc, client)) from None
-        uploader = Uploader(client, f, plan, planner.by_addr, workers=workers, quiet=quiet)
-        external = any("externalStorage" in n.props.get("layout", {}) for n in plan.of_kind(Collection.DATASETS))
+        uploader = Uploader(client, f, planner, workers=workers, quiet=quiet)
         try:
-            with working_directory(str(folder) if external else None):
+            # HDF5 reads external raw data files relative to the working directory
+            with working_directory(str(folder) if folder.is_dir() else None):
                 stats = uploader.run()
-            stats.maps = mapfiles.load_maps(client, f)
+            stats.maps = mapfiles.load_maps(client, f, planner.marked)
         except BaseException as exc:
-            if uploader.ids and not keep_partial:
+            if uploader.started and not keep_partial:
                 _delete_quietly(client)
+            refused = _refusal(exc, source)
+            if refused is not None:
+                raise refused from None
             if isinstance(exc, ToolError | KeyboardInterrupt):
                 raise
             if isinstance(exc, RestError):
                 raise ToolError(explain(exc, client)) from None
             raise
-    return stats, plan.notes + planner.link_step.notes
+    return stats, planner.notes + planner.link_step.notes
+
+
+def _refusal(exc: BaseException, source: Source) -> ToolError | None:
+    """What to say when the walk refused the file (the partial domain was deleted)."""
+    if isinstance(exc, ExternalFilesMissing | Unreadable | linking.LinkError):
+        return ToolError(f"{source}: {exc}; nothing was loaded")
+    if isinstance(exc, Unrepresentable):
+        return ToolError(f"{source}: cannot be represented in h5lake: {exc.feature}; nothing was loaded")
+    return None
+
+
+def _check_first(f: Any, link_step: LinkStep | None, folder: Path, source: Source) -> None:
+    """Walk the whole file once without sending anything: before an existing domain is
+    replaced, so that a file h5lake refuses leaves it as it was."""
+    planner = Planner(f, link_step, folder)
+    planner.root_id = "g-00000000-00000000-0000-000000-000000"
+    try:
+        for node in planner.walk():
+            node.handle = None
+    except BaseException as exc:
+        refused = _refusal(exc, source)
+        if refused is not None:
+            raise refused from None
+        raise
 
 
 def _delete_quietly(client: RestClient) -> None:

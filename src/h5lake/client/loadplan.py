@@ -1,21 +1,22 @@
-"""The first phase of ``h5lake load``: :class:`Planner` walks the file with h5py (metadata only)
-into a :class:`Plan`, refusing what the service cannot represent before any request is made."""
+"""The walk of ``h5lake load``: :class:`Planner` reads the file with h5py, breadth first, and
+yields each object as it is read (metadata; values are read by the upload), refusing what the
+service cannot represent when it meets it."""
 
 
 from __future__ import annotations
 
 import base64
 import math
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import h5py
 import numpy as np
-import orjson
-from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
 
-from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.client import h5native, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
@@ -28,13 +29,19 @@ from h5lake.client.h5props import (
 )
 from h5lake.client.h5source import S3_FILES, ExternalFilesMissing, Unreadable
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_json
-from h5lake.errors import InvalidInput
-from h5lake.model.fromjson import EXACT_FILL, json_to_array
-from h5lake.model.ids import Collection
+from h5lake.client.loadchecks import (
+    check_filters_kept,
+    check_filters_readable,
+    fill_json_is_exact,
+    nullterm_cut,
+)
+from h5lake.client.mapfiles import MARK as MAP_MARK
+from h5lake.model.fromjson import EXACT_FILL
+from h5lake.model.ids import Collection, object_id_with
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import CharSet, StrPad, TypeClass, TypeJson, type_class, wire_dtype
-from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.model.types import CharSet, TypeJson
+from h5lake.model.values import array_to_json, bytes_to_array
 
 
 class LinkStep(Protocol):
@@ -70,9 +77,9 @@ class CopyAll:
         return None
 
 
+OPEN_QUEUED = 4096  # objects waiting in the walk's queue with their HDF5 object open; more wait closed
 POST_BATCH = 300  # objects per POST, as h5pyd sends them
 LINK_BATCH = 2000  # links per PUT
-ATTR_BATCH_BYTES = 8 * MIB  # attribute values per PUT
 BLOCK_BYTES = 8 * MIB  # values per PUT for contiguous data and oversized chunks
 USER_BLOCK_KEPT = 64 * 1024  # bytes of a user block's content kept (trailing zeros not counted)
 TIME_STEP = 1e-5  # seconds between consecutive `created` stamps: keeps creation order
@@ -87,7 +94,7 @@ _CSETS = {h5t.CSET_ASCII: CharSet.ASCII.value, h5t.CSET_UTF8: CharSet.UTF8.value
 class AttrPlan:
     name: str
     type: TypeJson
-    committed: int | None  # node index of the committed datatype it shares
+    committed: str | None  # id of the committed datatype it shares
     space: dict[str, Any]
     dims: tuple[int, ...]
     name_cset: str | None
@@ -97,7 +104,7 @@ class AttrPlan:
 class LinkPlan:
     name: str
     body: dict[str, Any]  # link JSON without `id` (hard links) and `created`
-    target: int | None = None  # node index of a hard link's target
+    target: str | None = None  # id of a hard link's target
 
 
 @dataclass
@@ -110,10 +117,19 @@ class Node:
     attrs: list[AttrPlan] = field(default_factory=list)
     links: list[LinkPlan] = field(default_factory=list)
     type: TypeJson | None = None
-    committed: int | None = None  # node index of a committed datatype the dataset shares
+    committed: str | None = None  # id of a committed datatype the dataset shares
     space: dict[str, Any] | None = None
     linked: linking.LinkPlan | None = None  # set when the dataset is linked, not copied
     fill_refs: np.ndarray | None = None  # a fill value holding object references (as MATLAB writes), made JSON by the upload
+    addr: int = 0  # its address in the file
+    id: str = ""  # its id in the domain (`Planner.id_at`)
+    read: bool = False  # taken by the walk
+    ref: Any = None  # an object reference instead of ``handle`` while queued (`OPEN_QUEUED`)
+    # set by the upload: what went with the object's POST, the id of a linked dataset's chunk table
+    links_sent: bool = False
+    attrs_sent: bool = False
+    value_sent: bool = False
+    table_id: str | None = None
 
     @property
     def copy_values(self) -> bool:
@@ -122,15 +138,6 @@ class Node:
     def describe(self) -> str:
         kind = {Collection.GROUPS: "group", Collection.DATASETS: "dataset", Collection.DATATYPES: "datatype"}[self.kind]
         return f"{kind} {self.path}"
-
-
-@dataclass
-class Plan:
-    nodes: list[Node]
-    notes: list[str]
-
-    def of_kind(self, kind: Collection) -> list[Node]:
-        return [n for n in self.nodes if n.kind is kind and n.index != 0]
 
 
 def _name(raw: bytes) -> str:
@@ -164,17 +171,30 @@ def space_json(space: Any) -> tuple[dict[str, Any], tuple[int, ...]]:
 
 
 class Planner:
-    """Walks a file from its root group, breadth first, into a :class:`Plan`."""
+    """Walks a file from its root group, breadth first, yielding each object once it is read
+    (:meth:`walk`), and refusing what the service cannot represent as it meets it.
+
+    Memory: a node is dropped once the upload has sent it; what the walk keeps is the queue of
+    objects found and not yet read (at most the widest level of the tree; past `OPEN_QUEUED`
+    of them each waits as an object reference, ~0.3 KiB, not an open object, ~20 KiB) and the addresses of
+    objects that may be met again (more than one hard link, reached by a reference, committed
+    datatypes), not one entry per object. Ids are made from file addresses (:meth:`id_at`), so
+    a reference or a link needs no table of the ids given so far."""
 
     def __init__(self, f: h5py.File, link_step: LinkStep | None = None, external_folder: Path | None = None) -> None:
         self.file = f
         self.link_step: LinkStep = link_step or CopyAll()
         self.external_folder = external_folder or Path(f.filename).resolve().parent
         self.missing_external: list[tuple[str, list[str]]] = []  # dataset path, file names
-        self.nodes: list[Node] = []
-        self.by_addr: dict[int, int] = {}
+        self.queue: deque[Node] = deque()  # found, not yet read
+        self.ready: list[Node] = []  # committed datatypes read ahead of their turn (`_committed`)
+        self.by_addr: dict[int, Node | None] = {}  # objects that may be met again: pending node, or None once read
+        self.root_id = ""
+        self.root_addr = h5o.get_info(h5o.open(f.id, b"/")).addr
         self.notes: list[str] = []
         self.dangling = False  # a reference to an object that no longer exists was met
+        self.marked: list[str] = []  # datasets marked as maps (client/mapfiles.py)
+        self.found = 0  # objects found so far, the root included
 
     def external_path(self, name: str) -> Path:
         """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
@@ -182,46 +202,91 @@ class Planner:
         path = Path(name)
         return path if path.is_absolute() else self.external_folder / path
 
-    def plan(self) -> Plan:
+    def root_properties(self) -> dict[str, Any]:
+        """The root group's creationProperties (with the file's user block)."""
+        props = group_properties(h5o.open(self.file.id, b"/"))
         user_block = read_user_block(self.file)
-        root = h5o.open(self.file.id, b"/")
-        self._node(root, "/")
-        done = 0
-        while done < len(self.nodes):  # nodes are appended as they are found
-            node = self.nodes[done]
-            try:
-                self._fill(node)
-            except Unrepresentable as exc:
-                raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
-            except h5native.NativeUnavailable:
-                raise
-            except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
-                raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
-            done += 1
+        if user_block is not None:  # a file property: kept with the root group's
+            props["userBlock"] = user_block
+        return props
+
+    def id_at(self, kind: Collection, addr: int) -> str:
+        """The id of the object at file address ``addr``: the root's, or one made of the root's
+        first half and the address (unique in the file, so in the new domain)."""
+        if addr == self.root_addr:
+            return self.root_id
+        return object_id_with(kind, self.root_id, addr)
+
+    def id_of(self, oid: Any) -> str:
+        info = h5o.get_info(oid)
+        return self.id_at(_TYPE_CLASSES[info.type], info.addr)
+
+    def walk(self) -> Iterator[Node]:
+        """Every object, read, in breadth-first order from the root (which comes first); a
+        committed datatype before any object that uses it. Set ``root_id`` first. Files of
+        external raw data that are missing are all named at the end (`ExternalFilesMissing`)."""
+        self._node(h5o.open(self.file.id, b"/"), "/")
+        while self.queue:
+            node = self.queue.popleft()
+            if node.read:
+                continue
+            node.read = True
+            self._read(node)
+            yield from self._ready()
+            yield node
         if self.missing_external:
             listed = "; ".join(f"dataset {path}: {', '.join(names)}" for path, names in self.missing_external)
             raise ExternalFilesMissing(
                 f"external raw data files are missing ({listed}; looked in {self.external_folder}: "
                 "give --external-prefix DIR where they are)"
             )
-        if user_block is not None:  # a file property: kept with the root group's
-            self.nodes[0].props["userBlock"] = user_block
-        return Plan(self.nodes, self.notes)
 
-    def _node(self, oid: Any, path: str) -> int:
+    def _ready(self) -> Iterator[Node]:
+        while self.ready:
+            yield self.ready.pop(0)
+
+    def _read(self, node: Node) -> None:
+        if node.addr in self.by_addr:
+            self.by_addr[node.addr] = None  # read: met again, it is not queued again
+        self._read_node(node)
+
+    def _read_node(self, node: Node) -> None:
+        if node.handle is None:
+            node.handle, node.ref = h5r.dereference(node.ref, self.file.id), None
+        try:
+            self._fill(node)
+        except Unrepresentable as exc:
+            raise Unrepresentable(f"{node.describe()}: {exc.feature}") from None
+        except h5native.NativeUnavailable:
+            raise
+        except (RuntimeError, OSError) as exc:  # h5py's classes for HDF5's own errors
+            raise Unreadable(f"{node.describe()}: HDF5 cannot read it ({exc})") from None
+
+    def _node(self, oid: Any, path: str, *, linked: bool = True) -> str:
+        """The id of the object ``oid`` met at ``path``, queued to be read when first met.
+        ``linked``: met through a hard link (else by a reference or as a committed type). An
+        object with one hard link met through it is met only there: it is not remembered. One
+        with hard links met by a reference is not queued (its link is met in the walk)."""
         info = h5o.get_info(oid)
-        found = self.by_addr.get(info.addr)
-        if found is not None:
-            node = self.nodes[found]
-            if node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
-                node.path, node.handle = path, oid
-            return found
         if info.type not in _TYPE_CLASSES:
             raise Unrepresentable(f"object type {info.type} at {path}")
-        index = len(self.nodes)
-        self.by_addr[info.addr] = index
-        self.nodes.append(Node(index, _TYPE_CLASSES[info.type], path, oid))
-        return index
+        kind = _TYPE_CLASSES[info.type]
+        obj_id = self.id_at(kind, info.addr)
+        if info.addr in self.by_addr:
+            node = self.by_addr[info.addr]
+            if node is not None and node.path.startswith("(") and path.startswith("/"):  # met by reference or type first
+                node.path, node.handle = path, oid
+            return obj_id
+        if not linked and info.rc > 0 and info.addr != self.root_addr:
+            return obj_id  # reached by its hard link in the walk
+        node = Node(self.found, kind, path, oid, addr=info.addr, id=obj_id)
+        self.found += 1
+        if not linked or info.rc != 1:
+            self.by_addr[info.addr] = node
+        if len(self.queue) >= OPEN_QUEUED:  # an open object costs ~20 KiB (HDF5's header): keep a reference
+            node.ref, node.handle = h5r.create(oid, b".", h5r.OBJECT), None
+        self.queue.append(node)
+        return obj_id
 
     def _fill(self, node: Node) -> None:
         oid = node.handle
@@ -299,13 +364,30 @@ class Planner:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
             cset = _CSETS.get(info.cset, CharSet.ASCII.value)
             node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None))
+            if name == MAP_MARK and node.kind is Collection.DATASETS:
+                self.marked.append(node.path)
             if h5values.has_reference(t):
                 h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
 
-    def _committed(self, tid: Any) -> int | None:
+    def _committed(self, tid: Any) -> str | None:
+        """The id of a committed datatype ``tid`` is, read now if it was not (it is sent
+        before the object that uses it: the server resolves the id)."""
         if not tid.committed():
             return None
-        return self._node(tid, "(anonymous)")
+        info = h5o.get_info(tid)
+        node = self.by_addr.get(info.addr, False)
+        if node is None:  # read already
+            return self.id_at(Collection.DATATYPES, info.addr)
+        if node is False:
+            node = Node(self.found, Collection.DATATYPES, "(anonymous)", tid, addr=info.addr,
+                        id=self.id_at(Collection.DATATYPES, info.addr))
+            self.found += 1
+        assert isinstance(node, Node)
+        self.by_addr[info.addr] = None
+        node.read = True  # if it is queued too, the walk passes it
+        self._read_node(node)
+        self.ready.append(node)
+        return node.id
 
     # -- datasets --
 
@@ -333,8 +415,8 @@ class Planner:
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
-        _check_filters_kept(dsid)
-        _check_filters_readable(dsid)
+        check_filters_kept(dsid)
+        check_filters_readable(dsid)
         axis = self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
             maxdims = list(node.space.get("maxdims", dims))
@@ -356,11 +438,11 @@ class Planner:
             return None, None
         if h5values.is_raw(t):
             try:
-                wire = _nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
+                wire = nullterm_cut(h5values.raw_to_wire(h5native.fill_value(dcpl, memory_type_id(tid, t)), t), t)
                 value = array_to_json(bytes_to_array(wire, t, ()), t)
             except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
                 raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
-            if not _fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
+            if not fill_json_is_exact(value, t, wire):  # sent as JSON, it would be altered or refused
                 return value, base64.b64encode(wire).decode("ascii")
             return value, None
         try:
@@ -377,81 +459,10 @@ class Planner:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
 
 
-def _fill_json_is_exact(value: Any, t: TypeJson, wire: bytes) -> bool:
-    """Whether a fill value's JSON gives back its bytes, as far as strings go: bytes that are
-    not UTF-8 become U+FFFD (and may then not fit the string); a NaN's payload may change too,
-    which HDF5 and h5lake read as the same NaN."""
-    if "\ufffd" not in orjson.dumps(value).decode():
-        return True
-    try:
-        return array_to_bytes(json_to_array(value, t, ()), t) == wire
-    except InvalidInput:
-        return False
-
-
-def _nullterm_cut(wire: bytes, t: TypeJson) -> bytes:
-    """A null-terminated fixed-length string ends at its first NUL, as HDF5 reads it: the bytes
-    after it (a C buffer's leftovers, often not UTF-8) are no part of the value and are zeroed,
-    also in the members of compounds and the elements of arrays (one element, packed)."""
-    buf = bytearray(wire)
-    _cut_strings(buf, t, 0)
-    return bytes(buf)
-
-
-def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
-    match type_class(t):
-        case TypeClass.STRING if t.get("strPad") == StrPad.NULLTERM and isinstance(t.get("length"), int):
-            end = at + t["length"]
-            nul = buf.find(b"\0", at, end)
-            if nul >= 0:
-                buf[nul:end] = bytes(end - nul)
-        case TypeClass.COMPOUND:
-            for f in t["fields"]:
-                _cut_strings(buf, f["type"], at)
-                at += wire_dtype(f["type"]).itemsize
-        case TypeClass.ARRAY:
-            size = wire_dtype(t["base"]).itemsize
-            for k in range(math.prod(t["dims"])):
-                _cut_strings(buf, t["base"], at + k * size)
-
-
 def _check_name_length(what: str, name: str) -> None:
     size = len(name.encode("utf-8", "surrogateescape"))
     if size > MAX_NAME_BYTES:
         raise Unrepresentable(f"{what} {name[:40]!r}... has a name of {size} bytes (h5lake keeps names of at most {MAX_NAME_BYTES})")
-
-
-def _check_filters_kept(dsid: Any) -> None:
-    """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
-    may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
-    Found here, before anything is sent, so the refusal names the dataset (hdf5plugin's SPERR
-    filter is one: its set_local makes it mandatory)."""
-    dcpl = dsid.get_create_plist()
-    for i in range(dcpl.get_nfilters()):
-        fid, flags, _, raw_name = dcpl.get_filter(i)
-        if fid in KNOWN_FILTER_IDS or flags & h5z.FLAG_OPTIONAL:
-            continue
-        name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-        raise Unrepresentable(
-            f"filter {fid} ({name or 'unnamed'}) is not optional and h5lake has no codec for it "
-            "(h5lake keeps such a filter only when HDF5 may skip it, H5Z_FLAG_OPTIONAL)"
-        )
-
-
-def _check_filters_readable(dsid: Any) -> None:
-    """Values are copied through HDF5: each filter of a dataset with stored values must be one
-    HDF5 can run here (built in, a plugin, or h5lake's codec registered by `open_source`)."""
-    if dsid.get_storage_size() == 0:
-        return
-    dcpl = dsid.get_create_plist()
-    for i in range(dcpl.get_nfilters()):
-        fid, _, _, raw_name = dcpl.get_filter(i)
-        if not h5z.filter_avail(fid):
-            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-            raise Unrepresentable(
-                f"filter {fid} ({name or 'unnamed'}): neither h5lake nor an HDF5 plugin here can decode it, "
-                "so its values cannot be read (install the plugin and set HDF5_PLUGIN_PATH)"
-            )
 
 
 def read_user_block(f: h5py.File) -> dict[str, Any] | None:
@@ -502,7 +513,7 @@ class _FillReferences:
         target = dereference(ref, self.planner.file)
         if target is None:
             raise Unrepresentable("a fill value holding a reference to an object that no longer exists")
-        self.planner._node(target, "(reached only by a reference)")
+        self.planner._node(target, "(reached only by a reference)", linked=False)
         self.found = True
         return b"groups/g-00000000-00000000-0000-000000-000000"  # a placeholder: the upload writes the id
 
@@ -525,7 +536,7 @@ class _Scanner:
                 self.planner.notes.append(DANGLING_NOTE)
             self.planner.dangling = True
         else:
-            self.planner._node(target, "(reached only by a reference)")
+            self.planner._node(target, "(reached only by a reference)", linked=False)
         return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
 
     def from_wire(self, value: bytes, region: bool) -> Any:

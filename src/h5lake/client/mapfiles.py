@@ -117,10 +117,12 @@ def _attribute_body(attr: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_maps(client: RestClient, f: h5py.File) -> int:
-    """Turn the marked datasets just loaded from ``f`` back into maps; returns how many."""
+def load_maps(client: RestClient, f: h5py.File, marked: list[str] | None = None) -> int:
+    """Turn the marked datasets just loaded from ``f`` back into maps (``marked``: their paths,
+    as the load's walk found them; else ``f`` is walked for them); returns how many."""
     count = 0
-    for path, dset in _marked(f):
+    found = _marked(f) if marked is None else [(path, f[path]) for path in marked]
+    for path, dset in found:
         mark = json.loads(dset.attrs[MARK])
         parent_path, _, name = path.rpartition("/")
         parent = client.get_json("/", h5path=parent_path or "/")["id"]

@@ -1,5 +1,5 @@
-"""The second phase of ``h5lake load``: :class:`Uploader` creates the domain and sends the plan
-(types, groups, datasets, links, attributes, then values from a thread pool)."""
+"""``h5lake load``'s upload: :class:`Uploader` creates the domain and sends the objects the
+planner's walk yields as it yields them, in batches, with bounded concurrency."""
 
 
 from __future__ import annotations
@@ -7,15 +7,16 @@ from __future__ import annotations
 import base64
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import h5py
 import orjson
-from h5py import h5a, h5d, h5o, h5r
+from h5py import h5a, h5d, h5r
 
 from h5lake.client import h5values
 from h5lake.client import load_link as linking
@@ -26,14 +27,14 @@ from h5lake.client.common import (
     rate,
 )
 from h5lake.client.loadplan import (
-    ATTR_BATCH_BYTES,
     BLOCK_BYTES,
     LINK_BATCH,
     POST_BATCH,
     TIME_STEP,
     AttrPlan,
+    LinkPlan,
     Node,
-    Plan,
+    Planner,
     dereference,
     parse_collection,
 )
@@ -47,15 +48,18 @@ INLINE_VALUE_BYTES = 16 * 1024  # a dataset's whole value sent with its POST
 
 # -- the upload --------------------------------------------------------------------------------
 
+INLINE_LINKS = 2000  # a group's links sent with its POST; a wider group's go in PUTs after it
+BATCH_BYTES = 8 * MIB  # about this much (attributes, values, links) in one POST at most
+
 
 class _Ids:
-    """References while uploading: HDF5 references to the ids chosen for their targets."""
+    """References while uploading: HDF5 references to the ids of their targets."""
 
-    def __init__(self, f: h5py.File, by_addr: dict[int, int], ids: list[str]) -> None:
-        self.file, self.by_addr, self.ids = f, by_addr, ids
+    def __init__(self, f: h5py.File, planner: Planner) -> None:
+        self.file, self.planner = f, planner
 
     def id_of(self, oid: Any) -> str:
-        return self.ids[self.by_addr[h5o.get_info(oid).addr]]
+        return self.planner.id_of(oid)
 
     def to_wire(self, ref: Any, region: bool) -> bytes:
         if not ref:
@@ -63,7 +67,7 @@ class _Ids:
         target = dereference(ref, self.file)
         if target is None:  # its object no longer exists: an id no object in the domain has
             kind = Collection.DATASETS if region else Collection.GROUPS
-            gone = new_object_id(kind, self.ids[0])
+            gone = new_object_id(kind, self.planner.root_id)
             if not region:
                 return f"{kind.path}/{gone}".encode()
             return orjson.dumps({"id": f"{kind.path}/{gone}"})
@@ -87,7 +91,7 @@ class LoadStats:
     linked: int = 0  # datasets linked in place
     chunks_linked: int = 0
     seconds: float = 0.0
-    metadata_seconds: float = 0.0  # creating the domain, objects, links and attributes
+    metadata_seconds: float = 0.0  # until every object, link and attribute was sent
     maps: int = 0  # marked compound datasets turned back into maps (client/mapfiles.py)
 
     @property
@@ -106,72 +110,141 @@ class LoadStats:
         )
 
 
+Task = Callable[[], "int | list[Task]"]  # returns the bytes of values it sent, or tasks to run after it
+
+
 class Uploader:
-    def __init__(self, client: RestClient, f: h5py.File, plan: Plan, by_addr: dict[int, int], *, workers: int = 8, quiet: bool = True) -> None:
+    """Creates the domain, then streams the planner's walk: objects in POSTs of up to
+    `POST_BATCH` (each with its links, attributes and a small value), at most two requests per
+    worker in flight; what needs an object to exist (a wide group's links, large attributes,
+    values, chunk tables) follows its POST; what holds references (their targets may come later
+    in the walk) is sent once every object is made. Memory: the batches being filled and the
+    requests in flight, and the objects whose references wait for the end."""
+
+    def __init__(self, client: RestClient, f: h5py.File, planner: Planner, *, workers: int = 8, quiet: bool = True) -> None:
         self.client = client
         self.file = f
-        self.plan = plan
-        self.by_addr = by_addr
+        self.planner = planner
         self.workers = workers
         self.quiet = quiet
-        self.ids: list[str] = []
-        self.table_ids: dict[int, str] = {}  # node index -> id of its linked chunk table
         self.stats = LoadStats()
-        self.inlined: set[int] = set()  # nodes whose attributes went with their POST
-        self.valued: set[int] = set()  # datasets whose values went with their POST
+        self.refs = _Ids(f, planner)
+        self.started = False  # the domain was made
+        self.batches: dict[Collection, list[Node]] = {Collection.GROUPS: [], Collection.DATASETS: []}
+        self.batch_bytes: dict[Collection, int] = {Collection.GROUPS: 0, Collection.DATASETS: 0}
+        self.in_flight: set[Future[Any]] = set()
+        self.window = 2 * workers
+        self.followups: deque[Task] = deque()
+        self.at_end: list[Task] = []  # need every object made: what holds references
 
     def run(self) -> LoadStats:
         started = time.monotonic()
-        root = self.plan.nodes[0]
-        reply = self.client.put_json("/", {"group": {"creationProperties": root.props}})
-        root_id = reply["root"]
-        self.ids = [root_id if n.index == 0 else new_object_id(n.kind, root_id) for n in self.plan.nodes]
-        for node in self.plan.of_kind(Collection.DATASETS):
-            if node.linked is not None and node.linked.table is not None:
-                self.table_ids[node.index] = new_object_id(Collection.DATASETS, root_id)
-        refs = _Ids(self.file, self.by_addr, self.ids)
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load") as pool:
-            for kind in (Collection.DATATYPES, Collection.GROUPS, Collection.DATASETS):
-                self._all(pool, [partial(self._post, kind, b, refs) for b in _batches(self.plan.of_kind(kind), POST_BATCH)])
-            self._all(pool, [partial(self._put_links, b) for b in self._link_batches()])
-            self._all(pool, [partial(self._put_attributes, b, refs) for b in self._attribute_batches()])
-            self.stats.metadata_seconds = time.monotonic() - started
-            self._values(pool, refs)
-        self.stats.groups = len(self.plan.of_kind(Collection.GROUPS)) + 1
-        self.stats.datasets = len(self.plan.of_kind(Collection.DATASETS))
-        linked = [n.linked for n in self.plan.of_kind(Collection.DATASETS) if n.linked is not None]
-        self.stats.linked = len(linked)
-        self.stats.chunks_linked = sum(plan.chunks_linked for plan in linked)
-        self.stats.datatypes = len(self.plan.of_kind(Collection.DATATYPES))
-        self.stats.links = sum(len(n.links) for n in self.plan.nodes)
-        self.stats.attributes = sum(len(n.attrs) for n in self.plan.nodes)
+        reply = self.client.put_json("/", {"group": {"creationProperties": self.planner.root_properties()}})
+        self.planner.root_id = reply["root"]
+        self.started = True
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="h5lake-load")
+        self.pool = pool
+        try:
+            with progress(0, "values", self.quiet) as self.bar:
+                for node in self.planner.walk():
+                    self._take(node)
+                for kind in self.batches:
+                    self._send(kind)
+                self._drain()
+                self.stats.metadata_seconds = time.monotonic() - started
+                for task in self.at_end:
+                    self._submit(task)
+                self.at_end = []
+                self._drain()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         self.stats.seconds = time.monotonic() - started
         return self.stats
 
-    def _all(self, pool: ThreadPoolExecutor, tasks: list[Callable[[], Any]]) -> None:
-        """Run tasks concurrently; the first failure cancels the rest and is raised."""
-        futures = [pool.submit(task) for task in tasks]
-        _, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        for fut in pending:
-            fut.cancel()
-        for fut in futures:
-            if fut.done() and not fut.cancelled() and fut.exception() is not None:
-                raise fut.exception()  # type: ignore[misc]
-        wait(futures)
+    # -- the stream --
+
+    def _take(self, node: Node) -> None:
+        self._count(node)
+        if node.id == self.planner.root_id:
+            self._submit_all(self._after(node, inline_links=False, inline_attrs=False))
+        elif node.kind is Collection.DATATYPES:  # made now: objects after it may use it
+            self._submit_all(self._post(Collection.DATATYPES, [node]))
+        else:
+            weight = _weight(node)
+            full = len(self.batches[node.kind]) >= POST_BATCH or self.batch_bytes[node.kind] + weight > BATCH_BYTES
+            if self.batches[node.kind] and full:
+                self._send(node.kind)
+            self.batches[node.kind].append(node)
+            self.batch_bytes[node.kind] += weight
+
+    def _count(self, node: Node) -> None:
+        if node.kind is Collection.GROUPS:
+            self.stats.groups += 1
+            self.stats.links += len(node.links)
+        elif node.kind is Collection.DATATYPES:
+            self.stats.datatypes += 1
+        else:
+            self.stats.datasets += 1
+            if node.linked is not None:
+                self.stats.linked += 1
+                self.stats.chunks_linked += node.linked.chunks_linked
+        self.stats.attributes += len(node.attrs)
+
+    def _send(self, kind: Collection) -> None:
+        nodes = self.batches[kind]
+        if not nodes:
+            return
+        self.batches[kind], self.batch_bytes[kind] = [], 0
+        body = self._post_body(kind, nodes)  # read here: h5py is used from this thread only, but for values
+        self._submit(partial(self._post_sent, kind, nodes, body))
+
+    def _submit_all(self, tasks: list[Task]) -> None:
+        for task in tasks:
+            self._submit(task)
+
+    def _submit(self, task: Task) -> None:
+        while len(self.in_flight) >= self.window:
+            self._reap()
+        self.in_flight.add(self.pool.submit(task))
+        while self.followups:  # what finished requests let go now, before reading further
+            follow = self.followups.popleft()
+            while len(self.in_flight) >= self.window:
+                self._reap()
+            self.in_flight.add(self.pool.submit(follow))
+
+    def _reap(self) -> None:
+        done, self.in_flight = wait(self.in_flight, return_when=FIRST_COMPLETED)
+        for fut in done:
+            result = fut.result()  # raises the task's error
+            if isinstance(result, int):
+                self.stats.value_bytes += result
+                self.bar.update(result)
+            else:
+                self.followups.extend(result)
+
+    def _drain(self) -> None:
+        while self.in_flight or self.followups:
+            if self.followups:
+                self._submit(self.followups.popleft())
+            else:
+                self._reap()
 
     # -- objects --
 
-    def _type_ref(self, t: TypeJson | None, committed: int | None) -> Any:
-        return self.ids[committed] if committed is not None else t
+    def _type_ref(self, t: TypeJson | None, committed: str | None) -> Any:
+        return committed if committed is not None else t
 
-    def _post(self, kind: Collection, nodes: list[Node], refs: _Ids) -> None:
-        """One POST of up to POST_BATCH objects, each with its attributes and (a small dataset)
-        its values inline when they are small: the server stores each object in one write."""
+    def _post(self, kind: Collection, nodes: list[Node]) -> list[Task]:
+        return self._post_sent(kind, nodes, self._post_body(kind, nodes))
+
+    def _post_body(self, kind: Collection, nodes: list[Node]) -> list[dict[str, Any]]:
+        """The POST items of ``nodes``: each with its links, attributes and (a small dataset)
+        its value inline when they allow it; what does not go inline is noted on the node."""
         body = []
         for node in nodes:
-            item: dict[str, Any] = {"id": self.ids[node.index], "creationProperties": node.props}
+            item: dict[str, Any] = {"id": node.id, "creationProperties": node.props}
             if node.fill_refs is not None and node.type is not None:  # references in the fill value, as ids now
-                fill = h5values.to_model(node.fill_refs, node.type, _Ids(self.file, self.by_addr, self.ids)).reshape(())
+                fill = h5values.to_model(node.fill_refs, node.type, self.refs).reshape(())
                 item["creationProperties"] = {**node.props, "fillValue": array_to_json(fill, node.type)}
             if kind is Collection.DATATYPES:
                 item["type"] = node.type
@@ -179,16 +252,23 @@ class Uploader:
                 item["type"] = self._type_ref(node.type, node.committed)
                 item["shape"] = node.space
                 if node.linked is not None:
-                    table_id = self.table_ids.get(node.index)
                     if node.linked.table is not None:  # made in the same request, before the dataset
-                        body.append(table_item(table_id, node.linked.table))
-                    item["creationProperties"] = node.linked.with_table(table_id)
+                        node.table_id = new_object_id(Collection.DATASETS, self.planner.root_id)
+                        body.append(table_item(node.table_id, node.linked.table))
+                    item["creationProperties"] = node.linked.with_table(node.table_id)
                 else:
-                    self._inline_value(node, item, refs)
+                    node.value_sent = self._inline_value(node, item)
+            elif kind is Collection.GROUPS and len(node.links) <= INLINE_LINKS:
+                item["links"] = _link_items(node.links)
+                node.links_sent = True
             if _inline_attributes(node):
-                item["attributes"] = self._attribute_items(node, refs)
-                self.inlined.add(node.index)
+                item["attributes"] = self._attribute_items(node)
+                node.attrs_sent = True
             body.append(item)
+        return body
+
+    def _post_sent(self, kind: Collection, nodes: list[Node], body: list[dict[str, Any]]) -> list[Task]:
+        """One POST of a batch; returns what must follow it."""
         try:
             self.client.post_json(f"/{kind.path}", body)
         except RestError as exc:
@@ -199,89 +279,78 @@ class Uploader:
                     "covering the file, or load without --link to copy the values"
                 ) from None
             raise ToolError(f"creating {kind.path} ({names}) failed: {exc.message}") from None
+        tasks: list[Task] = []
+        for node in nodes:
+            tasks.extend(self._after(node, inline_links=node.links_sent, inline_attrs=node.attrs_sent))
+        return tasks
 
-    def _inline_value(self, node: Node, item: dict[str, Any], refs: _Ids) -> None:
+    def _after(self, node: Node, *, inline_links: bool, inline_attrs: bool) -> list[Task]:
+        """What follows an object's creation: its links and attributes that did not go with it,
+        a linked dataset's chunk table, a copied dataset's values (those holding references at
+        the end). Keeps the node only as long as those tasks do."""
+        tasks: list[Task] = []
+        if node.links and not inline_links:
+            for first in range(0, len(node.links), LINK_BATCH):
+                tasks.append(partial(self._put_links, node.id, node.links[first : first + LINK_BATCH], first))
+        if node.attrs and not inline_attrs:
+            task = partial(self._put_attributes, node)
+            if any(h5values.has_reference(a.type) for a in node.attrs):
+                self.at_end.append(task)
+            else:
+                tasks.append(task)
+        if node.kind is Collection.DATASETS:
+            if node.linked is not None and node.linked.table is not None:
+                assert node.table_id is not None
+                tasks.append(partial(put_table, self.client, node.table_id, node.linked.table))
+            elif node.copy_values and not node.value_sent and not self.planner.missing_external:
+                values = [partial(self._put_values, node, sel) for sel, _ in value_boxes(node)]
+                if node.type is not None and h5values.has_reference(node.type):
+                    self.at_end.extend(values)
+                else:
+                    tasks.extend(values)
+        return tasks
+
+    def _inline_value(self, node: Node, item: dict[str, Any]) -> bool:
         """Put a small dataset's whole value in its POST item (``value_base64``), when one box
         covers the whole extent and its type holds no references or variable-length parts."""
         assert node.type is not None
-        if is_variable(node.type) or "H5T_REFERENCE" in orjson.dumps(node.type).decode():
-            return
+        if is_variable(node.type) or h5values.has_reference(node.type):
+            return False
+        if self.planner.missing_external and "externalStorage" in node.props.get("layout", {}):
+            return False  # perhaps its files: named at the end of the walk
         size = item_size(node.type)
         if not size or node.space is None or size * math.prod(node.space.get("dims", [])) > INLINE_VALUE_BYTES:
-            return
+            return False
         boxes = list(value_boxes(node))
         shape = node.space.get("dims", [])
         if len(boxes) != 1 or (boxes[0][0] is not None and [s.stop - s.start for s in boxes[0][0]] != list(shape)):
-            return
+            return not boxes  # nothing stored: nothing to send
         try:
-            data = h5values.read_dataset(node.handle, node.handle.get_type(), node.type, boxes[0][0], refs)
+            data = h5values.read_dataset(node.handle, node.handle.get_type(), node.type, boxes[0][0], self.refs)
         except (OSError, ValueError, TypeError) as exc:
             raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
         item["value_base64"] = base64.b64encode(data).decode()
-        self.valued.add(node.index)
         self.stats.value_bytes += len(data)
+        return True
 
     # -- links --
 
-    def _link_batches(self) -> Iterator[dict[str, dict[str, Any]]]:
-        batch: dict[str, dict[str, Any]] = {}
-        count = 0
-        for node in self.plan.nodes:
-            if not node.links:
-                continue
-            for part in _batches(node.links, LINK_BATCH):
-                if count + len(part) > LINK_BATCH and batch:
-                    yield batch
-                    batch, count = {}, 0
-                gid = self.ids[node.index]
-                if gid in batch:  # a big group goes in its own batches, one after another
-                    yield batch
-                    batch, count = {}, 0
-                batch[gid] = {"node": node, "links": part}
-                count += len(part)
-        if batch:
-            yield batch
-
-    def _put_links(self, batch: dict[str, dict[str, Any]]) -> None:
-        body: dict[str, Any] = {}
-        for gid, entry in batch.items():
-            node: Node = entry["node"]
-            first = node.links.index(entry["links"][0])
-            stamp = time.time()
-            links = {}
-            for i, link in enumerate(entry["links"]):
-                item = dict(link.body, created=stamp + (first + i) * TIME_STEP)
-                if link.target is not None:
-                    item["id"] = self.ids[link.target]
-                links[link.name] = item
-            body[gid] = {"links": links}
-        self.client.put_json(f"/groups/{self.ids[0]}/links", {"grp_ids": body})
+    def _put_links(self, group_id: str, links: list[LinkPlan], first: int) -> list[Task]:
+        body = {group_id: {"links": _link_items(links, first)}}
+        self.client.put_json(f"/groups/{self.planner.root_id}/links", {"grp_ids": body})
+        return []
 
     # -- attributes --
 
-    def _attribute_batches(self) -> Iterator[list[Node]]:
-        batch: list[Node] = []
-        size = 0
-        for node in self.plan.nodes:
-            if not node.attrs or node.index in self.inlined:
-                continue
-            weight = sum(_attr_weight(a) for a in node.attrs)
-            if batch and size + weight > ATTR_BATCH_BYTES:
-                yield batch
-                batch, size = [], 0
-            batch.append(node)
-            size += weight
-        if batch:
-            yield batch
-
-    def _put_attributes(self, nodes: list[Node], refs: _Ids) -> None:
-        body = {self.ids[node.index]: {"attributes": self._attribute_items(node, refs)} for node in nodes}
+    def _put_attributes(self, node: Node) -> list[Task]:
+        body = {node.id: {"attributes": self._attribute_items(node)}}
         try:
-            self.client.put_json(f"/groups/{self.ids[0]}/attributes", {"obj_ids": body})
+            self.client.put_json(f"/groups/{self.planner.root_id}/attributes", {"obj_ids": body})
         except RestError as exc:
-            raise ToolError(f"attributes of {', '.join(n.path for n in nodes[:3])}: {exc.message}") from None
+            raise ToolError(f"attributes of {node.path}: {exc.message}") from None
+        return []
 
-    def _attribute_items(self, node: Node, refs: _Ids) -> dict[str, Any]:
+    def _attribute_items(self, node: Node) -> dict[str, Any]:
         """A node's attributes as ``PUT .../attributes`` (and a POST's ``attributes``) take them."""
         stamp = time.time()
         attrs = {}
@@ -292,7 +361,7 @@ class Uploader:
             if a.space["class"] != "H5S_NULL":
                 try:
                     aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
-                    wire = h5values.read_attribute(aid, a.type, a.dims, refs)
+                    wire = h5values.read_attribute(aid, a.type, a.dims, self.refs)
                 except (OSError, RuntimeError) as exc:  # h5py's classes for HDF5's own errors (a damaged heap)
                     raise ToolError(f"attribute {a.name!r} of {node.describe()}: cannot read its value: {exc}") from None
                 item["value_base64"] = base64.b64encode(wire).decode()
@@ -301,18 +370,30 @@ class Uploader:
 
     # -- values --
 
-    def _values(self, pool: ThreadPoolExecutor, refs: _Ids) -> None:
-        """The chunk tables of linked datasets, then the values of copied ones."""
-        tasks: list[tuple[Callable[[], int], int]] = []
-        for node in self.plan.of_kind(Collection.DATASETS):
-            if node.linked is not None and node.linked.table is not None:
-                tasks.append((partial(put_table, self.client, self.table_ids[node.index], node.linked.table), 0))
-            elif node.copy_values and node.index not in self.valued:
-                tasks.extend((partial(self._put_values, node, sel, refs), n) for sel, n in value_boxes(node))
-        self.stats.value_bytes += send_all(pool, tasks, 2 * self.workers, self.quiet)
+    def _put_values(self, node: Node, sel: h5values.Selection | None) -> int:
+        return put_box(self.client, node, node.id, sel, self.refs)
 
-    def _put_values(self, node: Node, sel: h5values.Selection | None, refs: _Ids) -> int:
-        return put_box(self.client, node, self.ids[node.index], sel, refs)
+
+def _link_items(links: list[LinkPlan], first: int = 0) -> dict[str, Any]:
+    stamp = time.time()
+    out = {}
+    for i, link in enumerate(links):
+        item = dict(link.body, created=stamp + (first + i) * TIME_STEP)
+        if link.target is not None:
+            item["id"] = link.target
+        out[link.name] = item
+    return out
+
+
+def _weight(node: Node) -> int:
+    """About what a node adds to its POST, in bytes."""
+    weight = 512 + 128 * min(len(node.links), INLINE_LINKS)
+    if node.attrs and _inline_attributes(node):
+        weight += sum(_attr_weight(a) for a in node.attrs)
+    if node.kind is Collection.DATASETS and node.type is not None and node.space is not None:
+        size = item_size(node.type) or 0
+        weight += min(INLINE_VALUE_BYTES, size * math.prod(node.space.get("dims", []))) * 4 // 3
+    return weight
 
 
 def send_all(pool: ThreadPoolExecutor, tasks: list[tuple[Callable[[], int], int]], window: int, quiet: bool) -> int:
@@ -390,21 +471,16 @@ def put_table(client: RestClient, table_id: str, table: linking.ChunkTable, sele
 
 
 def _inline_attributes(node: Node) -> bool:
-    """Whether a node's attributes go with its POST: small, of no committed type and holding no
-    references (their targets may be made in the same batch), and not on a committed datatype."""
-    if not node.attrs or node.kind is Collection.DATATYPES or sum(_attr_weight(a) for a in node.attrs) > INLINE_ATTR_BYTES:
+    """Whether a node's attributes go with its POST: small and holding no references (their
+    targets may come later in the walk). A committed type they use was made before."""
+    if not node.attrs or sum(_attr_weight(a) for a in node.attrs) > INLINE_ATTR_BYTES:
         return False
-    return all(a.committed is None and "H5T_REFERENCE" not in orjson.dumps(a.type).decode() for a in node.attrs)
+    return not any(h5values.has_reference(a.type) for a in node.attrs)
 
 
 def _attr_weight(a: AttrPlan) -> int:
     size = 64 if is_variable(a.type) else item_size(a.type) or 64
     return 256 + size * math.prod(a.dims)
-
-
-def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 def value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:

@@ -75,6 +75,12 @@ def new_object_id(collection: Collection, root_id: str) -> str:
     return _format(collection.value, hex_digits(root_id)[:16] + secrets.token_hex(8))
 
 
+def object_id_with(collection: Collection, root_id: str, number: int) -> str:
+    """The id of an object of the domain whose root is ``root_id``, told apart by ``number``
+    (below 2**64) instead of random digits: ``h5lake load`` uses an object's file address."""
+    return _format(collection.value, hex_digits(root_id)[:16] + f"{number:016x}")
+
+
 def derived_object_id(collection: Collection, root_id: str, seed: str) -> str:
     """An id of the domain of ``root_id`` that is the same every time for the same ``seed`` (a
     merge gives an object a fork made the same id in the target at every merge)."""

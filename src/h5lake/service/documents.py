@@ -39,18 +39,20 @@ import asyncio
 import enum
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
 import orjson
 
 from h5lake.catalog import metatoken
+from h5lake.chunks.capability import capable
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
-from h5lake.model.ids import object_id_of_key, object_key
+from h5lake.model.ids import meta_token_key, object_id_of_key, object_key
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
+from h5lake.storage.base import CreateMany
 
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
@@ -245,6 +247,46 @@ class Documents:
             if existing is None or same is None or not same(existing.doc):
                 raise
         self.object_changed(domain, doc["id"])
+
+    async def create_objects(
+        self, domain: str, docs: Sequence[Doc], same: Callable[[Doc, Doc], bool],
+        each: Callable[[list[int], Callable[[int], Awaitable[None]]], Awaitable[None]],
+    ) -> None:
+        """`create_object` of many (a batch request's objects). A store that can (``CreateMany``,
+        the local directory) makes them durable together; else they are single create-only puts
+        run through ``each`` (a bounded fan-out). Each is whole or absent after a crash; one
+        already there is taken as made when ``same(existing, new)``, else `AlreadyExists`."""
+        data = [(object_key(doc["id"]), dumps(doc)) for doc in docs]
+        made: list[str | None]
+        if capable(self.store, CreateMany):
+            made = await self.store.create_many(data)  # type: ignore[attr-defined]
+        else:
+            made = [None] * len(data)
+
+            async def one(i: int) -> None:
+                try:
+                    made[i] = await self.store.put(data[i][0], data[i][1], if_none_match=True)
+                except PreconditionFailed:
+                    pass
+
+            await each(list(range(len(data))), one)
+        tokens: dict[str, str] = {}  # one metadata token a domain, dropped once for the batch
+        for (key, _), etag in zip(data, made, strict=True):
+            if etag is not None:
+                tokens.setdefault(meta_token_key(object_id_of_key(key) or ""), key)
+        for key in tokens.values():
+            await self.changed(key)
+
+        async def check(i: int) -> None:
+            existing = await self.get(data[i][0])
+            if existing is None or not same(existing.doc, docs[i]):
+                raise AlreadyExists(f"object {docs[i]['id']} already exists")
+
+        await each([i for i, etag in enumerate(made) if etag is None], check)
+        for (key, _), etag, doc in zip(data, made, docs, strict=True):
+            if etag is not None:
+                self.written(key, etag)
+            self.object_changed(domain, doc["id"])
 
     async def put_object(self, domain: str, obj_id: str, doc: Doc, if_match: str | None = None) -> str:
         """Store ``doc`` as object ``obj_id`` of ``domain`` (``if_match``: only over that ETag,

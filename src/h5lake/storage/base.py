@@ -177,6 +177,19 @@ class PutHashed(Protocol):
 
 
 @runtime_checkable
+class CreateMany(Protocol):
+    """An optional capability: many create-only puts whose durability is paid once for all (the
+    objects of one batch request). Each object is whole or absent after a crash at any moment,
+    as with single puts; nothing is durable before the call returns."""
+
+    async def create_many(self, items: Sequence[tuple[str, bytes]]) -> list[str | None]:
+        """``put(key, data, if_none_match=True)`` of each ``(key, data)`` (distinct keys); the
+        ETag of each one made, or None where the key existed (that object is left as it was).
+        On an error some may have been made; none is reported durable."""
+        ...
+
+
+@runtime_checkable
 class CopyObject(Protocol):
     """An optional capability: an object made from another object of the same store without the
     caller sending its bytes (a hard link on a local directory, the same bytes in memory)."""

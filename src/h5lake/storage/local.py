@@ -44,6 +44,7 @@ just files:
   cancelled read leaks nothing.
 
 A copy (``CopyObject``) is a hard link, checked before it gets its name: storage/hardlinks.py.
+Many create-only puts of one batch request share their durability (``CreateMany``): storage/batches.py.
 Limits: a key cannot also be the folder of other keys (``a`` and ``a/b``): such a put raises
 ``ValueError``. Symbolic links inside the root are not listed.
 """
@@ -76,6 +77,7 @@ from h5lake.storage.base import (
     check_key,
     check_prefix,
 )
+from h5lake.storage.batches import BatchCreates
 from h5lake.storage.hardlinks import HardLinkCopies
 from h5lake.storage.lanes import in_bulk
 from h5lake.storage.local_list import holding_keys, scan_folder
@@ -115,7 +117,7 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-class LocalStore(HardLinkCopies):
+class LocalStore(HardLinkCopies, BatchCreates):
     """Objects as files under ``root`` (made if missing).
 
     ``max_threads`` bounds the disk calls in flight on each lane, bulk (chunks) and the rest
@@ -490,8 +492,9 @@ class LocalStore(HardLinkCopies):
                     os.unlink(temp)  # still there after a link, a refusal or an error
         return etag
 
-    def _write_temp(self, key: str, folder: str, data: bytes | memoryview, etag: str) -> str:
-        """Write ``data`` to a new fsync'ed temporary file in ``folder`` and return its path."""
+    def _write_temp(self, key: str, folder: str, data: bytes | memoryview, etag: str, fsync: bool = True) -> str:
+        """Write ``data`` to a new temporary file in ``folder`` (fsync'ed unless ``fsync`` is
+        false: the caller makes it durable, storage/batches.py) and return its path."""
         name = os.path.join(folder, TEMP_PREFIX + secrets.token_hex(8))
         for _ in range(_MAKE_DIRS_TRIES):
             try:
@@ -521,7 +524,8 @@ class LocalStore(HardLinkCopies):
                         raise
                     log.info("no user xattrs under %s: ETags are computed on read", self._root)
                     self._xattrs = False
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):

@@ -49,8 +49,7 @@ from h5lake.service.objects import (
 from h5lake.service.objects import (
     core as objects,
 )
-from h5lake.service.values import core as values
-from h5lake.service.values.requests import JsonValues, ValueWrite
+from h5lake.service.values import initial
 
 
 def _collection(request: Request) -> Collection:
@@ -87,21 +86,9 @@ async def post_datatypes(request: Request) -> Response:
 
 
 async def post_datasets(request: Request) -> Response:
-    svc, who, path, body = service(request), caller(request), domain_param(request), await json_body(request)
-    items, many = await datasets.create_datasets(svc, who, path, body, flag(request, "implicit"))
-    # HSDS takes a dataset's first values in its POST (``value`` or ``value_base64``, as a PUT
-    # of the whole dataset takes them);
-    # the 201 comes once they are written; a batch's are written concurrently (bounded)
-    writes = []
-    for item, made in zip(body if isinstance(body, list) else [body], items):
-        given = {k: item[k] for k in ("value", "value_base64") if item.get(k) is not None} if isinstance(item, dict) else {}
-        if given:
-            writes.append((made["id"], given))
-
-    async def write(one: tuple[str, dict]) -> None:
-        await values.write_values(svc, who, path, one[0], ValueWrite(JsonValues.from_body(one[1])))
-
-    await svc.workers.each(writes, write)
+    items, many = await initial.create_datasets_with_values(
+        service(request), caller(request), domain_param(request), await json_body(request), flag(request, "implicit")
+    )
     return _created(request, items, many)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,11 @@ from h5lake.service.views import Domain
 
 
 async def create_datasets(
-    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False
+    svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False,
+    before_store: Callable[[Domain, list[Doc]], Awaitable[None]] | None = None,
 ) -> tuple[list[Doc], bool]:
+    """``POST /datasets``: one item or a list (made together, service/objects/core.py); with
+    ``before_store``, which may add to the documents (their values) before they are stored."""
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
     docs: list[Doc] = []
@@ -58,6 +62,8 @@ async def create_datasets(
         link = parse_link_request(item)
         if link is not None:
             links.append((docs[-1], link))
+    if before_store is not None:
+        await before_store(domain, docs)
     await store_new_objects(svc, caller, domain, docs, links, implicit)
     for doc, args in initialized:
         await run_initializer(svc, domain, doc, args)

@@ -99,10 +99,8 @@ async def store_new_objects(
     """
     link_requests = [(doc, await place_new_object(svc, domain, link, implicit)) for doc, link in link_requests]
 
-    async def create(doc: Doc) -> None:
-        await svc.docs.create_object(domain.path, doc, lambda existing: _same_object(existing, doc))
-
-    await svc.workers.each(docs, create)
+    # made together (one shared flush on the local store), each whole or absent after a crash
+    await svc.docs.create_objects(domain.path, docs, _same_object, svc.workers.each)
     for doc, link in link_requests:
         await link_new_object(svc, caller, domain, doc, link)
 

@@ -271,23 +271,23 @@ async def _write_values(
             await write_stream(svc, ds, layout, _hyperslab(selection, "a streamed write"), body, STREAM_BLOCK_BYTES)
             return
         if broadcast is not None:
-            _check_broadcast(svc, layout, shape)
+            check_broadcast(svc, layout, shape)
         arr = values_from_bytes(ds, await body.read(), broadcast or shape, fields)
         await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
         return
     if body.points is not None:
         listed = Points(listed=body.points)
         points = await svc.workers.cpu(listed.parse, layout.shape, size=listed.work)
-        arr = await svc.workers.cpu(_json_values, ds, body, (points.npoints,), fields, size=listed.work)
+        arr = await svc.workers.cpu(json_values, ds, body, (points.npoints,), fields, size=listed.work)
         await _write_points(svc, ds, layout, points, arr, fields)
         return
     if appended is not None:
         await _write_any(svc, ds, layout, selection, appended, fields)
         return
-    _check_broadcast(svc, layout, shape)
+    check_broadcast(svc, layout, shape)
     # JSON values become an array on the CPU pool when there are many (a second per few million)
     work = math.prod(broadcast or shape) * layout.dtype.itemsize
-    arr = await svc.workers.cpu(_json_values, ds, body, broadcast or shape, fields, size=work)
+    arr = await svc.workers.cpu(json_values, ds, body, broadcast or shape, fields, size=work)
     await _write_any(svc, ds, layout, selection, _broadcast(arr, broadcast, shape), fields)
 
 
@@ -305,13 +305,13 @@ async def _append_json(
     shape = tuple(request.append.count if d == axis else n for d, n in enumerate(layout.shape))
     names = request.fields if request.fields is not None else body.fields
     t = field_type(ds.type_json, parse_fields(names, layout.dtype))
-    _check_broadcast(svc, layout, shape)
+    check_broadcast(svc, layout, shape)
     work = math.prod(shape) * layout.dtype.itemsize
     arr: np.ndarray = await svc.workers.cpu(json_to_array, body.value, t, shape, size=work)
     return arr
 
 
-def _check_broadcast(svc: Service, layout: DatasetLayout, shape: tuple[int, ...]) -> None:
+def check_broadcast(svc: Service, layout: DatasetLayout, shape: tuple[int, ...]) -> None:
     """A few values broadcast into a selection write as much as a body of the whole selection
     would, so the selection is bounded like a body."""
     nbytes = math.prod(shape) * layout.dtype.itemsize
@@ -342,7 +342,7 @@ async def _write_any(
     await _write_points(svc, ds, layout, points, np.ascontiguousarray(values).reshape((points.npoints,) + values.shape[len(selection.shape) :]), fields)
 
 
-def _json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
+def json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
     if body.packed is not None:
         return values_from_bytes(ds, body.packed, shape, fields)
     return json_to_array(body.value, field_type(ds.type_json, fields), shape, broadcast=True)
