@@ -46,7 +46,7 @@ def _served() -> set[tuple[str, str]]:
     out = set()
     for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES + zarr_routes.ROUTES:
         assert isinstance(route, Route)
-        path = route.path.replace(":path}", "}")
+        path = route.path.replace(":path}", "}").replace(":version}", "}")
         for method in route.methods or ():
             if method != "HEAD":
                 out.add((method, path))

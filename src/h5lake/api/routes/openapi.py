@@ -23,12 +23,45 @@ from starlette.routing import Route
 from h5lake import __version__
 from h5lake.api import schemas as s
 from h5lake.api import schemas_merge as sm
-from h5lake.api.http import JSON, OCTET
+from h5lake.api.http import FLAG_PATTERN, JSON, OCTET
 from h5lake.api.zarr_schemas import ZarrNode
+from h5lake.model.globs import MAX_PATTERN
+from h5lake.model.ids import MAX_DOMAIN_BYTES
 
 _STRING = {"type": "string"}
-_FLAG = {"type": "string", "enum": ["0", "1", "true", "false"]}
+#: the end of the text, in ECMA-262 and Python regexes alike (Python's ``$`` also matches before
+#: a final newline, which a tool generating requests from the pattern would then send)
+END = r"(?![\s\S])"
+
+
+def _text(regex: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "pattern": f"^{regex}{END}", **extra}
+
+
+_FLAG = _text(FLAG_PATTERN[1:].removesuffix(END))
 _INT = {"type": "integer", "minimum": 1}
+# A domain as `model.ids.normalize_domain` takes it, narrowed to what a pattern can say: components
+# of at most 60 characters, none starting with "." or "-" (some such names are reserved), no
+# control characters, backslash or "@" (D@REF names a version), and at most 224 characters in
+# all, so that its UTF-8 form stays within the 896-byte limit whatever the characters.
+_PART = r"(?![.-])[^/\x00-\x1f\x7f-\x9f\\@]{1,60}"
+_DOMAIN = _text(f"(?:/{_PART})+/?", maxLength=MAX_DOMAIN_BYTES // 4)
+# ids as h5lake makes them (ids of HSDS's other grouping name no object here: 404)
+_HEX_ID = "-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{6}-[0-9a-f]{6}"
+_ANY_ID = _text(f"[gdtm]{_HEX_ID}")
+_VERSION = r"v[1-9][0-9]{0,11}"
+# a tag name (versions/names.py): not a version id, nor a time
+_TAG_NAME = _text(rf"(?!{_VERSION}{END})(?![0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})[A-Za-z0-9][A-Za-z0-9._-]{{0,99}}")
+# a domain query the parser always takes: one comparison of a root attribute with an integer
+_NAME = r"(?!(?:and|or|not|in|where)(?![A-Za-z0-9_]))[a-z][a-z0-9_]{0,30}"
+_SIMPLE_QUERY = _text(rf"{_NAME} ?(?:==|!=|<|<=|>|>=) ?-?[0-9]{{1,9}}")
+
+
+_COLLECTIONS = {"groups": "g", "datasets": "d", "datatypes": "t", "maps": "m"}
+
+
+def _id(collection: str) -> dict[str, Any]:
+    return _text(_COLLECTIONS[collection] + _HEX_ID)
 
 
 @dataclass(frozen=True)
@@ -40,13 +73,17 @@ class Param:
     required: bool = False
 
 
-DOMAIN = Param("domain", _STRING, "the domain (an absolute path such as /home/user/file.h5)")
+_DOMAIN_TEXT = ("the domain, an absolute path such as /home/user/file.h5 (the X-Hdf-domain header may name it "
+                "instead; D@REF in either reads a version, docs/versions.md)")
+DOMAIN = Param("domain", _DOMAIN, _DOMAIN_TEXT, required=True)
+FOLDER = Param("domain", _DOMAIN, "a folder or domain (no domain: the top-level folders; or the X-Hdf-domain header)")
 SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:10,3] or [0:4,[1,3]]")
 LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
 PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
 MARKER = Param("Marker", _STRING, "start after this item")
+_DOMAIN_MARKER = Param("Marker", _DOMAIN, "start after this domain (its full name)")
 _CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conflicts from this position (a 409's nextMarker)")
-ID = Param("id", _STRING, "an object id", where="path", required=True)
+ID = Param("id", _ANY_ID, "an object id", where="path", required=True)
 
 
 @dataclass(frozen=True)
@@ -92,14 +129,14 @@ _ZARR_CODECS = Param("X-H5lake-Zarr-Codecs", {"type": "string", "enum": ["core",
                      "core: only Zarr v3 core codecs (other filters decoded on the server)", where="header")
 _QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
 _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
-_VID = Param("vid", _STRING, "a version id (v1, v2, ...)", where="path", required=True)
-_TAG = Param("name", _STRING, "a tag name", where="path", required=True)
+_VID = Param("vid", _text(_VERSION), "a version id (v1, v2, ...)", where="path", required=True)
+_TAG = Param("name", _TAG_NAME, "a tag name", where="path", required=True)
 
 OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
     Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path (no domain: the top-level folders)",
-       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _STRING, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
@@ -112,8 +149,10 @@ OPS: tuple[Op, ...] = (
     Op("POST", "/", "postDomain", "Resolve several paths at once", {200: s.H5PathsFound}, (DOMAIN,),
        body=s.H5PathsQuery, body_required=True),
     Op("GET", "/domains", "getDomains", "The domains and folders in a folder", {200: s.DomainList},
-       (DOMAIN, LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"), Param("verbose", _FLAG, "sizes"),
-        Param("query", _STRING, "only domains whose root attributes satisfy this condition"))),
+       (FOLDER, LIMIT, _DOMAIN_MARKER, Param("pattern", {"type": "string", "maxLength": MAX_PATTERN}, "a glob on names"),
+        Param("verbose", _FLAG, "sizes"),
+        Param("query", _SIMPLE_QUERY, "only domains whose root attributes satisfy this condition (the pattern "
+              "is one comparison; the grammar of docs/api.md is taken)"))),
     Op("GET", "/acls", "getAcls", "The access lists of a domain", {200: s.AclList}, (DOMAIN,)),
     Op("GET", "/acls/{user}", "getAcl", "One user's access list", {200: s.AclOne},
        (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
@@ -294,9 +333,11 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
 def _operation(op: Op) -> dict[str, Any]:
     out: dict[str, Any] = {"operationId": op.op_id, "summary": op.summary, "responses": {}}
     if op.params:
+        collection = op.path.split("/")[1]
         out["parameters"] = [
             {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-             "description": p.description, "schema": p.schema}
+             "description": p.description,
+             "schema": _id(collection) if p is ID and collection in _COLLECTIONS else p.schema}
             for p in op.params
         ]
     if op.body is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Route
 
 from h5lake.api.http import caller, domain_param, int_param, json_body, links, ok, service
@@ -104,6 +105,21 @@ async def merge(request: Request) -> Response:
     return ok(out, status)
 
 
+class VersionId(Convertor[str]):
+    """``{vid:version}``: a version id only, so that ``/versions/tags`` and the other literal
+    paths are not also taken as a version (a 405 there then names only their own methods)."""
+
+    regex = r"v[1-9][0-9]{0,11}"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("version", VersionId())
+
 ROUTES = [
     Route("/versions", commit, methods=["POST"]),
     Route("/versions", history, methods=["GET"]),
@@ -112,6 +128,6 @@ ROUTES = [
     Route("/versions/cherry-pick", merge, methods=["POST"]),
     Route("/versions/tags", tags, methods=["GET"]),
     Route("/versions/tags/{name}", tag, methods=["GET", "PUT", "DELETE"]),
-    Route("/versions/{vid}", version, methods=["GET", "DELETE"]),
-    Route("/versions/{vid}/restore", restore, methods=["POST"]),
+    Route("/versions/{vid:version}", version, methods=["GET", "DELETE"]),
+    Route("/versions/{vid:version}/restore", restore, methods=["POST"]),
 ]
