@@ -13,6 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+#: standard base64 (RFC 4648), padded, as ``value_base64`` must be
+BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![\s\S])"
+
+
 class Open(BaseModel):
     """A JSON object with the named fields, and possibly others."""
 
@@ -371,7 +375,8 @@ class ValueRead(Open):
 
 class ValueSelect(Open):
     """``POST /datasets/{id}/value``: point coordinates, or a long ``select``."""
-    model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}],
+                                                 "anyOf": [{"required": ["points"]}, {"required": ["select"]}]})
 
 
     points: list[Any] | None = None
@@ -382,7 +387,7 @@ class ValueWrite(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}]})
 
     value: Any = None
-    value_base64: str | None = None
+    value_base64: str | None = Field(None, json_schema_extra={"pattern": BASE64})
     points: list[Any] | None = None
 
 

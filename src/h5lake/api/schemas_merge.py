@@ -3,7 +3,7 @@ cherry-pick"), beside the other version schemas of `schemas`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -17,7 +17,7 @@ class MergeBody(Open):
         {"from": "/home/u/f-fork.h5", "message": "bring back", "resolve": {"/g": "theirs", "*": "ours"}}]})
     from_: str = Field(alias="from", description="merge: FORK or FORK@REF; cherry-pick: D@REF (D the domain or a fork of it)")
     message: str | None = None
-    resolve: str | dict[str, str] | None = Field(
+    resolve: Literal["ours", "theirs"] | dict[str, Literal["ours", "theirs"]] | None = Field(
         None, description='"ours" or "theirs" for every conflict, or per object path ("*": the rest)')
 
 

@@ -60,7 +60,12 @@ async def info(request: Request) -> Response:
     )
 
 
+_GET_FLAGS = ("include_links", "include_attrs", "verbose", "getdnids", "follow_external_links",
+              "follow_soft_links", "getobjs")
+
+
 async def get_domain(request: Request) -> Response:
+    flags = {name: flag(request, name) for name in _GET_FLAGS}  # checked even where unused (a listing)
     if not domain_param(request, required=False):
         return await list_domains(request)  # no domain: the top-level folders, as HSDS answers
     out = await paths.describe(
@@ -68,14 +73,14 @@ async def get_domain(request: Request) -> Response:
         caller(request),
         domain_param(request),
         h5path=request.query_params.get("h5path"),
-        include_links=flag(request, "include_links"),
-        include_attrs=flag(request, "include_attrs"),
-        verbose=flag(request, "verbose"),
-        dn_ids=flag(request, "getdnids"),
-        follow_external_links=flag(request, "follow_external_links"),
-        follow_soft_links=flag(request, "follow_soft_links"),
+        include_links=flags["include_links"],
+        include_attrs=flags["include_attrs"],
+        verbose=flags["verbose"],
+        dn_ids=flags["getdnids"],
+        follow_external_links=flags["follow_external_links"],
+        follow_soft_links=flags["follow_soft_links"],
         parent_id=request.query_params.get("parent_id"),
-        objects=flag(request, "getobjs"),
+        objects=flags["getobjs"],
     )
     nonfinite.description(out, flag(request, "ignore_nan"))
     h = links(request)

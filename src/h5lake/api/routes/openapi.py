@@ -9,7 +9,7 @@ application serves, and the test suite validates every response against the docu
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -35,7 +35,7 @@ END = r"(?![\s\S])"
 
 
 def _text(regex: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "pattern": f"^{regex}{END}", **extra}
+    return {"type": "string", "pattern": f"^(?:{regex}){END}", **extra}
 
 
 _FLAG = _text(FLAG_PATTERN[1:].removesuffix(END))
@@ -52,9 +52,12 @@ _ANY_ID = _text(f"[gdtm]{_HEX_ID}")
 _VERSION = r"v[1-9][0-9]{0,11}"
 # a tag name (versions/names.py): not a version id, nor a time
 _TAG_NAME = _text(rf"(?!{_VERSION}{END})(?![0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})[A-Za-z0-9][A-Za-z0-9._-]{{0,99}}")
-# a domain query the parser always takes: one comparison of a root attribute with an integer
-_NAME = r"(?!(?:and|or|not|in|where)(?![A-Za-z0-9_]))[a-z][a-z0-9_]{0,30}"
-_SIMPLE_QUERY = _text(rf"{_NAME} ?(?:==|!=|<|<=|>|>=) ?-?[0-9]{{1,9}}")
+# domain queries the parser takes (model/query.py), without parentheses, "in" and "not": names
+# and literals, compared, joined by & and |
+_NAME = r"(?!(?:and|or|not|in|where|AND|OR|NOT)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z0-9_]{0,30}"
+_OPERAND = rf"(?:{_NAME}|-?[0-9]{{1,9}}|'[A-Za-z0-9 ]{{0,20}}')"
+_COMPARE = rf"{_OPERAND}(?: *(?:==|!=|<=|>=|<|>) *{_OPERAND})?"
+_SIMPLE_QUERY = _text(rf" *{_COMPARE}(?: *[&|] *{_COMPARE}){{0,3}} *")
 
 
 _COLLECTIONS = {"groups": "g", "datasets": "d", "datatypes": "t", "maps": "m"}
@@ -121,9 +124,14 @@ _ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required
 _TITLE = Param("title", _STRING, "the link name", where="path", required=True)
 _KEY = Param("key", _STRING, "a string key (URL-encoded) or an integer key (decimal)", where="path", required=True)
 _ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as base64 of their packed bytes")
-_NAMES = Param("attr_names", _STRING, "names separated by the separator")
-_SEP = Param("separator", _STRING, "separator of a names list (default /)")
-_ZARR_PATH = Param("path", _STRING, "the domain, the HDF5 path, then zarr.json or c/i/j...: "
+# a names list and its separator, in the forms the pattern can pair: one of four separators,
+# names without any of them (the server splits by the one given and takes any that gives names)
+_SEP = Param("separator", {"type": "string", "enum": ["/", ",", ";", "|"]}, "separator of a names list (default /)")
+_NAME_LIST = _text(r"[^/,;|]{1,255}(?:[/,;|][^/,;|]{1,255}){0,99}")
+_NAMES = Param("attr_names", _NAME_LIST, "names separated by the separator")
+_NAMES_REQUIRED = replace(_NAMES, required=True)
+_TITLES = Param("titles", _NAME_LIST, "names separated by the separator")
+_ZARR_PATH = Param("path", _text(rf"{_PART}(?:/{_PART}){{0,7}}/(?:zarr\.json|c(?:/[0-9]{{1,6}}){{0,4}})"), "the domain, the HDF5 path, then zarr.json or c/i/j...: "
                    "home/u/f.h5/grp/temp/c/0/3", where="path", required=True)
 _ZARR_CODECS = Param("X-H5lake-Zarr-Codecs", {"type": "string", "enum": ["core", "all"]},
                      "core: only Zarr v3 core codecs (other filters decoded on the server)", where="header")
@@ -132,11 +140,20 @@ _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
 _VID = Param("vid", _text(_VERSION), "a version id (v1, v2, ...)", where="path", required=True)
 _TAG = Param("name", _TAG_NAME, "a tag name", where="path", required=True)
 
-OPS: tuple[Op, ...] = (
+_H5PATH = _text("/.*", maxLength=4096)
+_BY_PATH = (Param("h5path", _H5PATH, "an absolute path (h5lake also takes one relative to grpid or parent_id)",
+                  required=True),
+            Param("grpid", _id("groups"), "start of a relative path"),
+            Param("parent_id", _id("groups"), "start of a relative path"))
+# a version reference (versions/names.py): a version id, ~N, a date, or a tag name
+_SHAPE_TEXT = _text(r"\[(?:[0-9]{1,9}(?:, ?[0-9]{1,9}){0,31})?\]|[0-9]{1,9}")
+_REF = _text(rf"(?:{_VERSION}|~[0-9]{{1,9}}|20[0-9]{{2}}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|{_TAG_NAME['pattern'][1:].removesuffix(END)})")
+
+_OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
     Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path (no domain: the top-level folders)",
-       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _STRING, "a path inside the domain"),
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _H5PATH, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
@@ -161,15 +178,12 @@ OPS: tuple[Op, ...] = (
        body_required=True),
     # objects by path, and the access lists of single objects (the seed's per-object acls)
     Op("GET", "/groups/", "getGroupByPath", "The group an h5path names", {200: s.Group},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"),
+       (DOMAIN, *_BY_PATH,
         *_INCLUDE)),
     Op("GET", "/datasets/", "getDatasetByPath", "The dataset an h5path names", {200: s.Dataset},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"))),
+       (DOMAIN, *_BY_PATH)),
     Op("GET", "/datatypes/", "getDatatypeByPath", "The datatype an h5path names", {200: s.Datatype},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"))),
+       (DOMAIN, *_BY_PATH)),
     Op("GET", "/{collection}/{id}/acls", "getObjectAcls", "The access lists of one object", {200: s.AclList},
        _ATTR_OWNER),
     Op("GET", "/{collection}/{id}/acls/{user}", "getObjectAcl", "One user's access list of one object",
@@ -217,13 +231,13 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/groups/{id}/links", "getLinks", "A group's links", {200: s.LinkList},
        _obj_params(LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"),
                    Param("CreateOrder", _FLAG, "in creation order"), Param("follow_links", _FLAG, "recurse"),
-                   Param("titles", _STRING, "names separated by the separator"), _SEP)),
+                   _TITLES, _SEP)),
     Op("POST", "/groups/{id}/links", "postLinks", "Links of this or several groups, by name",
        {200: s.LinkList}, _obj_params(), body=s.LinkQuery),
     Op("PUT", "/groups/{id}/links", "putLinks", "Create several links", {200: s.Empty, 201: s.Empty},
        _obj_params(), body=s.LinksPut, body_required=True),
     Op("DELETE", "/groups/{id}/links", "deleteLinks", "Delete links by name", {200: s.Empty},
-       _obj_params(Param("titles", _STRING, "names separated by the separator"), _SEP)),
+       _obj_params(replace(_TITLES, required=True), _SEP)),
     Op("GET", "/groups/{id}/links/{title}", "getLink", "One link", {200: s.LinkOne}, (ID, _TITLE, DOMAIN)),
     Op("PUT", "/groups/{id}/links/{title}", "putLink", "Create a link", {200: s.Empty, 201: s.Empty},
        (ID, _TITLE, DOMAIN), body=s.Link, body_required=True),
@@ -263,14 +277,14 @@ OPS: tuple[Op, ...] = (
     Op("PUT", "/{collection}/{id}/attributes", "putAttributes", "Create several attributes",
        {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER, _ENCODING), body=s.AttributesPut, body_required=True),
     Op("DELETE", "/{collection}/{id}/attributes", "deleteAttributes", "Delete attributes by name",
-       {200: s.Empty}, (*_ATTR_OWNER, _NAMES, _SEP)),
+       {200: s.Empty}, (*_ATTR_OWNER, _NAMES_REQUIRED, _SEP)),
     Op("GET", "/{collection}/{id}/attributes/{name}", "getAttribute", "One attribute (JSON or packed)",
        {200: s.AttributeOne}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
                                Param("IncludeData", _FLAG, "with its value"))),
     Op("PUT", "/{collection}/{id}/attributes/{name}", "putAttribute", "Create or replace an attribute",
        {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
-                                      Param("type", _STRING, "type JSON, for a packed body"),
-                                      Param("shape", _STRING, "shape JSON, for a packed body")),
+                                      Param("type", _STRING, "type JSON or a predefined type name, for a packed body"),
+                                      Param("shape", _SHAPE_TEXT, "shape JSON, for a packed body")),
        body=s.AttributePut, binary_body=True, body_required=True),
     Op("DELETE", "/{collection}/{id}/attributes/{name}", "deleteAttribute", "Delete an attribute",
        {200: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN)),
@@ -280,8 +294,8 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/versions", "getVersions", "The versions of a domain, newest first", {200: s.VersionList},
        (DOMAIN, PAGE_LIMIT, Param("Marker", _STRING, "start after this version id"))),
     Op("GET", "/versions/diff", "getVersionDiff", "What changed between two versions (or a version and the head)",
-       {200: s.VersionDiff}, (DOMAIN, Param("from", _STRING, "a version reference", required=True),
-                              Param("to", _STRING, "a version reference (default: the head)"),
+       {200: s.VersionDiff}, (DOMAIN, Param("from", _REF, "a version reference", required=True),
+                              Param("to", _REF, "a version reference (default: the head)"),
                               Param("Limit", {"type": "integer", "minimum": 0}, "chunk indices listed per dataset"))),
     Op("GET", "/versions/tags", "getVersionTags", "The tags of a domain", {200: s.TagList}, (DOMAIN,)),
     Op("GET", "/versions/tags/{name}", "getVersionTag", "One tag", {200: s.Tag}, (_TAG, DOMAIN)),
@@ -308,8 +322,25 @@ OPS: tuple[Op, ...] = (
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
 )
 
+
+def _per_collection(op: Op) -> tuple[Op, ...]:
+    """A route of every collection (``/{collection}/{id}/attributes``) is documented once per
+    collection, so that each names the ids of its own collection (an id of another is a 400)."""
+    if "{collection}" not in op.path:
+        return (op,)
+    return tuple(
+        replace(op, path=op.path.replace("{collection}", name), op_id=op.op_id + _SUFFIX[name],
+                params=tuple(p for p in op.params if p.name != "collection"))
+        for name in _COLLECTIONS
+    )
+
+
+_SUFFIX = {"groups": "OfGroup", "datasets": "OfDataset", "datatypes": "OfDatatype", "maps": "OfMap"}
+OPS: tuple[Op, ...] = tuple(one for op in _OPS for one in _per_collection(op))
+
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
-BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
+BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getMapValue", "postMapKeys", "getMapKeys",
+                            *("getAttribute" + suffix for suffix in _SUFFIX.values())})
 
 _ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
 
@@ -343,7 +374,7 @@ def _operation(op: Op) -> dict[str, Any]:
     if op.body is not None:
         schema: dict[str, Any] = _ref(op.body)
         if op.many:
-            schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
+            schema = {"anyOf": [schema, {"type": "array", "items": schema, "minItems": 1}]}
         content: dict[str, Any] = {"application/json": {"schema": schema}}
         extra = op.body.model_config.get("json_schema_extra")
         examples = extra.get("examples") if isinstance(extra, dict) else None
@@ -378,11 +409,33 @@ def _operation(op: Op) -> dict[str, Any]:
     return out
 
 
+def _request_only() -> set[str]:
+    """Models only ever sent: an optional field of theirs is left out, never null (the server
+    refuses ``null`` where it wants a string, a list or a flag)."""
+    bodies = {op.body.__name__ for op in OPS if op.body is not None}
+    replies = {m.__name__ for op in OPS for r in op.responses.values()
+               for m in (r if isinstance(r, tuple) else (r,)) if isinstance(m, type)}
+    return bodies - replies - {"Link", "ZarrNode"}
+
+
+def _no_nulls(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        branches = prop.get("anyOf")
+        if isinstance(branches, list) and {"type": "null"} in branches:
+            branches.remove({"type": "null"})
+            if len(branches) == 1:
+                prop.pop("anyOf")
+                prop.update(branches[0])
+            prop.pop("default", None)
+
+
 @cache
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document (made once per process)."""
     _, defs = models_json_schema([(m, "serialization") for m in _models()],
                                  ref_template="#/components/schemas/{model}")
+    for name in _request_only():
+        _no_nulls(defs["$defs"][name])
     paths: dict[str, dict[str, Any]] = {}
     for op in OPS:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
