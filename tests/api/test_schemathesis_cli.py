@@ -39,8 +39,10 @@ def test_schemathesis_default_checks_find_nothing(tmp_path: Path) -> None:
     finally:
         srv.stop()
     for user, done in outcomes.items():
-        failures = sorted(set(re.findall(r"^_+ (.+?) _+$", done.stdout, re.M)))
-        assert done.returncode == 0 and not failures, (user, failures, done.stdout[-3000:], done.stderr[-2000:])
+        failures = sorted(set(re.findall(r"^_+ (.+?) _+$", done.stdout, re.MULTILINE)))
+        assert done.returncode == 0 and not failures, "\n".join(
+            [f"{user}: exit {done.returncode}, {len(failures)} operations failed:", *failures,
+             done.stdout[-3000:], done.stderr[-2000:]])
         assert "generated" in done.stdout  # it did run cases
     # the CLI writes only where it was started: nothing of it in the checkout
     assert not (ROOT / ".schemathesis").exists()

@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-#: standard base64 (RFC 4648), padded, as ``value_base64`` must be
-BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![\s\S])"
+from h5lake.api import patterns
 
 
 class Open(BaseModel):
@@ -99,7 +97,8 @@ class DomainCreate(Open):
     folder: bool | None = None
     owner: str | None = None
     group: dict[str, Any] | None = None
-    from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)")
+    from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)",
+                              json_schema_extra={"pattern": patterns.DOMAIN_OR_VERSION})
 
 
 class DomainItem(Open):
@@ -136,7 +135,7 @@ class H5PathsFound(Open):
 
 
 class AclFlags(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"read": True, "update": False}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"read": True, "update": False}]})
 
     create: bool | None = None
     read: bool | None = None
@@ -144,9 +143,11 @@ class AclFlags(Open):
     delete: bool | None = None
     readACL: bool | None = None
     updateACL: bool | None = None
+    userName: str | None = Field(None, description="ignored: the user is the one in the path")
 
 
 class Acl(AclFlags):
+    model_config = ConfigDict(extra="allow")
     userName: str
     domain: str | None = None  # an entry set by PUT /acls/{user} (HSDS's form)
 
@@ -358,10 +359,11 @@ class AttributesPut(Open):
 
 
 class AttributeQuery(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"attr_names": ["units"]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"attr_names": ["units"]}],
+                                                 "anyOf": [{"required": ["attr_names"]}, {"required": ["obj_ids"]}]})
 
     attr_names: list[str] | None = None
-    obj_ids: list[str] | dict[str, Any] | None = None
+    obj_ids: list[str] | dict[str, Any] | None = Field(None, json_schema_extra={"items": {"pattern": patterns.whole("[gdtm]" + patterns.HEX_ID)}})
 
 
 # --- values ----------------------------------------------------------------------------------
@@ -378,16 +380,16 @@ class ValueSelect(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}],
                                                  "anyOf": [{"required": ["points"]}, {"required": ["select"]}]})
 
-
     points: list[Any] | None = None
     select: str | None = None
 
 
 class ValueWrite(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}],
+                                                 "anyOf": [{"required": ["value"]}, {"required": ["value_base64"]}]})
 
     value: Any = None
-    value_base64: str | None = Field(None, json_schema_extra={"pattern": BASE64})
+    value_base64: str | None = Field(None, json_schema_extra={"pattern": patterns.BASE64})
     points: list[Any] | None = None
 
 
@@ -566,31 +568,6 @@ class TagList(Open):
 class TagDeleted(Open):
     name: str
     deleted: bool
-
-
-class DiffObject(Open):
-    id: str
-    path: str | None
-
-
-class ChunkDiff(Open):
-    count: int
-    indices: list[str]
-
-
-class DiffChanged(DiffObject):
-    attributes: dict[str, list[str]] | None = None
-    links: dict[str, list[str]] | None = None
-    shape: dict[str, Any] | None = None
-    chunks: ChunkDiff | None = None
-
-
-class VersionDiff(Open):
-    from_: str = Field(alias="from")
-    to: str
-    added: list[DiffObject]
-    removed: list[DiffObject]
-    changed: list[DiffChanged]
 
 
 class RestoreBody(Open):

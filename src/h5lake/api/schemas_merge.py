@@ -1,5 +1,5 @@
-"""Schemas of ``POST /versions/merge`` and ``/versions/cherry-pick`` (docs/versions.md, "Merge and
-cherry-pick"), beside the other version schemas of `schemas`."""
+"""Schemas of ``GET /versions/diff``, ``POST /versions/merge`` and ``/versions/cherry-pick``
+(docs/versions.md), beside the other version schemas of `schemas`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class MergeBody(Open):
     from_: str = Field(alias="from", description="merge: FORK or FORK@REF; cherry-pick: D@REF (D the domain or a fork of it)")
     message: str | None = None
     resolve: Literal["ours", "theirs"] | dict[str, Literal["ours", "theirs"]] | None = Field(
-        None, description='"ours" or "theirs" for every conflict, or per object path ("*": the rest)')
+        None, description='"ours" or "theirs" for every conflict, or per object path ("*": the rest)',
+        json_schema_extra={"propertyNames": {"pattern": r"^(?:\*|/.*)(?![\s\S])"}})
 
 
 class Merged(Version):
@@ -42,3 +43,28 @@ class MergeConflicts(Open):
     conflicts: list[MergeConflict]
     count: int
     nextMarker: int | None = None
+
+
+class DiffObject(Open):
+    id: str
+    path: str | None
+
+
+class ChunkDiff(Open):
+    count: int
+    indices: list[str]
+
+
+class DiffChanged(DiffObject):
+    attributes: dict[str, list[str]] | None = None
+    links: dict[str, list[str]] | None = None
+    shape: dict[str, Any] | None = None
+    chunks: ChunkDiff | None = None
+
+
+class VersionDiff(Open):
+    from_: str = Field(alias="from")
+    to: str
+    added: list[DiffObject]
+    removed: list[DiffObject]
+    changed: list[DiffChanged]

@@ -67,6 +67,8 @@ _GET_FLAGS = ("include_links", "include_attrs", "verbose", "getdnids", "follow_e
 async def get_domain(request: Request) -> Response:
     flags = {name: flag(request, name) for name in _GET_FLAGS}  # checked even where unused (a listing)
     if not domain_param(request, required=False):
+        if not request.query_params.get("h5path", "/").startswith("/"):
+            raise InvalidInput("h5path must be absolute when no parent group id is given")  # as with a domain
         return await list_domains(request)  # no domain: the top-level folders, as HSDS answers
     out = await paths.describe(
         service(request),

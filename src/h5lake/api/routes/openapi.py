@@ -21,50 +21,34 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from h5lake import __version__
+from h5lake.api import patterns as p
 from h5lake.api import schemas as s
 from h5lake.api import schemas_merge as sm
-from h5lake.api.http import FLAG_PATTERN, JSON, OCTET
+from h5lake.api.http import JSON, OCTET
 from h5lake.api.zarr_schemas import ZarrNode
 from h5lake.model.globs import MAX_PATTERN
-from h5lake.model.ids import MAX_DOMAIN_BYTES
 
 _STRING = {"type": "string"}
-#: the end of the text, in ECMA-262 and Python regexes alike (Python's ``$`` also matches before
-#: a final newline, which a tool generating requests from the pattern would then send)
-END = r"(?![\s\S])"
 
 
-def _text(regex: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "pattern": f"^(?:{regex}){END}", **extra}
+def _text(pattern: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "pattern": pattern, **extra}
 
 
-_FLAG = _text(FLAG_PATTERN[1:].removesuffix(END))
+_FLAG = _text(p.FLAG)
 _INT = {"type": "integer", "minimum": 1}
-# A domain as `model.ids.normalize_domain` takes it, narrowed to what a pattern can say: components
-# of at most 60 characters, none starting with "." or "-" (some such names are reserved), no
-# control characters, backslash or "@" (D@REF names a version), and at most 224 characters in
-# all, so that its UTF-8 form stays within the 896-byte limit whatever the characters.
-_PART = r"(?![.-])[^/\x00-\x1f\x7f-\x9f\\@]{1,60}"
-_DOMAIN = _text(f"(?:/{_PART})+/?", maxLength=MAX_DOMAIN_BYTES // 4)
-# ids as h5lake makes them (ids of HSDS's other grouping name no object here: 404)
-_HEX_ID = "-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{6}-[0-9a-f]{6}"
-_ANY_ID = _text(f"[gdtm]{_HEX_ID}")
-_VERSION = r"v[1-9][0-9]{0,11}"
-# a tag name (versions/names.py): not a version id, nor a time
-_TAG_NAME = _text(rf"(?!{_VERSION}{END})(?![0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})[A-Za-z0-9][A-Za-z0-9._-]{{0,99}}")
-# domain queries the parser takes (model/query.py), without parentheses, "in" and "not": names
-# and literals, compared, joined by & and |
-_NAME = r"(?!(?:and|or|not|in|where|AND|OR|NOT)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z0-9_]{0,30}"
-_OPERAND = rf"(?:{_NAME}|-?[0-9]{{1,9}}|'[A-Za-z0-9 ]{{0,20}}')"
-_COMPARE = rf"{_OPERAND}(?: *(?:==|!=|<=|>=|<|>) *{_OPERAND})?"
-_SIMPLE_QUERY = _text(rf" *{_COMPARE}(?: *[&|] *{_COMPARE}){{0,3}} *")
+_DOMAIN = _text(p.DOMAIN, maxLength=p.DOMAIN_CHARS)
+_ANY_ID = _text(p.whole(f"[gdtm]{p.HEX_ID}"))
+_TAG_NAME = _text(p.TAG)
+_SIMPLE_QUERY = _text(p.DOMAIN_QUERY)
+_USER = _text(p.USER)
 
 
 _COLLECTIONS = {"groups": "g", "datasets": "d", "datatypes": "t", "maps": "m"}
 
 
 def _id(collection: str) -> dict[str, Any]:
-    return _text(_COLLECTIONS[collection] + _HEX_ID)
+    return _text(p.whole(_COLLECTIONS[collection] + p.HEX_ID))
 
 
 @dataclass(frozen=True)
@@ -74,12 +58,13 @@ class Param:
     description: str
     where: str = "query"
     required: bool = False
+    example: str | None = None
 
 
 _DOMAIN_TEXT = ("the domain, an absolute path such as /home/user/file.h5 (the X-Hdf-domain header may name it "
                 "instead; D@REF in either reads a version, docs/versions.md)")
 DOMAIN = Param("domain", _DOMAIN, _DOMAIN_TEXT, required=True)
-FOLDER = Param("domain", _DOMAIN, "a folder or domain (no domain: the top-level folders; or the X-Hdf-domain header)")
+FOLDER = Param("domain", _text(p.whole(f"/?|{p.inner(p.DOMAIN)}"), maxLength=p.DOMAIN_CHARS), "a folder or domain (no domain: the top-level folders; or the X-Hdf-domain header)")
 SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:10,3] or [0:4,[1,3]]")
 LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
 PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
@@ -127,27 +112,26 @@ _ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as
 # a names list and its separator, in the forms the pattern can pair: one of four separators,
 # names without any of them (the server splits by the one given and takes any that gives names)
 _SEP = Param("separator", {"type": "string", "enum": ["/", ",", ";", "|"]}, "separator of a names list (default /)")
-_NAME_LIST = _text(r"[^/,;|]{1,255}(?:[/,;|][^/,;|]{1,255}){0,99}")
+_NAME_LIST = _text(p.NAME_LIST)
 _NAMES = Param("attr_names", _NAME_LIST, "names separated by the separator")
 _NAMES_REQUIRED = replace(_NAMES, required=True)
 _TITLES = Param("titles", _NAME_LIST, "names separated by the separator")
-_ZARR_PATH = Param("path", _text(rf"{_PART}(?:/{_PART}){{0,7}}/(?:zarr\.json|c(?:/[0-9]{{1,6}}){{0,4}})"), "the domain, the HDF5 path, then zarr.json or c/i/j...: "
-                   "home/u/f.h5/grp/temp/c/0/3", where="path", required=True)
+_ZARR_PATH = Param("path", _text(p.ZARR_KEY), "the domain, the HDF5 path, then zarr.json or c/i/j...: "
+                   "home/u/f.h5/grp/temp/c/0/3", where="path", required=True, example="home/u/f.h5/temp/zarr.json")
 _ZARR_CODECS = Param("X-H5lake-Zarr-Codecs", {"type": "string", "enum": ["core", "all"]},
                      "core: only Zarr v3 core codecs (other filters decoded on the server)", where="header")
 _QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
 _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
-_VID = Param("vid", _text(_VERSION), "a version id (v1, v2, ...)", where="path", required=True)
+_VID = Param("vid", _text(p.whole(p.VERSION)), "a version id (v1, v2, ...)", where="path", required=True)
 _TAG = Param("name", _TAG_NAME, "a tag name", where="path", required=True)
 
-_H5PATH = _text("/.*", maxLength=4096)
+_H5PATH = _text(p.whole("/.*"))
 _BY_PATH = (Param("h5path", _H5PATH, "an absolute path (h5lake also takes one relative to grpid or parent_id)",
                   required=True),
             Param("grpid", _id("groups"), "start of a relative path"),
             Param("parent_id", _id("groups"), "start of a relative path"))
-# a version reference (versions/names.py): a version id, ~N, a date, or a tag name
-_SHAPE_TEXT = _text(r"\[(?:[0-9]{1,9}(?:, ?[0-9]{1,9}){0,31})?\]|[0-9]{1,9}")
-_REF = _text(rf"(?:{_VERSION}|~[0-9]{{1,9}}|20[0-9]{{2}}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|{_TAG_NAME['pattern'][1:].removesuffix(END)})")
+_SHAPE_TEXT = _text(p.SHAPE_TEXT)
+_REF = _text(p.REF)
 
 _OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
@@ -172,9 +156,9 @@ _OPS: tuple[Op, ...] = (
               "is one comparison; the grammar of docs/api.md is taken)"))),
     Op("GET", "/acls", "getAcls", "The access lists of a domain", {200: s.AclList}, (DOMAIN,)),
     Op("GET", "/acls/{user}", "getAcl", "One user's access list", {200: s.AclOne},
-       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
+       (Param("user", _USER, "a user name", where="path", required=True), DOMAIN)),
     Op("PUT", "/acls/{user}", "putAcl", "Set one user's access list", {201: s.AclOne},
-       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN), body=s.AclFlags,
+       (Param("user", _USER, "a user name", where="path", required=True), DOMAIN), body=s.AclFlags,
        body_required=True),
     # objects by path, and the access lists of single objects (the seed's per-object acls)
     Op("GET", "/groups/", "getGroupByPath", "The group an h5path names", {200: s.Group},
@@ -187,9 +171,9 @@ _OPS: tuple[Op, ...] = (
     Op("GET", "/{collection}/{id}/acls", "getObjectAcls", "The access lists of one object", {200: s.AclList},
        _ATTR_OWNER),
     Op("GET", "/{collection}/{id}/acls/{user}", "getObjectAcl", "One user's access list of one object",
-       {200: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
+       {200: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _USER, "a user name", where="path", required=True), DOMAIN)),
     Op("PUT", "/{collection}/{id}/acls/{user}", "putObjectAcl", "Set one user's access list of one object",
-       {201: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _STRING, "a user name", where="path", required=True), DOMAIN),
+       {201: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _USER, "a user name", where="path", required=True), DOMAIN),
        body=s.AclFlags, body_required=True),
     # groups, datatypes, datasets
     Op("POST", "/groups", "postGroup", "Create a group (or a list of them)", {201: s.Group},
@@ -294,7 +278,7 @@ _OPS: tuple[Op, ...] = (
     Op("GET", "/versions", "getVersions", "The versions of a domain, newest first", {200: s.VersionList},
        (DOMAIN, PAGE_LIMIT, Param("Marker", _STRING, "start after this version id"))),
     Op("GET", "/versions/diff", "getVersionDiff", "What changed between two versions (or a version and the head)",
-       {200: s.VersionDiff}, (DOMAIN, Param("from", _REF, "a version reference", required=True),
+       {200: sm.VersionDiff}, (DOMAIN, Param("from", _REF, "a version reference", required=True),
                               Param("to", _REF, "a version reference (default: the head)"),
                               Param("Limit", {"type": "integer", "minimum": 0}, "chunk indices listed per dataset"))),
     Op("GET", "/versions/tags", "getVersionTags", "The tags of a domain", {200: s.TagList}, (DOMAIN,)),
@@ -330,7 +314,7 @@ def _per_collection(op: Op) -> tuple[Op, ...]:
         return (op,)
     return tuple(
         replace(op, path=op.path.replace("{collection}", name), op_id=op.op_id + _SUFFIX[name],
-                params=tuple(p for p in op.params if p.name != "collection"))
+                params=tuple(q for q in op.params if q.name != "collection"))
         for name in _COLLECTIONS
     )
 
@@ -366,10 +350,11 @@ def _operation(op: Op) -> dict[str, Any]:
     if op.params:
         collection = op.path.split("/")[1]
         out["parameters"] = [
-            {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-             "description": p.description,
-             "schema": _id(collection) if p is ID and collection in _COLLECTIONS else p.schema}
-            for p in op.params
+            {"name": q.name, "in": q.where, "required": q.required or q.where == "path",
+             "description": q.description,
+             "schema": _id(collection) if q is ID and collection in _COLLECTIONS else q.schema,
+             **({"example": q.example} if q.example is not None else {})}
+            for q in op.params
         ]
     if op.body is not None:
         schema: dict[str, Any] = _ref(op.body)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Route
 
 from h5lake.api.http import caller, domain_param, int_param, json_body, links, ok, service
