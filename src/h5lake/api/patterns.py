@@ -9,8 +9,10 @@ ends in `END`, valid in ECMA-262 (JSON Schema's dialect) and Python alike.
 
 from __future__ import annotations
 
+import re
+
 from h5lake.api.http import FLAG_PATTERN
-from h5lake.model.ids import MAX_DOMAIN_BYTES
+from h5lake.model.ids import MAX_DOMAIN_BYTES, TOMBSTONES, VERSIONS
 
 #: the end of the text (Python's ``$`` also matches before a final newline, which a tool
 #: generating text from the pattern then sends)
@@ -27,22 +29,27 @@ def inner(pattern: str) -> str:
 
 
 FLAG = FLAG_PATTERN
-# A domain as `model.ids.normalize_domain` takes it, narrowed to what a pattern can say:
-# components of at most 60 characters, none starting with "." or "-" (some such names are
-# reserved), no control characters, backslash or "@" (D@REF names a version); at most
-# DOMAIN_CHARS characters in all, so that its UTF-8 form stays within the byte limit.
-PART = r"(?![.-])[^/\x00-\x1f\x7f-\x9f\\@]{1,60}"
-DOMAIN = whole(f"(?:/{PART})+/?")
-DOMAIN_CHARS = MAX_DOMAIN_BYTES // 4
+# A domain as `model.ids.normalize_domain` takes it: components of 1 to 255 characters without
+# control characters or backslash, none "." or "..", none reserved (".h5lake...", "-...",
+# ".domain....", ".history", ".gone", ".x.json", ".x.txt"), and no "@" (D@REF names a version);
+# at most MAX_DOMAIN_BYTES characters. The store counts both limits in UTF-8 bytes: text of
+# characters beyond ASCII near them is the one case the pattern admits and the server refuses.
+_STOP = rf"(?:/|{END})"
+PART = (rf"(?!\.{{1,2}}{_STOP})(?!\.h5lake|-|\.domain\.)(?!\.(?:[^/]*\.)?(?:json|txt){_STOP})"
+        rf"(?!(?:{re.escape(VERSIONS)}|{re.escape(TOMBSTONES.rstrip('/'))}){_STOP})[^/\x00-\x1f\x7f-\x9f\\@]{{1,255}}")
+DOMAIN = whole(f"(?:/{PART})+/*")
+DOMAIN_CHARS = MAX_DOMAIN_BYTES
 # ids as h5lake makes them (an id of HSDS's other grouping names no object here: 404)
 HEX_ID = "-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{6}-[0-9a-f]{6}"
+ANY_ID = whole(f"[gdtm]{HEX_ID}")
 VERSION = r"v[1-9][0-9]{0,11}"
 # a tag name (versions/names.py): not a version id, nor a time
 TAG = whole(rf"(?!{VERSION}{END})(?![0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})[A-Za-z0-9][A-Za-z0-9._-]{{0,99}}")
 # a version reference: a version id, ~N, a date, or a tag name
 REF = whole(rf"{VERSION}|~[0-9]{{1,9}}|20[0-9]{{2}}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|{inner(TAG)}")
-# a domain, or a version of one (D or D@REF), as "from" of a fork or merge names it
+# a domain, or a version of one (D or D@REF), as "from" of a fork names it; a version (D@REF)
 DOMAIN_OR_VERSION = whole(rf"(?:/{PART})+(?:@(?:{inner(REF)}))?")
+DOMAIN_VERSION = whole(rf"(?:/{PART})+@(?:{inner(REF)})")
 # domain queries the parser takes (model/query.py), without parentheses, "in" and "not":
 # names and literals, compared, joined by & and |
 _NAME = r"(?!(?:and|or|not|in|where|AND|OR|NOT)(?![A-Za-z0-9_]))[A-Za-z_][A-Za-z0-9_]{0,30}"

@@ -363,7 +363,8 @@ class AttributeQuery(Open):
                                                  "anyOf": [{"required": ["attr_names"]}, {"required": ["obj_ids"]}]})
 
     attr_names: list[str] | None = None
-    obj_ids: list[str] | dict[str, Any] | None = Field(None, json_schema_extra={"items": {"pattern": patterns.whole("[gdtm]" + patterns.HEX_ID)}})
+    obj_ids: list[str] | dict[str, list[str]] | None = Field(None, json_schema_extra={
+        "items": {"pattern": patterns.ANY_ID}, "propertyNames": {"pattern": patterns.ANY_ID}})
 
 
 # --- values ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from h5lake.api import patterns
 from h5lake.api.schemas import Open, Version
 
 
@@ -15,7 +16,8 @@ class MergeBody(Open):
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"from": "/home/u/f-fork.h5", "message": "bring back", "resolve": {"/g": "theirs", "*": "ours"}}]})
-    from_: str = Field(alias="from", description="merge: FORK or FORK@REF; cherry-pick: D@REF (D the domain or a fork of it)")
+    from_: str = Field(alias="from", description="merge: FORK or FORK@REF; cherry-pick: D@REF (D the domain or a fork of it)",
+                       json_schema_extra={"pattern": patterns.DOMAIN_VERSION})
     message: str | None = None
     resolve: Literal["ours", "theirs"] | dict[str, Literal["ours", "theirs"]] | None = Field(
         None, description='"ours" or "theirs" for every conflict, or per object path ("*": the rest)',

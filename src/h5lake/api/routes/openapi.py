@@ -38,7 +38,7 @@ def _text(pattern: str, **extra: Any) -> dict[str, Any]:
 _FLAG = _text(p.FLAG)
 _INT = {"type": "integer", "minimum": 1}
 _DOMAIN = _text(p.DOMAIN, maxLength=p.DOMAIN_CHARS)
-_ANY_ID = _text(p.whole(f"[gdtm]{p.HEX_ID}"))
+_ANY_ID = _text(p.ANY_ID)
 _TAG_NAME = _text(p.TAG)
 _SIMPLE_QUERY = _text(p.DOMAIN_QUERY)
 _USER = _text(p.USER)
@@ -207,8 +207,9 @@ _OPS: tuple[Op, ...] = (
        {200: s.ValueRead}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT)),
     Op("POST", "/datasets/{id}/value", "postValue", "Read points, or a long selection",
        {200: s.ValueRead}, _obj_params(_FIELDS), body=s.ValueSelect, binary_body=True, body_required=True),
-    Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query",
-       {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
+    Op("PUT", "/datasets/{id}/value", "putValue",
+       "Write values (JSON or packed); with query=, update where it holds (JSON only, docs/api.md)",
+       {200: s.Empty}, _obj_params(SELECT, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
                                    Param("append_dim", {"type": "integer", "minimum": 0}, "along this axis")),
        body=s.ValueWrite, binary_body=True, body_required=True),
     # links
