@@ -207,9 +207,8 @@ _OPS: tuple[Op, ...] = (
        {200: s.ValueRead}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT)),
     Op("POST", "/datasets/{id}/value", "postValue", "Read points, or a long selection",
        {200: s.ValueRead}, _obj_params(_FIELDS), body=s.ValueSelect, binary_body=True, body_required=True),
-    Op("PUT", "/datasets/{id}/value", "putValue",
-       "Write values (JSON or packed); with query=, update where it holds (JSON only, docs/api.md)",
-       {200: s.Empty}, _obj_params(SELECT, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
+    Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query (JSON)",
+       {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
                                    Param("append_dim", {"type": "integer", "minimum": 0}, "along this axis")),
        body=s.ValueWrite, binary_body=True, body_required=True),
     # links
