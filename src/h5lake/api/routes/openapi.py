@@ -69,7 +69,7 @@ SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:
 LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
 PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
 MARKER = Param("Marker", _STRING, "start after this item")
-_DOMAIN_MARKER = Param("Marker", _text(p.whole(f"|{p.inner(p.DOMAIN)}"), maxLength=p.DOMAIN_CHARS), "start after this domain (its full name)")
+_DOMAIN_MARKER = Param("Marker", _text(p.whole(f"|/?{p.PART}(?:/{p.PART})*/*"), maxLength=p.DOMAIN_CHARS), "start after this domain (its full name)")
 _CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conflicts from this position (a 409's nextMarker)")
 ID = Param("id", _ANY_ID, "an object id", where="path", required=True)
 
