@@ -106,10 +106,11 @@ async def merge(request: Request) -> Response:
 
 
 class VersionId(Convertor[str]):
-    """``{vid:version}``: a version id only, so that ``/versions/tags`` and the other literal
-    paths are not also taken as a version (a 405 there then names only their own methods)."""
+    """``{vid:version}``: any segment but the literal paths beside it (``/versions/tags`` ...),
+    so that those are not also taken as a version: a 405 there names only their own methods. A
+    segment that is no version id still reaches the handler (400)."""
 
-    regex = r"v[1-9][0-9]{0,11}"
+    regex = r"(?!(?:tags|diff|merge|cherry-pick)(?:/|$))[^/]+"
 
     def convert(self, value: str) -> str:
         return value
