@@ -3,6 +3,7 @@ data in one run.
 
     python bench/zarr.py                      # 1 GiB of float32, 3 rounds
     python bench/zarr.py --mib 256 --rounds 1 # a quicker look
+    python bench/zarr.py --only open10k       # the open figures alone (seconds)
 
 Starts an h5lake (``h5lake serve``'s default workers; or ``--endpoint``) and measures, per round,
 median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes):
@@ -17,6 +18,8 @@ median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes
   open10k     opening a domain of 10,000 objects (100 groups of 99 datasets, and the root) and listing every
               object: h5pyd ``File`` + ``visit`` against zarr-python ``open_group`` with the
               consolidated metadata + ``members(max_depth=None)``
+  root GET    the server's part of that open: one GET of the root ``zarr.json``, first when it
+              is made from the 10,000 documents, then kept (docs/zarr.md, "Opening a domain")
 
 Values read are checked against what was written (a sample of rows).
 """
@@ -92,8 +95,37 @@ def _many(t: Target, domain: str) -> None:
         r.raise_for_status()
 
 
-def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int) -> dict[tuple[str, str], float]:
+def _open_h5pyd(t: Target, many: str) -> None:
+    seen: list[str] = []
+
+    def note(name: str) -> None:  # h5pyd's visit reads its callback's argument count
+        seen.append(name)
+
+    with _h5pyd_file(t, many, "r") as f:
+        f.visit(note)
+    assert len(seen) == 10000, len(seen)
+
+
+def _open_zarr(t: Target, many: str) -> None:
+    g = zarr.open_group(_store(t, many), mode="r", zarr_format=3, use_consolidated=True)
+    found = list(g.members(max_depth=None))
+    assert len(found) == 10000, len(found)
+
+
+def _get_root(t: Target, many: str) -> None:
+    """The server's part of an open: one GET of the root zarr.json (the whole hierarchy inline)."""
+    r = t.session().get(f"{t.endpoint}/zarr{many}/zarr.json", timeout=600)
+    r.raise_for_status()
+    assert len(r.json()["consolidated_metadata"]["metadata"]) == 10000
+
+
+def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: str | None) -> dict[tuple[str, str], float]:
     times: dict[tuple[str, str], float] = {}
+    times["root_get", "zarr"] = _timed(lambda: _get_root(t, many))
+    if only == "open10k":
+        times["open10k", "h5pyd"] = _timed(lambda: _open_h5pyd(t, many))
+        times["open10k", "zarr"] = _timed(lambda: _open_zarr(t, many))
+        return times
     with _h5pyd_file(t, big, "a") as f:
         d = f.create_dataset(f"h{rnd}", shape=data.shape, dtype="f4", chunks=CHUNK)
 
@@ -113,23 +145,8 @@ def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int) -> dic
     for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
         times[op, "h5pyd"], times[op, "zarr"] = _reads(t, big, name, data)
 
-    def open_h5pyd() -> None:
-        seen: list[str] = []
-
-        def note(name: str) -> None:  # h5pyd's visit reads its callback's argument count
-            seen.append(name)
-
-        with _h5pyd_file(t, many, "r") as f:
-            f.visit(note)
-        assert len(seen) == 10000, len(seen)
-
-    def open_zarr() -> None:
-        g = zarr.open_group(_store(t, many), mode="r", zarr_format=3, use_consolidated=True)
-        found = list(g.members(max_depth=None))
-        assert len(found) == 10000, len(found)
-
-    times["open10k", "h5pyd"] = _timed(open_h5pyd)
-    times["open10k", "zarr"] = _timed(open_zarr)
+    times["open10k", "h5pyd"] = _timed(lambda: _open_h5pyd(t, many))
+    times["open10k", "zarr"] = _timed(lambda: _open_zarr(t, many))
     return times
 
 
@@ -149,7 +166,7 @@ def run(args: argparse.Namespace) -> None:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*Numcodecs codecs.*")
-    data = _values(args.mib)
+    data = _values(args.mib) if args.only is None else np.zeros((1, 1), "f4")
     gb = data.nbytes / 1e9
     with target(args) as t:
         describe(t)
@@ -160,19 +177,26 @@ def run(args: argparse.Namespace) -> None:
         with _h5pyd_file(t, many, "w"):
             pass
         _many(t, many)
+        first_get = _timed(lambda: _get_root(t, many))  # made from the 10,000 documents
+        first = _timed(lambda: _open_zarr(t, many))
         times: dict[tuple[str, str], list[float]] = {}
         for rnd in range(args.rounds):
-            for key, seconds in one_round(t, big, many, data, rnd).items():
+            for key, seconds in one_round(t, big, many, data, rnd, args.only).items():
                 times.setdefault(key, []).append(seconds)
             if args.progress:
                 print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-        print(f"\n# {data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks; median of {args.rounds} rounds")
+        what = "opening 10,000 objects" if args.only else f"{data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks"
+        print(f"\n# {what}; median of {args.rounds} rounds")
         print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}")
-        for op in ("read", "gzip_read", "write", "open10k"):
+        for op in ("read", "gzip_read", "write", "open10k") if args.only is None else (args.only,):
             h = statistics.median(times[(op, "h5pyd")])
             z = statistics.median(times[(op, "zarr")])
             rates = ("", "") if op == "open10k" else (f"{gb / h:.2f}", f"{gb / z:.2f}")
             print(f"{op:10} {h:9.2f} {z:9.2f} {rates[0]:>11} {rates[1]:>10} {h / z:10.1f}x")
+        root_get = statistics.median(times[("root_get", "zarr")])
+        print(f"open10k first (zarr, the consolidated metadata kept by then): {first:.2f} s")
+        print(f"root zarr.json GET alone (the server's part of an open): {first_get:.3f} s made, {root_get:.3f} s kept"
+              " (the rest of a zarr-python open is its own parsing of 10,000 array metadata)")
 
 
 def main() -> None:
@@ -181,6 +205,7 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=1024, help="size of the float32 dataset (MiB)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--progress", action="store_true", help="print each round's figures")
+    parser.add_argument("--only", choices=["open10k"], help="measure this operation alone")
     run(parser.parse_args())
 
 

@@ -49,6 +49,10 @@ class AlreadyExists(Conflict):
     """A create-only write found something already there."""
 
 
+class ConditionFailed(Conflict):
+    """A conditional request's precondition (``If-Match``, ``If-None-Match``) does not hold now."""
+
+
 class Gone(H5LakeError):
     """The thing existed and has been removed for good."""
 

@@ -127,6 +127,13 @@ def test_daily_files_append_to_their_concatenation(fresh: Client, sources: Path)
     found = fresh.post("/", json={"h5paths": ["/temp"]}).json()["h5paths"]
     layout = fresh.get(f"/datasets/{found['/temp']['id']}").json()["creationProperties"]["layout"]
     assert layout["class"] == "H5D_CHUNKED_REF_INDIRECT"
+    # its statistics (HSDS's keys, which h5pyd 0.x reads) count every file's chunks, from the chunk table
+    sizes = []
+    for path in days:
+        with h5py.File(path) as f:
+            f["temp"].id.chunk_iter(lambda info: sizes.append(info.size))
+    shown = fresh.get(f"/datasets/{found['/temp']['id']}", params={"verbose": 1}).json()
+    assert (shown["num_chunks"], shown["allocated_size"]) == (len(sizes), sum(sizes)) == (48, shown["stats"]["allocatedSize"])
 
 
 def _shapes(c: Client) -> dict[str, list[int]]:
@@ -164,6 +171,59 @@ def test_append_refuses_a_file_without_the_axis_before_changing_anything(fresh: 
     result = _load(other, "--append", "--extend", "time", str(days[0]), str(days[1]))
     assert result.exit_code == 1 and f"{days[1]}: dataset /temp is missing" in result.output, result.output
     assert other.get("/").status_code in (404, 410)  # the first file was not loaded either
+
+
+def _redo_temp(path: Path, dtype: str = "<f4", chunks: tuple[int, ...] = (6, 10, 15), compression: str | None = "gzip") -> None:
+    with h5py.File(path, "a") as f:
+        values = f["temp"][...]
+        del f["temp"]
+        f.create_dataset("temp", data=values.astype(dtype), chunks=chunks, compression=compression).dims[0].attach_scale(f["time"])
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"dtype": "<f8"}, "its type float64 differs from the first file's float32"),
+    ({"chunks": (12, 10, 15)}, "its chunks [12, 10, 15] differ from the first file's [6, 10, 15]"),
+    ({"compression": None}, "its filters differ from the first file's"),
+])
+def test_append_refuses_a_file_whose_chunks_would_be_read_otherwise(
+    fresh: Client, sources: Path, change: dict[str, Any], says: str
+) -> None:
+    """A linked chunk's bytes are read with the first file's type, chunk shape and filters: a
+    later file that differs in any is refused before anything changes, naming the file and the
+    dataset, whether the domain exists (its datasets are compared) or not (the first file's).
+    A float64 day was appended to a float32 dataset and read back as garbage before (issue 34)."""
+    tag = uuid.uuid4().hex[:8]
+    days = [_day(sources, tag, d) for d in range(3)]
+    _redo_temp(days[2], **change)
+    assert _load(fresh, "--append", "--extend", "time", str(days[0])).exit_code == 0
+    before = _shapes(fresh)
+    result = _load(fresh, "--append", "--extend", "time", str(days[1]), str(days[2]))
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == f"Error: {days[2]}: dataset /temp: {says}; nothing was appended", result.output
+    assert _shapes(fresh) == before
+    other = Client(fresh.endpoint, "test_user1", f"/home/test_user1/{uuid.uuid4().hex[:12]}.h5")
+    result = _load(other, "--append", "--extend", "time", *map(str, days))
+    assert result.exit_code == 1 and f"{days[2]}: dataset /temp: {says}" in result.output, result.output
+    assert other.get("/").status_code in (404, 410)
+
+
+def test_append_copies_a_dataset_of_another_chunk_shape_when_values_are_copied(fresh: Client, sources: Path) -> None:
+    """Only linked chunks must line up: a dataset whose values are copied (``time`` here,
+    contiguous) may be stored differently in a later file, as long as its type is the same."""
+    tag = uuid.uuid4().hex[:8]
+    days = [_day(sources, tag, d) for d in range(2)]
+    with h5py.File(days[1], "a") as f:
+        values = f["time"][...]
+        f["temp"].dims[0].detach_scale(f["time"])
+        del f["time"]
+        t = f.create_dataset("time", data=values, chunks=(5,))
+        t.make_scale("time")
+        f["temp"].dims[0].attach_scale(t)
+    assert _load(fresh, "--append", "--extend", "time", str(days[0])).exit_code == 0
+    result = _load(fresh, "--append", "--extend", "time", str(days[1]))
+    assert result.exit_code == 0, result.output
+    with _h5pyd(fresh) as out:
+        assert np.array_equal(out["time"][...], np.arange(48.0))
 
 
 def test_append_refuses_an_axis_no_dataset_has(fresh: Client, sources: Path) -> None:

@@ -19,7 +19,7 @@ from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.fanout import Workers, cpu_pool
 from h5lake.chunks.locate import ChunkRef, NativeChunks
 from h5lake.model.selection import PointSelection, Selection, Slice
-from h5lake.service.datasets.dataset_layout import codec_and_fill
+from h5lake.chunks.dataset import codec_and_fill
 from h5lake.storage import posix as posix_module
 from h5lake.storage.base import Blob, GetRanges, ObjectInfo
 from h5lake.storage.local import LocalStore

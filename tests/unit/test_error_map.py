@@ -16,6 +16,7 @@ EXPECTED = {
     errors.ReadOnly: 405,
     errors.Conflict: 409,
     errors.AlreadyExists: 409,
+    errors.ConditionFailed: 412,
     errors.Gone: 410,
     errors.TooLarge: 413,
     UnsupportedMediaType: 415,

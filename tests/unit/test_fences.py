@@ -5,13 +5,14 @@ commit enters without waiting."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from h5lake.service.fences import DomainFences
 
 
-def test_a_change_with_no_commit_enters_at_once() -> None:
+async def test_a_change_with_no_commit_enters_at_once() -> None:
     fences = DomainFences()
-    entering = fences.changing("/home/a.h5").__aenter__()
+    entering = fences.enter_change("/home/a.h5")
     try:
         entering.send(None)
     except StopIteration:
@@ -26,12 +27,12 @@ async def test_commits_wait_for_changes_and_changes_for_commits() -> None:
     first_in, let_first_go = asyncio.Event(), asyncio.Event()
 
     async def change(name: str, hold: asyncio.Event | None = None) -> None:
-        async with fences.changing("/home/a.h5"):
-            events.append(f"{name} in")
-            if hold is not None:
-                first_in.set()
-                await hold.wait()
-            events.append(f"{name} out")
+        await fences.enter_change("/home/a.h5")  # held until this task ends
+        events.append(f"{name} in")
+        if hold is not None:
+            first_in.set()
+            await hold.wait()
+        events.append(f"{name} out")
 
     async def commit() -> None:
         async with fences.committing("/home/a.h5"):
@@ -56,8 +57,8 @@ async def test_commits_wait_for_changes_and_changes_for_commits() -> None:
 
 
 async def change_elsewhere(fences: DomainFences, events: list[str]) -> None:
-    async with fences.changing("/home/b.h5"):
-        events.append("elsewhere in")
+    await fences.enter_change("/home/b.h5")
+    events.append("elsewhere in")
 
 
 async def test_a_commit_waits_for_every_change_to_leave() -> None:
@@ -68,11 +69,11 @@ async def test_a_commit_waits_for_every_change_to_leave() -> None:
 
     async def change() -> None:
         nonlocal inside
-        async with fences.changing("/d"):
-            inside += 1
-            await release.wait()
-            await asyncio.sleep(0)
-            inside -= 1
+        await fences.enter_change("/d")
+        inside += 1
+        await release.wait()
+        await asyncio.sleep(0)
+        inside -= 1
 
     async def commit() -> None:
         async with fences.committing("/d"):
@@ -86,3 +87,52 @@ async def test_a_commit_waits_for_every_change_to_leave() -> None:
     release.set()
     await asyncio.gather(*changes, committing)
     assert seen_by_commit == [0]
+
+
+def test_a_use_case_called_without_http_waits_for_a_commit_of_its_domain(tmp_path: Path) -> None:
+    """The fence is the service's: a write use case called directly (as the command line or a
+    route outside the middleware stack would) waits while the domain is committed."""
+    from h5lake.api.app import build_service
+    from h5lake.config import Settings
+    from h5lake.service.context import Caller
+    from h5lake.service.domains.core import create_domain
+    from h5lake.service.objects.attributes import get_attribute, put_attribute
+    from h5lake.storage.memory import MemoryStore
+
+    async def run() -> tuple[bool, object]:
+        svc = build_service(Settings(data=tmp_path / "data"), MemoryStore())
+        admin = Caller("admin", is_admin=True)
+        root = (await create_domain(svc, admin, "/fenced.h5", {})).require_root()
+        attr = {"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 7}
+        async with svc.fences.committing("/fenced.h5"):
+            write = asyncio.create_task(put_attribute(svc, admin, "/fenced.h5", root, "a", attr))
+            await asyncio.wait({write}, timeout=0.5)  # unfenced, the write ends well before
+            during = write.done()
+        await write
+        return during, (await get_attribute(svc, admin, "/fenced.h5", root, "a"))["value"]
+
+    written_during_commit, value = asyncio.run(run())
+    assert not written_during_commit
+    assert value == 7
+
+
+async def test_two_commits_that_opened_their_domain_for_a_change_both_end() -> None:
+    """A commit request opens its domain as a change does (holding it), then commits: the commit
+    drops its own hold while it waits for another commit, which would otherwise wait for that
+    hold to leave while it waits for the first commit (two tasks waiting on each other)."""
+    fences = DomainFences()
+    order: list[str] = []
+
+    async def commit_request(name: str) -> None:
+        await fences.enter_change("/home/a.h5")
+        await asyncio.sleep(0)  # both hold the domain before either commits
+        async with fences.committing("/home/a.h5"):
+            order.append(f"{name} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{name} out")
+        await fences.enter_change("/home/a.h5")  # still its own after the commit: enters at once
+        order.append(f"{name} after")
+
+    await asyncio.wait_for(asyncio.gather(commit_request("a"), commit_request("b")), 5)
+    assert sorted(order) == sorted(["a in", "a out", "a after", "b in", "b out", "b after"])
+    assert order.index("a out") == order.index("a in") + 1 or order.index("b out") == order.index("b in") + 1

@@ -65,6 +65,27 @@ def test_commit_with_stale_parent_is_409_naming_latest(client: Client) -> None:
     assert r.status_code == 409
 
 
+def test_concurrent_commits_of_one_domain_all_answer(client: Client) -> None:
+    """Commit requests arriving together at one server process: each holds its domain as it
+    opens it, then commits; they waited for each other's holds for ever before."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert client.put("/", json={}).status_code in (200, 201, 409)
+    with _h5(client.endpoint, client.domain, "a") as f:
+        f.create_dataset("x", data=np.arange(20_000, dtype="f8"), chunks=(1000,))
+
+    def one(i: int) -> int:
+        r = requests.post(client.endpoint + "/versions", params={"domain": client.domain},
+                          json={"message": f"c{i}"}, auth=auth("test_user1"), timeout=60)
+        return r.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(one, range(4)))
+    assert codes == [201] * 4, codes
+    listed = [v["id"] for v in client.get("/versions").json()["versions"]]
+    assert sorted(listed) == ["v1", "v2", "v3", "v4"]
+
+
 def test_writes_to_a_version_are_405_naming_it(client: Client) -> None:
     root = client.get("/").json()["root"]
     assert _commit(client).status_code == 201

@@ -18,7 +18,7 @@ import xarray as xr
 import zarr
 from tests.conftest import auth
 from tests.support.server import Server
-from tests.zarr.conftest import USER, Zarr, load
+from tests.zarr.conftest import USER, Zarr, basic, load
 
 AS_STORED = {"none", "gzip_shuffle", "fletcher_u1", "zstd", "blosc", "be", "cplx", "enum", "opaque", "strings", "compound"}
 """Datasets whose chunks are sent as stored: their filters all have zarr-python codecs."""
@@ -188,7 +188,8 @@ def test_versions_are_read_only_with_strong_etags(zserver: Server, filters_file:
     assert pinned.put("none/c/0/0", data=b"\0" * 512).status_code == 405
     assert pinned.delete("none/c/0/0").status_code == 405
     assert pinned.put("new/zarr.json", json={"zarr_format": 3, "node_type": "group"}).status_code == 405
-    assert z.get("none/c/0/0").headers.get("ETag") is None  # the head changes: no ETag promised
+    head_chunk = z.get("none/c/0/0")  # the head changes: an ETag to revalidate with, never cached for good
+    assert head_chunk.headers["ETag"] not in (None, etag) and "no-cache" in head_chunk.headers["Cache-Control"]
 
 
 def test_access_follows_the_domain_acls(zserver: Server, filters_file: Path, tmp_path: Path) -> None:
@@ -218,3 +219,29 @@ def test_root_consolidates_the_hierarchy(zserver: Server, filters_file: Path, tm
     assert z.get("none/c/9/0").status_code == 404  # outside the chunk grid
     assert z.get("none/c/x/0").status_code == 404
     assert z.get("ref/zarr.json").status_code == 404
+
+
+def test_members_listed_without_consolidated_metadata(zserver: Server, filters_file: Path, tmp_path: Path) -> None:
+    """zarr-python lists a group's members from the store: fsspec's HTTP file system parses the
+    links of the group's page, obstore's HTTPStore sends a WebDAV PROPFIND (Depth 1; obstore
+    0.12 gives the paths it lists from the server's root, so its store is rooted there and the
+    group opened at its path)."""
+    from obstore.store import HTTPStore
+    from zarr.storage import ObjectStore
+
+    z = load(zserver, filters_file, tmp_path)
+    flat = _meta(z, "zarr.json")["consolidated_metadata"]["metadata"]
+    rooted = ObjectStore(HTTPStore.from_url(z.endpoint + "/", client_options={"default_headers": {"Authorization": basic()},
+                                                                               "allow_http": True}))
+    for name, store, path in (("fsspec", z.fsspec(), ""), ("obstore", rooted, "zarr" + z.domain)):
+        group = zarr.open_group(store, path=path, mode="r", zarr_format=3, use_consolidated=False)
+        assert group.metadata.consolidated_metadata is None
+        found = {name: type(node).__name__ for name, node in group.members(max_depth=None)}
+        assert found == {path: ("Group" if m["node_type"] == "group" else "Array") for path, m in flat.items()}, name
+        assert "ref" not in found and "soft" not in found  # the omitted are not listed
+    dav = requests.request("PROPFIND", f"{z.url}/grp", headers={"Depth": "1"}, auth=auth(USER), timeout=30)
+    assert dav.status_code == 207 and "<D:href>" in dav.text and "/grp/inner/</D:href>" in dav.text
+    deep = requests.request("PROPFIND", f"{z.url}/grp", headers={"Depth": "infinity"}, auth=auth(USER), timeout=30)
+    assert deep.status_code == 403 and "Depth" in deep.json()["error"]["message"]
+    assert requests.get(f"{z.url}/grp", timeout=30).status_code == 401
+    assert z.get("nope").status_code == 404

@@ -11,6 +11,7 @@ import h5pyd
 import numcodecs.zarr3 as nz
 import numpy as np
 import pytest
+import requests
 
 import zarr
 from tests.conftest import Backing, auth
@@ -159,3 +160,59 @@ def test_zarr_json_put_updates_attributes_and_shape(zserver: Server) -> None:
     assert z.get("zarr.json").json()["attributes"]["t"] == 1.5
     assert z.put("arr/zarr.json", json={"zarr_format": 3, "node_type": "group"}).status_code == 409
     assert z.delete("arr/zarr.json").status_code == 400
+
+
+@pytest.mark.parametrize("length", [8, 40_000], ids=["compact", "chunk-objects"])
+def test_conditional_puts_of_chunks_and_zarr_json(zserver: Server, length: int) -> None:
+    """``If-None-Match: *`` and ``If-Match`` as HTTP conditional writers send them: 412 and
+    nothing stored when they do not hold (a compact dataset keeps its chunks in its document;
+    a larger one has a chunk object each, put conditionally)."""
+    z = new_domain(zserver)
+    meta = _with(shape=[length], attributes={"v": 1})
+    assert z.put("arr/zarr.json", json=meta, headers={"If-None-Match": "*"}).status_code == 201
+    r = z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 2}), headers={"If-None-Match": "*"})
+    assert r.status_code == 412 and "exists" in r.json()["error"]["message"]
+    got = z.get("arr/zarr.json")
+    assert got.json()["attributes"] == {"v": 1}
+    assert z.get("arr/zarr.json", headers={"If-None-Match": got.headers["ETag"]}).status_code == 304
+    assert z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 3}), headers={"If-Match": '"stale"'}).status_code == 412
+    assert z.put("arr/zarr.json", json=_with(shape=[length], attributes={"v": 3}), headers={"If-Match": got.headers["ETag"]}).status_code == 200
+    assert z.get("arr/zarr.json").json()["attributes"] == {"v": 3}
+    assert z.put("grp/zarr.json", json={"zarr_format": 3, "node_type": "group"}, headers={"If-Match": "*"}).status_code == 412
+    assert z.get("grp/zarr.json").status_code == 404
+
+    one, two = np.arange(4, dtype="<i2").tobytes(), np.arange(4, 8, dtype="<i2").tobytes()
+    assert z.put("arr/c/0", data=one, headers={"If-Match": "*"}).status_code == 412  # never written
+    assert z.get("arr/c/0").status_code == 404
+    assert z.put("arr/c/0", data=one, headers={"If-None-Match": "*"}).status_code == 200
+    assert z.put("arr/c/0", data=two, headers={"If-None-Match": "*"}).status_code == 412
+    first = z.get("arr/c/0")
+    assert first.content == one
+    assert z.put("arr/c/0", data=two, headers={"If-Match": '"other"'}).status_code == 412
+    assert z.get("arr/c/0").content == one
+    assert z.put("arr/c/0", data=two, headers={"If-Match": first.headers["ETag"]}).status_code == 200
+    second = z.get("arr/c/0")
+    assert second.content == two and second.headers["ETag"] != first.headers["ETag"]
+    assert z.put("arr/c/0", data=one, headers={"If-Match": first.headers["ETag"]}).status_code == 412  # stale now
+    assert z.get("arr/c/0").content == two
+    assert z.get("arr/c/0", headers={"If-None-Match": second.headers["ETag"]}).status_code == 304
+
+
+def test_a_domain_nested_in_another_domains_path(zserver: Server) -> None:
+    """``/a.h5/b.h5`` beside ``/a.h5``: a key under the nested domain reaches it (written,
+    read, listed), while the outer domain's own links keep their keys."""
+    outer = new_domain(zserver)
+    inner = Zarr(zserver.endpoint, outer.domain + "/b.h5")
+    r = requests.put(zserver.endpoint + "/", params={"domain": inner.domain}, auth=auth(USER), timeout=30)
+    assert r.status_code == 201, r.text
+    assert outer.put("g/zarr.json", json={"zarr_format": 3, "node_type": "group"}).status_code == 201
+    assert inner.put("arr/zarr.json", json=ARRAY).status_code == 201
+    assert inner.put("arr/c/1", data=np.arange(4, dtype="<i2").tobytes()).status_code == 200
+    assert list(zarr.open_array(inner.fsspec("/arr"), mode="r", zarr_format=3)[...]) == [0] * 4 + [0, 1, 2, 3]
+    assert set(inner.get("zarr.json").json()["consolidated_metadata"]["metadata"]) == {"arr"}
+    assert set(outer.get("zarr.json").json()["consolidated_metadata"]["metadata"]) == {"g"}  # nothing made in the outer one
+    assert inner.delete("arr/c/1").status_code == 204
+    assert inner.get("arr/c/1").status_code == 404
+    assert outer.get("g/zarr.json").status_code == 200 and outer.get("b.h5x/zarr.json").status_code == 404
+    with h5pyd_file(inner) as f:
+        assert f["arr"].shape == (8,)

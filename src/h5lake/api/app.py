@@ -22,7 +22,6 @@ from h5lake.api import connections, metrics
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
-from h5lake.api.fence import CommitFence
 from h5lake.api.http import Authenticate, undecodable_url
 from h5lake.api.observe import READINESS, Observe, configure_access_log
 from h5lake.api.routes import (
@@ -97,6 +96,7 @@ def build_service(settings: Settings, store: Store) -> Service:
         sources=sources,
         catalog_stale_after=settings.catalog_stale_after,
         catalog_recover_every=settings.catalog_recover_every,
+        commit_lease=settings.commit_lease,
         reply_memory=settings.reply_memory_bytes or 2 * settings.max_request_bytes,
         watch_interval=settings.watch_interval,
         watch_max_datasets=settings.watch_max_datasets,
@@ -211,7 +211,7 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     routes: list[BaseRoute] = [*domain_routes.ROUTES, *value_routes.ROUTES, *map_routes.ROUTES, *object_routes.ROUTES]
     routes += [*openapi.ROUTES, *version_routes.ROUTES]
     routes += [*view_routes.ROUTES, *h5grove_routes.ROUTES, *zarr_routes.ROUTES, *metrics.ROUTES]
-    middleware = [Middleware(Authenticate), Middleware(CommitFence)]
+    middleware = [Middleware(Authenticate)]
     if settings.cors_origin:
         # Outermost, so a preflight is answered before authentication, and errors carry the headers too.
         middleware.insert(0, cors_middleware(settings.cors_origin))

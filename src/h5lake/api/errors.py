@@ -17,6 +17,7 @@ from h5lake.api.observe import REQUEST_ID
 from h5lake.errors import (
     Busy,
     CallerGone,
+    ConditionFailed,
     Conflict,
     Forbidden,
     Gone,
@@ -38,6 +39,7 @@ STATUS: dict[type[H5LakeError], int] = {
     Forbidden: 403,
     NotFound: 404,
     ReadOnly: 405,
+    ConditionFailed: 412,
     Conflict: 409,
     Gone: 410,
     TooLarge: 413,

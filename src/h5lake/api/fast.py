@@ -10,16 +10,14 @@ router would, with a request whose query parameters are parsed once per distinct
 Its reply, or the error's from `api/errors.py`, is sent as the stack would send it.
 
 A PUT of ``/groups/{id}/links/{title}`` or ``/{groups,datasets,datatypes}/{id}/attributes/{name}``
-(h5pyd writes attributes and links one request each) is taken too: it holds the domain's commit
-fence as `CommitFence` does (the same domain, found from the same parameter or header) around
-the same handler, which reads the body from ``receive``; a client that leaves mid-body gets
-the 400 of `api.errors.client_disconnected`, as from the stack.
+(h5pyd writes attributes and links one request each) is taken too: the same handler reads the
+body from ``receive`` (its use case holds the domain's commit fence, `service.fences`); a client
+that leaves mid-body gets the 400 of `api.errors.client_disconnected`, as from the stack.
 
 Everything else falls through to the whole application, unchanged: other methods, other paths,
 a path the router would redirect, a path with a newline, a ``root_path``, and an app whose
-start-up has not run. For the requests it takes the skipped layers do nothing: `CommitFence`
-only fences changes, and the exception middlewares only act on an error, which is rendered
-here by the same handlers (`api.errors.HANDLERS`). With CORS on (``--cors-origin``) there is no fast path: the CORS
+start-up has not run. For the requests it takes the skipped layers do nothing: the exception
+middlewares only act on an error, which is rendered here by the same handlers (`api.errors.HANDLERS`). With CORS on (``--cors-origin``) there is no fast path: the CORS
 middleware adds headers (``Vary: Origin``) to every reply.
 
 `tests/api/test_fast_path.py` sends a broad set of requests to the app with and without it and
@@ -40,7 +38,6 @@ from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
 from h5lake.api.errors import client_disconnected, h5lake_error, http_error, unexpected_error
-from h5lake.api.fence import fenced_domain
 from h5lake.api.http import one_authorization
 from h5lake.auth import Authenticator, Identity
 from h5lake.errors import H5LakeError, Unauthorized
@@ -183,12 +180,9 @@ class FastReads:
         if authenticator is None:
             return False  # start-up has not run: the application answers as it would
         headers: list[str] = []
-        domain_header: bytes | None = None
         for key, value in scope["headers"]:  # as `Authenticate` and Starlette's Headers.get read them
             if key == b"authorization":
                 headers.append(value.decode("latin-1"))
-            elif key == b"x-hdf-domain" and domain_header is None:
-                domain_header = value
         identity: Identity | Unauthorized
         try:
             identity = await authenticator.identify(one_authorization(headers))
@@ -203,10 +197,7 @@ class FastReads:
         query = query_of(scope["query_string"])
         request = FastRequest(scope, query, receive)
         try:
-            if method in _READS:
-                response = await handler(request)
-            else:
-                response = await self._change(handler, request, query, domain_header)
+            response = await handler(request)
         except H5LakeError as exc:
             response = await h5lake_error(request, exc)
         except HTTPException as exc:
@@ -220,12 +211,3 @@ class FastReads:
             raise
         await response(scope, receive, send)
         return True
-
-    async def _change(self, handler: Handler, request: Request, query: Query, domain_header: bytes | None) -> Response:
-        """``handler(request)`` inside the commit fence of the domain it changes (`CommitFence`)."""
-        named = query.get("domain") or (domain_header.decode("latin-1") if domain_header is not None else None)
-        domain = fenced_domain(named)
-        if domain is None:
-            return await handler(request)
-        async with self.app.service.fences.changing(domain):
-            return await handler(request)

@@ -309,3 +309,47 @@ def from_h5py_dcpl(dset: h5py.Dataset) -> list[dict[str, Any]]:
         name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
         filters.append(_hdf5_filter_json(int(fid), [int(v) for v in cd], name))
     return filters
+
+
+# --- filters kept declared: in the creation properties, not applied to stored chunks ----------
+
+
+NO_CODEC_FILTERS = frozenset({"SNAPPY", "BLOSC2"})
+"""Known HDF5 filters ``chunks.filters`` has no codec for; with unknown plugin ids flagged
+optional (which HDF5 itself may skip) these are declared, not applied. Any other unknown filter
+is refused at creation."""
+
+
+def declared_filter_id(spec: Any) -> int | None:
+    """The id of a filter the chunk engine has no codec for, else None.
+
+    Such a filter (nbit, scaleoffset, a plugin such as bzip2...) is *declared*: it is kept in
+    the creation properties exactly as given, so clients and ``h5lake export`` see and re-create
+    it, but stored chunks are kept without it (their bytes are HDF5's with that filter skipped,
+    as if its bit were set in the chunk's filter mask). Values read back are unchanged: the
+    lossy filters among these (scaleoffset, nbit on reduced precision) were applied, if at all,
+    by whoever wrote the values.
+    """
+    if not isinstance(spec, dict):
+        return None
+    raw = spec.get("id")
+    if raw is None:
+        raw = next((int(f) for f in FilterId if f.class_name == spec.get("class")), None)
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        return None
+    try:
+        known = FilterId(raw)
+    except ValueError:
+        # An unknown filter is refused (400) unless HDF5 itself may skip it: H5Z_FLAG_OPTIONAL.
+        flags = spec.get("flags", 0)
+        optional = isinstance(flags, int) and bool(flags & 1)
+        return raw if 0 < raw < 65536 and optional else None
+    return raw if known.name in NO_CODEC_FILTERS else None
+
+
+def codec_filters(filters: Any) -> Any:
+    """The filters the chunk engine applies to stored chunks: all but the declared ones
+    (see :func:`declared_filter_id`). Non-lists pass through for the pipeline to reject."""
+    if not isinstance(filters, list):
+        return filters
+    return [f for f in filters if declared_filter_id(f) is None]

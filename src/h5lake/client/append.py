@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import h5py
 import numpy as np
 
+from h5lake.chunks.filters import from_h5py_dcpl
 from h5lake.client import h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
@@ -25,8 +26,10 @@ from h5lake.client.h5types import type_json
 from h5lake.client.loadplan import Node, NullReferencesOnly, space_json
 from h5lake.client.rest import RestClient, RestError
 from h5lake.client.upload import put_box, put_table, send_all, table_item, value_boxes
+from h5lake.errors import H5LakeError
 from h5lake.model.ids import Collection, parse_index_name
 from h5lake.model.shapes import UNLIMITED
+from h5lake.model.types import to_dtype
 
 # -- appending a file along an axis --------------------------------------------------------------
 
@@ -82,12 +85,69 @@ Axes = dict[str, int | None]
 
 
 @dataclass(frozen=True)
+class Form:
+    """What must be the same in every file for a dataset to grow by another file's: its type
+    (the bytes of a linked chunk are read as it), whether its chunks are linked in place, and
+    then their shape and filters."""
+
+    type: dict[str, Any]
+    linked: bool
+    chunks: tuple[int, ...] | None
+    filters: tuple[Any, ...]
+
+    def mismatch(self, other: Form) -> str | None:
+        """How ``other`` (a later file's) differs from this (the first file's), or None."""
+        if not same_type(self.type, other.type):
+            return f"its type {type_name(other.type)} differs from the first file's {type_name(self.type)}"
+        if not self.linked:
+            return None  # values copied: chunks and filters of the file do not matter
+        if not other.linked:
+            return "it cannot be linked in place, as the first file's is"
+        if other.chunks != self.chunks:
+            return f"its chunks {list(other.chunks or ())} differ from the first file's {list(self.chunks or ())}"
+        if other.filters != self.filters:
+            return "its filters differ from the first file's"
+        return None
+
+
+def same_type(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    try:
+        return bool(to_dtype(a) == to_dtype(b)) and a.get("charSet") == b.get("charSet")
+    except (H5LakeError, TypeError, ValueError, KeyError):
+        return a == b
+
+
+def type_name(t: dict[str, Any]) -> str:
+    try:
+        return str(to_dtype(t))
+    except (H5LakeError, TypeError, ValueError, KeyError):
+        return str(t.get("class", "?"))
+
+
+def file_form(dset: h5py.Dataset) -> Form:
+    linked = linking.copy_reason(dset) is None and dset.chunks is not None
+    filters = tuple(f.get("id") for f in from_h5py_dcpl(dset)) if linked else ()
+    return Form(dict(type_json(dset.id.get_type())), linked, tuple(dset.chunks) if linked else None, filters)
+
+
+def domain_form(doc: dict[str, Any]) -> Form:
+    props = doc.get("creationProperties") or {}
+    layout = props.get("layout") or {}
+    # chunks linked in place (contiguous data linked in place cannot grow: `plan_append` says so)
+    linked = layout.get("class") in ("H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT")
+    chunks = tuple(int(n) for n in layout.get("dims") or ()) if linked else None
+    filters = tuple(f.get("id") for f in props.get("filters") or []) if linked else ()
+    return Form(doc.get("type") or {}, linked, chunks, filters)
+
+
+@dataclass(frozen=True)
 class Datasets:
     """The datasets of a file (or of the domain made from the first file): where each grows
-    along the axis, and its shape."""
+    along the axis, its shape and its `Form`."""
 
     axes: Axes
     shapes: dict[str, tuple[int, ...]]
+    forms: dict[str, Form] = field(default_factory=dict)
 
 DIMENSION_ATTRIBUTES = ["DIMENSION_LIST", "DIMENSION_LABELS"]
 
@@ -100,6 +160,7 @@ def file_axes(f: h5py.File, extend: str) -> Datasets:
         if isinstance(obj, h5py.Dataset):
             out.axes["/" + name] = linking.resolve_axis(obj, extend)
             out.shapes["/" + name] = tuple(obj.shape or ())
+            out.forms["/" + name] = file_form(obj)
 
     f.visititems(found_one)
     return out
@@ -123,6 +184,7 @@ def domain_axes(client: RestClient, extend: str) -> Datasets:
     out = Datasets({}, {})
     for path, oid in ids.items():
         out.shapes[path] = tuple(int(n) for n in docs[path]["shape"].get("dims") or [])
+        out.forms[path] = domain_form(docs[path])
         rank = len(out.shapes[path])
         attrs = {a["name"]: a.get("value") for a in found["attributes"].get(oid, [])}
         labels = attrs.get("DIMENSION_LABELS") or []
@@ -191,6 +253,8 @@ def check_file(f: h5py.File, name: str, first: Datasets, extend: str) -> None:
                 f"{name}: dataset {path} has shape {list(ours)}, which does not continue the first file's "
                 f"{list(theirs)} along {extend}; nothing was appended"
             )
+        if path in first.forms and path in found.forms and (why := first.forms[path].mismatch(found.forms[path])):
+            raise ToolError(f"{name}: dataset {path}: {why}; nothing was appended")
 
 
 def kept_note(first: Datasets, extend: str) -> str | None:

@@ -75,6 +75,12 @@ def new_object_id(collection: Collection, root_id: str) -> str:
     return _format(collection.value, hex_digits(root_id)[:16] + secrets.token_hex(8))
 
 
+def derived_object_id(collection: Collection, root_id: str, seed: str) -> str:
+    """An id of the domain of ``root_id`` that is the same every time for the same ``seed`` (a
+    merge gives an object a fork made the same id in the target at every merge)."""
+    return _format(collection.value, hex_digits(root_id)[:16] + hashlib.sha256(seed.encode()).hexdigest()[:16])
+
+
 def strip_collection_prefix(ref: str) -> str:
     """Accept both ``d-...`` and ``datasets/d-...`` forms."""
     if not isinstance(ref, str):  # a request's list of ids may hold anything
@@ -336,6 +342,39 @@ flusher after writes (:mod:`h5lake.catalog.changed`); listings read it."""
 
 def changed_key(domain: str) -> str:
     return domain_prefix(domain) + CHANGED_FILE
+
+
+META_PREFIX = ".h5lake/meta/"
+"""Domains' metadata change tokens (:func:`meta_token_key`, `h5lake.catalog.metatoken`)."""
+ZARR_PREFIX = ".h5lake/zarr/"
+"""Consolidated Zarr metadata kept whole per domain (:func:`zarr_consolidated_key`)."""
+
+
+def meta_token_key(obj_id: str) -> str:
+    """The metadata change token of the domain ``obj_id`` belongs to: named by the 16 hex digits
+    every object id of a domain shares with its root group's (`new_object_id`), so a change
+    found by object id alone names it."""
+    return f"{META_PREFIX}{hex_digits(obj_id)[:16]}.txt"
+
+
+def zarr_consolidated_key(root_id: str, variant: str) -> str:
+    """The consolidated root ``zarr.json`` of the domain of root ``root_id``, kept by
+    `h5lake.service.zarr.consolidated` (``variant``: its codec profile)."""
+    return f"{ZARR_PREFIX}{hex_digits(root_id)}.{variant}.bin"
+
+
+def derived_keys(root_id: str) -> list[str]:
+    """What h5lake keeps outside a domain's prefix about the domain of root ``root_id``, derived
+    from its documents: removed with the domain (`service.domains.reclaim`)."""
+    return [meta_token_key(root_id), *(zarr_consolidated_key(root_id, v) for v in ("all", "core"))]
+
+
+def object_id_of_key(key: str) -> str | None:
+    """The object id whose document ``key`` is (`object_key`), else None."""
+    if len(key) < 8 or key[5:6] != "-" or key[7:8] != "-":
+        return None
+    obj_id = key[6:]
+    return obj_id if is_valid_id(obj_id) and object_key(obj_id) == key else None
 
 
 def chunk_catalog_key(domain: str, dataset_id: str) -> str:

@@ -24,6 +24,7 @@ from h5lake.model.types import (
     INT_BASES,
     VARIABLE,
     CharSet,
+    StrPad,
     TypeClass,
     TypeJson,
     is_bool,
@@ -109,6 +110,9 @@ def zarr_form(t: TypeJson) -> ZarrForm:
             if t.get("charSet") == CharSet.UTF8:
                 return ZarrForm("string", Elements.UTF8, np.dtype("O"), False)
             return ZarrForm("variable_length_bytes", Elements.BYTES, np.dtype("O"), False)
+        if t.get("strPad") == StrPad.SPACEPAD:
+            raise Unrepresentable("space-padded fixed-length strings: HDF5 readers strip the padding, "
+                                  "Zarr's null_terminated_bytes would keep it")
         n = int(t["length"])
         return ZarrForm({"name": "null_terminated_bytes", "configuration": {"length_bytes": n}}, Elements.FIXED,
                         np.dtype(f"S{n}"), True)

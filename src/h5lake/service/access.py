@@ -63,8 +63,8 @@ async def update_object(
     reuse: bool = False,
     check: Callable[[Doc, int], None] | None = None,
 ) -> tuple[Doc, Any]:
-    """Change an object of ``domain`` atomically (see ``Documents.update``, its ``reuse`` and ``check``);
-    404 when it is not one of the domain's objects. The ownership check runs on the document
+    """Change an object of ``domain`` atomically (see ``Documents.update``, its ``reuse`` and ``check``;
+    `Documents.update_object` tells the catalog); 404 when it is not one of the domain's objects. The ownership check runs on the document
     being updated, so the object is read once."""
     root = domain.require_root()
     if not same_domain(obj_id, root):
@@ -75,7 +75,7 @@ async def update_object(
             raise NotFound(f"object {obj_id} not found in {domain.path}")
         return mutate(doc)
 
-    return await svc.docs.update(object_key(obj_id), checked, f"object {obj_id}", reuse=reuse, check=check)
+    return await svc.docs.update_object(domain.path, obj_id, checked, f"object {obj_id}", reuse=reuse, check=check)
 
 
 def client_timestamp(body: Doc, key: str, default: float) -> float:

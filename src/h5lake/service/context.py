@@ -69,6 +69,7 @@ class Service:
     sources: SourceRegistry | None = None  # where linked files are read; default: allowed_sources, local only
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
+    commit_lease: float = 10.0  # seconds a commit's mark on a domain lasts unrenewed (service.versions.applying)
     reply_memory: int = 1024 * 1024 * 1024  # bytes of replies made whole at once (service.budget)
     watch_interval: float = 0.5  # seconds between looks at each watched dataset (service.datasets.watch)
     watch_max_datasets: int = 256  # datasets watched at once per process; more waits get 503
@@ -95,6 +96,7 @@ class Service:
         self.catalog = ChunkCatalog(
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )
+        self.docs.object_changed = self.catalog.note_object  # every object's change reaches the catalog
         self._background: set[asyncio.Task[Any]] = set()
         # split markers of map bucket trees seen by this process (map id -> tree); a split is
         # never undone, so a stale entry only costs a read (h5lake.maps.buckets)

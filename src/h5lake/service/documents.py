@@ -45,7 +45,9 @@ from typing import Any, Self
 
 import orjson
 
+from h5lake.catalog import metatoken
 from h5lake.errors import AlreadyExists, Conflict, DataCorruption, NotFound
+from h5lake.model.ids import object_id_of_key, object_key
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
@@ -113,6 +115,10 @@ class Documents:
         # told of each document this process stores (its new ETag) or deletes (None): the watch
         # (service.datasets.watch) wakes the waiters on it at once
         self.written: Callable[[str, str | None], None] = _nobody
+        # told of each object (group, dataset, datatype, map) of a domain changed through the
+        # ``*_object`` methods below, after its document is written, whether or not the update
+        # changed it: the catalog (`ChunkCatalog.note_object`, wired by `context.Service`)
+        self.object_changed: Callable[[str, str], None] = _nobody
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
@@ -135,13 +141,23 @@ class Documents:
             etag = await self.store.put(key, dumps(doc), if_none_match=True)
         except PreconditionFailed:
             raise AlreadyExists(f"{what} already exists") from None
+        await self.changed(key)
         self.written(key, etag)
         return etag
 
     async def put(self, key: str, doc: Doc) -> str:
         etag = await self.store.put(key, dumps(doc))
+        await self.changed(key)
         self.written(key, etag)
         return etag
+
+    async def changed(self, key: str) -> None:
+        """The document at ``key`` was stored or deleted (by this class or by a caller writing
+        it directly): an object document's domain gets a new metadata change token
+        (`h5lake.catalog.metatoken`) before the change is acknowledged."""
+        obj_id = object_id_of_key(key)
+        if obj_id is not None:
+            await metatoken.changed(self.store, obj_id)
 
     async def update(
         self,
@@ -206,17 +222,63 @@ class Documents:
                 continue  # a remembered document that was not the stored one: read it now
             if reuse and native:
                 self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
+            await self.changed(key)
             self.written(key, new_etag)
             return doc, result
         raise Conflict(f"{what} is changing too fast; try again")
 
     async def delete(self, key: str) -> None:
         await self.store.delete(key)
+        await self.changed(key)
         self.written(key, None)
 
+    # -- an object of a domain: its document, and the domain told it changed (`object_changed`)
 
-def _nobody(key: str, etag: str | None) -> None:
-    """`Documents.written` when nothing listens."""
+    async def create_object(self, domain: str, doc: Doc, same: Callable[[Doc], bool] | None = None) -> None:
+        """Store the new object ``doc`` of ``domain``; when one with its id exists already it is
+        taken as made when ``same(existing)`` (a request sent again), else `AlreadyExists`."""
+        key = object_key(doc["id"])
+        try:
+            await self.create(key, doc, f"object {doc['id']}")
+        except AlreadyExists:
+            existing = await self.get(key) if same is not None else None
+            if existing is None or same is None or not same(existing.doc):
+                raise
+        self.object_changed(domain, doc["id"])
+
+    async def put_object(self, domain: str, obj_id: str, doc: Doc, if_match: str | None = None) -> str:
+        """Store ``doc`` as object ``obj_id`` of ``domain`` (``if_match``: only over that ETag,
+        else `PreconditionFailed`); its new ETag."""
+        key = object_key(obj_id)
+        etag = await self.store.put(key, dumps(doc), if_match=if_match)
+        await self.changed(key)
+        self.written(key, etag)
+        self.object_changed(domain, obj_id)
+        return etag
+
+    async def update_object(
+        self,
+        domain: str,
+        obj_id: str,
+        mutate: Callable[[Doc], Any],
+        what: str,
+        *,
+        reuse: bool = False,
+        check: Callable[[Doc, int], None] | None = None,
+    ) -> tuple[Doc, Any]:
+        """`update` of object ``obj_id`` of ``domain``, then the domain told (also when
+        ``mutate`` left it unchanged; not when it raised)."""
+        result = await self.update(object_key(obj_id), mutate, what, reuse=reuse, check=check)
+        self.object_changed(domain, obj_id)
+        return result
+
+    async def delete_object(self, domain: str, obj_id: str) -> None:
+        await self.delete(object_key(obj_id))
+        self.object_changed(domain, obj_id)
+
+
+def _nobody(*told: object) -> None:
+    """`Documents.written` and `object_changed` when nothing listens."""
 
 
 class PutOutcome(enum.Enum):

@@ -163,7 +163,6 @@ async def _touch(svc: Service, opened: OpenMap, stamp: float) -> None:
         await update_object(svc, opened.domain, map_id, later, reuse=True)
     except NotFound:
         return  # the map was deleted meanwhile: its pairs go with it
-    svc.catalog.note_object(opened.domain.path, map_id)
 
 
 async def _applied(svc: Service, opened: OpenMap, pairs: md.Pairs, deleted: np.ndarray[Any, Any]) -> tuple[int, int]:

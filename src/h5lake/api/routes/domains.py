@@ -61,7 +61,7 @@ async def info(request: Request) -> Response:
 
 
 _GET_FLAGS = ("include_links", "include_attrs", "verbose", "getdnids", "follow_external_links",
-              "follow_soft_links", "getobjs")
+              "follow_soft_links", "getobjs", "include_values")
 
 
 async def get_domain(request: Request) -> Response:
@@ -83,6 +83,9 @@ async def get_domain(request: Request) -> Response:
         follow_soft_links=flags["follow_soft_links"],
         parent_id=request.query_params.get("parent_id"),
         objects=flags["getobjs"],
+        objects_limit=limit_param(request),
+        objects_marker=request.query_params.get("Marker"),
+        objects_values=flags["include_values"],
     )
     nonfinite.description(out, flag(request, "ignore_nan"))
     h = links(request)

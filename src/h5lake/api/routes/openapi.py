@@ -139,7 +139,10 @@ _OPS: tuple[Op, ...] = (
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path (no domain: the top-level folders)",
        {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _H5PATH, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
-                             Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE)),
+                             Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE,
+                             Param("Limit", _INT, "with getobjs: one page of at most this many objects (2,000 at most), nextMarker when more follow"),
+                             Param("Marker", _STRING, "with getobjs: the page after this nextMarker"),
+                             Param("include_values", _FLAG, "with getobjs and Limit: small datasets' values as value_base64"))),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
        {201: s.DomainInfo, 200: s.Flushed, 204: "flushed"},
        (DOMAIN, Param("flush", _FLAG, "only check write access (also in the body)"),
@@ -298,10 +301,10 @@ _OPS: tuple[Op, ...] = (
     # the Zarr v3 bridge (h5lake extension, docs/zarr.md): {path} is the domain, then an HDF5
     # path, then zarr.json or a chunk key c/i/j...; D@REF serves a version read-only
     Op("GET", "/zarr/{path}", "getZarrKey", "A Zarr v3 store key: a group's or array's zarr.json, or a chunk",
-       {200: ZarrNode, 304: "unchanged (a version's answer, by its ETag)"}, (_ZARR_PATH, _ZARR_CODECS), tags=("zarr",)),
+       {200: ZarrNode, 304: "unchanged (by its ETag)"}, (_ZARR_PATH, _ZARR_CODECS), tags=("zarr",)),
     Op("PUT", "/zarr/{path}", "putZarrKey", "Write a chunk, or a zarr.json (a new group or array; attributes, shape)",
-       {200: "stored", 201: "created"}, (_ZARR_PATH, _ZARR_CODECS), body=ZarrNode, binary_body=True, body_required=True,
-       tags=("zarr",)),
+       {200: "stored", 201: "created"}, (_ZARR_PATH, _ZARR_CODECS),
+       body=ZarrNode, binary_body=True, body_required=True, tags=("zarr",)),
     Op("DELETE", "/zarr/{path}", "deleteZarrKey", "Delete a chunk (it reads as the fill value again)",
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
 )
@@ -326,7 +329,7 @@ OPS: tuple[Op, ...] = tuple(one for op in _OPS for one in _per_collection(op))
 BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getMapValue", "postMapKeys", "getMapKeys",
                             *("getAttribute" + suffix for suffix in _SUFFIX.values())})
 
-_ERRORS = (400, 401, 403, 404, 405, 409, 410, 413, 415, 503)
+_ERRORS = (400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 503)
 
 
 def _models() -> list[type[BaseModel]]:

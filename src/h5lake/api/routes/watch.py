@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import math
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -61,7 +62,10 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
     """The reply ``reply()`` makes, once it differs from the client's ``If-None-Match`` or when
     ``seconds`` have passed (304)."""
     header = request.headers.get("if-none-match")
-    first = await reply()  # authorizes: a caller without read gets its 403 now
+    asked = (dset_id, request.url.path, request.url.query, request.headers.get("host"), caller(request).user)
+    # authorizes: a caller without read gets its 403 now. Made after this request came (a change
+    # acknowledged before it is in it), shared by the requests that came while one was in flight
+    first = await _fresh(asked, reply)
     if not _matches(header, etag_of(first)):
         return first
     loop = asyncio.get_running_loop()
@@ -69,27 +73,22 @@ async def watched(request: Request, dset_id: str, seconds: float, reply: Callabl
     gone = asyncio.ensure_future(_hung_up(request))
     try:
         async with service(request).watch.watching(object_key(dset_id)) as watcher:
-            asked = (dset_id, request.url.path, request.url.query, request.headers.get("host"), caller(request).user)
-            while True:
-                seen = watcher.etag
-                # again: the document may have changed before the watch began. The waiters woken
-                # by one change that asked the same thing share one reply
-                now = await _shared((seen, *asked), reply)
-                etag = etag_of(now)
-                if not _matches(header, etag):
-                    return now
-                remaining = deadline - loop.time()
-                if remaining <= 0:
+            seen = watcher.etag
+            # again: the document may have changed before the watch began (waiters that asked the
+            # same thing at once share this reply)
+            now = await _shared((seen, *asked), reply)
+            while _matches(header, etag := etag_of(now)):
+                if loop.time() >= deadline:
                     return _not_modified(etag)
-                change = asyncio.ensure_future(watcher.changed_from(seen))
-                try:
-                    done, _ = await asyncio.wait((change, gone), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    change.cancel()
-                if gone in done:
-                    raise CallerGone("the client hung up while waiting")
-                if not done:
+                # the waiters woken by one change that asked the same thing share one reply,
+                # made once before they are woken
+                got = await watcher.made_at_change(seen, asked, reply, deadline, gone)
+                if got is None:
+                    if gone.done():
+                        raise CallerGone("the client hung up while waiting")
                     return _not_modified(etag)
+                seen, now = got
+            return now
     finally:
         gone.cancel()
 
@@ -105,6 +104,62 @@ async def _shared(key: tuple[object, ...], reply: Callable[[], Awaitable[Respons
         making = _MAKING[key] = asyncio.ensure_future(reply())
         making.add_done_callback(lambda _: _MAKING.pop(key, None))
     return await asyncio.shield(making)
+
+
+@dataclass
+class _Flight:
+    running: asyncio.Task[Response] | None = None  # the reply being made
+    after: asyncio.Future[Response] | None = None  # for those who came while it was: the next one
+
+
+_FLIGHTS: dict[tuple[object, ...], _Flight] = {}
+"""The first replies of waiters being made, by what they asked."""
+
+
+async def _fresh(key: tuple[object, ...], reply: Callable[[], Awaitable[Response]]) -> Response:
+    """``reply()`` made after this call began: the one being made for ``key`` if none is yet,
+    else the next one, begun once it is done and shared by every call that came meanwhile. So
+    1,000 clients that send their wait at once cost a few replies (store reads), not 1,000."""
+    flight = _FLIGHTS.get(key)
+    if flight is None:
+        flight = _FLIGHTS[key] = _Flight()
+    if flight.running is None:
+        flight.running = _begin(key, flight, reply)
+        return await asyncio.shield(flight.running)
+    if flight.after is None:
+        flight.after = asyncio.get_running_loop().create_future()
+    return await asyncio.shield(flight.after)
+
+
+def _begin(key: tuple[object, ...], flight: _Flight, reply: Callable[[], Awaitable[Response]]) -> asyncio.Task[Response]:
+    task = asyncio.ensure_future(reply())
+
+    def done(_: object) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved: each caller that still waits has it raised
+        after, flight.after = flight.after, None
+        if after is None:
+            flight.running = None
+            if _FLIGHTS.get(key) is flight:
+                del _FLIGHTS[key]
+            return
+        flight.running = _begin(key, flight, reply)
+        flight.running.add_done_callback(lambda made: _pass_on(made, after))
+
+    task.add_done_callback(done)
+    return task
+
+
+def _pass_on(made: asyncio.Task[Response], to: asyncio.Future[Response]) -> None:
+    if to.done():
+        return
+    if made.cancelled():
+        to.cancel()
+    elif (exc := made.exception()) is not None:
+        to.set_exception(exc)
+        to.exception()  # retrieved, as above
+    else:
+        to.set_result(made.result())
 
 
 def _not_modified(etag: bytes) -> Response:

@@ -64,7 +64,7 @@ class FilterId(enum.IntEnum):
 
 KNOWN_FILTER_IDS: frozenset[int] = frozenset(int(f) for f in FilterId)
 """The filter ids h5lake names (`FilterId`): it has a codec for each but snappy and blosc2, which
-the server keeps declared whatever their flags (``service.datasets.creation.NO_CODEC_FILTERS``). Any other
+the server keeps declared whatever their flags (``chunks.filters.NO_CODEC_FILTERS``). Any other
 id is a plugin h5lake only records, and only when HDF5 may skip it (``H5Z_FLAG_OPTIONAL``):
 ``h5lake load`` refuses a mandatory one before sending anything, and ``h5lake export`` writes
 the chunks of an optional one with the filter skipped (docs/fidelity.md, "Recorded filters")."""

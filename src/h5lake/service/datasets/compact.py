@@ -44,7 +44,7 @@ from h5lake.model.types import to_dtype
 from h5lake.service.context import Service, now
 from h5lake.service.datasets.dataset_layout import compact_layout
 from h5lake.service.datasets.shrink import kept_region, reset_outside
-from h5lake.service.documents import Doc, Unchanged, dumps
+from h5lake.service.documents import Doc, Unchanged
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 
@@ -132,13 +132,11 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
         if moving:
             new[KEY]["moving"] = True
         try:
-            stored = await svc.store.put(key, dumps(new), if_match=etag)
+            await svc.docs.put_object(domain.path, dataset_id, new, if_match=etag)
         except PreconditionFailed:
             doc = etag = None
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
-        svc.docs.written(key, stored)  # the watch (service.datasets.watch)
-        svc.catalog.note_object(domain.path, dataset_id)
         if moving:
             await finish_move(svc, domain, new)
         return None
@@ -167,7 +165,6 @@ async def finish_move(svc: Service, domain: Domain, doc: Doc) -> Doc:
         current["lastModified"] = now()
         return None
 
-    after, _ = await svc.docs.update(object_key(dataset_id), drop, f"dataset {dataset_id}")
-    svc.catalog.note_object(domain.path, dataset_id)
+    after, _ = await svc.docs.update_object(domain.path, dataset_id, drop, f"dataset {dataset_id}")
     return after
 

@@ -10,7 +10,7 @@ import orjson
 
 from h5lake.errors import Conflict, InvalidInput, TooLarge
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection, object_key
+from h5lake.model.ids import Collection
 from h5lake.model.layout import LayoutClass, is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
@@ -284,8 +284,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
         return None
 
     front = isinstance(body, dict) and "prepend" in body
-    doc, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
-    svc.catalog.note_object(domain.path, dset_id)
+    doc, _ = await svc.docs.update_object(domain.path, dset_id, mutate, f"dataset {dset_id}")
     resized = Resized(tuple(old_dims), tuple(doc["shape"]["dims"]), doc, front)
     if marked[0]:
         doc = await shrink.finish(svc, domain, doc)
@@ -335,6 +334,5 @@ async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str
         current["lastModified"] = now()
         return None
 
-    updated, _ = await svc.docs.update(object_key(dset_id), mutate, f"dataset {dset_id}")
-    svc.catalog.note_object(domain.path, dset_id)
+    updated, _ = await svc.docs.update_object(domain.path, dset_id, mutate, f"dataset {dset_id}")
     return updated

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from h5lake.chunks.dataset import pipeline_item_size
-from h5lake.chunks.filters import FilterId, FilterPipeline
+from h5lake.chunks.filters import FilterId, FilterPipeline, codec_filters, declared_filter_id
 from h5lake.errors import InvalidInput
 from h5lake.model.fromjson import EXACT_FILL, json_to_array
 from h5lake.model.layout import LayoutClass, adjust_chunk_shape, guess_chunk_shape
@@ -77,39 +77,6 @@ def plan_layout(space: Space, type_json: Doc, props: Doc, limits: Limits) -> Doc
     return {"class": LayoutClass.CHUNKED.value, "dims": list(chunk)}
 
 
-NO_CODEC_FILTERS = frozenset({"SNAPPY", "BLOSC2"})
-"""Known HDF5 filters ``chunks.filters`` has no codec for; with unknown plugin ids flagged
-optional (which HDF5 itself may skip) these are declared, not applied. Any other unknown filter
-is refused at creation."""
-
-
-def _declared_filter_id(spec: Any) -> int | None:
-    """The id of a filter the chunk engine has no codec for, else None.
-
-    Such a filter (nbit, scaleoffset, a plugin such as bzip2...) is *declared*: it is kept in
-    the creation properties exactly as given, so clients and ``h5lake export`` see and re-create
-    it, but stored chunks are kept without it (their bytes are HDF5's with that filter skipped,
-    as if its bit were set in the chunk's filter mask). Values read back are unchanged: the
-    lossy filters among these (scaleoffset, nbit on reduced precision) were applied, if at all,
-    by whoever wrote the values.
-    """
-    if not isinstance(spec, dict):
-        return None
-    raw = spec.get("id")
-    if raw is None:
-        raw = next((int(f) for f in FilterId if f.class_name == spec.get("class")), None)
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        return None
-    try:
-        known = FilterId(raw)
-    except ValueError:
-        # An unknown filter is refused (400) unless HDF5 itself may skip it: H5Z_FLAG_OPTIONAL.
-        flags = spec.get("flags", 0)
-        optional = isinstance(flags, int) and bool(flags & 1)
-        return raw if 0 < raw < 65536 and optional else None
-    return raw if known.name in NO_CODEC_FILTERS else None
-
-
 def _declared_filter_json(spec: Doc, fid: int) -> Doc:
     params = spec.get("parameters", [])
     if not isinstance(params, list) or not all(
@@ -139,14 +106,6 @@ def _user_form(spec: Any, normalized: Doc) -> Doc:
     if not isinstance(spec, dict) or spec.get("class") != "H5Z_FILTER_USER" or not isinstance(spec.get("parameters"), list):
         return normalized  # "parameters": null is taken as absent, as the pipeline takes it
     return {**normalized, "class": "H5Z_FILTER_USER", "parameters": list(spec["parameters"])}
-
-
-def codec_filters(filters: Any) -> Any:
-    """The filters the chunk engine applies to stored chunks: all but the declared ones
-    (see :func:`_declared_filter_id`). Non-lists pass through for the pipeline to reject."""
-    if not isinstance(filters, list):
-        return filters
-    return [f for f in filters if _declared_filter_id(f) is None]
 
 
 def group_creation_properties(props: Any) -> Doc | str:
@@ -222,7 +181,7 @@ def validate_creation_properties(props: Any, type_json: Doc, chunk_shape: list[i
             normalized = iter(applied)
             merged = []
             for spec in filters:
-                fid = _declared_filter_id(spec)
+                fid = declared_filter_id(spec)
                 merged.append(_user_form(spec, next(normalized)) if fid is None else _declared_filter_json(spec, fid))
             applied = merged
         out["filters"] = applied

@@ -2,56 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-from collections import OrderedDict
-from typing import Any
-
-import numpy as np
-import orjson
-
-from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
+from h5lake.chunks.dataset import DatasetLayout, codec_and_fill
 from h5lake.chunks.inline import KEY, DocumentChunks, listed_chunks
 from h5lake.chunks.locate import ChunkLocator, NativeChunks
-from h5lake.model.fromjson import EXACT_FILL, fill_value_array
+from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.ids import FORKED
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.model.values import bytes_to_array
-from h5lake.service.datasets.creation import codec_filters
 from h5lake.service.documents import Doc
 from h5lake.service.views import Domain
-
-_CODEC_CACHE_SIZE = 256
-_codecs: OrderedDict[bytes, tuple[ChunkCodec, np.ndarray]] = OrderedDict()
-
-
-def codec_and_fill(
-    type_json: Doc, chunk_shape: tuple[int, ...], filters: Any, fill_json: Any, fill_bytes: str | None = None
-) -> tuple[ChunkCodec, np.ndarray]:
-    """A dataset's codec and (read-only) fill element, shared by every request that asks with
-    the same type, chunk shape, filters and fill value (``fill_bytes``, its packed bytes in
-    base64 where they are kept beside the JSON form, ``EXACT_FILL``, is the fill value then).
-
-    Both are pure functions of those values, so a cache keyed by them is never stale, even
-    when another process changes the dataset: a changed document asks with a different key.
-    Building them parses the type and the filters, a good part of a small read's cost.
-    """
-    key = orjson.dumps([type_json, chunk_shape, filters, fill_json, fill_bytes], option=orjson.OPT_SORT_KEYS)
-    found = _codecs.get(key)
-    if found is not None:
-        _codecs.move_to_end(key)
-        return found
-    codec = ChunkCodec.for_dataset(type_json, chunk_shape, codec_filters(filters))
-    if fill_bytes is not None:
-        fill = bytes_to_array(base64.b64decode(fill_bytes), type_json, ())
-    else:
-        fill = fill_value_array(type_json, fill_json)
-    if codec.dtype.subdtype is None:  # an H5T_ARRAY fill keeps its dims as its shape (numpy folds them)
-        fill = np.asarray(fill, dtype=codec.dtype)
-    fill.flags.writeable = False
-    _codecs[key] = codec, fill
-    if len(_codecs) > _CODEC_CACHE_SIZE:
-        _codecs.popitem(last=False)
-    return codec, fill
 
 
 def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayout | None:

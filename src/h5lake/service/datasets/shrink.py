@@ -44,7 +44,6 @@ from h5lake.catalog.written import written_chunks
 from h5lake.chunks import writes
 from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.locate import NativeChunks
-from h5lake.model.ids import object_key
 from h5lake.model.layout import chunk_span, span_count
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection, Slice
@@ -211,6 +210,5 @@ async def finish(svc: Service, domain: Domain, doc: Doc) -> Doc:
         current["lastModified"] = now()
         return None
 
-    after, _ = await svc.docs.update(object_key(doc["id"]), drop, f"dataset {doc['id']}")
-    svc.catalog.note_object(domain.path, doc["id"])
+    after, _ = await svc.docs.update_object(domain.path, doc["id"], drop, f"dataset {doc['id']}")
     return after

@@ -5,12 +5,15 @@ waits on the stored document's ETag. Each process keeps one entry per watched do
 all its waiters:
 
 * a change made by this process wakes the waiters at once: `Documents` reports every document it
-  writes or deletes (`Watch.changed`), which sets the entry's event;
+  writes or deletes (`Watch.changed`), which completes each waiting waiter's future;
 * a change made by another process (any server on the same store) is seen by the process's one
   poller task, which asks the store for each watched document's ETag (one HEAD per watched
   document per ``interval``, however many wait on it) and wakes that document's waiters.
 
-So a waiter is a coroutine, an entry in a counter and an event: no thread, a few hundred bytes.
+The waiters that saw one ETag and want the same thing made at the change (`Watcher.made_at_change`:
+the route's reply) form a group with one follower task: at the change it makes the thing once,
+then completes each waiter's future with it, so a change costs one make per group and one wake-up
+per waiter. A waiter is a coroutine, a future and a timer handle: no thread, no task of its own.
 The store pays ``1 / interval`` HEADs per second per watched document per process; at most
 ``most`` documents are watched at once per process, more get `Busy` (503), so one process never
 asks more than ``most / interval`` HEADs per second (docs/api.md, "The watch").
@@ -21,22 +24,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from h5lake.errors import Busy
 from h5lake.storage import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HEADS_AT_ONCE = 32
 """Store HEADs the poller has in flight at once."""
 
 
 @dataclass
+class _Group:
+    """The waiters on one document that saw one ETag and want the same thing made at its change."""
+
+    waiting: set[asyncio.Future[Any]] = field(default_factory=set)
+    follower: asyncio.Task[None] | None = None
+
+
+@dataclass
 class _Watched:
     etag: str | None  # the document's ETag as last seen (None: no document)
-    event: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) at a change
+    # a future per coroutine now waiting for a change, completed by it: a change costs one
+    # ``set_result`` per waiting coroutine, not a task or an ``asyncio.wait`` each
+    waiting: set[asyncio.Future[None]] = field(default_factory=set)
+    groups: dict[tuple[str | None, Hashable], _Group] = field(default_factory=dict)
     waiters: int = 0
 
 
@@ -51,11 +67,62 @@ class Watcher:
         """The document's ETag as this process last saw it."""
         return self._entry.etag
 
-    async def changed_from(self, seen: str | None) -> None:
-        """Return once the document's ETag is seen to differ from ``seen``."""
+    async def changed_from(self, seen: str | None, deadline: float | None = None, stop: asyncio.Future[Any] | None = None) -> bool:
+        """Wait until the document's ETag is seen to differ from ``seen`` (True), or until the
+        loop's clock reaches ``deadline`` or ``stop`` is done (False, the ETag unchanged)."""
         entry = self._entry
-        while entry.etag == seen:
-            await entry.event.wait()
+        if entry.etag != seen:
+            return True
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry.waiting.add(woken)
+        try:
+            await _until(woken, deadline, stop)
+        finally:
+            entry.waiting.discard(woken)
+        return entry.etag != seen
+
+    async def made_at_change(
+        self, seen: str | None, what: Hashable, make: Callable[[], Awaitable[T]], deadline: float,
+        stop: asyncio.Future[Any] | None = None,
+    ) -> tuple[str | None, T] | None:
+        """``(etag, make())`` once the document's ETag differs from ``seen`` (``etag`` the one
+        seen before ``make`` began), or None when the loop's clock reaches ``deadline`` or
+        ``stop`` is done first. The waiters that saw ``seen`` and want the same ``what`` share
+        one ``make()`` per change, made by one follower task: a change wakes each of them once,
+        with the result ready (an exception of ``make`` is raised in each)."""
+        entry = self._entry
+        key = (seen, what)
+        group = entry.groups.get(key)
+        if group is None:
+            group = entry.groups[key] = _Group()
+            group.follower = asyncio.get_running_loop().create_task(self._follow(key, group, make))
+        mine: asyncio.Future[tuple[str | None, T] | None] = asyncio.get_running_loop().create_future()
+        group.waiting.add(mine)
+        try:
+            return await _until(mine, deadline, stop)
+        finally:
+            group.waiting.discard(mine)
+            if not group.waiting and entry.groups.get(key) is group:
+                del entry.groups[key]
+                if group.follower is not None:
+                    group.follower.cancel()
+
+    async def _follow(self, key: tuple[str | None, Hashable], group: _Group, make: Callable[[], Awaitable[Any]]) -> None:
+        entry = self._entry
+        await self.changed_from(key[0])
+        if entry.groups.get(key) is group:
+            del entry.groups[key]  # who comes now waits for the change after this one
+        etag = entry.etag
+        try:
+            made = await make()
+        except Exception as exc:  # noqa: BLE001 -- raised in each waiter, as awaiting make() would
+            for waiter in group.waiting:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for waiter in group.waiting:
+            if not waiter.done():
+                waiter.set_result((etag, made))
 
 
 class Watch:
@@ -133,5 +200,31 @@ class Watch:
 def _seen(entry: _Watched, etag: str | None) -> None:
     if etag != entry.etag:
         entry.etag = etag
-        woken, entry.event = entry.event, asyncio.Event()
-        woken.set()
+        for woken in entry.waiting:
+            _wake(woken)
+
+
+def _wake(woken: asyncio.Future[Any]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
+async def _until(woken: asyncio.Future[T], deadline: float | None, stop: asyncio.Future[Any] | None) -> T:
+    """``woken``'s result; None (set by this) when the loop's clock reaches ``deadline`` or ``stop``
+    is done first."""
+    if stop is not None and stop.done():
+        _wake(woken)
+    timer = None if deadline is None else asyncio.get_running_loop().call_at(deadline, _wake, woken)
+
+    def stopped(_: object) -> None:
+        _wake(woken)
+
+    if stop is not None:
+        stop.add_done_callback(stopped)
+    try:
+        return await woken
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if stop is not None:
+            stop.remove_done_callback(stopped)

@@ -32,7 +32,9 @@ from h5lake.service.documents import Doc
 from h5lake.service.domains import query as domain_query
 from h5lake.service.domains import reclaim
 from h5lake.service.domains.summary import domain_stats
+from h5lake.service.versions import applying
 from h5lake.service.versions import view as versions
+from h5lake.service.versions.applying import APPLYING, COMMITTING
 from h5lake.service.views import READ_PERMISSIONS, Domain, refuse_change
 from h5lake.versions.names import split_domain
 
@@ -43,7 +45,11 @@ async def load_domain(svc: Service, path: str) -> Domain:
     """The domain ``path`` (its head), or the version ``D@REF`` names (read-only)."""
     path, ref = split_domain(path)
     head = await _load_head(svc, path)
-    return head if ref is None else await versions.open_version(svc, head, ref)
+    if ref is not None:
+        return await versions.open_version(svc, head, ref)
+    if APPLYING in head.doc:  # a version is being written to the head: wait for it, or finish it
+        head = await applying.finish(svc, head)
+    return head
 
 
 async def _load_head(svc: Service, path: str) -> Domain:
@@ -83,17 +89,33 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
         raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
-COMMITTING = "committing"  # the domain document's mark while a commit runs (service/versions/commit)
 _COMMIT_POLL = 0.02
 
 
 async def open_domain(svc: Service, caller: Caller, path: str, permission: Permission) -> Domain:
+    if permission not in READ_PERMISSIONS:
+        await enter_change(svc, path)
     domain = await load_domain(svc, path)
     authorize(caller, domain, permission)
     refuse_change(domain, permission)
     if permission not in READ_PERMISSIONS:
         domain = await wait_for_commit(svc, domain)
     return domain
+
+
+async def enter_change(svc: Service, path: str) -> None:
+    """The commit fence, decided here for every change whatever calls it: the task changing the
+    head of domain ``path`` holds its fence (`service.fences`) before the domain is read, so a
+    commit in this process sees the change wholly or not at all. A version (``D@REF``) or a
+    malformed name holds none: it is refused as read-only or invalid when loaded."""
+    head, ref = split_domain(path)
+    if ref is not None:
+        return
+    try:
+        head = normalize_domain(head)
+    except InvalidInput:
+        return
+    await svc.fences.enter_change(head)
 
 
 async def wait_for_commit(svc: Service, domain: Domain) -> Domain:

@@ -18,6 +18,7 @@ from h5lake.model.ids import (
     Collection,
     catalog_key,
     changed_key,
+    derived_keys,
     domain_key,
     domain_prefix,
     object_key,
@@ -49,6 +50,7 @@ async def reclaim_domain(svc: Service, path: str, root: str) -> None:
         # The path's own state. A domain made there again meanwhile (its creator cleared what
         # the deleted one left, `clear_path`) owns it now: only the deleted domain's marks go.
         await clear_path(svc, path, root)
+        await svc.workers.each(derived_keys(root), svc.store.delete)
     except Exception:  # background clean-up: log, never crash the server
         log.exception("reclaiming domain %s failed", path)
 

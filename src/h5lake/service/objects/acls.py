@@ -56,5 +56,4 @@ async def put_object_acl(
         return entry
 
     _, entry = await update_object(svc, domain, obj_id, mutate)
-    svc.catalog.note_object(domain.path, obj_id)
     return acl_entry(user, entry)

@@ -321,7 +321,6 @@ async def _put_once(svc: Service, domain: Domain, obj_id: str, new: dict[str, Do
         if stored:  # named by no document: delete now rather than leave to the collection
             await attrvalues.drop(svc, obj_id, [a[attrvalues.OUTSIDE] for a in new.values() if attrvalues.is_outside(a)])
         raise
-    svc.catalog.note_object(domain.path, obj_id)
     if dropped:
         await attrvalues.drop(svc, obj_id, dropped)
     if stored:
@@ -552,7 +551,6 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
 
     await update_object(svc, domain, obj_id, remove, reuse=True)  # deletes entries only
     svc.deleted_names.note(domain.path, obj_id, "attribute", names)
-    svc.catalog.note_object(domain.path, obj_id)
     if dropped:
         await attrvalues.drop(svc, obj_id, dropped)
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from h5lake.catalog.totals import dataset_stats
 from h5lake.chunks.inline import KEY as COMPACT_KEY
-from h5lake.errors import AlreadyExists, Forbidden, InvalidInput
+from h5lake.errors import Forbidden, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import FORKED, Collection, object_key, parse_id, tombstone_key
+from h5lake.model.ids import FORKED, Collection, parse_id, tombstone_key
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import client_type
 from h5lake.service.access import (
@@ -20,6 +20,7 @@ from h5lake.service.access import (
 )
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets.creation import answered_creation_properties, group_creation_properties
+from h5lake.service.datasets.linked import linked_storage
 from h5lake.service.documents import ENTRY_BYTES, Doc
 from h5lake.service.domains import reclaim
 from h5lake.service.domains.core import open_domain
@@ -99,16 +100,9 @@ async def store_new_objects(
     link_requests = [(doc, await place_new_object(svc, domain, link, implicit)) for doc, link in link_requests]
 
     async def create(doc: Doc) -> None:
-        try:
-            await svc.docs.create(object_key(doc["id"]), doc, f"object {doc['id']}")
-        except AlreadyExists:
-            existing = await svc.docs.get(object_key(doc["id"]))
-            if existing is None or not _same_object(existing.doc, doc):
-                raise
+        await svc.docs.create_object(domain.path, doc, lambda existing: _same_object(existing, doc))
 
     await svc.workers.each(docs, create)
-    for d in docs:
-        svc.catalog.note_object(domain.path, d["id"])
     for doc, link in link_requests:
         await link_new_object(svc, caller, domain, doc, link)
 
@@ -194,6 +188,10 @@ async def get_object(
         out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
         stats = await dataset_stats(svc.store, domain.path, found.doc)
+        if stats["storage"] == "linked":  # a chunk table's entries, counted when it is short enough
+            counted = await linked_storage(svc, domain, found.doc, count=True)
+            if "allocatedChunks" in counted:
+                stats["allocatedChunkCount"], stats["allocatedSize"] = counted["allocatedChunks"], counted["allocatedBytes"]
         out["stats"] = stats
         # HSDS's keys, which h5pyd's Dataset.num_chunks and .allocated_size read
         out["num_chunks"] = stats["allocatedChunkCount"]
@@ -208,8 +206,7 @@ async def delete_object(
     if obj_id == domain.root:
         raise Forbidden("the root group cannot be deleted")
     await svc.store.put(tombstone_key(domain.path, obj_id), b"")
-    await svc.docs.delete(object_key(obj_id))
-    svc.catalog.note_object(domain.path, obj_id)
+    await svc.docs.delete_object(domain.path, obj_id)
     if collection in (Collection.DATASETS, Collection.MAPS):
         svc.spawn(reclaim.reclaim_dataset_chunks(svc, domain.path, found.doc))
     if attrvalues.outside_refs(found.doc.get("attributes") or {}):

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from h5lake.errors import Conflict, Gone, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.globs import check_pattern, matches
-from h5lake.model.ids import Collection, is_valid_id, new_object_id, object_key, parse_id, same_domain
+from h5lake.model.ids import Collection, is_valid_id, new_object_id, parse_id, same_domain
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.types import CharSet
@@ -173,7 +173,6 @@ async def _put_links(
     parse_id(group_id, Collection.GROUPS)
     # reuse: _add_links sets whole links and lastModified (Documents.update)
     _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace), reuse=True)
-    svc.catalog.note_object(domain.path, group_id)
     return outcome
 
 
@@ -257,8 +256,7 @@ async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: s
     doc = base_doc(new_object_id(Collection.GROUPS, domain.require_root()), domain, {})
     doc["links"] = {}
     doc["creationProperties"] = {}
-    await svc.docs.create(object_key(doc["id"]), doc, f"object {doc['id']}")
-    svc.catalog.note_object(domain.path, doc["id"])
+    await svc.docs.create_object(domain.path, doc)
     link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}
     await _put_links(svc, domain, parent_id, {validate_name(name): link})
     return doc
@@ -403,7 +401,6 @@ async def delete_links(
 
     await update_object(svc, domain, group_id, remove, reuse=True)  # deletes entries only
     svc.deleted_names.note(domain.path, group_id, "link", titles)
-    svc.catalog.note_object(domain.path, group_id)
 
 
 def _missing_link(svc: Service, domain: Domain, group_id: str, title: str) -> NoReturn:

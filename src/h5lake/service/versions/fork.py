@@ -19,7 +19,6 @@ from h5lake.model.ids import (
     is_valid_id,
     new_object_id,
     normalize_domain,
-    object_key,
     strip_collection_prefix,
 )
 from h5lake.model.stored import VersionRecord
@@ -100,11 +99,9 @@ async def fork(svc: Service, caller: Caller, path: str, body: Doc) -> Domain:
         bases.append((new_root, base))
         others = [old for old in objects if old != root_tree["root"]]
         async def store(old: str) -> None:
-            await svc.docs.create(object_key(ids[old]), copy(old), f"object {ids[old]}")
+            await svc.docs.create_object(path, copy(old))
 
         await svc.workers.each(others, store)
-        for old in others:
-            svc.catalog.note_object(path, ids[old])
         return copy(root_tree["root"])
 
     bases: list[tuple[str, Doc]] = []

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from h5lake.chunks import engine, writes
 from h5lake.chunks.dataset import DatasetLayout
+from h5lake.chunks.inline import DocumentChunks
 from h5lake.chunks.locate import NativeChunks
-from h5lake.errors import DataCorruption, InvalidInput, NotFound, ReadOnly, TooLarge
+from h5lake.errors import ConditionFailed, DataCorruption, InvalidInput, NotFound, ReadOnly, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.zarrtypes import Elements, ZarrForm, to_served, vlen_decode, vlen_encode
 from h5lake.service.context import Caller, Service
@@ -27,7 +29,8 @@ from h5lake.service.datasets import compact
 from h5lake.service.datasets.opened import Change, OpenDataset, check_writable
 from h5lake.service.values.writing import recorded
 from h5lake.service.views import Domain
-from h5lake.service.zarr import nodes
+from h5lake.service.zarr import listing, nodes
+from h5lake.storage.base import PreconditionFailed
 
 _INDEX = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
 _VERSION_ID = re.compile(r"v[0-9]+\Z")
@@ -36,8 +39,65 @@ _VERSION_ID = re.compile(r"v[0-9]+\Z")
 @dataclass(frozen=True, slots=True)
 class ChunkBytes:
     data: bytes | memoryview
-    etag: str | None  # strong, for a version's chunks (they never change)
+    etag: str | None  # strong: a version's chunk key, or the stored object's ETag (head)
     immutable: bool  # the key names a version by id: its answer can be cached for good
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """A write's preconditions as HTTP sends them: the ETags of ``If-Match`` and of
+    ``If-None-Match`` (``"*"``: any), None when the header is absent."""
+
+    if_match: tuple[str, ...] | None = None
+    if_none_match: tuple[str, ...] | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.if_match is not None or self.if_none_match is not None
+
+    def check(self, etag: str | None, exists: bool, what: str) -> None:
+        """Raise `ConditionFailed` unless they hold for ``what`` as it is now (``etag``: the
+        ETag a GET would give, None when it gives none)."""
+        if self.if_match is not None and not (exists and ("*" in self.if_match or etag in self.if_match)):
+            raise ConditionFailed(f"If-Match: {what} {'has ETag ' + etag if etag else 'does not exist' if not exists else 'has no ETag'}")
+        if self.if_none_match is not None and exists and ("*" in self.if_none_match or etag in self.if_none_match):
+            raise ConditionFailed(f"If-None-Match: {what} exists{' with that ETag' if etag else ''}")
+
+
+NO_CONDITIONS = Conditions()
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """A chunk as it is stored now: its bytes (None: never written) and, for a chunk object of
+    its own, the store's ETag of it."""
+
+    stored: bytes | None
+    store_etag: str | None
+    filter_mask: int = 0
+
+    def etag(self, core: bool) -> str | None:
+        """The chunk key's ETag on the head: the stored object's (the answer is made from those
+        bytes alone), per codec profile."""
+        if self.store_etag is None:
+            return None
+        return f'"{self.store_etag.strip(chr(34))}{"-core" if core else ""}"'
+
+
+async def current(layout: DatasetLayout, index: tuple[int, ...]) -> Current:
+    ref = await layout.locator.locate(index)
+    if ref is None:
+        return Current(None, None)
+    locator = layout.locator
+    if ref.offset is None and isinstance(locator, NativeChunks) and ref.key == locator.key(index):
+        blob = await locator.store.get(ref.key)
+        if blob is None:
+            return Current(None, None)
+        data = bytes(blob.data)
+        if isinstance(locator.store, DocumentChunks):  # a compact dataset's: its serial names no content
+            return Current(data, hashlib.md5(data).hexdigest(), ref.filter_mask)
+        return Current(data, blob.etag, ref.filter_mask)
+    return Current(await engine.fetch(ref), None, ref.filter_mask)
 
 
 def chunk_index(layout: DatasetLayout, rest: tuple[str, ...], writing: bool) -> tuple[int, ...]:
@@ -103,25 +163,34 @@ async def read_meta(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     node, rest = await nodes.walk(svc, caller, domain, key.parts, Permission.READ)
     if rest != (nodes.META,):
         raise NotFound(f"{'/'.join(key.parts)[:200]} names no Zarr node metadata")
-    return await nodes.node_meta(svc, caller, domain, node, core), _etag(domain, key, core)
+    meta = await nodes.node_meta(svc, caller, domain, node, core)
+    return meta, _etag(domain, key, core) or content_etag(meta)
 
 
-async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -> ChunkBytes:
+def content_etag(meta: dict[str, Any]) -> str:
+    """A head node's ``zarr.json`` ETag: of its content (it changes with the node)."""
+    return f'"{hashlib.sha256(orjson.dumps(meta, option=orjson.OPT_SORT_KEYS)).hexdigest()[:40]}"'
+
+
+async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -> ChunkBytes | listing.Listing:
+    """A chunk key's bytes, or the entries of a node when the key names the node itself."""
     domain = await nodes.open_key(svc, caller, key, Permission.READ)
     node, rest = await nodes.walk(svc, caller, domain, key.parts, Permission.READ)
+    if not rest:
+        return await listing.list_node(svc, caller, key, node)
     if node.is_group:
         raise NotFound(f"{node.path} is a group: it has no chunk {'/'.join(rest)[:100]}")
     view = await _view(svc, domain, node, core)
     index = chunk_index(view.layout, rest, writing=False)
-    ref = await view.layout.locator.locate(index)
-    stored = None if ref is None else await engine.fetch(ref)
-    if ref is None or stored is None:
+    now = await current(view.layout, index)
+    stored = now.stored
+    if stored is None:
         raise NotFound(f"chunk {list(index)} of {node.path} was never written (it reads as the fill value)")
-    etag = _etag(domain, key, core)
-    if view.plan.as_stored and ref.filter_mask == 0:
+    etag = _etag(domain, key, core) or now.etag(core)
+    if view.plan.as_stored and now.filter_mask == 0:
         return ChunkBytes(stored, etag, immutable(key))
     layout = view.layout
-    arr = await svc.workers.cpu(layout.codec.decode, stored, ref.filter_mask, size=len(stored) * 4)
+    arr = await svc.workers.cpu(layout.codec.decode, stored, now.filter_mask, size=len(stored) * 4)
     data = await svc.workers.cpu(served_bytes, arr, view.form, size=arr.nbytes)
     if view.plan.filtered:  # the codecs name the dataset's filters: applied to the Zarr form
         data = bytes(await svc.workers.cpu(layout.codec.pipeline.encode, data, size=len(data)))
@@ -146,25 +215,34 @@ async def _writable(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     return OpenDataset(domain, node.doc, view.layout, node.etag), view, index
 
 
-async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes, core: bool) -> None:
+async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes, core: bool,
+                      conditions: Conditions = NO_CONDITIONS) -> None:
     """Replace one chunk with ``body`` (its Zarr encoding under the array's codecs): checked to
     decode to the chunk's shape and type first; stored as sent when the codecs are the stored
-    format, else encoded with the dataset's filters."""
+    format, else encoded with the dataset's filters. ``conditions`` are checked against the
+    chunk as stored, and the chunk object is put only if it is still that one (a compact
+    dataset's chunk, kept in its document, is checked just before the write)."""
     ds, view, index = await _writable(svc, caller, key, core)
     layout = view.layout
     limit = max(layout.codec.chunk_bytes * 2 + 4096, svc.limits.max_chunk_size) if view.form.elements is Elements.FIXED else svc.limits.max_chunk_size * 4
     if len(body) > limit:
         raise TooLarge(f"a chunk body of {len(body)} bytes is larger than this array's chunks can be")
+    own = isinstance(layout.locator, NativeChunks) and not compact.is_compact(ds.doc)
+    expected: Current | None = None
+    if conditions.given:
+        expected = await current(layout, index)
+        conditions.check(expected.etag(core), expected.stored is not None, f"chunk {list(index)} of {ds.id}")
+        if not own:
+            expected = None  # checked, not held: no chunk object of its own to put conditionally
     if view.plan.as_stored:
         try:
             arr = await svc.workers.cpu(layout.codec.decode, body, 0, size=len(body) * 4)
         except DataCorruption as exc:
             raise InvalidInput(f"the chunk does not decode with this array's codecs: {exc.message}") from None
-        native = isinstance(layout.locator, NativeChunks) and not compact.is_compact(ds.doc)
 
         async def store_as_sent(target: DatasetLayout) -> None:
-            if native and isinstance(target.locator, NativeChunks):
-                await target.locator.store.put(target.locator.key(index), body)
+            if own and isinstance(target.locator, NativeChunks):
+                await _put(target.locator, index, body, expected)
             else:
                 await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)
 
@@ -179,9 +257,28 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes,
     arr = await svc.workers.cpu(_from_served, raw, view.form, layout, size=len(raw))
 
     async def encode_and_store(target: DatasetLayout) -> None:
-        await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)
+        if expected is not None and isinstance(target.locator, NativeChunks):
+            data = await svc.workers.cpu(target.codec.encode, arr, size=target.codec.chunk_bytes)
+            await _put(target.locator, index, data, expected)
+        else:
+            await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)
 
     await recorded(svc, ds, layout, [index], encode_and_store)
+
+
+async def _put(locator: NativeChunks, index: tuple[int, ...], data: bytes | memoryview, expected: Current | None) -> None:
+    """Put a chunk object; with ``expected``, only if it is still the one the conditions were
+    checked against (absent, or of that ETag)."""
+    if expected is None:
+        await locator.store.put(locator.key(index), data)
+        return
+    try:
+        if expected.store_etag is None:
+            await locator.store.put(locator.key(index), data, if_none_match=True)
+        else:
+            await locator.store.put(locator.key(index), data, if_match=expected.store_etag)
+    except PreconditionFailed:
+        raise ConditionFailed(f"chunk {list(index)} changed while it was written") from None
 
 
 def _replace(arr: np.ndarray) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from h5lake.errors import AlreadyExists, Conflict, InvalidInput, NotFound
+from h5lake.errors import AlreadyExists, ConditionFailed, Conflict, InvalidInput, NotFound
 from h5lake.model.acl import Permission
 from h5lake.model.zarrcreate import array_spec, attribute_spec, check_header, same_array, user_attributes
 from h5lake.model.zarrtypes import HIDDEN_ATTRIBUTES, attribute_json
@@ -39,14 +39,17 @@ async def _existing(svc: Service, domain: Domain, parts: tuple[str, ...]) -> tup
     return node, len(parts)
 
 
-async def put_meta(svc: Service, caller: Caller, key: nodes.Key, body: Any) -> bool:
-    """Create or update the node ``key`` names; True when it was created."""
+async def put_meta(svc: Service, caller: Caller, key: nodes.Key, body: Any, create_only: bool = False) -> bool:
+    """Create or update the node ``key`` names; True when it was created. ``create_only``
+    (``If-None-Match: *``): `ConditionFailed` when it exists, or is made meanwhile."""
     kind = check_header(body)
     parts = key.parts[:-1]
     domain = await nodes.open_key(svc, caller, key, Permission.READ)
     node, _ = await _existing(svc, domain, parts)
     if node is None:
-        return await _create(svc, caller, key, parts, kind, body)
+        return await _create(svc, caller, key, parts, kind, body, create_only)
+    if create_only:
+        raise ConditionFailed(f"If-None-Match: {node.path} exists")
     if not parts and kind != "group":
         raise Conflict("the root of a domain is a group")
     if node.is_group != (kind == "group"):
@@ -68,7 +71,8 @@ async def put_meta(svc: Service, caller: Caller, key: nodes.Key, body: Any) -> b
     return False
 
 
-async def _create(svc: Service, caller: Caller, key: nodes.Key, parts: tuple[str, ...], kind: str, body: Doc) -> bool:
+async def _create(svc: Service, caller: Caller, key: nodes.Key, parts: tuple[str, ...], kind: str, body: Doc,
+                  create_only: bool) -> bool:
     if not parts:
         raise NotFound(f"domain {key.domain} has no root group")
     h5path = "/" + "/".join(parts)
@@ -86,6 +90,8 @@ async def _create(svc: Service, caller: Caller, key: nodes.Key, parts: tuple[str
             # the node itself) was made meanwhile by another request
             domain = await nodes.open_key(svc, caller, key, Permission.UPDATE)
             node, _ = await _existing(svc, domain, parts)
+            if node is not None and create_only:
+                raise ConditionFailed(f"If-None-Match: {node.path} was made meanwhile") from None
             if node is not None and node.is_group == (kind == "group"):
                 await _set_attributes(svc, caller, key.domain, node.doc, attrs)
                 return False

@@ -110,6 +110,37 @@ async def find_domain(svc: Service, path: str) -> Key:
     raise NotFound(f"no domain in Zarr key /{'/'.join(parts)[:200]}")
 
 
+class NotInRoot(NotFound):
+    """The key's first component is no link of the domain's root group: it may name a domain
+    nested in this one's path (`nested_key`)."""
+
+
+async def nested_key(svc: Service, path: str, key: Key) -> Key | None:
+    """The key in a domain nested in ``key.domain``'s path (``/a.h5/b.h5``), when the first
+    component after ``key.domain`` is no link of its root group: the next longer prefix of
+    ``path`` that is a domain (folders on the way passed), else None. A link of the outer
+    domain's root hides a nested domain of the same name."""
+    if not key.parts or key.parts[0] == META or "@" in key.domain:
+        return None
+    outer = await domains.load_domain(svc, key.domain)
+    root = await load_object(svc, outer, outer.require_root())
+    if key.parts[0] in root.doc.get("links", {}):
+        return None
+    parts = split_components(path)
+    first = len(parts) - len(key.parts)
+    for n in range(first + 1, min(len(parts), MAX_DOMAIN_DEPTH) + 1):
+        candidate = "/" + "/".join(parts[:n])
+        if "@" in parts[n - 1]:
+            return Key((await domains.load_domain(svc, candidate)).path, tuple(parts[n:]))
+        try:
+            domain = await domains.load_domain(svc, candidate)
+        except (NotFound, Gone, InvalidInput):
+            return None
+        if not domain.is_folder:
+            return Key(domain.path, tuple(parts[n:]))
+    return None
+
+
 @dataclass(slots=True)
 class Node:
     """What a key's HDF5 path names: a group or a dataset, with the groups above it."""
@@ -143,7 +174,7 @@ async def walk(svc: Service, caller: Caller, domain: Domain, parts: tuple[str, .
             break
         link = node.doc.get("links", {}).get(name)
         if link is None:
-            raise NotFound(f"{join(node.path, name)} is not in {domain.path}")
+            raise (NotInRoot if n == 0 else NotFound)(f"{join(node.path, name)} is not in {domain.path}")
         doc, etag = await follow(svc, domain, link, join(node.path, name))
         node = Node(join(node.path, name), doc, [node.doc, *node.parents], etag)
         n += 1
@@ -304,6 +335,7 @@ class Member:
     doc: Doc | None  # None: not served (``reason``)
     reason: str = ""
     etag: str | None = None  # of ``doc`` as read
+    own_acl: bool = False  # the object has its own ACL: whether it is shown depends on the caller
 
 
 async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
@@ -327,13 +359,14 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
     except (NotFound, Gone):
         return Member(name, None, "dangling link")
     doc = found.doc
+    own_acl = bool(doc.get("acls"))
     try:
         domains.authorize_object(caller, domain, doc, Permission.READ)
     except Forbidden:
-        return Member(name, None, "not readable by this user")
+        return Member(name, None, "not readable by this user", own_acl=own_acl)
     if str(doc["id"]).startswith("t-"):
         return Member(name, None, "committed datatype")
-    return Member(name, doc, etag=found.etag)
+    return Member(name, doc, etag=found.etag, own_acl=own_acl)
 
 
 _ENTRIES: OrderedDict[tuple[Any, ...], Doc | str] = OrderedDict()
@@ -393,8 +426,16 @@ async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, co
 
 
 async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
+    """The root group with the whole hierarchy inline (``consolidated_metadata``)."""
+    return (await consolidate(svc, caller, domain, root, core))[0]
+
+
+async def consolidate(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> tuple[Doc, bool]:
     """The root group with the whole hierarchy inline (``consolidated_metadata``): groups
-    breadth first, each group once (a group reached again is listed under its first path only)."""
+    breadth first, each group once (a group reached again is listed under its first path only);
+    and whether it is the same for every caller who may read the domain (no object on the way
+    has an ACL of its own)."""
+    shared = not root.get("acls")
     flat: dict[str, Doc] = {}
     names: dict[str, str] = {}
     seen = {root["id"]}
@@ -407,6 +448,7 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
         for prefix, group in frontier:
             listed = await members(svc, caller, domain, group)
             for m in listed:
+                shared = shared and not m.own_acl
                 if m.doc is not None:
                     names.setdefault(str(m.doc["id"]), m.name)
             omitted: dict[str, str] = {}
@@ -446,10 +488,10 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
         too_many = f"more than {MAX_CONSOLIDATED_BYTES} bytes"
     if too_many is not None:
         out["attributes"][CONSOLIDATED_ATTR] = f"no consolidated metadata: {too_many}"
-        return out
+        return out, shared
     out["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
                                     "metadata": dict(sorted(flat.items()))}
-    return out
+    return out, shared
 
 
 def check_size(what: str, size: int, limit: int) -> None:
