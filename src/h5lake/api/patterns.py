@@ -64,6 +64,7 @@ USER = whole(r"[A-Za-z0-9_.@+-]{1,64}")
 # a Zarr key: the domain and HDF5 path, then zarr.json or a chunk key
 ZARR_KEY = whole(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,19}(?:/[A-Za-z0-9_][A-Za-z0-9_.-]{0,19}){0,5}/(?:zarr\.json|c(?:/[0-9]{1,4}){0,4})")
 # a shape as the ``shape`` parameter of a packed attribute carries it
-SHAPE_TEXT = whole(r"\[(?:[0-9]{1,9}(?:, ?[0-9]{1,9}){0,31})?\]|[0-9]{1,9}")
+_COUNT = r"(?:0|[1-9][0-9]{0,8})"  # JSON: no leading zeros
+SHAPE_TEXT = whole(rf"\[(?:{_COUNT}(?:, ?{_COUNT}){{0,31}})?\]|{_COUNT}")
 #: standard base64 (RFC 4648), padded, as ``value_base64`` must be
 BASE64 = whole(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")

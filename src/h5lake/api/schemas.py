@@ -521,12 +521,12 @@ class VersionCommit(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"message": "calibrated", "parent": "v2"}]})
     message: str | None = None
     metadata: dict[str, Any] | None = None
-    parent: str | None = Field(None, pattern=r"^v[1-9][0-9]*$")
+    parent: str | None = Field(None, pattern=r"^v[1-9][0-9]{0,11}$")
     created: float | None = Field(None, description="the version's time (a history loaded from elsewhere); default now")
 
 
 class Version(Open):
-    id: str = Field(pattern=r"^v[1-9][0-9]*$")
+    id: str = Field(pattern=r"^v[1-9][0-9]{0,11}$")
     parent: str | None
     parents: list[str] | None = Field(None, description="a merge's two parents: its own and FORK@vN")
     merged: str | None = Field(None, description="a merge: the fork version merged (FORK@vN)")
@@ -551,7 +551,7 @@ class VersionDeleted(Open):
 
 class TagPut(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"version": "v3"}]})
-    version: str = Field(pattern=r"^v[1-9][0-9]*$")
+    version: str = Field(pattern=r"^v[1-9][0-9]{0,11}$")
 
 
 class Tag(Open):
