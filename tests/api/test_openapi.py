@@ -46,10 +46,11 @@ def _served() -> set[tuple[str, str]]:
     out = set()
     for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES + zarr_routes.ROUTES:
         assert isinstance(route, Route)
-        path = route.path.replace(":path}", "}")
+        path = route.path.replace(":path}", "}").replace(":version}", "}")
         for method in route.methods or ():
             if method not in ("HEAD", "PROPFIND"):  # OpenAPI has no WebDAV methods: docs/zarr.md says it
-                out.add((method, path))
+                # a route of every collection is documented once per collection
+                out.update((method, path.replace("{collection}", c)) for c in ("groups", "datasets", "datatypes", "maps"))
     return out
 
 

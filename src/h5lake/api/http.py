@@ -26,6 +26,15 @@ JSON = "application/json; charset=utf-8"
 # HSDS reads any integer as a flag (non-zero: set).
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"0", "false", "f", "no", "n", "off", ""}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+#: What `flag` accepts, as a JSON Schema pattern (the document's flags): a spelling above in any
+#: case or an ASCII integer, with white space around. ``(?![\s\S])`` ends the text in both
+#: ECMA-262 and Python regexes (``$`` lets a final newline through in Python's).
+FLAG_PATTERN = (
+    r"^\s*(?:"
+    + "|".join("".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in w) for w in sorted(_TRUE | _FALSE) if w)
+    + r"|[+-]?[0-9]+)?\s*(?![\s\S])"
+)
 
 
 class UnsupportedMediaType(InvalidInput):
@@ -121,10 +130,9 @@ def flag(request: Request, name: str, default: bool = False) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    try:
+    if _INTEGER.fullmatch(lowered):  # ASCII digits only: int() would take "1_0" and other scripts' digits
         return int(lowered) != 0
-    except ValueError:
-        raise InvalidInput(f"parameter {name} must be 0 or 1, got {value!r}") from None
+    raise InvalidInput(f"parameter {name} must be 0 or 1, got {value[:40]!r}")
 
 
 def int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:

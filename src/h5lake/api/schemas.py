@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from h5lake.api import patterns
+
 
 class Open(BaseModel):
     """A JSON object with the named fields, and possibly others."""
@@ -95,7 +97,8 @@ class DomainCreate(Open):
     folder: bool | None = None
     owner: str | None = None
     group: dict[str, Any] | None = None
-    from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)")
+    from_: str | None = Field(None, alias="from", description="fork this domain or version (D or D@REF)",
+                              json_schema_extra={"pattern": patterns.DOMAIN_OR_VERSION})
 
 
 class DomainItem(Open):
@@ -132,7 +135,7 @@ class H5PathsFound(Open):
 
 
 class AclFlags(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"read": True, "update": False}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"read": True, "update": False}]})
 
     create: bool | None = None
     read: bool | None = None
@@ -140,9 +143,11 @@ class AclFlags(Open):
     delete: bool | None = None
     readACL: bool | None = None
     updateACL: bool | None = None
+    userName: str | None = Field(None, description="ignored: the user is the one in the path")
 
 
 class Acl(AclFlags):
+    model_config = ConfigDict(extra="allow")
     userName: str
     domain: str | None = None  # an entry set by PUT /acls/{user} (HSDS's form)
 
@@ -354,10 +359,12 @@ class AttributesPut(Open):
 
 
 class AttributeQuery(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"attr_names": ["units"]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"attr_names": ["units"]}],
+                                                 "anyOf": [{"required": ["attr_names"]}, {"required": ["obj_ids"]}]})
 
     attr_names: list[str] | None = None
-    obj_ids: list[str] | dict[str, Any] | None = None
+    obj_ids: list[str] | dict[str, list[str]] | None = Field(None, json_schema_extra={
+        "items": {"pattern": patterns.ANY_ID}, "propertyNames": {"pattern": patterns.ANY_ID}})
 
 
 # --- values ----------------------------------------------------------------------------------
@@ -371,18 +378,19 @@ class ValueRead(Open):
 
 class ValueSelect(Open):
     """``POST /datasets/{id}/value``: point coordinates, or a long ``select``."""
-    model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}]})
-
+    model_config = ConfigDict(json_schema_extra={"examples": [{"points": [[0, 0], [1, 2]]}],
+                                                 "anyOf": [{"required": ["points"]}, {"required": ["select"]}]})
 
     points: list[Any] | None = None
     select: str | None = None
 
 
 class ValueWrite(Open):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [{"value": [[1, 2, 3], [4, 5, 6]]}],
+                                                 "anyOf": [{"required": ["value"]}, {"required": ["value_base64"]}]})
 
     value: Any = None
-    value_base64: str | None = None
+    value_base64: str | None = Field(None, json_schema_extra={"pattern": patterns.BASE64})
     points: list[Any] | None = None
 
 
@@ -513,12 +521,12 @@ class VersionCommit(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"message": "calibrated", "parent": "v2"}]})
     message: str | None = None
     metadata: dict[str, Any] | None = None
-    parent: str | None = Field(None, pattern=r"^v[1-9][0-9]*$")
+    parent: str | None = Field(None, pattern=r"^v[1-9][0-9]{0,11}$")
     created: float | None = Field(None, description="the version's time (a history loaded from elsewhere); default now")
 
 
 class Version(Open):
-    id: str = Field(pattern=r"^v[1-9][0-9]*$")
+    id: str = Field(pattern=r"^v[1-9][0-9]{0,11}$")
     parent: str | None
     parents: list[str] | None = Field(None, description="a merge's two parents: its own and FORK@vN")
     merged: str | None = Field(None, description="a merge: the fork version merged (FORK@vN)")
@@ -543,7 +551,7 @@ class VersionDeleted(Open):
 
 class TagPut(Open):
     model_config = ConfigDict(json_schema_extra={"examples": [{"version": "v3"}]})
-    version: str = Field(pattern=r"^v[1-9][0-9]*$")
+    version: str = Field(pattern=r"^v[1-9][0-9]{0,11}$")
 
 
 class Tag(Open):
@@ -561,31 +569,6 @@ class TagList(Open):
 class TagDeleted(Open):
     name: str
     deleted: bool
-
-
-class DiffObject(Open):
-    id: str
-    path: str | None
-
-
-class ChunkDiff(Open):
-    count: int
-    indices: list[str]
-
-
-class DiffChanged(DiffObject):
-    attributes: dict[str, list[str]] | None = None
-    links: dict[str, list[str]] | None = None
-    shape: dict[str, Any] | None = None
-    chunks: ChunkDiff | None = None
-
-
-class VersionDiff(Open):
-    from_: str = Field(alias="from")
-    to: str
-    added: list[DiffObject]
-    removed: list[DiffObject]
-    changed: list[DiffChanged]
 
 
 class RestoreBody(Open):

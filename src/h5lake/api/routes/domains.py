@@ -60,25 +60,32 @@ async def info(request: Request) -> Response:
     )
 
 
+_GET_FLAGS = ("include_links", "include_attrs", "verbose", "getdnids", "follow_external_links",
+              "follow_soft_links", "getobjs", "include_values")
+
+
 async def get_domain(request: Request) -> Response:
+    flags = {name: flag(request, name) for name in _GET_FLAGS}  # checked even where unused (a listing)
     if not domain_param(request, required=False):
+        if not request.query_params.get("h5path", "/").startswith("/"):
+            raise InvalidInput("h5path must be absolute when no parent group id is given")  # as with a domain
         return await list_domains(request)  # no domain: the top-level folders, as HSDS answers
     out = await paths.describe(
         service(request),
         caller(request),
         domain_param(request),
         h5path=request.query_params.get("h5path"),
-        include_links=flag(request, "include_links"),
-        include_attrs=flag(request, "include_attrs"),
-        verbose=flag(request, "verbose"),
-        dn_ids=flag(request, "getdnids"),
-        follow_external_links=flag(request, "follow_external_links"),
-        follow_soft_links=flag(request, "follow_soft_links"),
+        include_links=flags["include_links"],
+        include_attrs=flags["include_attrs"],
+        verbose=flags["verbose"],
+        dn_ids=flags["getdnids"],
+        follow_external_links=flags["follow_external_links"],
+        follow_soft_links=flags["follow_soft_links"],
         parent_id=request.query_params.get("parent_id"),
-        objects=flag(request, "getobjs"),
+        objects=flags["getobjs"],
         objects_limit=limit_param(request),
         objects_marker=request.query_params.get("Marker"),
-        objects_values=flag(request, "include_values"),
+        objects_values=flags["include_values"],
     )
     nonfinite.description(out, flag(request, "ignore_nan"))
     h = links(request)

@@ -28,10 +28,12 @@ from h5lake.api.http import (
 from h5lake.api.http import links as hrefs_of
 from h5lake.api.routes import watch as watch_routes
 from h5lake.errors import Gone, InvalidInput, NotFound
+from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, parse_id
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import core as datasets
 from h5lake.service.documents import ENTRY_BYTES, PutOutcome
+from h5lake.service.domains import core as domains
 from h5lake.service.objects import (
     acls as object_acls,
 )
@@ -369,6 +371,9 @@ async def attributes_collection(request: Request) -> Response:
             raise InvalidInput("body must be a JSON object")
         include = flag(request, "IncludeData", default=True)
         if "obj_ids" in body:
+            # the path's id and the domain are checked even where the list is empty
+            parse_id(obj_id, _collection(request))
+            await domains.open_domain(svc, who, path, Permission.READ)
             out = await attrlist.get_attributes_of_many(
                 svc, who, path, body["obj_ids"], _attr_names(request, body), include_data=include, b64=_b64(request)
             )

@@ -9,7 +9,7 @@ application serves, and the test suite validates every response against the docu
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -21,14 +21,34 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from h5lake import __version__
+from h5lake.api import patterns as p
 from h5lake.api import schemas as s
 from h5lake.api import schemas_merge as sm
 from h5lake.api.http import JSON, OCTET
 from h5lake.api.zarr_schemas import ZarrNode
+from h5lake.model.globs import MAX_PATTERN
 
 _STRING = {"type": "string"}
-_FLAG = {"type": "string", "enum": ["0", "1", "true", "false"]}
+
+
+def _text(pattern: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "pattern": pattern, **extra}
+
+
+_FLAG = _text(p.FLAG)
 _INT = {"type": "integer", "minimum": 1}
+_DOMAIN = _text(p.DOMAIN, maxLength=p.DOMAIN_CHARS)
+_ANY_ID = _text(p.ANY_ID)
+_TAG_NAME = _text(p.TAG)
+_SIMPLE_QUERY = _text(p.DOMAIN_QUERY)
+_USER = _text(p.USER)
+
+
+_COLLECTIONS = {"groups": "g", "datasets": "d", "datatypes": "t", "maps": "m"}
+
+
+def _id(collection: str) -> dict[str, Any]:
+    return _text(p.whole(_COLLECTIONS[collection] + p.HEX_ID))
 
 
 @dataclass(frozen=True)
@@ -38,15 +58,20 @@ class Param:
     description: str
     where: str = "query"
     required: bool = False
+    example: str | None = None
 
 
-DOMAIN = Param("domain", _STRING, "the domain (an absolute path such as /home/user/file.h5)")
+_DOMAIN_TEXT = ("the domain, an absolute path such as /home/user/file.h5 (the X-Hdf-domain header may name it "
+                "instead; D@REF in either reads a version, docs/versions.md)")
+DOMAIN = Param("domain", _DOMAIN, _DOMAIN_TEXT, required=True)
+FOLDER = Param("domain", _text(p.whole(f"/?|{p.inner(p.DOMAIN)}"), maxLength=p.DOMAIN_CHARS), "a folder or domain (no domain: the top-level folders; or the X-Hdf-domain header)")
 SELECT = Param("select", _STRING, "a hyperslab or coordinate selection, e.g. [0:10,3] or [0:4,[1,3]]")
 LIMIT = Param("Limit", {"type": "integer", "minimum": 0}, "at most this many items (0: all, as HSDS reads it)")
 PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own listings
 MARKER = Param("Marker", _STRING, "start after this item")
+_DOMAIN_MARKER = Param("Marker", _text(p.whole(f"|/?{p.PART}(?:/{p.PART})*/*"), maxLength=p.DOMAIN_CHARS), "start after this domain (its full name)")
 _CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conflicts from this position (a 409's nextMarker)")
-ID = Param("id", _STRING, "an object id", where="path", required=True)
+ID = Param("id", _ANY_ID, "an object id", where="path", required=True)
 
 
 @dataclass(frozen=True)
@@ -84,22 +109,35 @@ _ATTR_NAME = Param("name", _STRING, "the attribute name", where="path", required
 _TITLE = Param("title", _STRING, "the link name", where="path", required=True)
 _KEY = Param("key", _STRING, "a string key (URL-encoded) or an integer key (decimal)", where="path", required=True)
 _ENCODING = Param("encoding", {"type": "string", "enum": ["base64"]}, "values as base64 of their packed bytes")
-_NAMES = Param("attr_names", _STRING, "names separated by the separator")
-_SEP = Param("separator", _STRING, "separator of a names list (default /)")
-_ZARR_PATH = Param("path", _STRING, "the domain, the HDF5 path, then zarr.json or c/i/j...: "
-                   "home/u/f.h5/grp/temp/c/0/3", where="path", required=True)
+# a names list and its separator, in the forms the pattern can pair: one of four separators,
+# names without any of them (the server splits by the one given and takes any that gives names)
+_SEP = Param("separator", {"type": "string", "enum": ["/", ",", ";", "|"]}, "separator of a names list (default /)")
+_NAME_LIST = _text(p.NAME_LIST)
+_NAMES = Param("attr_names", _NAME_LIST, "names separated by the separator")
+_NAMES_REQUIRED = replace(_NAMES, required=True)
+_TITLES = Param("titles", _NAME_LIST, "names separated by the separator")
+_ZARR_PATH = Param("path", _text(p.ZARR_KEY), "the domain, the HDF5 path, then zarr.json or c/i/j...: "
+                   "home/u/f.h5/grp/temp/c/0/3", where="path", required=True, example="home/u/f.h5/temp/zarr.json")
 _ZARR_CODECS = Param("X-H5lake-Zarr-Codecs", {"type": "string", "enum": ["core", "all"]},
                      "core: only Zarr v3 core codecs (other filters decoded on the server)", where="header")
 _QUERY = Param("query", _STRING, "a condition on the fields, e.g. temp > 20 & id == 3")
 _FIELDS = Param("fields", _STRING, "compound fields, separated by :")
-_VID = Param("vid", _STRING, "a version id (v1, v2, ...)", where="path", required=True)
-_TAG = Param("name", _STRING, "a tag name", where="path", required=True)
+_VID = Param("vid", _text(p.whole(p.VERSION)), "a version id (v1, v2, ...)", where="path", required=True)
+_TAG = Param("name", _TAG_NAME, "a tag name", where="path", required=True)
 
-OPS: tuple[Op, ...] = (
+_H5PATH = _text(p.whole("/.*"))
+_BY_PATH = (Param("h5path", _H5PATH, "an absolute path (h5lake also takes one relative to grpid or parent_id)",
+                  required=True),
+            Param("grpid", _id("groups"), "start of a relative path"),
+            Param("parent_id", _id("groups"), "start of a relative path"))
+_SHAPE_TEXT = _text(p.SHAPE_TEXT)
+_REF = _text(p.REF)
+
+_OPS: tuple[Op, ...] = (
     Op("GET", "/about", "getAbout", "The server: name, state, versions, who is asking", {200: s.About}),
     Op("GET", "/info", "getInfo", "The serving node and its up-time", {200: s.Info}),
     Op("GET", "/", "getDomain", "A domain or folder, or the object at h5path (no domain: the top-level folders)",
-       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (DOMAIN, Param("h5path", _STRING, "a path inside the domain"),
+       {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _H5PATH, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE,
                              Param("Limit", _INT, "with getobjs: one page of at most this many objects (2,000 at most), nextMarker when more follow"),
@@ -115,31 +153,30 @@ OPS: tuple[Op, ...] = (
     Op("POST", "/", "postDomain", "Resolve several paths at once", {200: s.H5PathsFound}, (DOMAIN,),
        body=s.H5PathsQuery, body_required=True),
     Op("GET", "/domains", "getDomains", "The domains and folders in a folder", {200: s.DomainList},
-       (DOMAIN, LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"), Param("verbose", _FLAG, "sizes"),
-        Param("query", _STRING, "only domains whose root attributes satisfy this condition"))),
+       (FOLDER, LIMIT, _DOMAIN_MARKER, Param("pattern", {"type": "string", "maxLength": MAX_PATTERN}, "a glob on names"),
+        Param("verbose", _FLAG, "sizes"),
+        Param("query", _SIMPLE_QUERY, "only domains whose root attributes satisfy this condition (the pattern "
+              "is one comparison; the grammar of docs/api.md is taken)"))),
     Op("GET", "/acls", "getAcls", "The access lists of a domain", {200: s.AclList}, (DOMAIN,)),
     Op("GET", "/acls/{user}", "getAcl", "One user's access list", {200: s.AclOne},
-       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
+       (Param("user", _USER, "a user name", where="path", required=True), DOMAIN)),
     Op("PUT", "/acls/{user}", "putAcl", "Set one user's access list", {201: s.AclOne},
-       (Param("user", _STRING, "a user name", where="path", required=True), DOMAIN), body=s.AclFlags,
+       (Param("user", _USER, "a user name", where="path", required=True), DOMAIN), body=s.AclFlags,
        body_required=True),
     # objects by path, and the access lists of single objects (the seed's per-object acls)
     Op("GET", "/groups/", "getGroupByPath", "The group an h5path names", {200: s.Group},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"),
+       (DOMAIN, *_BY_PATH,
         *_INCLUDE)),
     Op("GET", "/datasets/", "getDatasetByPath", "The dataset an h5path names", {200: s.Dataset},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"))),
+       (DOMAIN, *_BY_PATH)),
     Op("GET", "/datatypes/", "getDatatypeByPath", "The datatype an h5path names", {200: s.Datatype},
-       (DOMAIN, Param("h5path", _STRING, "an absolute path, or relative to grpid/parent_id", required=True),
-        Param("grpid", _STRING, "start of a relative path"), Param("parent_id", _STRING, "start of a relative path"))),
+       (DOMAIN, *_BY_PATH)),
     Op("GET", "/{collection}/{id}/acls", "getObjectAcls", "The access lists of one object", {200: s.AclList},
        _ATTR_OWNER),
     Op("GET", "/{collection}/{id}/acls/{user}", "getObjectAcl", "One user's access list of one object",
-       {200: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _STRING, "a user name", where="path", required=True), DOMAIN)),
+       {200: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _USER, "a user name", where="path", required=True), DOMAIN)),
     Op("PUT", "/{collection}/{id}/acls/{user}", "putObjectAcl", "Set one user's access list of one object",
-       {201: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _STRING, "a user name", where="path", required=True), DOMAIN),
+       {201: s.AclOne}, (*_ATTR_OWNER[:2], Param("user", _USER, "a user name", where="path", required=True), DOMAIN),
        body=s.AclFlags, body_required=True),
     # groups, datatypes, datasets
     Op("POST", "/groups", "postGroup", "Create a group (or a list of them)", {201: s.Group},
@@ -173,7 +210,7 @@ OPS: tuple[Op, ...] = (
        {200: s.ValueRead}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT)),
     Op("POST", "/datasets/{id}/value", "postValue", "Read points, or a long selection",
        {200: s.ValueRead}, _obj_params(_FIELDS), body=s.ValueSelect, binary_body=True, body_required=True),
-    Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query",
+    Op("PUT", "/datasets/{id}/value", "putValue", "Write values (JSON or packed), or update where query (JSON)",
        {200: s.Empty}, _obj_params(SELECT, _QUERY, _FIELDS, LIMIT, Param("append", _INT, "append this many elements"),
                                    Param("append_dim", {"type": "integer", "minimum": 0}, "along this axis")),
        body=s.ValueWrite, binary_body=True, body_required=True),
@@ -181,13 +218,13 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/groups/{id}/links", "getLinks", "A group's links", {200: s.LinkList},
        _obj_params(LIMIT, MARKER, Param("pattern", _STRING, "a glob on names"),
                    Param("CreateOrder", _FLAG, "in creation order"), Param("follow_links", _FLAG, "recurse"),
-                   Param("titles", _STRING, "names separated by the separator"), _SEP)),
+                   _TITLES, _SEP)),
     Op("POST", "/groups/{id}/links", "postLinks", "Links of this or several groups, by name",
        {200: s.LinkList}, _obj_params(), body=s.LinkQuery),
     Op("PUT", "/groups/{id}/links", "putLinks", "Create several links", {200: s.Empty, 201: s.Empty},
        _obj_params(), body=s.LinksPut, body_required=True),
     Op("DELETE", "/groups/{id}/links", "deleteLinks", "Delete links by name", {200: s.Empty},
-       _obj_params(Param("titles", _STRING, "names separated by the separator"), _SEP)),
+       _obj_params(replace(_TITLES, required=True), _SEP)),
     Op("GET", "/groups/{id}/links/{title}", "getLink", "One link", {200: s.LinkOne}, (ID, _TITLE, DOMAIN)),
     Op("PUT", "/groups/{id}/links/{title}", "putLink", "Create a link", {200: s.Empty, 201: s.Empty},
        (ID, _TITLE, DOMAIN), body=s.Link, body_required=True),
@@ -227,14 +264,14 @@ OPS: tuple[Op, ...] = (
     Op("PUT", "/{collection}/{id}/attributes", "putAttributes", "Create several attributes",
        {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER, _ENCODING), body=s.AttributesPut, body_required=True),
     Op("DELETE", "/{collection}/{id}/attributes", "deleteAttributes", "Delete attributes by name",
-       {200: s.Empty}, (*_ATTR_OWNER, _NAMES, _SEP)),
+       {200: s.Empty}, (*_ATTR_OWNER, _NAMES_REQUIRED, _SEP)),
     Op("GET", "/{collection}/{id}/attributes/{name}", "getAttribute", "One attribute (JSON or packed)",
        {200: s.AttributeOne}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
                                Param("IncludeData", _FLAG, "with its value"))),
     Op("PUT", "/{collection}/{id}/attributes/{name}", "putAttribute", "Create or replace an attribute",
        {200: s.Empty, 201: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN, _ENCODING,
-                                      Param("type", _STRING, "type JSON, for a packed body"),
-                                      Param("shape", _STRING, "shape JSON, for a packed body")),
+                                      Param("type", _STRING, "type JSON or a predefined type name, for a packed body"),
+                                      Param("shape", _SHAPE_TEXT, "shape JSON, for a packed body")),
        body=s.AttributePut, binary_body=True, body_required=True),
     Op("DELETE", "/{collection}/{id}/attributes/{name}", "deleteAttribute", "Delete an attribute",
        {200: s.Empty}, (*_ATTR_OWNER[:2], _ATTR_NAME, DOMAIN)),
@@ -244,8 +281,8 @@ OPS: tuple[Op, ...] = (
     Op("GET", "/versions", "getVersions", "The versions of a domain, newest first", {200: s.VersionList},
        (DOMAIN, PAGE_LIMIT, Param("Marker", _STRING, "start after this version id"))),
     Op("GET", "/versions/diff", "getVersionDiff", "What changed between two versions (or a version and the head)",
-       {200: s.VersionDiff}, (DOMAIN, Param("from", _STRING, "a version reference", required=True),
-                              Param("to", _STRING, "a version reference (default: the head)"),
+       {200: sm.VersionDiff}, (DOMAIN, Param("from", _REF, "a version reference", required=True),
+                              Param("to", _REF, "a version reference (default: the head)"),
                               Param("Limit", {"type": "integer", "minimum": 0}, "chunk indices listed per dataset"))),
     Op("GET", "/versions/tags", "getVersionTags", "The tags of a domain", {200: s.TagList}, (DOMAIN,)),
     Op("GET", "/versions/tags/{name}", "getVersionTag", "One tag", {200: s.Tag}, (_TAG, DOMAIN)),
@@ -272,8 +309,25 @@ OPS: tuple[Op, ...] = (
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
 )
 
+
+def _per_collection(op: Op) -> tuple[Op, ...]:
+    """A route of every collection (``/{collection}/{id}/attributes``) is documented once per
+    collection, so that each names the ids of its own collection (an id of another is a 400)."""
+    if "{collection}" not in op.path:
+        return (op,)
+    return tuple(
+        replace(op, path=op.path.replace("{collection}", name), op_id=op.op_id + _SUFFIX[name],
+                params=tuple(q for q in op.params if q.name != "collection"))
+        for name in _COLLECTIONS
+    )
+
+
+_SUFFIX = {"groups": "OfGroup", "datasets": "OfDataset", "datatypes": "OfDatatype", "maps": "OfMap"}
+OPS: tuple[Op, ...] = tuple(one for op in _OPS for one in _per_collection(op))
+
 #: Operations that answer packed bytes when asked with ``Accept: application/octet-stream``.
-BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getAttribute", "getMapValue", "postMapKeys", "getMapKeys"})
+BINARY_REPLIES = frozenset({"getZarrKey", "getValue", "postValue", "getMapValue", "postMapKeys", "getMapKeys",
+                            *("getAttribute" + suffix for suffix in _SUFFIX.values())})
 
 _ERRORS = (400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 503)
 
@@ -297,15 +351,18 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
 def _operation(op: Op) -> dict[str, Any]:
     out: dict[str, Any] = {"operationId": op.op_id, "summary": op.summary, "responses": {}}
     if op.params:
+        collection = op.path.split("/")[1]
         out["parameters"] = [
-            {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-             "description": p.description, "schema": p.schema}
-            for p in op.params
+            {"name": q.name, "in": q.where, "required": q.required or q.where == "path",
+             "description": q.description,
+             "schema": _id(collection) if q is ID and collection in _COLLECTIONS else q.schema,
+             **({"example": q.example} if q.example is not None else {})}
+            for q in op.params
         ]
     if op.body is not None:
         schema: dict[str, Any] = _ref(op.body)
         if op.many:
-            schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
+            schema = {"anyOf": [schema, {"type": "array", "items": schema, "minItems": 1}]}
         content: dict[str, Any] = {"application/json": {"schema": schema}}
         extra = op.body.model_config.get("json_schema_extra")
         examples = extra.get("examples") if isinstance(extra, dict) else None
@@ -340,11 +397,33 @@ def _operation(op: Op) -> dict[str, Any]:
     return out
 
 
+def _request_only() -> set[str]:
+    """Models only ever sent: an optional field of theirs is left out, never null (the server
+    refuses ``null`` where it wants a string, a list or a flag)."""
+    bodies = {op.body.__name__ for op in OPS if op.body is not None}
+    replies = {m.__name__ for op in OPS for r in op.responses.values()
+               for m in (r if isinstance(r, tuple) else (r,)) if isinstance(m, type)}
+    return bodies - replies - {"Link", "ZarrNode"}
+
+
+def _no_nulls(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        branches = prop.get("anyOf")
+        if isinstance(branches, list) and {"type": "null"} in branches:
+            branches.remove({"type": "null"})
+            if len(branches) == 1:
+                prop.pop("anyOf")
+                prop.update(branches[0])
+            prop.pop("default", None)
+
+
 @cache
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document (made once per process)."""
     _, defs = models_json_schema([(m, "serialization") for m in _models()],
                                  ref_template="#/components/schemas/{model}")
+    for name in _request_only():
+        _no_nulls(defs["$defs"][name])
     paths: dict[str, dict[str, Any]] = {}
     for op in OPS:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)

@@ -34,9 +34,11 @@ from h5lake.api.http import (
     wants_binary,
 )
 from h5lake.errors import InvalidInput
+from h5lake.model.acl import Permission
 from h5lake.model.selectparse import Bounds
 from h5lake.model.types import array_dims
 from h5lake.model.values import array_to_bytes, array_to_json
+from h5lake.service.domains.core import open_domain
 from h5lake.service.values import core as values
 from h5lake.service.values.requests import (
     Append,
@@ -190,6 +192,8 @@ async def put_value(request: Request) -> Response:
     fields = request.query_params.get("fields")
     query = _query(request)
     if query is not None:
+        if is_binary(request):  # refused (415) only once the domain is known to exist
+            await open_domain(svc, who, path, Permission.UPDATE)
         raw_update = await json_body(request, allow_empty=False)
         update = QueryUpdate.from_body(query, raw_update, fields, request.query_params.get("select"))
         index, changed, type_json = await values.update_where(svc, who, path, dset_id, update)

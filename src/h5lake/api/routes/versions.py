@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -104,6 +105,22 @@ async def merge(request: Request) -> Response:
     return ok(out, status)
 
 
+class VersionId(Convertor[str]):
+    """``{vid:version}``: any segment but the literal paths beside it (``/versions/tags`` ...),
+    so that those are not also taken as a version: a 405 there names only their own methods. A
+    segment that is no version id still reaches the handler (400)."""
+
+    regex = r"(?!(?:tags|diff|merge|cherry-pick)(?:/|$))[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("version", VersionId())
+
 ROUTES = [
     Route("/versions", commit, methods=["POST"]),
     Route("/versions", history, methods=["GET"]),
@@ -112,6 +129,6 @@ ROUTES = [
     Route("/versions/cherry-pick", merge, methods=["POST"]),
     Route("/versions/tags", tags, methods=["GET"]),
     Route("/versions/tags/{name}", tag, methods=["GET", "PUT", "DELETE"]),
-    Route("/versions/{vid}", version, methods=["GET", "DELETE"]),
-    Route("/versions/{vid}/restore", restore, methods=["POST"]),
+    Route("/versions/{vid:version}", version, methods=["GET", "DELETE"]),
+    Route("/versions/{vid:version}/restore", restore, methods=["POST"]),
 ]
