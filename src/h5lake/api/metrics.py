@@ -18,15 +18,17 @@ token given with ``--metrics-token`` (compared in constant time); anyone else ge
 from __future__ import annotations
 
 import asyncio
-import bisect
+import collections
 import contextlib
 import hmac
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
+import numpy as np
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -43,11 +45,12 @@ from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import connections
-from h5lake.api.observe import DURATION_BUCKETS, Tally
+from h5lake.api.observe import DURATION_BUCKETS, Answered, Tally
 from h5lake.errors import Unauthorized
-from h5lake.storage import PreconditionFailed, Store
+from h5lake.storage import Later, PreconditionFailed, Store
 
 FLUSH_SECONDS = 1.0
+_clock = time.perf_counter
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Requests whose route tells what happened, counted as named operations (2xx replies only).
@@ -62,32 +65,54 @@ MAP_PREFIX = "/maps"
 
 
 OUTCOMES = ("ok", "missing", "conflict", "error")
-_SUM, _BYTES, _BUCKETS = len(OUTCOMES), len(OUTCOMES) + 1, len(OUTCOMES) + 2
+
+
+class OpTally:
+    """One storage operation's calls since the last flush: the seconds of each, in a list per
+    outcome, and the bytes of each that moved any (appended: a call pays for two ``append``s;
+    the flush adds them up, `fold_store`)."""
+
+    __slots__ = ("bytes", "conflict", "error", "missing", "ok")
+
+    def __init__(self) -> None:
+        self.ok: list[float] = []
+        self.missing: list[float] = []
+        self.conflict: list[float] = []
+        self.error: list[float] = []
+        self.bytes: list[int] = []
+
+    def take(self) -> OpTally | None:
+        """The calls so far (None: none), this one emptied in place (the wrappers hold its lists)."""
+        if not (self.ok or self.missing or self.conflict or self.error):
+            return None
+        taken = OpTally()
+        for name in self.__slots__:
+            mine = getattr(self, name)
+            setattr(taken, name, mine[:])
+            mine.clear()
+        return taken
 
 
 class StoreTally:
-    """Storage operations of this process since the last flush: per operation one list of
-    numbers (a count per outcome, the seconds, the bytes, then the duration buckets), so that
-    counting one is a few list updates."""
+    """Storage operations of this process since the last flush, by operation."""
 
     __slots__ = ("ops",)
 
     def __init__(self) -> None:
-        self.ops: dict[str, list[float]] = {}
+        self.ops: dict[str, OpTally] = {}
 
-    def slot(self, op: str) -> list[float]:
+    def slot(self, op: str) -> OpTally:
         found = self.ops.get(op)
         if found is None:
-            found = self.ops[op] = [0.0] * (_BUCKETS + len(DURATION_BUCKETS) + 1)
+            found = self.ops[op] = OpTally()
         return found
 
-    def take(self) -> dict[str, list[float]]:
-        """The numbers so far, each list zeroed in place (the wrappers hold them)."""
+    def take(self) -> dict[str, OpTally]:
         taken = {}
-        for op, numbers in self.ops.items():
-            if any(numbers[: len(OUTCOMES)]):
-                taken[op] = numbers[:]
-                numbers[:] = [0.0] * len(numbers)
+        for op, tally in self.ops.items():
+            got = tally.take()
+            if got is not None:
+                taken[op] = got
         return taken
 
 
@@ -111,29 +136,41 @@ _OPS = {
     "head": None, "delete": None, "copy": None,
     "put": "written", "put_hashed": "written",
 }
+#: Operations whose None answer means "no such object" (outcome ``missing``).
+_FINDS = frozenset({"get", "get_range", "get_ranges", "read_into", "head"})
 
 
 def metered(store: Store) -> Store:
     """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
     error), timed and its bytes added up into `STORE`. The methods are wrapped on the object,
-    so its class, and so the optional capabilities found from it, are unchanged."""
+    so its class, and so the optional capabilities found from it, are unchanged; a store that
+    answers some gets at once (`AnswersAtOnce.get_at_once`) has those counted as gets too."""
     if getattr(store, "_h5lake_metered", False):
         return store
     for name, direction in _OPS.items():
         method = getattr(store, name, None)
         if method is not None:
-            setattr(store, name, _timed(name, direction, method))
+            wrap = _timed_get if name == "get" else _timed
+            setattr(store, name, wrap(name, direction, method))
+    at_once = getattr(store, "get_at_once", None)
+    if at_once is not None:
+        store.get_at_once = _timed_at_once(at_once)  # type: ignore[attr-defined]
     store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
 
 
+def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
+    (tally.conflict if isinstance(exc, PreconditionFailed) else tally.error).append(seconds)
+
+
 def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE` (per operation a microsecond or so: plain list updates)."""
-    slot = STORE.slot(op)
-    blob = op == "get"  # a Blob (its bytes in ``data``)
-    clock = time.perf_counter
-    bounds = DURATION_BUCKETS
-    where = bisect.bisect_left
+    """``method`` counted into `STORE`."""
+    tally = STORE.slot(op)
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    finds = op in _FINDS
+    reads = direction == "read"
+    writes = direction == "written"
+    clock = _clock
 
     @wraps(method)
     async def timed(*args: Any, **kwargs: Any) -> Any:
@@ -141,24 +178,64 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
         try:
             result = await method(*args, **kwargs)
         except BaseException as exc:
-            seconds = clock() - start
-            slot[2 if isinstance(exc, PreconditionFailed) else 3] += 1
-            slot[_SUM] += seconds
-            slot[_BUCKETS + where(bounds, seconds)] += 1
+            _failed(tally, exc, clock() - start)
             raise
-        seconds = clock() - start
-        slot[1 if result is None else 0] += 1
-        slot[_SUM] += seconds
-        slot[_BUCKETS + where(bounds, seconds)] += 1
-        if direction is not None:
-            if direction == "read":
-                if result is not None:
-                    slot[_BYTES] += len(result.data) if blob else _size(result)
-            elif len(args) > 1:
-                slot[_BYTES] += _size(args[1])
+        if result is None and finds:
+            missing(clock() - start)
+            return result
+        ok(clock() - start)
+        if reads:
+            moved(_size(result))
+        elif writes and len(args) > 1:
+            moved(_size(args[1]))
         return result
 
     return timed
+
+
+def _timed_get(op: str, direction: str | None, method: Callable[[str], Awaitable[Any]]) -> Callable[[str], Awaitable[Any]]:
+    """`_timed` for ``get(key)``, the most frequent operation, with its one argument."""
+    tally = STORE.slot(op)
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    clock = _clock
+
+    @wraps(method)
+    async def timed_get(key: str) -> Any:
+        start = clock()
+        try:
+            blob = await method(key)
+        except BaseException as exc:
+            _failed(tally, exc, clock() - start)
+            raise
+        if blob is None:
+            missing(clock() - start)
+        else:
+            ok(clock() - start)
+            moved(len(blob.data))
+        return blob
+
+    return timed_get
+
+
+def _timed_at_once(method: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``get_at_once(key)`` counted as a get when it answers (not when it says `LATER`: the
+    ``get`` that follows is counted)."""
+    tally = STORE.slot("get")
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    clock = _clock
+
+    @wraps(method)
+    def timed_at_once(key: str) -> Any:
+        start = clock()
+        blob = method(key)
+        if blob is None:
+            missing(clock() - start)
+        elif not isinstance(blob, Later):
+            ok(clock() - start)
+            moved(len(blob.data))
+        return blob
+
+    return timed_at_once
 
 
 STORE = StoreTally()
@@ -209,8 +286,43 @@ def _declare() -> None:
 def flush(requests: Tally, service: Any | None) -> None:
     """Write what this process counted since the last flush into the Prometheus values."""
     m = _METRICS
-    taken = requests.take()
-    for (method, route, status), n in taken.requests.items():
+    answered = requests.take()
+    _SEEN["answered"] = _SEEN.get("answered", 0) + len(answered)
+    if answered:
+        fold_requests(answered)
+    _add_new(m["auth_failures"], "auth_failures", requests.auth_failures)
+    m["inflight"].set(requests.started - _SEEN["answered"])
+    m["connections"].set(open_connections())
+    for op, tally in STORE.take().items():
+        fold_store(op, tally)
+    budget = getattr(service, "replies", None)
+    if budget is not None:
+        m["budget_used"].set(budget.used)
+        m["budget_capacity"].set(budget.capacity)
+        _add_new(m["budget_waits"], "budget_waits", budget.waits)
+
+
+_SEEN: dict[str, int] = {}
+_BOUNDS = np.array(DURATION_BUCKETS)
+_SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
+
+
+def _add_new(counter: Any, name: str, ever: int) -> None:
+    """Add to ``counter`` what the running total ``ever`` grew by since the last flush."""
+    grown = ever - _SEEN.get(name, 0)
+    if grown:
+        counter.inc(grown)
+    _SEEN[name] = ever
+
+
+def fold_requests(answered: list[Answered]) -> None:
+    """Add requests answered (`api/observe.Tally`) to the request counters and histogram, a
+    second's worth at a time in numpy rather than one request at a time."""
+    m = _METRICS
+    methods, routes, statuses, seconds, received, sent = zip(*answered)
+    templates = [route or "unmatched" for route in routes]
+    codes = [status or 500 for status in statuses]  # an error before any reply: the server's 500
+    for (method, route, status), n in collections.Counter(zip(methods, templates, codes)).items():
         m["requests"].labels(method, route, str(status)).inc(n)
         if 200 <= status < 300:
             op = VERSION_OPS.get((method, route))
@@ -218,44 +330,48 @@ def flush(requests: Tally, service: Any | None) -> None:
                 m["versions"].labels(op).inc(n)
             elif route.startswith(MAP_PREFIX):
                 m["maps"].labels(method, route).inc(n)
-    for (method, route), counts in taken.durations.items():
-        _add_histogram(m["duration"].labels(method, route), counts)
-    if taken.bytes_in:
-        m["bytes_in"].inc(taken.bytes_in)
-    if taken.bytes_out:
-        m["bytes_out"].inc(taken.bytes_out)
-    if taken.auth_failures:
-        m["auth_failures"].inc(taken.auth_failures)
-    m["inflight"].set(taken.inflight)
-    m["connections"].set(open_connections())
-    for op, numbers in STORE.take().items():
-        for outcome, count in zip(OUTCOMES, numbers):
-            if count:
-                m["storage_ops"].labels(op, outcome).inc(count)
-        _add_histogram(m["storage_duration"].labels(op), [*numbers[_BUCKETS:], numbers[_SUM]])
-        if numbers[_BYTES]:
-            m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(numbers[_BYTES])
-    budget = getattr(service, "replies", None)
-    if budget is not None:
-        m["budget_used"].set(budget.used)
-        m["budget_capacity"].set(budget.capacity)
-        waits = budget.waits - _SEEN.get("budget_waits", 0)
-        if waits:
-            m["budget_waits"].inc(waits)
-        _SEEN["budget_waits"] = budget.waits
+    keys = list(zip(methods, templates))
+    index = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    groups = np.fromiter(map(index.__getitem__, keys), dtype=np.intp, count=len(keys))
+    durations = np.array(seconds)
+    buckets = np.searchsorted(_BOUNDS, durations) + groups * _SLOTS
+    counts = np.bincount(buckets, minlength=len(index) * _SLOTS).reshape(len(index), _SLOTS)
+    sums = np.bincount(groups, weights=durations, minlength=len(index))
+    for (method, route), i in index.items():
+        _add_histogram(m["duration"].labels(method, route), counts[i], float(sums[i]))
+    total_in, total_out = sum(received), sum(sent)
+    if total_in:
+        m["bytes_in"].inc(total_in)
+    if total_out:
+        m["bytes_out"].inc(total_out)
 
 
-_SEEN: dict[str, int] = {}
+def fold_store(op: str, tally: OpTally) -> None:
+    """Add one storage operation's calls (`OpTally`) to the storage counters and histogram."""
+    m = _METRICS
+    everything: list[float] = []
+    for outcome in OUTCOMES:
+        durations = getattr(tally, outcome)
+        if durations:
+            m["storage_ops"].labels(op, outcome).inc(len(durations))
+            everything += durations
+    if everything:
+        durations_array = np.array(everything)
+        counts = np.bincount(np.searchsorted(_BOUNDS, durations_array), minlength=_SLOTS)
+        _add_histogram(m["storage_duration"].labels(op), counts, math.fsum(everything))
+    moved = sum(tally.bytes)
+    if moved:
+        m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(moved)
 
 
-def _add_histogram(child: Any, counts: list[float]) -> None:
-    """Add a tally's bucket counts and sum to a histogram's values. prometheus-client offers
-    only ``observe`` (one value at a time); its child keeps one value per bucket (not
-    cumulative) and one for the sum, which are added to here."""
-    for value, n in zip(child._buckets, counts[:-1]):
+def _add_histogram(child: Any, counts: Any, total: float) -> None:
+    """Add bucket counts (one per bucket, not cumulative, +Inf last) and a sum to a histogram's
+    values. prometheus-client offers only ``observe`` (one value at a time); its child keeps one
+    value per bucket (not cumulative) and one for the sum, which are added to here."""
+    for value, n in zip(child._buckets, counts.tolist()):
         if n:
             value.inc(n)
-    child._sum.inc(counts[-1])
+    child._sum.inc(total)
 
 
 def open_connections() -> int:
