@@ -18,10 +18,8 @@ token given with ``--metrics-token`` (compared in constant time); anyone else ge
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import hmac
-import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -45,9 +43,9 @@ from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import connections
-from h5lake.api.observe import DURATION_BUCKETS, Answered, Tally
+from h5lake.api.observe import DURATION_BUCKETS, Tally
 from h5lake.errors import Unauthorized
-from h5lake.storage import Later, PreconditionFailed, Store
+from h5lake.storage import PreconditionFailed, Store
 
 FLUSH_SECONDS = 1.0
 _clock = time.perf_counter
@@ -143,8 +141,9 @@ _FINDS = frozenset({"get", "get_range", "get_ranges", "read_into", "head"})
 def metered(store: Store) -> Store:
     """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
     error), timed and its bytes added up into `STORE`. The methods are wrapped on the object,
-    so its class, and so the optional capabilities found from it, are unchanged; a store that
-    answers some gets at once (`AnswersAtOnce.get_at_once`) has those counted as gets too."""
+    so its class, and so the optional capabilities found from it, are unchanged. Gets a store
+    answers at once (`AnswersAtOnce.get_at_once`, called directly by walks over many objects)
+    are not counted: the local store's ``get`` calls it too, through the same attribute."""
     if getattr(store, "_h5lake_metered", False):
         return store
     for name, direction in _OPS.items():
@@ -152,9 +151,6 @@ def metered(store: Store) -> Store:
         if method is not None:
             wrap = _timed_get if name == "get" else _timed
             setattr(store, name, wrap(name, direction, method))
-    at_once = getattr(store, "get_at_once", None)
-    if at_once is not None:
-        store.get_at_once = _timed_at_once(at_once)  # type: ignore[attr-defined]
     store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
 
@@ -217,27 +213,6 @@ def _timed_get(op: str, direction: str | None, method: Callable[[str], Awaitable
     return timed_get
 
 
-def _timed_at_once(method: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``get_at_once(key)`` counted as a get when it answers (not when it says `LATER`: the
-    ``get`` that follows is counted)."""
-    tally = STORE.slot("get")
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
-    clock = _clock
-
-    @wraps(method)
-    def timed_at_once(key: str) -> Any:
-        start = clock()
-        blob = method(key)
-        if blob is None:
-            missing(clock() - start)
-        elif not isinstance(blob, Later):
-            ok(clock() - start)
-            moved(len(blob.data))
-        return blob
-
-    return timed_at_once
-
-
 STORE = StoreTally()
 _TALLY: Tally | None = None
 _METRICS: dict[str, Any] = {}
@@ -287,11 +262,12 @@ def flush(requests: Tally, service: Any | None) -> None:
     """Write what this process counted since the last flush into the Prometheus values."""
     m = _METRICS
     answered = requests.take()
-    _SEEN["answered"] = _SEEN.get("answered", 0) + len(answered)
     if answered:
         fold_requests(answered)
+    _add_new(m["bytes_in"], "bytes_in", requests.bytes_in)
+    _add_new(m["bytes_out"], "bytes_out", requests.bytes_out)
     _add_new(m["auth_failures"], "auth_failures", requests.auth_failures)
-    m["inflight"].set(requests.started - _SEEN["answered"])
+    m["inflight"].set(requests.started - requests.count)
     m["connections"].set(open_connections())
     for op, tally in STORE.take().items():
         fold_store(op, tally)
@@ -315,14 +291,20 @@ def _add_new(counter: Any, name: str, ever: int) -> None:
     _SEEN[name] = ever
 
 
-def fold_requests(answered: list[Answered]) -> None:
-    """Add requests answered (`api/observe.Tally`) to the request counters and histogram, a
-    second's worth at a time in numpy rather than one request at a time."""
+def _histogram(durations: list[float]) -> tuple[list[int], float]:
+    """Bucket counts (`DURATION_BUCKETS`, then +Inf; not cumulative) and the sum of durations."""
+    values = np.fromiter(durations, dtype=np.float64, count=len(durations))
+    return np.bincount(np.searchsorted(_BOUNDS, values), minlength=_SLOTS).tolist(), sum(durations)
+
+
+def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> None:
+    """Add requests answered (`api/observe.Tally`) to the request counters and histogram."""
     m = _METRICS
-    methods, routes, statuses, seconds, received, sent = zip(*answered)
-    templates = [route or "unmatched" for route in routes]
-    codes = [status or 500 for status in statuses]  # an error before any reply: the server's 500
-    for (method, route, status), n in collections.Counter(zip(methods, templates, codes)).items():
+    by_route: dict[tuple[str, str], list[float]] = {}
+    for (method, route, status), durations in answered.items():
+        route = route or "unmatched"
+        status = status or 500  # an error before any reply: the server's 500
+        n = len(durations)
         m["requests"].labels(method, route, str(status)).inc(n)
         if 200 <= status < 300:
             op = VERSION_OPS.get((method, route))
@@ -330,20 +312,9 @@ def fold_requests(answered: list[Answered]) -> None:
                 m["versions"].labels(op).inc(n)
             elif route.startswith(MAP_PREFIX):
                 m["maps"].labels(method, route).inc(n)
-    keys = list(zip(methods, templates))
-    index = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    groups = np.fromiter(map(index.__getitem__, keys), dtype=np.intp, count=len(keys))
-    durations = np.array(seconds)
-    buckets = np.searchsorted(_BOUNDS, durations) + groups * _SLOTS
-    counts = np.bincount(buckets, minlength=len(index) * _SLOTS).reshape(len(index), _SLOTS)
-    sums = np.bincount(groups, weights=durations, minlength=len(index))
-    for (method, route), i in index.items():
-        _add_histogram(m["duration"].labels(method, route), counts[i], float(sums[i]))
-    total_in, total_out = sum(received), sum(sent)
-    if total_in:
-        m["bytes_in"].inc(total_in)
-    if total_out:
-        m["bytes_out"].inc(total_out)
+        by_route.setdefault((method, route), []).extend(durations)
+    for (method, route), durations in by_route.items():
+        _add_histogram(m["duration"].labels(method, route), *_histogram(durations))
 
 
 def fold_store(op: str, tally: OpTally) -> None:
@@ -356,19 +327,17 @@ def fold_store(op: str, tally: OpTally) -> None:
             m["storage_ops"].labels(op, outcome).inc(len(durations))
             everything += durations
     if everything:
-        durations_array = np.array(everything)
-        counts = np.bincount(np.searchsorted(_BOUNDS, durations_array), minlength=_SLOTS)
-        _add_histogram(m["storage_duration"].labels(op), counts, math.fsum(everything))
+        _add_histogram(m["storage_duration"].labels(op), *_histogram(everything))
     moved = sum(tally.bytes)
     if moved:
         m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(moved)
 
 
-def _add_histogram(child: Any, counts: Any, total: float) -> None:
+def _add_histogram(child: Any, counts: list[int], total: float) -> None:
     """Add bucket counts (one per bucket, not cumulative, +Inf last) and a sum to a histogram's
     values. prometheus-client offers only ``observe`` (one value at a time); its child keeps one
     value per bucket (not cumulative) and one for the sum, which are added to here."""
-    for value, n in zip(child._buckets, counts.tolist()):
+    for value, n in zip(child._buckets, counts):
         if n:
             value.inc(n)
     child._sum.inc(total)
