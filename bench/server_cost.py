@@ -82,7 +82,7 @@ class Client:
         try:
             self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
             resp = self.conn.getresponse()
-        except http.client.RemoteDisconnected:  # an idle keep-alive connection closed: once more
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):  # an idle keep-alive connection closed: once more
             self.conn.close()
             self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
             resp = self.conn.getresponse()

@@ -181,7 +181,7 @@ READINESS = Readiness()
 async def _answer(send: Send, status: int, body: dict[str, Any], rid: bytes) -> int:
     data = orjson.dumps(body)
     headers = [
-        (b"content-type", b"application/json"),
+        (b"content-type", b"application/json; charset=utf-8"),
         (b"content-length", b"%d" % len(data)),
         (b"cache-control", b"no-store"),
         (HEADER, rid),
