@@ -22,7 +22,7 @@ import contextlib
 import hmac
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import wraps
 from typing import Any
 
@@ -36,6 +36,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client import REGISTRY as DEFAULT_REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
@@ -43,9 +45,10 @@ from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import connections
-from h5lake.api.observe import DURATION_BUCKETS, Tally
+from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
 from h5lake.storage import PreconditionFailed, Store
+from h5lake.versions.gc import GcRecord, read_record
 
 FLUSH_SECONDS = 1.0
 _clock = time.perf_counter
@@ -368,14 +371,53 @@ async def stop_flushing(task: asyncio.Task[None], requests: Tally | None) -> Non
         flush(requests, _SERVICE[0])
 
 
-def exposition() -> bytes:
-    """The text of a scrape: every process's values when in multiprocess mode, else this one's."""
+def exposition(gc_record: GcRecord | None = None) -> bytes:
+    """The text of a scrape: every process's values when in multiprocess mode, else this one's;
+    and the store's record of ``h5lake gc`` runs when one was read."""
     folder = os.environ.get(MULTIPROC_ENV)
     if folder:
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=folder)
-        return generate_latest(registry)
-    return generate_latest(DEFAULT_REGISTRY)
+    else:
+        registry = DEFAULT_REGISTRY
+    text = generate_latest(registry)
+    if gc_record is not None:
+        extra = CollectorRegistry()
+        extra.register(_GcCollector(gc_record))
+        text += generate_latest(extra)
+    return text
+
+
+class _GcCollector(Collector):
+    """The store's record of ``h5lake gc`` runs (`versions/gc.GcRecord`) as it was at the scrape:
+    it is the store's, not a process's, so it is read, not summed over workers."""
+
+    def __init__(self, record: GcRecord) -> None:
+        self.record = record
+
+    def collect(self) -> Iterable[Metric]:
+        r = self.record
+        yield CounterMetricFamily("h5lake_gc_runs", "h5lake gc runs that deleted (not --dry-run)", value=r.runs)
+        yield CounterMetricFamily("h5lake_gc_reclaimed_objects", "Chunks and manifests h5lake gc deleted", value=r.objects)
+        yield CounterMetricFamily("h5lake_gc_reclaimed_bytes", "Bytes h5lake gc deleted", value=r.bytes)
+        yield GaugeMetricFamily(
+            "h5lake_gc_last_run_timestamp_seconds", "When the last h5lake gc run that deleted ended (0: none)",
+            value=r.last_finished,
+        )
+        yield GaugeMetricFamily("h5lake_gc_last_run_duration_seconds", "How long it took", value=r.last_seconds)
+        yield GaugeMetricFamily("h5lake_gc_last_run_reclaimed_bytes", "Bytes it deleted", value=r.last_bytes)
+
+
+async def _gc_record(service: Any) -> GcRecord | None:
+    """The store's gc record, or None when the store does not answer within `READY_TIMEOUT`."""
+    store = getattr(service, "store", None)
+    if store is None:
+        return None
+    try:
+        record, _ = await asyncio.wait_for(read_record(store), READY_TIMEOUT)
+    except Exception:  # noqa: BLE001  (the store's failure: the scrape still answers, without these)
+        return None
+    return record
 
 
 def allowed(request: Request) -> bool:
@@ -393,9 +435,11 @@ def allowed(request: Request) -> bool:
 async def get_metrics(request: Request) -> Response:
     if not allowed(request):
         raise Unauthorized("metrics are for admins or the bearer token given with --metrics-token")
+    service = getattr(request.app, "service", None)
     if _TALLY is not None:
-        flush(_TALLY, getattr(request.app, "service", None))
-    return Response(await asyncio.to_thread(exposition), media_type=CONTENT_TYPE_LATEST)
+        flush(_TALLY, service)
+    record = await _gc_record(service)
+    return Response(await asyncio.to_thread(exposition, record), media_type=CONTENT_TYPE_LATEST)
 
 
 ROUTES = [Route("/metrics", get_metrics, methods=["GET"])]

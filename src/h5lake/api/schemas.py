@@ -40,13 +40,6 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-class Health(BaseModel):
-    """``/healthz`` and ``/readyz``: whether this process serves, and whether it should get traffic."""
-
-    status: Literal["ok", "unavailable"]
-    reason: str | None = Field(None, description="/readyz: ready, shutting down, or store not answering")
-
-
 class Empty(Open):
     """An acknowledgement with nothing to say (``{}``)."""
 

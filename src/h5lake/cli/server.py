@@ -32,7 +32,7 @@ from h5lake.cli.supervise import AnnouncingServer
 from h5lake.config import Settings
 from h5lake.errors import H5LakeError
 from h5lake.storage.configured import open_store
-from h5lake.versions.gc import GRACE, Collected, collect
+from h5lake.versions.gc import GRACE, Collected, collect, record_run
 
 
 def _settings(options: dict[str, Any]) -> Any:
@@ -365,13 +365,18 @@ def apikey_revoke(key_id: str, **options: Any) -> None:
 @_store_options
 def gc(grace: float, dry_run: bool, as_json: bool, **options: Any) -> None:
     """Collect the content-addressed store directly on the store (safe beside running servers and
-    other gc runs, e.g. from cron on several hosts); see docs/versions.md."""
+    other gc runs, e.g. from cron on several hosts); see docs/versions.md. A run that deletes
+    adds what it reclaimed to the store's record, which servers report in /metrics."""
     settings = _settings({**options, "insecure_no_auth": True})
 
     async def run() -> Collected:
         store = open_store(settings)
         try:
-            return await collect(store, grace, dry_run)
+            started = time.time()
+            found = await collect(store, grace, dry_run)
+            if not dry_run:
+                await record_run(store, found, started, time.time())
+            return found
         finally:
             await store.close()
 

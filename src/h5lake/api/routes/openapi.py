@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -47,6 +47,14 @@ PAGE_LIMIT = Param("Limit", _INT, "at most this many items")  # h5lake's own lis
 MARKER = Param("Marker", _STRING, "start after this item")
 _CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conflicts from this position (a 409's nextMarker)")
 ID = Param("id", _STRING, "an object id", where="path", required=True)
+
+
+class Health(BaseModel):
+    """``/healthz`` and ``/readyz`` (answered by ``api/observe.py``): whether this process serves,
+    and whether it should get traffic."""
+
+    status: Literal["ok", "unavailable"]
+    reason: str | None = Field(None, description="/readyz: ready, shutting down, or store not answering")
 
 
 @dataclass(frozen=True)
@@ -269,11 +277,11 @@ OPS: tuple[Op, ...] = (
     Op("DELETE", "/zarr/{path}", "deleteZarrKey", "Delete a chunk (it reads as the fill value again)",
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
     # operations (docs/operations.md): no credentials for health and readiness
-    Op("GET", "/healthz", "getHealth", "Whether the process serves (200 while it does)", {200: s.Health},
+    Op("GET", "/healthz", "getHealth", "Whether the process serves (200 while it does)", {200: Health},
        tags=("operations",)),
     Op("GET", "/readyz", "getReadiness",
        "Whether to send it traffic: 200 when the store answers a probe within 2 s; 503 when it does not, "
-       "and from the start of a graceful shutdown", {200: s.Health, 503: s.Health}, tags=("operations",)),
+       "and from the start of a graceful shutdown", {200: Health, 503: Health}, tags=("operations",)),
     Op("GET", "/metrics", "getMetrics",
        "Prometheus metrics of every worker process (text format), for admins or the --metrics-token bearer token",
        {200: "the Prometheus text exposition format"}, tags=("operations",), text=True),
