@@ -214,6 +214,46 @@ def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None
     assert not any(root in v or "metrics.h5" in v or "test_user1" in v for v in labels)
 
 
+def test_chunked_request_bodies_are_counted_as_received(two_workers: Server) -> None:
+    """A body without Content-Length (Transfer-Encoding: chunked) counts its bytes as the
+    application reads them: through ``receive`` (a JSON attribute) and through the
+    ``h5lake.readinto`` extension (a binary dataset value)."""
+    server, domain = two_workers, "/home/test_user1/chunked.h5"
+    home(requests.put, server.endpoint)
+    requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30)
+    root = requests.get(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).json()["root"]
+    dset = requests.post(
+        f"{server.endpoint}/datasets?domain={domain}", headers=basic(*USER), timeout=30,
+        json={"type": "H5T_STD_U8LE", "shape": [100000]},
+    ).json()["id"]
+    time.sleep(2.5)  # each worker writes its figures once a second: the requests above land first
+    before = scrape(server)
+    attribute = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 5}).encode()
+    values = bytes(range(256)) * 390 + b"x" * 160  # 100000 bytes
+
+    def pieces(data: bytes, size: int) -> Iterator[bytes]:  # requests sends a generator chunked
+        yield from (data[i : i + size] for i in range(0, len(data), size))
+
+    r = requests.put(
+        f"{server.endpoint}/groups/{root}/attributes/chunky?domain={domain}", data=pieces(attribute, 7), timeout=30,
+        headers={**basic(*USER), "Content-Type": "application/json"},
+    )
+    assert r.status_code == 201 and r.request.headers.get("Transfer-Encoding") == "chunked", r.text
+    r = requests.put(
+        f"{server.endpoint}/datasets/{dset}/value?domain={domain}", data=pieces(values, 30000), timeout=30,
+        headers={**basic(*USER), "Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200 and r.request.headers.get("Transfer-Encoding") == "chunked", r.text
+    expected = len(attribute) + len(values)
+    deadline = time.monotonic() + 30
+    while True:  # the other worker writes its figures once a second
+        received = value(scrape(server), "h5lake_http_bytes_received_total") - value(before, "h5lake_http_bytes_received_total")
+        if received >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert received == expected
+
+
 def test_metrics_need_an_admin_or_the_token(two_workers: Server) -> None:
     url = f"{two_workers.endpoint}/metrics"
     assert requests.get(url, timeout=30).status_code == 401
