@@ -37,8 +37,8 @@ from prometheus_client import (
 )
 from prometheus_client import REGISTRY as DEFAULT_REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route

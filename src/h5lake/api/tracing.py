@@ -81,7 +81,7 @@ def traced_app(app: ASGIApp, provider: Any) -> ASGIApp:
     def details(scope: Scope) -> tuple[str, dict[str, Any]]:
         return scope.get("method", "HTTP"), {}  # the path may hold ids: renamed by route above
 
-    return asgi.OpenTelemetryMiddleware(  # type: ignore[no-any-return]
+    return asgi.OpenTelemetryMiddleware(
         named, tracer_provider=provider, default_span_details=details, exclude_spans=["receive", "send"]
     )
 
