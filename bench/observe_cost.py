@@ -2,9 +2,9 @@
 
     python bench/observe_cost.py [--requests 200000]
 
-End-to-end figures (``bench/server_cost.py`` with ``--server-arg=--metrics`` and
-``--server-arg=--no-metrics``) differ by less than their noise on a shared machine; this
-measures the added work itself, in one process, with ``time.process_time``:
+End-to-end figures (``bench/server_cost.py --compare-metrics``) differ by less than their noise
+on a shared machine; this measures the added work itself, in one process, with
+``time.process_time``:
 
 * **request**: `api/observe.Observe` around an application that answers a 500-byte reply
   (start and body messages), with nothing (the bare application), request ids only

@@ -2,6 +2,7 @@
 
     python bench/server_cost.py                       # starts its own h5lake (its own process group)
     python bench/server_cost.py --endpoint http://host:5101 --pgid 1234 --user u --password p
+    python bench/server_cost.py --compare-metrics     # metrics on and off, side by side
 
 What it does, all through ``http.client`` on one keep-alive connection (a client that costs
 little, so the figures are the server's):
@@ -20,6 +21,10 @@ For each it prints the CPU seconds of the server's whole **process group** (user
 every process whose ``pgrp`` is the given one, read from ``/proc/<pid>/stat`` before and after,
 so worker processes count too) per MiB or per request, beside the wall time. The server must run
 on this machine; when this script starts the server, the group is the one it started.
+
+``--compare-metrics`` starts two servers instead, one with ``--metrics`` and one with
+``--no-metrics``, and gives them each case in turn for ``--rounds`` rounds (`compare_metrics`):
+the cost of metrics as the ratio of their server CPU, both under the same load of the machine.
 """
 
 from __future__ import annotations
@@ -29,11 +34,14 @@ import base64
 import http.client
 import json
 import os
+import statistics
+import tempfile
 import threading
 import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,7 +82,7 @@ class Client:
         try:
             self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
             resp = self.conn.getresponse()
-        except http.client.RemoteDisconnected:  # an idle keep-alive connection closed: once more
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):  # an idle keep-alive connection closed: once more
             self.conn.close()
             self.conn.request(method, f"{path}?{query}", body=body, headers=headers)
             resp = self.conn.getresponse()
@@ -111,8 +119,12 @@ def report(label: str, cpu: float, wall: float, count: float, unit: str) -> None
     print(f"  {label:<14} server CPU {per:7.3f} ms/{unit:<8} wall {wall * 1000 / max(count, 1):7.3f} ms/{unit}{goal_note}")
 
 
-def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
-    meter = Meter(pgid)
+Case = tuple[str, Callable[[], None], float, str]  # label, one pass, its count, the unit
+
+
+def cases(client: Client, args: argparse.Namespace) -> list[Case]:
+    """The domain, dataset and data of a run, and its cases (each callable again: an attribute
+    PUT pass writes new names each time)."""
     root = client.json("PUT", "/")["root"]
     dtype = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}
     layout = {"class": "H5D_CHUNKED", "dims": list(CHUNK)}
@@ -124,6 +136,7 @@ def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
     data = rng.random((ROWS_PER_REQUEST, SHAPE[1]), dtype=np.float32)
     blocks = [data + np.float32(i) for i in range(SHAPE[0] // ROWS_PER_REQUEST)]
     total_mib = SHAPE[0] * SHAPE[1] * 4 / MIB
+    passes = [0]
 
     def write() -> None:
         for i, block in enumerate(blocks):
@@ -146,29 +159,95 @@ def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
                 raise RuntimeError(f"group GET: {status} {reply[:300]!r}")
 
     def attribute_puts() -> None:
+        prefix = f"p{passes[0]}" if passes[0] else ""
+        passes[0] += 1
         for i in range(args.attrs):
             doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i}).encode()
-            status, reply = client.call("PUT", f"/groups/{root}/attributes/a{i}", doc)
+            status, reply = client.call("PUT", f"/groups/{root}/attributes/{prefix}a{i}", doc)
             if status >= 300:
                 raise RuntimeError(f"attribute PUT: {status} {reply[:300]!r}")
 
-    pause = args.pause_each
-    for label, fn, count, unit in [
+    found: list[Case] = [
         ("write", write, total_mib, "MiB"),
         ("read", read, total_mib, "MiB"),
         ("group GET", group_gets, args.gets, "request"),
         ("attribute PUT", attribute_puts, args.attrs, "request"),
-    ]:
-        if args.skip_bulk and unit == "MiB":
-            continue
-        if pause:
+    ]
+    return [case for case in found if not (args.skip_bulk and case[3] == "MiB")]
+
+
+def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
+    meter = Meter(pgid)
+    for label, fn, count, unit in cases(client, args):
+        if args.pause_each:
             input(f"# {label} next: attach a profiler to process group {pgid}, then press Enter ")
         passes = args.read_passes if label == "read" else 1
         for _ in range(passes):
             cpu, wall = meter.measure(fn, args.settle)
             report(label, cpu, wall, count, unit)
+    root = client.json("GET", "/")["root"]
     for clients in args.clients:
         concurrent_puts(client, meter, root, clients, args)
+
+
+def compare_metrics(args: argparse.Namespace) -> None:
+    """Two servers on this machine, ``--metrics`` and ``--no-metrics`` (otherwise alike), given
+    the same cases in turn, round after round (which one goes first alternates), so that both
+    see the same load from the rest of the machine; each round's server CPU is read from
+    ``/proc/PID/task/TID/schedstat`` (nanoseconds) after ``--settle`` seconds. Prints per case
+    the median CPU per unit of each, and the median and range of the rounds' on/off ratios."""
+    from tests.support.procgroup import group_cpu_precise
+    from tests.support.server import USERS, start_server
+
+    with tempfile.TemporaryDirectory(prefix="h5lake-bench-") as tmp:
+        env = dict(item.split("=", 1) for item in args.server_env)
+        servers = {}
+        try:
+            for mode in ("on", "off"):
+                extra = [*args.server_arg, "--metrics" if mode == "on" else "--no-metrics"]
+                servers[mode] = start_server(Path(tmp) / mode, extra=extra, env=env, workers=None, timeout=120)
+            runs = {}
+            for mode, server in servers.items():
+                domain = f"/home/test_user1/cost-{mode}.h5"
+                client = Client(server.endpoint, "test_user1", USERS["test_user1"], domain)
+                _home(client)
+                runs[mode] = cases(client, args)
+            print(f"# metrics on: {servers['on'].endpoint}, off: {servers['off'].endpoint}; {args.rounds} rounds; "
+                  f"load average {os.getloadavg()[0]:.2f}")
+            figures: dict[str, dict[str, list[float]]] = {}
+            for rnd in range(args.rounds):
+                order = ("on", "off") if rnd % 2 == 0 else ("off", "on")
+                for i, (label, _, count, unit) in enumerate(runs["on"]):
+                    before = {m: group_cpu_precise(servers[m].process.pid) for m in order}
+                    for mode in order:
+                        runs[mode][i][1]()
+                    time.sleep(args.settle)
+                    after = {m: group_cpu_precise(servers[m].process.pid) for m in order}
+                    per = figures.setdefault(f"{label} (ms/{unit})", {"on": [], "off": []})
+                    for mode in order:
+                        per[mode].append((after[mode] - before[mode]) * 1000 / count)
+                print(f"# round {rnd + 1} done, load average {os.getloadavg()[0]:.2f}", flush=True)
+            print(f"  {'case':<26} {'metrics on':>11} {'off':>9}   on/off: median  (range of {args.rounds} rounds)")
+            for name, per in figures.items():
+                ratios = sorted(on / off for on, off in zip(per["on"], per["off"]) if off > 0)
+                print(
+                    f"  {name:<26} {statistics.median(per['on']):11.4f} {statistics.median(per['off']):9.4f}"
+                    f"   {statistics.median(ratios):.3f}  ({ratios[0]:.3f}-{ratios[-1]:.3f})"
+                )
+        finally:
+            for server in servers.values():
+                server.stop()
+
+
+def _home(client: Client) -> None:
+    """The user's home folder (the test server starts without one)."""
+    domain, client.domain = client.domain, "/home/test_user1"
+    try:
+        status, reply = client.call("PUT", "/", json.dumps({"folder": True}).encode())
+        if status not in (201, 409):
+            raise RuntimeError(f"home folder: {status} {reply[:300]!r}")
+    finally:
+        client.domain = domain
 
 
 def concurrent_puts(client: Client, meter: Meter, root: str, clients: int, args: argparse.Namespace) -> None:
@@ -222,7 +301,17 @@ def main() -> None:
     parser.add_argument("--concurrent-puts", type=int, default=512, help="attribute PUTs of each concurrent run [512]")
     parser.add_argument("--skip-bulk", action="store_true", help="only the group GETs and attribute PUTs")
     parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
+    parser.add_argument(
+        "--compare-metrics", action="store_true",
+        help="start two servers, --metrics and --no-metrics, and give them the cases in turn (side by side)",
+    )
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of --compare-metrics [6]")
     args = parser.parse_args()
+    if args.compare_metrics:
+        if args.endpoint:
+            parser.error("--compare-metrics starts its own servers: no --endpoint")
+        compare_metrics(args)
+        return
     if args.endpoint and args.pgid is None:
         parser.error("--endpoint needs --pgid (the server's process group, e.g. `ps -o pgid= PID`)")
     with target(args) as t:

@@ -188,6 +188,7 @@ class Settings(BaseSettings):
     apikey_cache_seconds: float = Field(30.0, ge=0, le=3600, description="how long a key lookup is remembered")
     access_log: Literal["json", "text", "off"] = Field("off", description="one line per request on stderr: json, text or off")
     metrics: bool = Field(True, description="count requests and storage operations for GET /metrics")
+    tracing: bool = Field(False, description="OpenTelemetry spans of requests and storage operations (the tracing extra)")
     metrics_token: str | None = Field(
         None, description="bearer token that may read GET /metrics besides admins (Authorization: Bearer TOKEN)"
     )

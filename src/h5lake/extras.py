@@ -12,6 +12,7 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "h5pyd": ("h5pyd", "client"),
     "h5json": ("h5pyd", "client"),  # installed with h5pyd
     "versioned_hdf5": ("versioned-hdf5", "client"),
+    "opentelemetry": ("opentelemetry-sdk", "tracing"),  # and its ASGI instrumentation, OTLP exporter
 }
 
 

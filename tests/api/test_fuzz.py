@@ -180,8 +180,10 @@ def test_fuzz_every_operation(fuzz_server: Server, tmp_path: Path) -> None:
 
     assert set(seen) == {op.label for op in _operations(schema)}
     # the fuzzing reached past validation: most operations succeeded at least once
-    succeeded = [label for label, codes in seen.items() if any(200 <= c < 300 for c in codes)]
-    assert len(succeeded) >= 2 * len(seen) // 3, sorted((label, sorted(set(c))) for label, c in seen.items())
+    # (but /metrics, which answers only admins and its token's bearer: 401 to the fuzzing user)
+    reachable = {label: codes for label, codes in seen.items() if label != "GET /metrics"}
+    succeeded = [label for label, codes in reachable.items() if any(200 <= c < 300 for c in codes)]
+    assert len(succeeded) >= 2 * len(reachable) // 3, sorted((label, sorted(set(c))) for label, c in reachable.items())
     assert _snapshot(e, owner, GOLDEN, golden_ids) == before
     assert not (ROOT / ".schemathesis").exists() and not (Path.cwd() / ".schemathesis").exists()  # no test output in the tree
 

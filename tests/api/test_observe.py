@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -26,6 +28,8 @@ from tests.support.server import USERS, Server, start_server, write_passwd
 from h5lake.api.app import create_app
 from h5lake.api.observe import READINESS
 from h5lake.config import Settings
+from h5lake.model.ids import blob_key
+from h5lake.storage.local import LocalStore
 
 ADMIN = ("admin", USERS["admin"])
 USER = ("test_user1", USERS["test_user1"])
@@ -210,6 +214,46 @@ def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None
     assert not any(root in v or "metrics.h5" in v or "test_user1" in v for v in labels)
 
 
+def test_chunked_request_bodies_are_counted_as_received(two_workers: Server) -> None:
+    """A body without Content-Length (Transfer-Encoding: chunked) counts its bytes as the
+    application reads them: through ``receive`` (a JSON attribute) and through the
+    ``h5lake.readinto`` extension (a binary dataset value)."""
+    server, domain = two_workers, "/home/test_user1/chunked.h5"
+    home(requests.put, server.endpoint)
+    requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30)
+    root = requests.get(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).json()["root"]
+    dset = requests.post(
+        f"{server.endpoint}/datasets?domain={domain}", headers=basic(*USER), timeout=30,
+        json={"type": "H5T_STD_U8LE", "shape": [100000]},
+    ).json()["id"]
+    time.sleep(2.5)  # each worker writes its figures once a second: the requests above land first
+    before = scrape(server)
+    attribute = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 5}).encode()
+    values = bytes(range(256)) * 390 + b"x" * 160  # 100000 bytes
+
+    def pieces(data: bytes, size: int) -> Iterator[bytes]:  # requests sends a generator chunked
+        yield from (data[i : i + size] for i in range(0, len(data), size))
+
+    r = requests.put(
+        f"{server.endpoint}/groups/{root}/attributes/chunky?domain={domain}", data=pieces(attribute, 7), timeout=30,
+        headers={**basic(*USER), "Content-Type": "application/json"},
+    )
+    assert r.status_code == 201 and r.request.headers.get("Transfer-Encoding") == "chunked", r.text
+    r = requests.put(
+        f"{server.endpoint}/datasets/{dset}/value?domain={domain}", data=pieces(values, 30000), timeout=30,
+        headers={**basic(*USER), "Content-Type": "application/octet-stream"},
+    )
+    assert r.status_code == 200 and r.request.headers.get("Transfer-Encoding") == "chunked", r.text
+    expected = len(attribute) + len(values)
+    deadline = time.monotonic() + 30
+    while True:  # the other worker writes its figures once a second
+        received = value(scrape(server), "h5lake_http_bytes_received_total") - value(before, "h5lake_http_bytes_received_total")
+        if received >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert received == expected
+
+
 def test_metrics_need_an_admin_or_the_token(two_workers: Server) -> None:
     url = f"{two_workers.endpoint}/metrics"
     assert requests.get(url, timeout=30).status_code == 401
@@ -349,3 +393,45 @@ def test_start_up_removes_the_metrics_folders_of_servers_gone(tmp_path: Path) ->
         assert (parent / str(server.process.pid)).is_dir()
     finally:
         server.stop()
+
+
+# --- garbage collection, run outside the server, in /metrics ---------------------------------
+
+
+def test_metrics_report_what_gc_runs_reclaimed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+
+    async def unreferenced(body: bytes) -> None:  # a committed chunk no version references
+        store = LocalStore(data)
+        try:
+            await store.put(blob_key(hashlib.sha256(body).hexdigest()), body)
+        finally:
+            await store.close()
+
+    def gc(*extra: str) -> dict[str, int]:
+        done = subprocess.run(
+            [sys.executable, "-m", "h5lake.cli.command", "gc", "--data", str(data), "--grace", "0", "--json", *extra],
+            check=True, capture_output=True, text=True, timeout=120,
+        )
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    asyncio.run(unreferenced(b"a" * 1000))
+    asyncio.run(unreferenced(b"b" * 234))
+    started = time.time()
+    assert gc("--dry-run")["bytes_deleted"] == 1234  # counted, not deleted: not recorded
+    first = gc()
+    assert (first["blobs_deleted"], first["bytes_deleted"]) == (2, 1234)
+    asyncio.run(unreferenced(b"c" * 10))
+    assert gc()["bytes_deleted"] == 10
+
+    app = create_app(Settings(data=data, passwd=write_passwd(tmp_path / "passwd"), admin=("admin",)))
+    with TestClient(app) as c:
+        r = c.get("/metrics", headers=basic(*ADMIN))
+    assert r.status_code == 200
+    samples = {s.name: s.value for f in text_string_to_metric_families(r.text) for s in f.samples if not s.labels}
+    assert samples["h5lake_gc_runs_total"] == 2
+    assert samples["h5lake_gc_reclaimed_objects_total"] == 3
+    assert samples["h5lake_gc_reclaimed_bytes_total"] == 1244
+    assert samples["h5lake_gc_last_run_reclaimed_bytes"] == 10
+    assert started <= samples["h5lake_gc_last_run_timestamp_seconds"] <= time.time()
+    assert samples["h5lake_gc_last_run_duration_seconds"] >= 0

@@ -8,7 +8,9 @@ import requests
 from openapi_spec_validator import validate
 from starlette.routing import Route
 from tests.support import conformance
+from tests.support.server import USERS
 
+from h5lake.api import metrics
 from h5lake.api.routes import (
     domains as domain_routes,
 )
@@ -44,14 +46,15 @@ def test_document_is_valid_openapi_31(endpoint: str) -> None:
 
 def _served() -> set[tuple[str, str]]:
     out = set()
-    for route in domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES + zarr_routes.ROUTES:
+    routes = domain_routes.ROUTES + object_routes.ROUTES + value_routes.ROUTES + map_routes.ROUTES + version_routes.ROUTES
+    for route in routes + zarr_routes.ROUTES + metrics.ROUTES:
         assert isinstance(route, Route)
         path = route.path.replace(":path}", "}").replace(":version}", "}")
         for method in route.methods or ():
             if method not in ("HEAD", "PROPFIND"):  # OpenAPI has no WebDAV methods: docs/zarr.md says it
                 # a route of every collection is documented once per collection
                 out.update((method, path.replace("{collection}", c)) for c in ("groups", "datasets", "datatypes", "maps"))
-    return out
+    return out | {("GET", "/healthz"), ("GET", "/readyz")}  # answered by api/observe.py, before the routes
 
 
 def test_document_covers_every_route_and_nothing_else() -> None:
@@ -98,3 +101,13 @@ def test_limit_is_documented_where_a_query_takes_it() -> None:
         params = {p["name"]: p for p in doc["paths"]["/datasets/{id}/value"][method]["parameters"]}
         assert "query" in params and "Limit" in params, method
         assert params["Limit"]["schema"]["minimum"] == 0, method
+
+
+def test_health_readiness_and_metrics_answer_as_documented(endpoint: str) -> None:
+    admin = ("admin", USERS["admin"])
+    for path in ("/healthz", "/readyz", "/metrics"):
+        r = requests.get(endpoint + path, auth=admin, timeout=30)
+        assert r.status_code == 200, (path, r.text[:200])
+        assert conformance.find("GET", path) is not None, path
+        assert conformance.problems_of("GET", r.url, r.status_code, r.headers, r.content) == [], path
+    assert requests.get(endpoint + "/metrics", timeout=30).status_code == 401  # documented as the default error

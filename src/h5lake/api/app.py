@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from h5lake.api import connections, metrics
 from h5lake.api.dispatch import IndexedRouter
@@ -177,6 +177,11 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     answers exactly as the full stack does: only its equivalence test turns it off."""
     connections.configure(settings.header_timeout, settings.body_timeout)
     tally = metrics.tally() if settings.metrics else None
+    tracer = None
+    if settings.tracing:
+        from h5lake.api import tracing  # OpenTelemetry is imported only when asked for
+
+        tracer = tracing.tracer_provider()
     fix_mmap_threshold()
 
     @contextlib.asynccontextmanager
@@ -184,6 +189,8 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         backend = store if store is not None else open_store(settings)
         if tally is not None:
             backend = metrics.metered(backend)
+        if tracer is not None:
+            backend = tracing.traced_store(backend, tracer)
         READINESS.store, READINESS.stopping = backend, False
         svc = build_service(settings, backend)
         app.state.service = svc
@@ -224,7 +231,8 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     app.router = IndexedRouter(routes, lifespan=lifespan)  # the same routes, tried fewer at a time
     if fast and not settings.cors_origin:  # with CORS every reply gets headers from its middleware (Vary)
         app.fast = FastReads(app, routes)
-    app.observe = Observe(app.serve, tally, None if settings.access_log == "off" else settings.access_log)
+    served: ASGIApp = app.serve if tracer is None else tracing.traced_app(app.serve, tracer)
+    app.observe = Observe(served, tally, None if settings.access_log == "off" else settings.access_log)
     app.state.metrics_token = settings.metrics_token
     if settings.access_log != "off":
         configure_access_log()

@@ -46,7 +46,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from h5lake.api import observe
 
 DIRECT_MIN = 1024 * 1024  # bodies from this size on skip the parser (below it, it costs little)
-READINTO = "h5lake.readinto"  # the ASGI scope extension
+READINTO = observe.READINTO  # the ASGI scope extension
 MAX_HEAD_BYTES = 64 * 1024
 """Bytes of a request's line and headers (nginx's default is 32 KiB, Apache's 100 x 8 KiB)."""
 MAX_HEADERS = 100

@@ -18,15 +18,15 @@ token given with ``--metrics-token`` (compared in constant time); anyone else ge
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import hmac
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import wraps
 from typing import Any
 
+import numpy as np
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -36,18 +36,22 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client import REGISTRY as DEFAULT_REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import connections
-from h5lake.api.observe import DURATION_BUCKETS, Tally
+from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
 from h5lake.storage import PreconditionFailed, Store
+from h5lake.versions.gc import GcRecord, read_record
 
 FLUSH_SECONDS = 1.0
+_clock = time.perf_counter
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Requests whose route tells what happened, counted as named operations (2xx replies only).
@@ -62,32 +66,54 @@ MAP_PREFIX = "/maps"
 
 
 OUTCOMES = ("ok", "missing", "conflict", "error")
-_SUM, _BYTES, _BUCKETS = len(OUTCOMES), len(OUTCOMES) + 1, len(OUTCOMES) + 2
+
+
+class OpTally:
+    """One storage operation's calls since the last flush: the seconds of each, in a list per
+    outcome, and the bytes of each that moved any (appended: a call pays for two ``append``s;
+    the flush adds them up, `fold_store`)."""
+
+    __slots__ = ("bytes", "conflict", "error", "missing", "ok")
+
+    def __init__(self) -> None:
+        self.ok: list[float] = []
+        self.missing: list[float] = []
+        self.conflict: list[float] = []
+        self.error: list[float] = []
+        self.bytes: list[int] = []
+
+    def take(self) -> OpTally | None:
+        """The calls so far (None: none), this one emptied in place (the wrappers hold its lists)."""
+        if not (self.ok or self.missing or self.conflict or self.error):
+            return None
+        taken = OpTally()
+        for name in self.__slots__:
+            mine = getattr(self, name)
+            setattr(taken, name, mine[:])
+            mine.clear()
+        return taken
 
 
 class StoreTally:
-    """Storage operations of this process since the last flush: per operation one list of
-    numbers (a count per outcome, the seconds, the bytes, then the duration buckets), so that
-    counting one is a few list updates."""
+    """Storage operations of this process since the last flush, by operation."""
 
     __slots__ = ("ops",)
 
     def __init__(self) -> None:
-        self.ops: dict[str, list[float]] = {}
+        self.ops: dict[str, OpTally] = {}
 
-    def slot(self, op: str) -> list[float]:
+    def slot(self, op: str) -> OpTally:
         found = self.ops.get(op)
         if found is None:
-            found = self.ops[op] = [0.0] * (_BUCKETS + len(DURATION_BUCKETS) + 1)
+            found = self.ops[op] = OpTally()
         return found
 
-    def take(self) -> dict[str, list[float]]:
-        """The numbers so far, each list zeroed in place (the wrappers hold them)."""
+    def take(self) -> dict[str, OpTally]:
         taken = {}
-        for op, numbers in self.ops.items():
-            if any(numbers[: len(OUTCOMES)]):
-                taken[op] = numbers[:]
-                numbers[:] = [0.0] * len(numbers)
+        for op, tally in self.ops.items():
+            got = tally.take()
+            if got is not None:
+                taken[op] = got
         return taken
 
 
@@ -111,29 +137,39 @@ _OPS = {
     "head": None, "delete": None, "copy": None,
     "put": "written", "put_hashed": "written",
 }
+#: Operations whose None answer means "no such object" (outcome ``missing``).
+_FINDS = frozenset({"get", "get_range", "get_ranges", "read_into", "head"})
 
 
 def metered(store: Store) -> Store:
     """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
     error), timed and its bytes added up into `STORE`. The methods are wrapped on the object,
-    so its class, and so the optional capabilities found from it, are unchanged."""
+    so its class, and so the optional capabilities found from it, are unchanged. Gets a store
+    answers at once (`AnswersAtOnce.get_at_once`, called directly by walks over many objects)
+    are not counted: the local store's ``get`` calls it too, through the same attribute."""
     if getattr(store, "_h5lake_metered", False):
         return store
     for name, direction in _OPS.items():
         method = getattr(store, name, None)
         if method is not None:
-            setattr(store, name, _timed(name, direction, method))
+            wrap = _timed_get if name == "get" else _timed
+            setattr(store, name, wrap(name, direction, method))
     store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
 
 
+def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
+    (tally.conflict if isinstance(exc, PreconditionFailed) else tally.error).append(seconds)
+
+
 def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE` (per operation a microsecond or so: plain list updates)."""
-    slot = STORE.slot(op)
-    blob = op == "get"  # a Blob (its bytes in ``data``)
-    clock = time.perf_counter
-    bounds = DURATION_BUCKETS
-    where = bisect.bisect_left
+    """``method`` counted into `STORE`."""
+    tally = STORE.slot(op)
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    finds = op in _FINDS
+    reads = direction == "read"
+    writes = direction == "written"
+    clock = _clock
 
     @wraps(method)
     async def timed(*args: Any, **kwargs: Any) -> Any:
@@ -141,24 +177,43 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
         try:
             result = await method(*args, **kwargs)
         except BaseException as exc:
-            seconds = clock() - start
-            slot[2 if isinstance(exc, PreconditionFailed) else 3] += 1
-            slot[_SUM] += seconds
-            slot[_BUCKETS + where(bounds, seconds)] += 1
+            _failed(tally, exc, clock() - start)
             raise
-        seconds = clock() - start
-        slot[1 if result is None else 0] += 1
-        slot[_SUM] += seconds
-        slot[_BUCKETS + where(bounds, seconds)] += 1
-        if direction is not None:
-            if direction == "read":
-                if result is not None:
-                    slot[_BYTES] += len(result.data) if blob else _size(result)
-            elif len(args) > 1:
-                slot[_BYTES] += _size(args[1])
+        if result is None and finds:
+            missing(clock() - start)
+            return result
+        ok(clock() - start)
+        if reads:
+            moved(_size(result))
+        elif writes and len(args) > 1:
+            moved(_size(args[1]))
         return result
 
     return timed
+
+
+def _timed_get(op: str, direction: str | None, method: Callable[[str], Awaitable[Any]]) -> Callable[[str], Awaitable[Any]]:
+    """`_timed` for ``get(key)``, the most frequent operation, with its one argument."""
+    tally = STORE.slot(op)
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    clock = _clock
+
+    @wraps(method)
+    async def timed_get(key: str) -> Any:
+        start = clock()
+        try:
+            blob = await method(key)
+        except BaseException as exc:
+            _failed(tally, exc, clock() - start)
+            raise
+        if blob is None:
+            missing(clock() - start)
+        else:
+            ok(clock() - start)
+            moved(len(blob.data))
+        return blob
+
+    return timed_get
 
 
 STORE = StoreTally()
@@ -209,8 +264,50 @@ def _declare() -> None:
 def flush(requests: Tally, service: Any | None) -> None:
     """Write what this process counted since the last flush into the Prometheus values."""
     m = _METRICS
-    taken = requests.take()
-    for (method, route, status), n in taken.requests.items():
+    answered = requests.take()
+    if answered:
+        fold_requests(answered)
+    _add_new(m["bytes_in"], "bytes_in", requests.bytes_in)
+    _add_new(m["bytes_out"], "bytes_out", requests.bytes_out)
+    _add_new(m["auth_failures"], "auth_failures", requests.auth_failures)
+    m["inflight"].set(requests.started - requests.count)
+    m["connections"].set(open_connections())
+    for op, tally in STORE.take().items():
+        fold_store(op, tally)
+    budget = getattr(service, "replies", None)
+    if budget is not None:
+        m["budget_used"].set(budget.used)
+        m["budget_capacity"].set(budget.capacity)
+        _add_new(m["budget_waits"], "budget_waits", budget.waits)
+
+
+_SEEN: dict[str, int] = {}
+_BOUNDS = np.array(DURATION_BUCKETS)
+_SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
+
+
+def _add_new(counter: Any, name: str, ever: int) -> None:
+    """Add to ``counter`` what the running total ``ever`` grew by since the last flush."""
+    grown = ever - _SEEN.get(name, 0)
+    if grown:
+        counter.inc(grown)
+    _SEEN[name] = ever
+
+
+def _histogram(durations: list[float]) -> tuple[list[int], float]:
+    """Bucket counts (`DURATION_BUCKETS`, then +Inf; not cumulative) and the sum of durations."""
+    values = np.fromiter(durations, dtype=np.float64, count=len(durations))
+    return np.bincount(np.searchsorted(_BOUNDS, values), minlength=_SLOTS).tolist(), sum(durations)
+
+
+def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> None:
+    """Add requests answered (`api/observe.Tally`) to the request counters and histogram."""
+    m = _METRICS
+    by_route: dict[tuple[str, str], list[float]] = {}
+    for (method, route, status), durations in answered.items():
+        route = route or "unmatched"
+        status = status or 500  # an error before any reply: the server's 500
+        n = len(durations)
         m["requests"].labels(method, route, str(status)).inc(n)
         if 200 <= status < 300:
             op = VERSION_OPS.get((method, route))
@@ -218,44 +315,35 @@ def flush(requests: Tally, service: Any | None) -> None:
                 m["versions"].labels(op).inc(n)
             elif route.startswith(MAP_PREFIX):
                 m["maps"].labels(method, route).inc(n)
-    for (method, route), counts in taken.durations.items():
-        _add_histogram(m["duration"].labels(method, route), counts)
-    if taken.bytes_in:
-        m["bytes_in"].inc(taken.bytes_in)
-    if taken.bytes_out:
-        m["bytes_out"].inc(taken.bytes_out)
-    if taken.auth_failures:
-        m["auth_failures"].inc(taken.auth_failures)
-    m["inflight"].set(taken.inflight)
-    m["connections"].set(open_connections())
-    for op, numbers in STORE.take().items():
-        for outcome, count in zip(OUTCOMES, numbers):
-            if count:
-                m["storage_ops"].labels(op, outcome).inc(count)
-        _add_histogram(m["storage_duration"].labels(op), [*numbers[_BUCKETS:], numbers[_SUM]])
-        if numbers[_BYTES]:
-            m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(numbers[_BYTES])
-    budget = getattr(service, "replies", None)
-    if budget is not None:
-        m["budget_used"].set(budget.used)
-        m["budget_capacity"].set(budget.capacity)
-        waits = budget.waits - _SEEN.get("budget_waits", 0)
-        if waits:
-            m["budget_waits"].inc(waits)
-        _SEEN["budget_waits"] = budget.waits
+        by_route.setdefault((method, route), []).extend(durations)
+    for (method, route), durations in by_route.items():
+        _add_histogram(m["duration"].labels(method, route), *_histogram(durations))
 
 
-_SEEN: dict[str, int] = {}
+def fold_store(op: str, tally: OpTally) -> None:
+    """Add one storage operation's calls (`OpTally`) to the storage counters and histogram."""
+    m = _METRICS
+    everything: list[float] = []
+    for outcome in OUTCOMES:
+        durations = getattr(tally, outcome)
+        if durations:
+            m["storage_ops"].labels(op, outcome).inc(len(durations))
+            everything += durations
+    if everything:
+        _add_histogram(m["storage_duration"].labels(op), *_histogram(everything))
+    moved = sum(tally.bytes)
+    if moved:
+        m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(moved)
 
 
-def _add_histogram(child: Any, counts: list[float]) -> None:
-    """Add a tally's bucket counts and sum to a histogram's values. prometheus-client offers
-    only ``observe`` (one value at a time); its child keeps one value per bucket (not
-    cumulative) and one for the sum, which are added to here."""
-    for value, n in zip(child._buckets, counts[:-1]):
+def _add_histogram(child: Any, counts: list[int], total: float) -> None:
+    """Add bucket counts (one per bucket, not cumulative, +Inf last) and a sum to a histogram's
+    values. prometheus-client offers only ``observe`` (one value at a time); its child keeps one
+    value per bucket (not cumulative) and one for the sum, which are added to here."""
+    for value, n in zip(child._buckets, counts):
         if n:
             value.inc(n)
-    child._sum.inc(counts[-1])
+    child._sum.inc(total)
 
 
 def open_connections() -> int:
@@ -283,14 +371,53 @@ async def stop_flushing(task: asyncio.Task[None], requests: Tally | None) -> Non
         flush(requests, _SERVICE[0])
 
 
-def exposition() -> bytes:
-    """The text of a scrape: every process's values when in multiprocess mode, else this one's."""
+def exposition(gc_record: GcRecord | None = None) -> bytes:
+    """The text of a scrape: every process's values when in multiprocess mode, else this one's;
+    and the store's record of ``h5lake gc`` runs when one was read."""
     folder = os.environ.get(MULTIPROC_ENV)
     if folder:
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=folder)
-        return generate_latest(registry)
-    return generate_latest(DEFAULT_REGISTRY)
+    else:
+        registry = DEFAULT_REGISTRY
+    text = generate_latest(registry)
+    if gc_record is not None:
+        extra = CollectorRegistry()
+        extra.register(_GcCollector(gc_record))
+        text += generate_latest(extra)
+    return text
+
+
+class _GcCollector(Collector):
+    """The store's record of ``h5lake gc`` runs (`versions/gc.GcRecord`) as it was at the scrape:
+    it is the store's, not a process's, so it is read, not summed over workers."""
+
+    def __init__(self, record: GcRecord) -> None:
+        self.record = record
+
+    def collect(self) -> Iterable[Metric]:
+        r = self.record
+        yield CounterMetricFamily("h5lake_gc_runs", "h5lake gc runs that deleted (not --dry-run)", value=r.runs)
+        yield CounterMetricFamily("h5lake_gc_reclaimed_objects", "Chunks and manifests h5lake gc deleted", value=r.objects)
+        yield CounterMetricFamily("h5lake_gc_reclaimed_bytes", "Bytes h5lake gc deleted", value=r.bytes)
+        yield GaugeMetricFamily(
+            "h5lake_gc_last_run_timestamp_seconds", "When the last h5lake gc run that deleted ended (0: none)",
+            value=r.last_finished,
+        )
+        yield GaugeMetricFamily("h5lake_gc_last_run_duration_seconds", "How long it took", value=r.last_seconds)
+        yield GaugeMetricFamily("h5lake_gc_last_run_reclaimed_bytes", "Bytes it deleted", value=r.last_bytes)
+
+
+async def _gc_record(service: Any) -> GcRecord | None:
+    """The store's gc record, or None when the store does not answer within `READY_TIMEOUT`."""
+    store = getattr(service, "store", None)
+    if store is None:
+        return None
+    try:
+        record, _ = await asyncio.wait_for(read_record(store), READY_TIMEOUT)
+    except Exception:  # noqa: BLE001  (the store's failure: the scrape still answers, without these)
+        return None
+    return record
 
 
 def allowed(request: Request) -> bool:
@@ -308,9 +435,11 @@ def allowed(request: Request) -> bool:
 async def get_metrics(request: Request) -> Response:
     if not allowed(request):
         raise Unauthorized("metrics are for admins or the bearer token given with --metrics-token")
+    service = getattr(request.app, "service", None)
     if _TALLY is not None:
-        flush(_TALLY, getattr(request.app, "service", None))
-    return Response(await asyncio.to_thread(exposition), media_type=CONTENT_TYPE_LATEST)
+        flush(_TALLY, service)
+    record = await _gc_record(service)
+    return Response(await asyncio.to_thread(exposition, record), media_type=CONTENT_TYPE_LATEST)
 
 
 ROUTES = [Route("/metrics", get_metrics, methods=["GET"])]

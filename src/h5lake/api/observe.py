@@ -24,7 +24,6 @@ Replies the HTTP protocol gives before the application sees a request (`api/conn
 from __future__ import annotations
 
 import asyncio
-import bisect
 import itertools
 import logging
 import os
@@ -55,6 +54,8 @@ DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 _SECRET_PARAMS = frozenset({"api_key", "apikey", "key", "password", "passwd", "token", "access_token", "secret", "auth"})
 
 access_log = logging.getLogger("h5lake.access")
+_clock = time.perf_counter
+READINTO = "h5lake.readinto"  # the ASGI scope extension of `api/connections.py`
 
 
 def new_id() -> str:
@@ -84,37 +85,54 @@ def safe_path(scope: Scope) -> str:
 
 
 class Tally:
-    """This process's request figures since the last flush into Prometheus (`api/metrics.py`):
-    plain numbers, so that counting costs a request a few dictionary updates."""
+    """This process's requests answered since the last flush into Prometheus (`api/metrics.py`):
+    per (method, route template, status) the seconds each took, and the bytes received and sent,
+    so that a request costs a dictionary lookup and a few additions; the flush, once a second,
+    adds them up in numpy (`api/metrics.fold_requests`). A route template of None: no route
+    matched; a status of 0: the application sent none."""
 
-    __slots__ = ("auth_failures", "bytes_in", "bytes_out", "durations", "inflight", "requests")
+    __slots__ = ("answered", "auth_failures", "bytes_in", "bytes_out", "count", "started")
 
     def __init__(self) -> None:
-        self.requests: dict[tuple[str, str, int], int] = {}
-        self.durations: dict[tuple[str, str], list[float]] = {}  # bucket counts, then the sum
-        self.bytes_in = 0
-        self.bytes_out = 0
-        self.inflight = 0
-        self.auth_failures = 0
+        self.answered: dict[tuple[str, str | None, int], list[float]] = {}
+        self.count = 0  # requests answered, ever
+        self.started = 0  # requests begun, ever: those in flight are this minus `count`
+        self.auth_failures = 0  # ever
+        self.bytes_in = 0  # ever
+        self.bytes_out = 0  # ever
 
-    def take(self) -> Tally:
-        """The figures so far, leaving this one counting afresh (inflight stays)."""
-        taken = Tally()
-        taken.requests, self.requests = self.requests, {}
-        taken.durations, self.durations = self.durations, {}
-        taken.bytes_in, self.bytes_in = self.bytes_in, 0
-        taken.bytes_out, self.bytes_out = self.bytes_out, 0
-        taken.auth_failures, self.auth_failures = self.auth_failures, 0
-        taken.inflight = self.inflight
-        return taken
+    def take(self) -> dict[tuple[str, str | None, int], list[float]]:
+        """The requests answered since the last call (the running totals stay)."""
+        answered, self.answered = self.answered, {}
+        return answered
 
 
-def add_duration(table: dict[Any, list[float]], key: Any, seconds: float) -> None:
-    counts = table.get(key)
-    if counts is None:
-        counts = table[key] = [0.0] * (len(DURATION_BUCKETS) + 2)
-    counts[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
-    counts[-1] += seconds
+class _CountedBody:
+    """The body bytes a request without ``Content-Length`` (``Transfer-Encoding: chunked``)
+    delivered, through ``receive`` or the ``h5lake.readinto`` extension (which takes the place
+    of this request's own in ``scope``)."""
+
+    __slots__ = ("_readinto", "_receive", "n")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.n = 0
+        self._receive = receive
+        extensions = scope.get("extensions") or {}
+        readinto = extensions.get(READINTO)
+        if readinto is not None:
+            self._readinto = readinto
+            scope["extensions"] = {**extensions, READINTO: self.readinto}
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.n += len(message.get("body", b""))
+        return message
+
+    async def readinto(self, view: memoryview) -> int:
+        n: int = await self._readinto(view)
+        self.n += n
+        return n
 
 
 class Readiness:
@@ -163,7 +181,7 @@ READINESS = Readiness()
 async def _answer(send: Send, status: int, body: dict[str, Any], rid: bytes) -> int:
     data = orjson.dumps(body)
     headers = [
-        (b"content-type", b"application/json"),
+        (b"content-type", b"application/json; charset=utf-8"),
         (b"content-length", b"%d" % len(data)),
         (b"cache-control", b"no-store"),
         (HEADER, rid),
@@ -189,11 +207,14 @@ class Observe:
             return
         given = None
         length = 0
+        chunked = False
         for name, value in scope["headers"]:
             if name == HEADER:
                 given = value
             elif name == b"content-length" and value.isdigit():
                 length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = True
         rid = request_id_of(given)
         REQUEST_ID.set(rid)  # this request's task's own context
         rid_bytes = rid.encode()
@@ -211,7 +232,11 @@ class Observe:
 
             await self.app(scope, receive, stamping)
             return
-        start = time.perf_counter()
+        counted = None
+        if chunked:  # no Content-Length: the body's bytes are counted as the application takes them
+            counted = _CountedBody(scope, receive)
+            receive = counted.receive
+        start = _clock()
         reply = [0, 0]  # status, body bytes
 
         async def sending(message: Message) -> None:
@@ -223,26 +248,27 @@ class Observe:
             await send(message)
 
         if tally is not None:
-            tally.inflight += 1
+            tally.started += 1
         try:
             await self.app(scope, receive, sending)
         finally:
-            seconds = time.perf_counter() - start
-            status = reply[0] or 500  # an error before any reply: the server's 500
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            method = scope["method"]
+            seconds = _clock() - start
+            if counted is not None:
+                length = counted.n
             if tally is not None:
-                tally.inflight -= 1
-                key = (method, template, status)
-                tally.requests[key] = tally.requests.get(key, 0) + 1
-                add_duration(tally.durations, (method, template), seconds)
+                key = (scope["method"], getattr(scope.get("route"), "path", None), reply[0])
+                durations = tally.answered.get(key)
+                if durations is None:
+                    tally.answered[key] = [seconds]
+                else:
+                    durations.append(seconds)
+                tally.count += 1
                 tally.bytes_in += length
                 tally.bytes_out += reply[1]
-                if status == 401 and isinstance(scope.get("state", {}).get("identity"), Unauthorized):
+                if reply[0] == 401 and isinstance(scope.get("state", {}).get("identity"), Unauthorized):
                     tally.auth_failures += 1
             if log_format is not None:
-                self._log(scope, rid, status, length, reply[1], seconds)
+                self._log(scope, rid, reply[0] or 500, length, reply[1], seconds)
 
     async def _health(self, scope: Scope, send: Send, rid: bytes, length: int) -> None:
         if scope["path"] == "/healthz":

@@ -31,8 +31,9 @@ from h5lake.auth import ApiKeys, load_passwd
 from h5lake.cli.supervise import AnnouncingServer
 from h5lake.config import Settings
 from h5lake.errors import H5LakeError
+from h5lake.extras import MissingExtra, need
 from h5lake.storage.configured import open_store
-from h5lake.versions.gc import GRACE, Collected, collect
+from h5lake.versions.gc import GRACE, Collected, collect, record_run
 
 
 def _settings(options: dict[str, Any]) -> Any:
@@ -174,6 +175,7 @@ def _export(settings: Any) -> None:
 @click.option("--keep-alive-timeout", type=int, help="Seconds an idle keep-alive connection stays open [5].")
 @click.option("--access-log", metavar="json|text|off", help="One line per request on stderr [H5LAKE_ACCESS_LOG, off].")
 @click.option("--metrics/--no-metrics", default=None, help="Count requests for GET /metrics [H5LAKE_METRICS, on].")
+@click.option("--tracing/--no-tracing", default=None, help="OpenTelemetry spans of requests and storage operations [H5LAKE_TRACING, off].")
 @click.option("--metrics-token", help="Bearer token that may read GET /metrics besides admins [H5LAKE_METRICS_TOKEN].")
 @click.option("--drain-seconds", type=float, help="On SIGTERM, seconds /readyz answers 503 before the listener closes [0].")
 @click.option("--shutdown-timeout", type=float, help="Seconds requests in flight may take to finish at shutdown [10].")
@@ -192,6 +194,7 @@ def serve(**options: Any) -> None:
     _check_passwd(settings)
     _check_port(settings.host, settings.port)
     _check_store(settings)
+    _check_tracing(settings)
     _export(settings)
     scheme_host = f"http://{settings.host}:{settings.port}"
     where = settings.storage or str(settings.data.resolve())
@@ -218,6 +221,17 @@ def serve(**options: Any) -> None:
                 shutil.rmtree(metrics_dir, ignore_errors=True)
         return
     _supervise({**server, "workers": settings.workers, "announce": line, "metrics_dir": metrics_dir})
+
+
+def _check_tracing(settings: Any) -> None:
+    """``--tracing`` without the packages of the tracing extra stops start-up in one line."""
+    if not settings.tracing:
+        return
+    try:
+        for module in ("opentelemetry.sdk.trace", "opentelemetry.instrumentation.asgi"):
+            need(module, "--tracing")
+    except MissingExtra as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _metrics_dir() -> str:
@@ -365,13 +379,18 @@ def apikey_revoke(key_id: str, **options: Any) -> None:
 @_store_options
 def gc(grace: float, dry_run: bool, as_json: bool, **options: Any) -> None:
     """Collect the content-addressed store directly on the store (safe beside running servers and
-    other gc runs, e.g. from cron on several hosts); see docs/versions.md."""
+    other gc runs, e.g. from cron on several hosts); see docs/versions.md. A run that deletes
+    adds what it reclaimed to the store's record, which servers report in /metrics."""
     settings = _settings({**options, "insecure_no_auth": True})
 
     async def run() -> Collected:
         store = open_store(settings)
         try:
-            return await collect(store, grace, dry_run)
+            started = time.time()
+            found = await collect(store, grace, dry_run)
+            if not dry_run:
+                await record_run(store, found, started, time.time())
+            return found
         finally:
             await store.close()
 

@@ -336,6 +336,10 @@ def alive_key(token: str) -> str:
     return f"{ALIVE_PREFIX}{token}.json"
 
 
+GC_RECORD = ".h5lake/gc.json"
+"""What ``h5lake gc`` runs have reclaimed (`versions/gc.GcRecord`), read by ``/metrics``."""
+
+
 def catalog_key(domain: str, name: str) -> str:
     """Domain catalogs: ``.groups.txt``, ``.datasets.txt``, ``.datatypes.txt``, ``.maps.txt`` (:data:`CATALOG_FILES`)."""
     return domain_prefix(domain) + name

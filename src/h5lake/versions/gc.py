@@ -12,14 +12,15 @@ loudly (404 of the chunk), never silently.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 import orjson
 
 from h5lake.chunks.fanout import bounded
-from h5lake.model.ids import VERSIONS, blob_key, is_sha, tree_key
-from h5lake.storage.base import Store
+from h5lake.model.ids import GC_RECORD, VERSIONS, blob_key, is_sha, tree_key
+from h5lake.storage.base import PreconditionFailed, Store
 
 GRACE = 3600.0
 
@@ -94,3 +95,53 @@ async def collect(store: Store, grace: float = GRACE, dry_run: bool = False) -> 
 
     await bounded(doomed, drop, 16)
     return out
+
+
+@dataclass
+class GcRecord:
+    """The store's record of ``h5lake gc`` runs that deleted (not ``--dry-run``), at `GC_RECORD`:
+    the last one's end and length, what it reclaimed, and the totals of every run. Runs on
+    several hosts add to it with conditional writes, so none is lost."""
+
+    runs: int = 0
+    last_finished: float = 0.0  # Unix time
+    last_seconds: float = 0.0
+    last_objects: int = 0  # chunks and manifests deleted by the last run
+    last_bytes: int = 0
+    objects: int = 0  # by every run
+    bytes: int = 0
+
+
+async def read_record(store: Store) -> tuple[GcRecord, str | None]:
+    """The record and its ETag (None: no run has recorded yet, or it cannot be read as one)."""
+    blob = await store.get(GC_RECORD)
+    if blob is None:
+        return GcRecord(), None
+    try:
+        doc = orjson.loads(blob.data)
+        names = {f.name for f in dataclasses.fields(GcRecord)}
+        return GcRecord(**{k: v for k, v in doc.items() if k in names}), blob.etag
+    except (orjson.JSONDecodeError, TypeError, AttributeError):
+        return GcRecord(), blob.etag  # replaced by the next run
+
+
+async def record_run(store: Store, found: Collected, started: float, finished: float) -> GcRecord:
+    """Add one run that deleted to the store's record (re-read and retried when another run
+    changed it meanwhile)."""
+    while True:
+        record, etag = await read_record(store)
+        objects = found.blobs_deleted + found.trees_deleted
+        record.runs += 1
+        record.last_finished, record.last_seconds = finished, max(0.0, finished - started)
+        record.last_objects, record.last_bytes = objects, found.bytes_deleted
+        record.objects += objects
+        record.bytes += found.bytes_deleted
+        data = orjson.dumps(dataclasses.asdict(record))
+        try:
+            if etag is None:
+                await store.put(GC_RECORD, data, if_none_match=True)
+            else:
+                await store.put(GC_RECORD, data, if_match=etag)
+        except PreconditionFailed:
+            continue
+        return record

@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -74,6 +74,14 @@ _CONFLICT_MARKER = Param("Marker", {"type": "integer", "minimum": 0}, "list conf
 ID = Param("id", _ANY_ID, "an object id", where="path", required=True)
 
 
+class Health(BaseModel):
+    """``/healthz`` and ``/readyz`` (answered by ``api/observe.py``): whether this process serves,
+    and whether it should get traffic."""
+
+    status: Literal["ok", "unavailable"]
+    reason: str | None = Field(None, description="/readyz: ready, shutting down, or store not answering")
+
+
 @dataclass(frozen=True)
 class Op:
     method: str
@@ -87,6 +95,7 @@ class Op:
     body_required: bool = False
     many: bool = False  # the body may be a list of such objects; the reply is then ObjectsCreated
     tags: tuple[str, ...] = field(default_factory=tuple)
+    text: bool = False  # replies described by a string are text/plain with a body
 
 
 def _obj_params(*extra: Param) -> tuple[Param, ...]:
@@ -307,6 +316,15 @@ _OPS: tuple[Op, ...] = (
        body=ZarrNode, binary_body=True, body_required=True, tags=("zarr",)),
     Op("DELETE", "/zarr/{path}", "deleteZarrKey", "Delete a chunk (it reads as the fill value again)",
        {204: "deleted"}, (_ZARR_PATH,), tags=("zarr",)),
+    # operations (docs/operations.md): no credentials for health and readiness
+    Op("GET", "/healthz", "getHealth", "Whether the process serves (200 while it does)", {200: Health},
+       tags=("operations",)),
+    Op("GET", "/readyz", "getReadiness",
+       "Whether to send it traffic: 200 when the store answers a probe within 2 s; 503 when it does not, "
+       "and from the start of a graceful shutdown", {200: Health, 503: Health}, tags=("operations",)),
+    Op("GET", "/metrics", "getMetrics",
+       "Prometheus metrics of every worker process (text format), for admins or the --metrics-token bearer token",
+       {200: "the Prometheus text exposition format"}, tags=("operations",), text=True),
 )
 
 
@@ -374,6 +392,8 @@ def _operation(op: Op) -> dict[str, Any]:
     for status, model in op.responses.items():
         if isinstance(model, str):
             out["responses"][str(status)] = {"description": model}
+            if op.text:
+                out["responses"][str(status)]["content"] = {"text/plain": {"schema": {"type": "string"}}}
             continue
         if isinstance(model, tuple):
             reply: dict[str, Any] = {"anyOf": [_ref(m) for m in model]}
@@ -388,10 +408,10 @@ def _operation(op: Op) -> dict[str, Any]:
         out["responses"][str(status)] = {"description": model.__doc__.strip().split("\n")[0] if model.__doc__
                                          else model.__name__, "content": content}
     error = {"application/json": {"schema": _ref(s.ErrorBody)}}
-    out["responses"]["503"] = {
+    out["responses"].setdefault("503", {
         "description": "storage unavailable (JSON, with Retry-After), or the connection cap reached (plain text)",
         "content": {**error, "text/plain": {"schema": {"type": "string"}}},
-    }
+    })
     out["responses"]["default"] = {"description": "an error: " + ", ".join(map(str, _ERRORS)), "content": error}
     out["security"] = [{"basic": []}, {"bearer": []}, {}]
     return out
