@@ -60,6 +60,7 @@ from h5lake.model import ids
 from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.shapes import SpaceClass, space_from_json
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
 
 log = logging.getLogger(__name__)
@@ -544,7 +545,7 @@ class ChunkCatalog:
 
 
 
-def logical_grid(doc: dict[str, Any]) -> tuple[range, ...] | None:
+def logical_grid(doc: DatasetDoc) -> tuple[range, ...] | None:
     """The chunk indexes of the dataset along each dimension (negative ones too, for a dataset
     grown at the front: the layout's ``origin``); None for a null dataspace (no chunks at all)."""
     space = space_from_json(doc["shape"])
@@ -571,7 +572,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     elif not is_linked(dataset_doc):
         more = []
         listed = await _read_chunk_lines(store, domain, dataset_id)
-        grid = logical_grid(dataset_doc)
+        grid = logical_grid(as_dataset(dataset_doc))
         if grid is not None and span_count(grid) > GRID_PROBE_LIMIT:
             grid = None
 

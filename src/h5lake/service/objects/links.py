@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from operator import itemgetter
 from typing import Any, NoReturn
 
@@ -262,7 +262,7 @@ async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: s
     return doc
 
 
-async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:
+async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Mapping[str, Any], request: Doc) -> None:
     """The ``link`` member of a POST that creates an object: link it into a parent group."""
     parent = request["id"]
     link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}

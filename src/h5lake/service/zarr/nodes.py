@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.model.types import TypeClass, type_class
 from h5lake.model.zarrtypes import (
     OMITTED_ATTR,
@@ -123,6 +125,11 @@ class Node:
     def is_group(self) -> bool:
         return str(self.doc["id"]).startswith("g-")
 
+    @property
+    def dataset(self) -> DatasetDoc:
+        """``doc`` read as a dataset's (a node that is not a group)."""
+        return as_dataset(self.doc)
+
 
 async def open_key(svc: Service, caller: Caller, key: Key, permission: Permission) -> Domain:
     """Authorize ``caller`` on the key's domain for ``permission`` (a version refuses changes)."""
@@ -206,7 +213,7 @@ class _Unlocated:
 _UNLOCATED = _Unlocated()
 
 
-async def array_view(svc: Service, domain: Domain, doc: Doc, core: bool = False, *, chunks: bool = True) -> ArrayView:
+async def array_view(svc: Service, domain: Domain, doc: DatasetDoc, core: bool = False, *, chunks: bool = True) -> ArrayView:
     """The dataset as a Zarr array; `Unrepresentable` with the reason when it cannot be one.
     Without ``chunks`` the layout locates none (metadata only: no linked chunk table is read,
     no compact chunk decoded)."""
@@ -258,7 +265,7 @@ def dimension_names(doc: Doc, groups: list[Doc], names: dict[str, str] | None = 
     return [None if i is None else _scale_name(i, groups, names) for i in ids]
 
 
-def shown_attributes(doc: Doc) -> dict[str, Any]:
+def shown_attributes(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The object's attributes as Zarr attributes: HDF5 dimension scale and netCDF-4 bookkeeping
     left out (given as ``dimension_names``)."""
     attrs = attributes_json(doc.get("attributes", {}))
@@ -270,7 +277,7 @@ def shown_attributes(doc: Doc) -> dict[str, Any]:
     return attrs
 
 
-def array_json(view: ArrayView, doc: Doc, dims: list[str | None] | None) -> Doc:
+def array_json(view: ArrayView, doc: DatasetDoc, dims: list[str | None] | None) -> Doc:
     layout = view.layout
     out: Doc = {
         "zarr_format": 3,
@@ -350,8 +357,9 @@ async def _array_entry(svc: Service, domain: Domain, m: Member, dims: list[str |
     if found is not None:
         return found
     try:
-        view = await array_view(svc, domain, m.doc, core, chunks=False)
-        entry: Doc | str = array_json(view, m.doc, dims)
+        doc = as_dataset(m.doc)
+        view = await array_view(svc, domain, doc, core, chunks=False)
+        entry: Doc | str = array_json(view, doc, dims)
     except Unrepresentable as exc:
         entry = exc.reason
     if key is not None:
@@ -371,7 +379,7 @@ async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -
             if netcdf_dimension(m.doc):
                 continue
             try:
-                await array_view(svc, domain, m.doc, chunks=False)
+                await array_view(svc, domain, as_dataset(m.doc), chunks=False)
             except Unrepresentable as exc:
                 omitted[m.name] = exc.reason
     return group_json(node.doc, omitted)
@@ -386,10 +394,10 @@ async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, co
     if netcdf_dimension(node.doc):
         raise NotFound(f"{node.path} is a netCDF dimension, not a variable (docs/zarr.md)")
     try:
-        view = await array_view(svc, domain, node.doc, core, chunks=False)
+        view = await array_view(svc, domain, node.dataset, core, chunks=False)
     except Unrepresentable as exc:
         raise NotFound(f"{node.path} has no Zarr form: {exc.reason}") from None
-    return array_json(view, node.doc, dimension_names(node.doc, node.parents))
+    return array_json(view, node.dataset, dimension_names(node.doc, node.parents))
 
 
 async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
