@@ -29,7 +29,7 @@ class ObjectDoc(TypedDict, total=False):
 
 class GroupDoc(ObjectDoc, total=False):
     links: dict[str, dict[str, Any]]
-    creationProperties: dict[str, Any]
+    creationProperties: dict[str, Any] | str  # an object, or the HDF5 REST VOL's base64 property list
 
 
 class DatasetDoc(ObjectDoc, total=False):

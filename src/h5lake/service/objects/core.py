@@ -10,7 +10,7 @@ from h5lake.chunks.inline import KEY as COMPACT_KEY
 from h5lake.errors import Forbidden, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection, parse_id, tombstone_key
-from h5lake.model.stored import as_dataset
+from h5lake.model.stored import as_dataset, as_group
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import client_type
 from h5lake.service.access import (
@@ -128,7 +128,7 @@ async def create_groups(
     for item in items:
         if "type" in item:  # as HSDS: a committed datatype is made by POST /datatypes
             raise InvalidInput("a group has no type (POST /datatypes commits a datatype)")
-        doc = base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item)
+        doc = as_group(base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item))
         # links made with the group, as HSDS takes them: {name: link} as PUT .../links takes
         doc["links"] = parse_links(item["links"], domain) if item.get("links") is not None else {}
         doc["creationProperties"] = group_creation_properties(item.get("creationProperties"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.links import LinkClass
-from h5lake.model.stored import DatasetDoc, as_dataset
+from h5lake.model.stored import DatasetDoc, GroupDoc, as_dataset, as_group
 from h5lake.model.types import TypeClass, type_class
 from h5lake.model.zarrtypes import (
     OMITTED_ATTR,
@@ -124,6 +124,11 @@ class Node:
     @property
     def is_group(self) -> bool:
         return str(self.doc["id"]).startswith("g-")
+
+    @property
+    def group(self) -> GroupDoc:
+        """``doc`` read as a group's (a node that is a group)."""
+        return as_group(self.doc)
 
     @property
     def dataset(self) -> DatasetDoc:
@@ -239,7 +244,7 @@ def _dimension_ids(doc: Doc) -> list[str | None] | None:
     return out
 
 
-def _scale_name(scale_id: str, groups: list[Doc], names: dict[str, str] | None) -> str | None:
+def _scale_name(scale_id: str, groups: Sequence[Mapping[str, Any]], names: dict[str, str] | None) -> str | None:
     if names is not None and scale_id in names:
         return names[scale_id]
     for g in groups:
@@ -249,7 +254,7 @@ def _scale_name(scale_id: str, groups: list[Doc], names: dict[str, str] | None) 
     return None
 
 
-def dimension_names(doc: Doc, groups: list[Doc], names: dict[str, str] | None = None) -> list[str | None] | None:
+def dimension_names(doc: Doc, groups: Sequence[Mapping[str, Any]], names: dict[str, str] | None = None) -> list[str | None] | None:
     """The dataset's dimension names: the names its dimension scales are linked under (found in
     ``names``, id -> name, else in the ``groups`` above it, nearest first); None without scales."""
     ids = _dimension_ids(doc)
@@ -295,7 +300,7 @@ def array_json(view: ArrayView, doc: DatasetDoc, dims: list[str | None] | None) 
     return out
 
 
-def group_json(doc: Doc, omitted: dict[str, str]) -> Doc:
+def group_json(doc: GroupDoc, omitted: dict[str, str]) -> Doc:
     attrs = shown_attributes(doc)
     if omitted:
         attrs[OMITTED_ATTR] = omitted
@@ -313,7 +318,7 @@ class Member:
     etag: str | None = None  # of ``doc`` as read
 
 
-async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
+async def members(svc: Service, caller: Caller, domain: Domain, group: GroupDoc) -> list[Member]:
     """A group's links as Zarr members: each followed (hard links; soft links inside the domain),
     the ones not served with their reason."""
     links = sorted(group.get("links", {}).items())
@@ -372,7 +377,7 @@ async def _array_entry(svc: Service, domain: Domain, m: Member, dims: list[str |
 async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -> Doc:
     """A group's ``zarr.json``: its attributes, with the members that are not served listed."""
     omitted: dict[str, str] = {}
-    for m in await members(svc, caller, domain, node.doc):
+    for m in await members(svc, caller, domain, node.group):
         if m.doc is None:
             omitted[m.name] = m.reason
         elif not str(m.doc["id"]).startswith("g-"):
@@ -382,14 +387,14 @@ async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -
                 await array_view(svc, domain, as_dataset(m.doc), chunks=False)
             except Unrepresentable as exc:
                 omitted[m.name] = exc.reason
-    return group_json(node.doc, omitted)
+    return group_json(node.group, omitted)
 
 
 async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, core: bool = False) -> Doc:
     """The ``zarr.json`` of a node; the root group's carries the consolidated metadata."""
     if node.is_group:
         if node.path == "/":
-            return await root_meta(svc, caller, domain, node.doc, core)
+            return await root_meta(svc, caller, domain, node.group, core)
         return await group_meta(svc, caller, domain, node)
     if netcdf_dimension(node.doc):
         raise NotFound(f"{node.path} is a netCDF dimension, not a variable (docs/zarr.md)")
@@ -400,18 +405,18 @@ async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, co
     return array_json(view, node.dataset, dimension_names(node.doc, node.parents))
 
 
-async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
+async def root_meta(svc: Service, caller: Caller, domain: Domain, root: GroupDoc, core: bool = False) -> Doc:
     """The root group with the whole hierarchy inline (``consolidated_metadata``): groups
     breadth first, each group once (a group reached again is listed under its first path only)."""
     flat: dict[str, Doc] = {}
     names: dict[str, str] = {}
     seen = {root["id"]}
-    frontier: list[tuple[str, Doc]] = [("", root)]
+    frontier: list[tuple[str, GroupDoc]] = [("", root)]
     root_omitted: dict[str, str] = {}
     count = 0
     too_many: str | None = None
     while frontier and too_many is None:
-        following: list[tuple[str, Doc]] = []
+        following: list[tuple[str, GroupDoc]] = []
         for prefix, group in frontier:
             listed = await members(svc, caller, domain, group)
             for m in listed:
@@ -429,7 +434,7 @@ async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, cor
                         omitted[m.name] = "a group already listed under another path"
                         continue
                     seen.add(oid)
-                    following.append((path, m.doc))
+                    following.append((path, as_group(m.doc)))
                     continue
                 if netcdf_dimension(m.doc):
                     continue
