@@ -46,10 +46,11 @@ class DatasetDoc(ObjectDoc, total=False):
 
 class DomainDoc(TypedDict, total=False):
     owner: str
-    acls: dict[str, dict[str, bool]]
+    acls: dict[str, dict[str, Any]]  # by user: flags, and the domain a PUT set it through (acl.SET_BY_PUT)
     root: str  # absent for a folder
     created: float
     lastModified: float
+    committing: dict[str, float]  # while a commit runs: {"until": lease end} (service/versions/commit.py)
 
 
 def as_dataset(doc: Doc) -> DatasetDoc:

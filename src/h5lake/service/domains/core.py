@@ -6,7 +6,7 @@ import asyncio
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from h5lake import HSDS_COMPAT_VERSION
 from h5lake.catalog.changed import last_changed
@@ -26,6 +26,7 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
+from h5lake.model.stored import DomainDoc, as_domain
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.datasets.creation import group_creation_properties
 from h5lake.service.documents import Doc
@@ -53,7 +54,7 @@ async def _load_head(svc: Service, path: str) -> Domain:
         if path != "/" and await svc.store.head(domain_tombstone_key(path)) is not None:
             raise Gone(f"domain {path} has been deleted")
         raise NotFound(f"domain {path} not found")
-    return Domain(path, found.doc, found.etag, svc.head)
+    return Domain(path, as_domain(found.doc), found.etag, svc.head)
 
 
 def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
@@ -83,7 +84,7 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
         raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
-COMMITTING = "committing"  # the domain document's mark while a commit runs (service/versions/commit)
+COMMITTING: Final = "committing"  # the domain document's mark while a commit runs (service/versions/commit)
 _COMMIT_POLL = 0.02
 
 
@@ -209,7 +210,7 @@ async def create_domain(
         # owner's choice.
         acls[acl_model.DEFAULT] = acl_model.acl_for(read=svc.public_read)
     ts = now()
-    doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
+    doc: DomainDoc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
     root_doc: Doc | None = None
     if not is_folder:
         root_id = new_root_id()
@@ -341,7 +342,7 @@ async def list_domains(
         for name, found in zip(batch, found_batch):
             if found is None:
                 continue  # a prefix with no domain object (e.g. left-over catalog files)
-            if not _readable(caller, Domain(name, found.doc, found.etag, svc.head)):
+            if not _readable(caller, Domain(name, as_domain(found.doc), found.etag, svc.head)):
                 continue
             d = found.doc
             item: Doc = {
@@ -458,7 +459,7 @@ async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any)
     flags = acl_model.validate_acl(body)
     domain = await open_domain(svc, caller, path, Permission.UPDATE_ACL)
 
-    def mutate(doc: Doc) -> Doc:
+    def mutate(doc: DomainDoc) -> dict[str, Any]:
         acls = doc.setdefault("acls", {})
         entry = acls.get(user) or {f: False for f in acl_model.FLAGS}
         entry.update(flags)

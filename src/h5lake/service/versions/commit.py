@@ -34,7 +34,7 @@ from h5lake.model.ids import (
 )
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
-from h5lake.model.stored import VersionRecord
+from h5lake.model.stored import DomainDoc, VersionRecord
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains.core import COMMITTING, open_domain
@@ -261,10 +261,10 @@ async def commit_flag(svc: Service, domain: Domain) -> AsyncIterator[None]:
     commit runs, so the mark of a commit whose process died expires soon."""
     key = domain_key(domain.path)
 
-    def mark(doc: Doc) -> None:
+    def mark(doc: DomainDoc) -> None:
         doc[COMMITTING] = {"until": time.time() + FLAG_SECONDS}
 
-    def unmark(doc: Doc) -> None:
+    def unmark(doc: DomainDoc) -> None:
         doc.pop(COMMITTING, None)
 
     async def renew() -> None:
