@@ -335,10 +335,10 @@ async def get_links(
     is that request for one name. A GET with ``titles`` in its query lists those that exist."""
     parse_id(group_id, Collection.GROUPS)  # also where only its descendants' ids are used
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
 
     def shown(have: dict[str, Doc]) -> list[Doc]:
-        return [link_json(l, t) for t, l in _select(have, **opts)]  # type: ignore[arg-type]
+        selected = _select(have, titles=titles, create_order=create_order, pattern=pattern, marker=marker, limit=limit)
+        return [link_json(l, t) for t, l in selected]
 
     async def links_of(gid: str) -> list[Doc]:
         parse_id(gid, Collection.GROUPS)
