@@ -2,6 +2,7 @@
 
     python bench/versions.py                    # 1 GiB float32 dataset in 1 MiB chunks, 100 commits
     python bench/versions.py --size-mib 128     # a quicker run: the same figures at 1/8 the size
+    python bench/versions.py --merge-only       # only the merges: 1% and 5% of the chunks, side by side
 
 Starts its own h5lake on a local directory (storage is measured there) and prints:
   * the first commit of the whole dataset: time, bytes stored;
@@ -15,8 +16,9 @@ Starts its own h5lake on a local directory (storage is measured there) and print
   * a full read of the version 50 commits back against the same read of the head (target: within
     1.2), best of three each;
   * a fork of the domain from a version: time (target: under 1 s, independent of size);
-  * merging that fork back after it changed 1% (then 4% more) of the chunks: time (follows the
-    change: the fork's commit and the chunks written to the head);
+  * merging a fork back after it changed 1% and, from a new fork, 5% of the chunks
+    (``--merge-shares``), side by side: the merge's time (it should follow the change), the
+    chunks it wrote to the head, the time per changed chunk, and the fork's commit before it;
   * with versioned-hdf5 installed, the same workload on a local file with it.
 """
 
@@ -111,6 +113,10 @@ def run_h5lake(args: argparse.Namespace, workdir: Path) -> None:
         head = head_bytes(data)
         print(f"# h5lake at {endpoint}, data in {data}; dataset {chunks} MiB in 1 MiB chunks, "
               f"{per_commit} chunk(s) changed per commit")
+        if args.merge_only:
+            commit(s, endpoint, domain)
+            merges(args, s, endpoint, domain, opts, rng)
+            return
         before, before_unique = stored_bytes(data, (".blob", ".tree")), unique_bytes(data)[0]
         t = commit(s, endpoint, domain)
         row("first commit (whole dataset)", f"{t:.2f} s, {(stored_bytes(data, ('.blob', '.tree')) - before) / MIB:.1f} MiB "
@@ -158,20 +164,38 @@ def run_h5lake(args: argparse.Namespace, workdir: Path) -> None:
         with h5pyd.File("/home/test_user1/fork.h5", "r", **opts) as f:
             assert np.array_equal(f["x"][0:CHUNK], head_values[0:CHUNK])
         row("fork of the domain from a version", f"{t_fork * 1000:.0f} ms")
-        for share in (args.fraction, 4 * args.fraction):  # a merge's time follows the change
-            count = max(1, round(chunks * share))
-            with h5pyd.File("/home/test_user1/fork.h5", "a", **opts) as f:
-                change(f["x"], chunks, rng, count)
-            start = time.perf_counter()
-            r = s.post(endpoint + "/versions/merge", params={"domain": domain}, timeout=3600,
-                       json={"from": "/home/test_user1/fork.h5", "resolve": "theirs"})
-            r.raise_for_status()
-            t_merge = time.perf_counter() - start
-            out = r.json()
-            row(f"merge of the fork after it changed {share:.0%} of chunks",
-                f"{t_merge * 1000:.0f} ms ({out['chunks']} chunk(s) written to the head, the fork committed first)")
+        merges(args, s, endpoint, domain, opts, rng)
     finally:
         server.stop()
+
+
+def merges(args: argparse.Namespace, s: requests.Session, endpoint: str, domain: str, opts: dict[str, str],
+           rng: np.random.Generator) -> None:
+    """Merging a fork back, for each share of the chunks changed in it (side by side): each time a
+    new fork of the latest version, the share of its chunks rewritten, the fork committed (timed
+    apart), then the merge timed alone. Its time should follow the change, not the dataset."""
+    chunks = args.size_mib
+    shares = [float(x) for x in args.merge_shares.split(",")]
+    figures = []
+    for n, share in enumerate(shares):
+        fork = f"/home/test_user1/merge-{n}.h5"
+        r = s.put(endpoint + "/", params={"domain": fork}, json={"from": domain}, timeout=3600)
+        r.raise_for_status()
+        count = max(1, round(chunks * share))
+        with h5pyd.File(fork, "a", **opts) as f:
+            change(f["x"], chunks, rng, count)
+        t_commit = commit(s, endpoint, fork)
+        start = time.perf_counter()
+        r = s.post(endpoint + "/versions/merge", params={"domain": domain}, timeout=3600, json={"from": fork})
+        r.raise_for_status()
+        figures.append((share, count, time.perf_counter() - start, r.json()["chunks"], t_commit))
+    row("merge of a fork that changed " + " | ".join(f"{f[0]:.0%}" for f in figures) + " of the chunks",
+        " | ".join(f"{f[2] * 1000:.0f} ms" for f in figures))
+    row("  chunks written to the head", " | ".join(str(f[3]) for f in figures))
+    first = figures[0]
+    row("  ms per chunk changed beyond the first column's",
+        " | ".join("-" if f[1] == first[1] else f"{(f[2] - first[2]) * 1000 / (f[1] - first[1]):.1f}" for f in figures))
+    row("  the fork's commit before (not in the merge's time)", " | ".join(f"{f[4] * 1000:.0f} ms" for f in figures))
 
 
 def run_versioned_hdf5(args: argparse.Namespace, workdir: Path) -> None:
@@ -230,10 +254,14 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=100, help="successive commits [100]")
     parser.add_argument("--fraction", type=float, default=0.01, help="share of chunks changed per commit [0.01]")
     parser.add_argument("--skip-versioned-hdf5", action="store_true")
+    parser.add_argument("--merge-only", action="store_true",
+                        help="only the merge figures (no commit series, no versioned-hdf5)")
+    parser.add_argument("--merge-shares", default="0.01,0.05",
+                        help="shares of the chunks a fork changes before each merge, comma-separated [0.01,0.05]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="h5lake-bench-versions-", dir=os.environ.get("TMPDIR")) as tmp:
         run_h5lake(args, Path(tmp) / "h5lake")
-        if not args.skip_versioned_hdf5:
+        if not args.skip_versioned_hdf5 and not args.merge_only:
             run_versioned_hdf5(args, Path(tmp))
 
 

@@ -165,6 +165,10 @@ class Settings(BaseSettings):
         30.0, gt=0, description="seconds before another process's unfinished write intent is recovered"
     )
     catalog_recover_every: float = Field(30.0, gt=0, description="seconds between recoveries of stale intents")
+    commit_lease: float = Field(
+        10.0, ge=0.2, le=600,
+        description="seconds a commit's, restore's or merge's mark on a domain lasts unrenewed: how long one whose process died holds the domain back",
+    )
     log_level: str = "warning"
     max_connections: int = Field(
         1000, ge=1, le=1_000_000, description="connections and requests in flight per process; more get 503"

@@ -96,6 +96,7 @@ def build_service(settings: Settings, store: Store) -> Service:
         sources=sources,
         catalog_stale_after=settings.catalog_stale_after,
         catalog_recover_every=settings.catalog_recover_every,
+        commit_lease=settings.commit_lease,
         reply_memory=settings.reply_memory_bytes or 2 * settings.max_request_bytes,
         watch_interval=settings.watch_interval,
         watch_max_datasets=settings.watch_max_datasets,

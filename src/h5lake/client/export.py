@@ -1,11 +1,15 @@
 """``h5lake export DOMAIN TARGET.h5``: write a domain back into an HDF5 file, exactly.
 
-:class:`Fetcher` reads every object reachable from the root (one GET each, concurrently);
-:class:`Writer` then builds the file with h5py's low-level API so that types, property lists and
-creation order come out as recorded: committed datatypes first (anonymous), then each group's
-links in creation order (a link's target is created, anonymously, just before its first link,
-so link creation order is exact), then attributes, then values fetched as binary, one target
-chunk or block per GET, from a thread pool. The file is written under a temporary name and
+:class:`Fetcher` reads every object reachable from the root: from h5lake by pages of
+``GET /?getobjs=1&Limit=2000`` (docs/api.md; small datasets' values inline), from another server
+one GET per object, concurrently. :class:`Writer` then builds the file with h5py's low-level API
+so that types, property lists and creation order come out as recorded: committed datatypes
+first (anonymous), then each group's links in creation order (a link's target is created,
+anonymously, just before its first link, so link creation order is exact), each object's
+attributes and listed value as it is made (those holding references once every object is), then
+the other values fetched as binary, one target chunk or block per GET, from a thread pool. The
+client holds every object's description until the file is written (memory grows with the
+domain's objects and attributes). The file is written under a temporary name and
 renamed when complete.
 
 Any HDF REST server works: what h5lake's model adds (docs/fidelity.md) is used when present,
@@ -19,6 +23,7 @@ import base64
 import math
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,7 @@ import click
 import orjson
 from h5py import h5f, h5o, h5p
 
+from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.client import h5native, mapfiles
 from h5lake.client import versioned_hdf5 as versioned
 from h5lake.client.common import (
@@ -37,12 +43,36 @@ from h5lake.client.common import (
     report_notes,
 )
 from h5lake.client.exportfetch import Fetcher
-from h5lake.client.exportwriter import Doc, ExportRefs, ExportStats, Writer, not_rerun_filters
-from h5lake.client.h5props import CRT_ORDER, register_codec_filters
+from h5lake.client.exportwriter import Doc, ExportStats, Writer
+from h5lake.client.h5props import CRT_ORDER, OPTIONAL, register_codec_filters
 from h5lake.client.h5source import working_directory
 from h5lake.client.h5types import Unrepresentable
 from h5lake.client.rest import RestClient, RestError
 from h5lake.model.types import item_size
+
+# -- filters h5lake does not run -----------------------------------------------------------------
+
+# Plugin filters export runs again on the values: lossless, and their set_local keeps the cd_values
+# they record (bzip2's is its block size).
+RERUN_PLUGINS = frozenset({307})
+
+
+def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
+    """The plugin filters (id: name) of the datasets in ``docs`` that export keeps but does not
+    run: filters h5lake has no codec for (recorded with their ``parameters``), optional, and not
+    in `RERUN_PLUGINS`. h5lake holds their datasets' decoded values; running such a filter again
+    would compress lossy values a second time (zfp in fixed-rate mode, sz) and its set_local
+    would rewrite or refuse the cd_values it recorded in the file (sz, fcidecomp). Export writes
+    their chunks with the filter skipped (docs/fidelity.md)."""
+    out: dict[int, str] = {}
+    for doc in docs:
+        for spec in (doc.get("creationProperties") or {}).get("filters") or ():
+            fid = spec.get("id") if isinstance(spec, dict) else None
+            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in KNOWN_FILTER_IDS:
+                continue
+            if int(spec.get("flags", OPTIONAL)) & OPTIONAL:
+                out[fid] = str(spec.get("name") or f"filter {fid}")
+    return out
 
 
 def user_block(props: Doc) -> tuple[int, bytes]:
@@ -156,7 +186,7 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
                 h5native.register_skipped_filter(fid_skipped, name.encode())
             writer.build_tree(root)
             _note_skipped(writer, skipped)
-            refs = ExportRefs(writer)
+            refs = writer.refs
             writer.write_attributes(refs)
             # HDF5 writes external files in the working directory
             writer.stats.metadata_seconds = time.monotonic() - started
@@ -165,7 +195,8 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
             writer.check_readable()
             refs.release()
             fid.close()
-            writer.stats.maps = mapfiles.export_maps(client, str(partial))
+            if mapfiles.links_maps(fetcher.docs.values()):
+                writer.stats.maps = mapfiles.export_maps(client, str(partial))
             _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
             if content:
                 with open(partial, "r+b") as out:  # HDF5 leaves the user block zeroed

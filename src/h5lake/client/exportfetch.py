@@ -15,6 +15,8 @@ from h5lake.model.stored import Doc
 from h5lake.model.values import array_to_json, bytes_to_array
 
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
+PAGE = 2000
+"""Objects asked for in one ``GET /?getobjs=1`` page (a server may answer fewer)."""
 
 
 def bare_id(value: str) -> str:
@@ -37,7 +39,12 @@ class Fetcher:
     def _get(self, obj_id: str) -> Doc:
         col = COLLECTIONS[obj_id[0]]
         params = {"include_attrs": 1, "include_links": 1} if col == "groups" else {"include_attrs": 1}
-        doc: Doc = self.client.get_json(f"/{col}/{obj_id}", **params)
+        return self._normalized(obj_id, self.client.get_json(f"/{col}/{obj_id}", **params))
+
+    def _normalized(self, obj_id: str, doc: Doc) -> Doc:
+        """An object's description in the forms the writer takes (an attribute whose value it
+        left out is read now)."""
+        col = COLLECTIONS[obj_id[0]]
         props = doc.get("creationProperties")
         if col == "datasets" and isinstance(props, dict) and "layout" in props:
             # a linked dataset (load --link) is written as the file had it: chunked, filtered
@@ -78,6 +85,28 @@ class Fetcher:
         return {**attr, "value_base64": found[0]["value"]}
 
     def fetch_all(self, root: str) -> None:
+        """Every object, by pages of ``GET /?getobjs=1`` when the server pages them (h5lake),
+        else one GET per object, breadth first (a listing the server left incomplete is
+        completed by `get` as objects are asked for)."""
+        if not self._fetch_listed(root):
+            self._fetch_each(root)
+
+    def _fetch_listed(self, root: str) -> bool:
+        params: dict[str, Any] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": PAGE, "include_values": 1}
+        while True:
+            reply = self.client.get_json("/", **params)
+            listed = reply.get("domain_objs")
+            if not isinstance(listed, dict) or ("Marker" not in params and root not in listed):
+                return False  # not listed (a large domain on HSDS, or an older server)
+            for oid, doc in listed.items():
+                if oid[:1] in COLLECTIONS and oid not in self.docs:  # (an object listed again: the same)
+                    self.docs[oid] = self._normalized(oid, {**doc, "id": oid})
+            marker = reply.get("nextMarker")
+            if not isinstance(marker, str):
+                return True
+            params["Marker"] = marker
+
+    def _fetch_each(self, root: str) -> None:
         frontier = [root]
         while frontier:
             futures = {oid: self.pool.submit(self._get, oid) for oid in frontier if oid not in self.docs}

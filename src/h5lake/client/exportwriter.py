@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,9 @@ from typing import Any
 
 import h5py
 import numpy as np
+import orjson
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.chunks.filters import KNOWN_FILTER_IDS
 from h5lake.client import h5native, h5values
 from h5lake.client.common import (
     MIB,
@@ -26,7 +27,7 @@ from h5lake.client.common import (
     rate,
 )
 from h5lake.client.exportfetch import COLLECTIONS, Fetcher, bare_id
-from h5lake.client.h5props import OPTIONAL, make_dcpl, make_gcpl, make_tcpl
+from h5lake.client.h5props import make_dcpl, make_gcpl, make_tcpl
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.client.rest import RestClient, RestError
 from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
@@ -39,36 +40,12 @@ from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_c
 from h5lake.model.values import array_to_bytes
 
 BLOCK_BYTES = 8 * MIB
+HELD_GROUPS = 4096  # groups kept open from their creation until their links are made
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
 
 def _default_cset(name: str) -> str:
     return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
-
-
-# -- filters h5lake does not run -----------------------------------------------------------------
-
-# Plugin filters export runs again on the values: lossless, and their set_local keeps the cd_values
-# they record (bzip2's is its block size).
-RERUN_PLUGINS = frozenset({307})
-
-
-def not_rerun_filters(docs: Iterable[Doc]) -> dict[int, str]:
-    """The plugin filters (id: name) of the datasets in ``docs`` that export keeps but does not
-    run: filters h5lake has no codec for (recorded with their ``parameters``), optional, and not
-    in `RERUN_PLUGINS`. h5lake holds their datasets' decoded values; running such a filter again
-    would compress lossy values a second time (zfp in fixed-rate mode, sz) and its set_local
-    would rewrite or refuse the cd_values it recorded in the file (sz, fcidecomp). Export writes
-    their chunks with the filter skipped (docs/fidelity.md)."""
-    out: dict[int, str] = {}
-    for doc in docs:
-        for spec in (doc.get("creationProperties") or {}).get("filters") or ():
-            fid = spec.get("id") if isinstance(spec, dict) else None
-            if not isinstance(fid, int) or "parameters" not in spec or fid in RERUN_PLUGINS or fid in KNOWN_FILTER_IDS:
-                continue
-            if int(spec.get("flags", OPTIONAL)) & OPTIONAL:
-                out[fid] = str(spec.get("name") or f"filter {fid}")
-    return out
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -153,6 +130,12 @@ class Writer:
         self.notes: list[str] = []
         self.has_external = False  # external raw files are being re-created
         self.stats = ExportStats()
+        self.refs = ExportRefs(self)
+        self.attributes_written: set[str] = set()  # objects whose attributes were written when made
+        self.values_written: set[str] = set()  # datasets whose value the listing held, written when made
+        self.held: dict[str, Any] = {}  # groups made and still open, whose links are to be made
+        self.lcpls: dict[str, Any] = {}  # link creation property lists by character set
+        self.attribute_types: dict[bytes, tuple[TypeJson, Any]] = {}  # type JSON -> its normalized form and TypeID
 
     # -- objects and links --
 
@@ -174,6 +157,7 @@ class Writer:
             self._comment(tid, doc)
             self.types[obj_id] = tid
             self.stats.datatypes += 1
+            self._made(obj_id, tid, doc)
         return self.types[obj_id]
 
     def type_for(self, t: TypeJson) -> Any:
@@ -186,10 +170,10 @@ class Writer:
             if oid.startswith("t-"):
                 self.committed(oid)
         self.paths[root] = "/"
-        queue = [root]
+        queue = deque([root])
         while queue:
-            gid = queue.pop(0)
-            group = h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
+            gid = queue.popleft()
+            group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
             links = sorted(self.fetcher.get(gid).get("links", {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
             for name, link in links:
                 created = self._link(group, gid, name, link)
@@ -209,15 +193,18 @@ class Writer:
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
             self._comment(obj, doc)
             self.stats.groups += 1
+            self._made(obj_id, obj, doc)
         else:
             obj = self._dataset(obj_id, f"(referenced by a fill value: {obj_id})")
         self.unlinked[obj_id] = obj
         return obj
 
     def _lcpl(self, name: str, link: Doc) -> Any:
-        lcpl = h5p.create(h5p.LINK_CREATE)
-        lcpl.set_char_encoding(_CSETS[link.get("nameCharSet") or _default_cset(name)])
-        return lcpl
+        cset = link.get("nameCharSet") or _default_cset(name)
+        if cset not in self.lcpls:
+            self.lcpls[cset] = lcpl = h5p.create(h5p.LINK_CREATE)
+            lcpl.set_char_encoding(_CSETS[cset])
+        return self.lcpls[cset]
 
     def _link(self, group: Any, gid: str, name: str, link: Doc) -> str | None:
         """Create one link; returns the id of a group made for it, to visit next."""
@@ -250,7 +237,10 @@ class Writer:
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
             self._comment(obj, doc)
             self.stats.groups += 1
+            self._made(target, obj, doc)
             made = target
+            if len(self.held) < HELD_GROUPS:
+                self.held[target] = obj
         else:
             obj = self._dataset(target, where)
         h5o.link(obj, group, raw, lcpl=lcpl)
@@ -289,7 +279,23 @@ class Writer:
             raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
         self._comment(dsid, doc)
         self.stats.datasets += 1
+        self._made(obj_id, dsid, doc)
+        if "value_base64" in doc and not h5values.has_reference(t) and "externalStorage" not in layout:  # (external: write_values)
+            data = self._listed_value(obj_id)
+            if data is not None:
+                self._write(obj_id, self._whole(obj_id), data, self.refs, dsid)
+                self.stats.value_bytes += len(data)
+            self.values_written.add(obj_id)
         return dsid
+
+    def _made(self, obj_id: str, obj: Any, doc: Doc) -> None:
+        """Write an object's attributes as it is made (it is open): all of them, unless one
+        holds references, whose targets may not be made yet (then `write_attributes` does)."""
+        attrs = doc.get("attributes") or {}
+        if any(h5values.has_reference(_type_of(a["type"])) for a in attrs.values()):
+            return
+        self._attributes_of(obj, obj_id, attrs, self.refs)
+        self.attributes_written.add(obj_id)
 
     def _check_external(self, files: list[Doc], where: str) -> None:
         for item in files:
@@ -322,22 +328,29 @@ class Writer:
     # -- attributes --
 
     def write_attributes(self, refs: ExportRefs) -> None:
+        """The attributes not written when their objects were made (`_made`)."""
         for oid in list(self.paths) + [t for t in self.types if t not in self.paths]:
-            doc = self.fetcher.get(oid)
-            attrs = sorted((doc.get("attributes") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
-            if not attrs:
+            if oid in self.attributes_written:
                 continue
-            obj = self.open(oid)
-            for name, attr in attrs:
-                try:
-                    self._attribute(obj, name, attr, refs)
-                except (ValueError, RuntimeError, OSError, TypeError) as exc:
-                    raise ToolError(f"attribute {name!r} of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
-                self.stats.attributes += 1
+            attrs = self.fetcher.get(oid).get("attributes") or {}
+            if attrs:
+                self._attributes_of(self.open(oid), oid, attrs, refs)
+            self.attributes_written.add(oid)
+
+    def _attributes_of(self, obj: Any, oid: str, attributes: Doc, refs: ExportRefs) -> None:
+        for name, attr in sorted(attributes.items(), key=lambda kv: (kv[1].get("created") or 0, kv[0])):
+            try:
+                self._attribute(obj, name, attr, refs)
+            except (ValueError, RuntimeError, OSError, TypeError) as exc:
+                raise ToolError(f"attribute {name!r} of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
+            self.stats.attributes += 1
 
     def _attribute(self, obj: Any, name: str, attr: Doc, refs: ExportRefs) -> None:
-        t = _type_of(attr["type"])
-        tid = self.type_for(t)
+        key = orjson.dumps(attr["type"], option=orjson.OPT_SORT_KEYS)
+        if key not in self.attribute_types:  # (a committed type's TypeID is the committed one)
+            t = _type_of(attr["type"])
+            self.attribute_types[key] = t, self.type_for(t)
+        t, tid = self.attribute_types[key]
         space, dims = _space(attr.get("shape") or {"class": "H5S_SCALAR"})
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
@@ -356,9 +369,16 @@ class Writer:
     # -- values --
 
     def write_values(self, pool: ThreadPoolExecutor, refs: ExportRefs) -> None:
-        work = [item for oid in self.paths if oid.startswith("d-") for item in self._boxes(oid)]
+        datasets = [oid for oid in self.paths if oid.startswith("d-") and oid not in self.values_written]
+        listed = [oid for oid in datasets if "value_base64" in self.fetcher.get(oid)]
+        work = [item for oid in datasets if "value_base64" not in self.fetcher.get(oid) for item in self._boxes(oid)]
         total = sum(n for *_, n in work)
         with progress(total, "values", self.quiet) as bar:
+            for oid in listed:  # small values the listing held (exportfetch.Fetcher)
+                data = self._listed_value(oid)
+                if data is not None:
+                    self._write(oid, self._whole(oid), data, refs)
+                    self.stats.value_bytes += len(data)
             pending: dict[Future[bytes | None], tuple[str, Any]] = {}
             items = iter(work)
             while True:
@@ -385,8 +405,8 @@ class Writer:
         storage, no external files and no fill value ("dataset doesn't exist, no data can be
         read"). Values are written for such datasets (:meth:`_may_skip`), so this is a guard."""
         for oid, path in self.paths.items():
-            if not oid.startswith("d-"):
-                continue
+            if not oid.startswith("d-") or not (self.fetcher.get(oid).get("creationProperties") or {}).get("fillValueUndefined"):
+                continue  # (a defined or default fill value reads as such)
             dsid = self.open(oid)
             space = dsid.get_space()
             if space.get_simple_extent_type() == h5s.NULL or space.get_simple_extent_npoints() == 0:
@@ -416,6 +436,21 @@ class Writer:
             return
         for box in h5values.chunk_groups(dims, tuple(chunk), itemsize, BLOCK_BYTES):
             yield from ((oid, b, n) for b, n in h5values.split_box(box, itemsize, BLOCK_BYTES))
+
+    def _whole(self, oid: str) -> Any:
+        shape = self.fetcher.get(oid)["shape"]
+        if shape.get("class") == "H5S_SCALAR":
+            return None
+        return tuple(slice(0, int(d)) for d in shape["dims"])
+
+    def _listed_value(self, oid: str) -> bytes | None:
+        doc = self.fetcher.get(oid)
+        data = base64.b64decode(doc["value_base64"])
+        t = _type_of(doc["type"])
+        props = doc.get("creationProperties") or {}
+        if self._may_skip(t, props) and self._all_fill(data, t, props):
+            return None
+        return data
 
     def _fetch(self, oid: str, sel: Any) -> bytes | None:
         doc = self.fetcher.get(oid)
@@ -456,10 +491,10 @@ class Writer:
         except Exception:  # noqa: BLE001 - an odd fill value only disables the shortcut
             return b"\x00\x00\x00\x00" if is_variable(t) else b"\x00"
 
-    def _write(self, oid: str, sel: Any, data: bytes, refs: ExportRefs) -> None:
+    def _write(self, oid: str, sel: Any, data: bytes, refs: ExportRefs, dsid: Any = None) -> None:
         doc = self.fetcher.get(oid)
         t = _type_of(doc["type"])
-        dsid = self.open(oid)
+        dsid = dsid or self.open(oid)
         try:
             for part, part_data in self._unfilled_chunks(doc, t, sel, data):
                 h5values.write_dataset(dsid, dsid.get_type(), t, part, part_data, refs)

@@ -10,6 +10,7 @@ creation properties, pairs and attributes (the dataset is loaded as usual first,
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -43,6 +44,14 @@ def _soft_map_links(group: h5py.Group, seen: set[Any]) -> list[tuple[h5py.Group,
                 seen.add(child.id)
                 out += _soft_map_links(child, seen)
     return out
+
+
+def links_maps(docs: Iterable[dict[str, Any]]) -> bool:
+    """Whether any group of ``docs`` (descriptions with their links) links a map."""
+    return any(
+        isinstance(link, dict) and str(link.get("h5path", "")).startswith(MAP_LINK_PREFIX)
+        for doc in docs for link in (doc.get("links") or {}).values()
+    )
 
 
 def _pairs(client: RestClient, map_id: str) -> tuple[list[Any], list[Any]]:

@@ -76,6 +76,12 @@ def new_object_id(collection: Collection, root_id: str) -> str:
     return _format(collection.value, hex_digits(root_id)[:16] + secrets.token_hex(8))
 
 
+def derived_object_id(collection: Collection, root_id: str, seed: str) -> str:
+    """An id of the domain of ``root_id`` that is the same every time for the same ``seed`` (a
+    merge gives an object a fork made the same id in the target at every merge)."""
+    return _format(collection.value, hex_digits(root_id)[:16] + hashlib.sha256(seed.encode()).hexdigest()[:16])
+
+
 def strip_collection_prefix(ref: str) -> str:
     """Accept both ``d-...`` and ``datasets/d-...`` forms."""
     if not isinstance(ref, str):  # a request's list of ids may hold anything

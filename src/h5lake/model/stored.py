@@ -50,7 +50,8 @@ class DomainDoc(TypedDict, total=False):
     root: str  # absent for a folder
     created: float
     lastModified: float
-    committing: dict[str, float]  # while a commit runs: {"until": lease end} (service/versions/commit.py)
+    committing: dict[str, float]  # while a commit, restore or merge runs: {"until": lease end} (service/versions/applying.py)
+    applying: dict[str, Any]  # while a version is written to the head: {"version", "tree", "parent"} (applying.py)
 
 
 def as_dataset(doc: Doc) -> DatasetDoc:

@@ -69,6 +69,7 @@ class Service:
     sources: SourceRegistry | None = None  # where linked files are read; default: allowed_sources, local only
     catalog_stale_after: float = 30.0  # an intent this old is a dead process's: recover it
     catalog_recover_every: float = 30.0
+    commit_lease: float = 10.0  # seconds a commit's mark on a domain lasts unrenewed (service.versions.applying)
     reply_memory: int = 1024 * 1024 * 1024  # bytes of replies made whole at once (service.budget)
     watch_interval: float = 0.5  # seconds between looks at each watched dataset (service.datasets.watch)
     watch_max_datasets: int = 256  # datasets watched at once per process; more waits get 503

@@ -76,6 +76,9 @@ async def get_domain(request: Request) -> Response:
         follow_soft_links=flag(request, "follow_soft_links"),
         parent_id=request.query_params.get("parent_id"),
         objects=flag(request, "getobjs"),
+        objects_limit=limit_param(request),
+        objects_marker=request.query_params.get("Marker"),
+        objects_values=flag(request, "include_values"),
     )
     nonfinite.description(out, flag(request, "ignore_nan"))
     h = links(request)

@@ -6,7 +6,7 @@ import asyncio
 import fnmatch
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 from h5lake import HSDS_COMPAT_VERSION
 from h5lake.catalog.changed import last_changed
@@ -33,7 +33,9 @@ from h5lake.service.documents import Doc
 from h5lake.service.domains import query as domain_query
 from h5lake.service.domains import reclaim
 from h5lake.service.domains.summary import domain_stats
+from h5lake.service.versions import applying
 from h5lake.service.versions import view as versions
+from h5lake.service.versions.applying import APPLYING, COMMITTING
 from h5lake.service.views import READ_PERMISSIONS, Domain, refuse_change
 from h5lake.versions.names import split_domain
 
@@ -44,7 +46,11 @@ async def load_domain(svc: Service, path: str) -> Domain:
     """The domain ``path`` (its head), or the version ``D@REF`` names (read-only)."""
     path, ref = split_domain(path)
     head = await _load_head(svc, path)
-    return head if ref is None else await versions.open_version(svc, head, ref)
+    if ref is not None:
+        return await versions.open_version(svc, head, ref)
+    if APPLYING in head.doc:  # a version is being written to the head: wait for it, or finish it
+        head = await applying.finish(svc, head)
+    return head
 
 
 async def _load_head(svc: Service, path: str) -> Domain:
@@ -84,7 +90,6 @@ def authorize_object(caller: Caller, domain: Domain, doc: Doc, permission: Permi
         raise Forbidden(f"user {caller.user} has no {permission.value} access to object {doc.get('id')}")
 
 
-COMMITTING: Final = "committing"  # the domain document's mark while a commit runs (service/versions/commit)
 _COMMIT_POLL = 0.02
 
 

@@ -16,6 +16,7 @@ from h5lake.service.documents import ENTRY_BYTES, Doc, dumps
 from h5lake.service.domains.core import domain_json, open_domain
 from h5lake.service.domains.summary import domain_stats
 from h5lake.service.objects import attribute_values as attrvalues
+from h5lake.service.objects import listing
 from h5lake.service.objects.core import object_json, shown_object
 from h5lake.service.objects.links import OpenExternal, resolve_path_in
 from h5lake.service.views import Domain, HeadView
@@ -41,10 +42,16 @@ async def describe(
     follow_soft_links: bool = False,
     parent_id: str | None = None,
     objects: bool = False,
+    objects_limit: int | None = None,
+    objects_marker: str | None = None,
+    objects_values: bool = False,
 ) -> Doc:
     """The domain (with its size summary when ``verbose``, every object's description in
     ``domain_objs`` when ``objects``, HSDS's ``getobjs``), or the object at ``h5path`` (which
-    may be in another domain when ``follow_external_links``; its ``domain`` says which)."""
+    may be in another domain when ``follow_external_links``; its ``domain`` says which).
+    With ``objects_limit`` or ``objects_marker``, ``domain_objs`` holds one page of the objects
+    (`listing.objects_page`, at most ``objects_limit``, cut to `listing.MAX_PAGE`) and
+    ``nextMarker`` when more follow; ``objects_values`` adds small datasets' values."""
     if parent_id is not None:
         parse_id(parent_id, Collection.GROUPS)
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
@@ -63,7 +70,13 @@ async def describe(
         out["dn_ids"] = []  # no data nodes: every h5lake process serves every request
     if verbose and not domain.is_folder:
         out.update(await domain_stats(svc, domain))
-    if objects and not domain.is_folder:
+    if objects and not domain.is_folder and (objects_limit is not None or objects_marker is not None):
+        limit = min(objects_limit or listing.MAX_PAGE, listing.MAX_PAGE)
+        page = await listing.objects_page(svc, domain, limit, objects_marker)
+        out["domain_objs"] = await _page_described(svc, domain, page.objects, objects_values)
+        if page.next_marker is not None:
+            out["nextMarker"] = page.next_marker
+    elif objects and not domain.is_folder:
         objs = await _every_object(svc, domain, svc.domain_objects_limit)
         if objs is not None:
             out["domain_objs"] = objs
@@ -103,6 +116,21 @@ async def _every_object(svc: Service, domain: Domain, limit: int) -> Doc | None:
         return None
     finally:
         await versioned.aclose()
+    return out
+
+
+async def _page_described(svc: Service, domain: Domain, docs: dict[str, Doc], values: bool) -> Doc:
+    """A page's documents as ``domain_objs`` shows objects, small values added when asked."""
+    shown = sum(len(d.get("links", ())) + len(d.get("attributes", ())) + 1 for d in docs.values())
+    out: Doc = await svc.workers.cpu(
+        lambda: {oid: _described(domain, doc) for oid, doc in docs.items()}, size=shown * ENTRY_BYTES
+    )
+    if values:
+        small = [doc for doc in docs.values() if listing.small_value_size(doc) is not None]
+        found = await svc.workers.map(small, lambda doc: listing.value_base64(svc, domain, doc))
+        for doc, value in zip(small, found, strict=True):
+            if value is not None:
+                out[doc["id"]]["value_base64"] = value
     return out
 
 

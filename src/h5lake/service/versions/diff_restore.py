@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 from typing import Any
 
-from h5lake.chunks.capability import copies
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import blob_key, chunk_key, parse_index_name
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.model.links import LinkClass
-from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Caller, Service
 from h5lake.service.documents import Doc
 from h5lake.service.domains.core import open_domain
-from h5lake.service.objects import attribute_values as attrvalues
+from h5lake.service.versions import applying
 from h5lake.service.versions import view as versions
-from h5lake.service.versions.commit import CHUNKED, Snapshot, commit_flag, head_tree
-from h5lake.service.views import Domain
-from h5lake.storage.base import PreconditionFailed
+from h5lake.service.versions.applying import commit_flag, version_trees
+from h5lake.service.versions.snapshot import CHUNKED, Snapshot, head_tree
 from h5lake.versions.names import parse_ref, parse_version_id
 
 Trees = dict[str, dict[str, Any]]
 DEFAULT_LIMIT = 1000
-
-
-async def _version_trees(svc: Service, record: VersionRecord) -> Trees:
-    objects = (await svc.cas.get_tree(record["tree"]))["objects"]
-    found = await svc.workers.map(list(objects.values()), svc.cas.get_tree)
-    return dict(zip(objects, found))
 
 
 def _paths(trees: Trees, root: str) -> dict[str, str]:
@@ -112,10 +101,10 @@ async def diff(svc: Service, caller: Caller, path: str, from_ref: str | None, to
     if domain.view is not svc.head:
         raise InvalidInput("name the domain without a version; use from= and to=")
     a_record = await versions.resolve(svc, domain.path, parse_ref(from_ref))
-    a = await _version_trees(svc, a_record)
+    a = await version_trees(svc, a_record)
     if to_ref:
         b_record = await versions.resolve(svc, domain.path, parse_ref(to_ref))
-        b, to_id = await _version_trees(svc, b_record), b_record["id"]
+        b, to_id = await version_trees(svc, b_record), b_record["id"]
     else:
         await svc.catalog.settle(domain.path, 0)
         snap = await head_tree(svc, domain, a_record, memory=True)
@@ -139,58 +128,11 @@ async def restore(svc: Service, caller: Caller, path: str, vid: str, body: Any) 
         latest = await versions.latest(svc, domain.path)
         if not force and (latest is None or (await head_tree(svc, domain, latest, dry=True)).changed):
             raise Conflict(f"{domain.path} has uncommitted changes; commit them or restore with force")
-        want = await _version_trees(svc, target)
+        want = await version_trees(svc, target)
         have = (await head_tree(svc, domain, target, memory=True)).trees
-        written = await _apply(svc, domain, want, have)
+        intent = await applying.begin(svc, domain, target["id"], target["tree"], target.get("parent"))
+        written = await applying.write(svc, domain, intent, want, have)
     return {"restored": target["id"], "objects": written[0], "chunks": written[1]}
-
-
-async def _apply(svc: Service, domain: Domain, want: Trees, have: Trees) -> tuple[int, int]:
-    objects = chunks = 0
-    for obj_id, tree in want.items():
-        old = have.get(obj_id, {})
-        table, old_table = tree.get("chunks") or {}, old.get("chunks") or {}
-        put = [n for n in table if (old_table.get(n) or [0, None])[1] != table[n][1]]
-        drop = [n for n in old_table if n not in table]
-
-        async def copy(name: str, obj_id: str = obj_id, table: dict[str, Any] = table) -> None:
-            if copies(svc.store):  # the head's chunk shares the blob's bytes (a hard link on a local directory)
-                with contextlib.suppress(PreconditionFailed):  # missing, or kept with another ETag: below
-                    await svc.store.copy(blob_key(table[name][0]), chunk_key(obj_id, parse_index_name(name)),
-                                         source_etag=table[name][1])
-                    return
-            blob = await svc.store.get(blob_key(table[name][0]))
-            if blob is None:
-                raise Conflict(f"chunk {name} of {obj_id} is missing from the content store")
-            await svc.store.put(chunk_key(obj_id, parse_index_name(name)), blob.data)
-
-        # An intent, as for a value write: a crash part-way leaves no chunk the catalog misses
-        # (reads of many chunks trust the catalog and intents, docs/storage.md).
-        async def remove(name: str, obj_id: str = obj_id) -> None:
-            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
-
-        async with svc.catalog.recording(domain.path, obj_id, [parse_index_name(n) for n in put]) as rec:
-            await svc.workers.each(put, copy)
-            await svc.workers.each(drop, remove)
-            rec.written = [parse_index_name(n) for n in put + drop] if put or drop else None
-        if old.get("etag") != tree["etag"]:
-            await attrvalues.restore_values(svc, obj_id, tree["doc"])  # the values first, then the document
-            await svc.docs.put_object(domain.path, obj_id, tree["doc"])
-            kept = {r["key"] for r in attrvalues.outside_refs(tree["doc"].get("attributes") or {}).values()}
-            before = attrvalues.outside_refs((old.get("doc") or {}).get("attributes") or {}).values()
-            await attrvalues.drop(svc, obj_id, [r for r in before if r["key"] not in kept])
-            objects += 1
-        chunks += len(put) + len(drop)
-    for obj_id in set(have) - set(want):
-        for name in have[obj_id].get("chunks") or {}:
-            await svc.store.delete(chunk_key(obj_id, parse_index_name(name)))
-        await svc.docs.delete_object(domain.path, obj_id)
-        await attrvalues.collect(svc, obj_id, None)
-        objects += 1
-    await svc.catalog.flush()
-    return objects, chunks
-
-
 
 
 __all__ = ["Snapshot", "compare", "diff", "restore"]

@@ -6,7 +6,8 @@ Both are a three-way merge (`versions_merge3`) of manifests in the target's ids:
 fork's version, its ids mapped back as the fork recorded them; an object the fork made gets a new
 id of the target). The result is put as a new version of the target (the create-only record is
 the commit point) and then the head is made equal to it, all under the commit fence and mark, so
-a write to the target lands wholly before (and is in ours) or wholly after.
+a write to the target lands wholly before (and is in ours) or wholly after; the intent recorded
+first (`applying`) makes the head's change all or nothing should the process die.
 """
 
 from __future__ import annotations
@@ -20,15 +21,20 @@ import numpy as np
 from h5lake.chunks.dataset import ChunkCodec
 from h5lake.errors import Conflict, H5LakeError, InvalidInput
 from h5lake.model.acl import Permission
-from h5lake.model.ids import FORKED, Collection, blob_key, fork_base_key, new_object_id, version_key
+from h5lake.model.ids import FORKED, Collection, blob_key, derived_object_id, fork_base_key, version_key
 from h5lake.model.stored import VersionRecord
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.domains.core import open_domain
+from h5lake.service.faults import crash_point
+from h5lake.service.versions import applying
 from h5lake.service.versions import view as versions
-from h5lake.service.versions.commit import MAX_DESCRIPTION_BYTES, commit_flag, consistent_tree
-from h5lake.service.versions.diff_restore import _apply, _paths, _version_trees
+from h5lake.service.versions.applying import commit_flag
+from h5lake.service.versions.applying import version_trees as _version_trees
+from h5lake.service.versions.commit import MAX_DESCRIPTION_BYTES
+from h5lake.service.versions.diff_restore import _paths
 from h5lake.service.versions.fork import _rename, _source_version
+from h5lake.service.versions.snapshot import consistent_tree
 from h5lake.service.versions.three_way import Entry, Merge, Trees, doc_etag
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
@@ -78,11 +84,12 @@ async def _fork_base(svc: Service, fork: Domain) -> Doc:
 
 def _names(ids: dict[str, str], fork_ids: Any, root: str) -> dict[str, str]:
     """Fork ids to the target's: ``ids`` as the fork recorded them; an object the fork made gets
-    a new id of the target."""
+    an id of the target derived from its fork id, the same at every merge (so merging a fork
+    again, or retrying a merge, finds the object it brought before and adds no second one)."""
     names = dict(ids)
     for fid in fork_ids:
         if fid not in names:
-            names[fid] = new_object_id(Collection(fid[0]), root)
+            names[fid] = derived_object_id(Collection(fid[0]), root, f"{root} {fid}")
     return names
 
 
@@ -211,11 +218,19 @@ async def _three_way(
         root_sha = await svc.cas.put_tree({"root": root, "objects": dict(sorted(objects.items()))})
         number = await versions.highest_number(svc, target.path) + 1
         parents = [ours_record["id"], extra["merged"]] if "merged" in extra else [ours_record["id"]]
-        record = await _publish(svc, target, number, {
-            "parent": ours_record["id"], "parents": parents, "author": caller.user, "message": message,
-            "metadata": {}, "tree": root_sha, **extra,
-        })
-        written = await _apply(svc, target, merge.merged, ours)
+        # The intent first, then the commit point, then the head: a crash anywhere is finished
+        # or undone by the next process loading the domain (`applying`).
+        intent = await applying.begin(svc, target, version_id(number), root_sha, ours_record["id"])
+        try:
+            record = await _publish(svc, target, number, {
+                "parent": ours_record["id"], "parents": parents, "author": caller.user, "message": message,
+                "metadata": {}, "tree": root_sha, **extra,
+            })
+        except Conflict:
+            await applying.end(svc, target, intent)  # the head was not touched
+            raise
+        crash_point("merge-record")
+        written = await applying.write(svc, target, intent, merge.merged, ours)
     out = versions.public(record)
     out.update({"objects": written[0], "chunks": written[1], "elementwise": merge.elementwise, "resolved": merge.taken})
     return out, 201

@@ -72,8 +72,13 @@ class Merge:
     async def run(self) -> None:
         for obj_id in sorted(set(self.base) | set(self.ours) | set(self.theirs)):
             b, o, t = self.base.get(obj_id), self.ours.get(obj_id), self.theirs.get(obj_id)
-            if b is None:  # new on one side (a fork's new objects were given new ids)
-                if o is not None:
+            if b is None:  # new since the base: on one side, or on both when merged before
+                if o is not None and t is not None and not same(o, t):
+                    # an object the fork made, brought in by an earlier merge (it has the same id
+                    # at every merge) and changed since: no base to compare with, so every part
+                    # that differs is a conflict rather than one side's change being lost
+                    self.merged[obj_id] = await self._object(obj_id, {"doc": {}}, o, t)
+                elif o is not None:
                     self.merged[obj_id] = o
                 elif t is not None:
                     self.merged[obj_id] = t
@@ -132,6 +137,8 @@ class Merge:
         return t if choice == "theirs" else o
 
     def _keyed(self, obj_id: str, kind: str, b: dict[str, Any], o: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
+        if kind == "link":
+            b, o, t = _follow_renames(b, o, t)
         out: dict[str, Any] = {}
         for name in sorted(set(b) | set(o) | set(t)):
             value = self._value(obj_id, kind, name, b.get(name), o.get(name), t.get(name))
@@ -171,6 +178,40 @@ class Merge:
                     else:
                         out[name] = t[name]
         return out
+
+
+def _target(link: Any) -> Any:
+    """What a link points at: all but the time it was made (a rename makes the link anew)."""
+    return {k: v for k, v in link.items() if k != "created"} if isinstance(link, dict) else link
+
+
+def _renames(b: dict[str, Any], side: dict[str, Any]) -> dict[str, str]:
+    """Links of the base that ``side`` renamed: old name -> new name, where the base's link is
+    gone and exactly one new name points at the same place."""
+    new = [m for m in side if m not in b]
+    out: dict[str, str] = {}
+    for name, link in b.items():
+        if name not in side:
+            same = [m for m in new if _target(side[m]) == _target(link)]
+            if len(same) == 1:
+                out[name] = same[0]
+    return out
+
+
+def _follow_renames(b: dict[str, Any], o: dict[str, Any], t: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """A link renamed on one side and changed (pointed elsewhere) under its old name on the other:
+    the change moves to the new name, as if both sides had renamed it, with the renamed link as
+    its base there. Then the name-by-name merge takes the change under the new name and drops
+    the old one, instead of a deleted-and-changed conflict. Renamed on both sides: left as it
+    is (name by name)."""
+    ours, theirs = _renames(b, o), _renames(b, t)
+    base, o2, t2 = dict(b), dict(o), dict(t)
+    for renamed, side, other, other_renamed in ((ours, o, t2, theirs), (theirs, t, o2, ours)):
+        for old, new in renamed.items():
+            if old in other and new not in other and old not in other_renamed and _target(other[old]) != _target(b[old]):
+                base[new] = side[new]
+                other[new] = other.pop(old)
+    return base, o2, t2
 
 
 def _compact(value: Any) -> bool:

@@ -1,0 +1,127 @@
+"""`GET /?getobjs=1&Limit=N[&Marker=P]`: a domain's objects a page at a time (docs/api.md),
+with small datasets' values when asked (``include_values=1``); `h5lake export` reads a domain
+through those pages instead of one GET per object."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import h5py
+import h5pyd
+import numpy as np
+import pytest
+from tests.conftest import Client
+from tests.support.server import USERS
+
+from h5lake.client.export import export_domain
+from h5lake.client.rest import RestClient, Settings
+
+USER = "test_user1"
+
+
+def make_tree(endpoint: str, domain: str) -> None:
+    """3 groups of 3 groups, each inner one with a small dataset and an attribute; a second
+    hard link to one group, and a link back to the root (a cycle)."""
+    with h5pyd.File(domain, "w", endpoint=endpoint, username=USER, password=USERS[USER]) as f:
+        for i in range(3):
+            top = f.create_group(f"t{i}")
+            for j in range(3):
+                g = top.create_group(f"g{j}")
+                g.attrs["n"] = np.int32(10 * i + j)
+                g.create_dataset("v", data=np.arange(5, dtype="<i4") + 10 * i + j)
+        f["t0"]["again"] = f["t1"]["g1"]
+        f["t2"]["up"] = f["/"]
+        f.create_dataset("big", data=np.arange(1000, dtype="<f8"))
+
+
+def pages(client: Client, limit: int, **extra: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"getobjs": 1, "Limit": limit, **extra}
+    while True:
+        r = client.get("/", params=params)
+        assert r.status_code == 200, r.text
+        out.append(r.json())
+        if "nextMarker" not in out[-1]:
+            return out
+        assert len(out) < 100, "the pages never end"
+        params["Marker"] = out[-1]["nextMarker"]
+
+
+def test_pages_list_every_object_within_the_limit(client: Client, endpoint: str) -> None:
+    make_tree(endpoint, client.domain)
+    whole = client.get("/", params={"getobjs": 1}).json()["domain_objs"]  # the unpaged listing
+    assert len(whole) == 1 + 3 + 9 + 9 + 1
+    found = pages(client, 4)
+    assert len(found) > 1
+    listed: dict[str, Any] = {}
+    for page in found:
+        assert 0 < len(page["domain_objs"]) <= 4
+        listed.update(page["domain_objs"])
+    assert listed.keys() == whole.keys()
+    for oid, shown in whole.items():  # each object described as the unpaged listing does
+        assert listed[oid] == shown
+
+
+def test_a_page_of_one_object_still_goes_on(client: Client, endpoint: str) -> None:
+    make_tree(endpoint, client.domain)
+    found = pages(client, 1)
+    assert all(len(page["domain_objs"]) <= 1 for page in found) and len(found) >= 23
+    ids = {oid for page in found for oid in page["domain_objs"]}
+    assert len(ids) == 23
+
+
+def test_a_marker_that_leads_nowhere_is_refused(client: Client, endpoint: str) -> None:
+    make_tree(endpoint, client.domain)
+    for marker in ("t0/g0", "/nothing/here", "/t0/g0/v/x"):
+        r = client.get("/", params={"getobjs": 1, "Limit": 5, "Marker": marker})
+        assert r.status_code == 400, (marker, r.text)
+        assert "Marker" in r.json()["error"]["message"]
+
+
+def test_small_values_are_listed_as_their_packed_bytes(client: Client, endpoint: str) -> None:
+    make_tree(endpoint, client.domain)
+    listed: dict[str, Any] = {}
+    for page in pages(client, 50, include_values=1):
+        listed.update(page["domain_objs"])
+    datasets = {oid: doc for oid, doc in listed.items() if oid.startswith("d-")}
+    small = [oid for oid, doc in datasets.items() if doc["shape"]["dims"] == [5]]
+    assert len(small) == 9
+    for oid in small:
+        binary = client.get(f"/datasets/{oid}/value", headers={"Accept": "application/octet-stream"})
+        assert binary.status_code == 200
+        assert base64.b64decode(datasets[oid]["value_base64"]) == binary.content
+    (big,) = [doc for doc in datasets.values() if doc["shape"]["dims"] == [1000]]
+    assert "value_base64" not in big  # 8,000 bytes: read on its own
+    assert all("value_base64" not in doc for page in pages(client, 50) for doc in page["domain_objs"].values())
+
+
+class CountingClient(RestClient):
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.sent: list[str] = []
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        self.sent.append(f"{method} {path}")
+        return super().request(method, path, **kw)
+
+
+@pytest.mark.parametrize("groups", [60])
+def test_export_reads_the_hierarchy_in_few_requests(client: Client, endpoint: str, tmp_path: Path, groups: int) -> None:
+    with h5pyd.File(client.domain, "w", endpoint=endpoint, username=USER, password=USERS[USER]) as f:
+        for i in range(groups):
+            g = f.create_group(f"g{i:03d}")
+            g.attrs["index"] = np.int64(i)
+            d = g.create_dataset("values", data=np.arange(10, dtype="<i4") + i)
+            d.attrs["units"] = "counts"
+    rest = CountingClient(Settings(endpoint, USER, USERS[USER]), client.domain)
+    target = tmp_path / "out.h5"
+    export_domain(rest, target)
+    assert len(rest.sent) <= 5, rest.sent  # GET / twice and a page, not one GET per object
+    with h5py.File(target, "r") as out:
+        assert sorted(out) == [f"g{i:03d}" for i in range(groups)]
+        for i in range(groups):
+            assert int(out[f"g{i:03d}"].attrs["index"]) == i
+            assert out[f"g{i:03d}/values"].attrs["units"] == "counts"
+            assert out[f"g{i:03d}/values"][()].tolist() == list(range(i, i + 10))
