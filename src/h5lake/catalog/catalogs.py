@@ -48,7 +48,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -60,6 +60,7 @@ from h5lake.model import ids
 from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.ordering import sorted_in_runs
 from h5lake.model.shapes import SpaceClass, space_from_json
+from h5lake.model.stored import DatasetDoc, IntentRecord, as_dataset
 from h5lake.storage.base import ObjectInfo, PreconditionFailed, Store
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Recording:
         self.written = written
 
 
-def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
+def region_json(indexes: Iterable[Index]) -> IntentRecord:
     """Chunk indexes as an intent stores them: their bounding box ``lo <= i < hi`` when it holds
     at most twice as many chunks (a hyperslab's chunks fill their box), else the list."""
     found = sorted({tuple(i) for i in indexes})
@@ -115,7 +116,7 @@ def region_json(indexes: Iterable[Index]) -> dict[str, Any]:
     return {"chunks": [list(i) for i in found]}
 
 
-def region_indexes(doc: dict[str, Any]) -> Iterator[Index]:
+def region_indexes(doc: IntentRecord) -> Iterator[Index]:
     if "chunks" in doc:
         return (tuple(int(c) for c in ix) for ix in doc["chunks"])
     return itertools.product(*(range(int(a), int(b)) for a, b in zip(doc["lo"], doc["hi"])))
@@ -451,7 +452,7 @@ class ChunkCatalog:
         deadline = time.monotonic() + timeout
         waiting: set[str] | None = None
         while True:
-            left: list[tuple[str, dict[str, Any]]] = []
+            left: list[tuple[str, IntentRecord]] = []
             for key in [k async for k in self.store.list(PENDING_PREFIX, delimiter="/")]:
                 if key in self._done or waiting is not None and key not in waiting:
                     continue  # merged already (only its delete failed), or begun after we started
@@ -459,7 +460,7 @@ class ChunkCatalog:
                 with contextlib.suppress(ValueError, TypeError, AttributeError):
                     doc = orjson.loads(blob.data) if blob is not None else None
                     if isinstance(doc, dict) and doc.get("domain") == domain:
-                        left.append((key, doc))
+                        left.append((key, cast(IntentRecord, doc)))
             if waiting is None:
                 waiting = {key for key, _ in left}
             if not left:
@@ -544,7 +545,7 @@ class ChunkCatalog:
 
 
 
-def logical_grid(doc: dict[str, Any]) -> tuple[range, ...] | None:
+def logical_grid(doc: DatasetDoc) -> tuple[range, ...] | None:
     """The chunk indexes of the dataset along each dimension (negative ones too, for a dataset
     grown at the front: the layout's ``origin``); None for a null dataspace (no chunks at all)."""
     space = space_from_json(doc["shape"])
@@ -571,7 +572,7 @@ async def delete_dataset_chunks(store: Store, domain: str, dataset_doc: dict[str
     elif not is_linked(dataset_doc):
         more = []
         listed = await _read_chunk_lines(store, domain, dataset_id)
-        grid = logical_grid(dataset_doc)
+        grid = logical_grid(as_dataset(dataset_doc))
         if grid is not None and span_count(grid) > GRID_PROBE_LIMIT:
             grid = None
 

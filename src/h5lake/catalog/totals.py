@@ -19,17 +19,18 @@ from h5lake.chunks.fanout import bounded
 from h5lake.model import ids
 from h5lake.model.layout import COMPACT_KEY, is_linked, span_count
 from h5lake.model.shapes import space_from_json
+from h5lake.model.stored import DatasetDoc
 from h5lake.model.types import to_dtype
 from h5lake.storage.base import Store
 
 
-def _compact_chunks(doc: dict[str, Any]) -> tuple[int, int]:
+def _compact_chunks(doc: DatasetDoc) -> tuple[int, int]:
     """Chunk count and stored bytes of values kept in the dataset's document."""
     listed = doc[COMPACT_KEY].get("chunks", {})
     return len(listed), sum(len(base64.b64decode(text)) for text in listed.values())
 
 
-def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
+def _linked_chunks(doc: DatasetDoc) -> tuple[int, int]:
     """Chunk count and bytes from a linked layout's ``chunks`` table (``"i_j": [offset, size]``)."""
     table = doc.get("layout", {}).get("chunks")
     if not isinstance(table, dict):
@@ -38,7 +39,7 @@ def _linked_chunks(doc: dict[str, Any]) -> tuple[int, int]:
 
 
 async def dataset_chunk_totals(store: Store, domain: str,
-                               datasets: list[dict[str, Any]]) -> tuple[int, int, int, int]:
+                               datasets: list[DatasetDoc]) -> tuple[int, int, int, int]:
     """(num_chunks, allocated_bytes, num_linked_chunks, linked_bytes) over ``datasets``: native
     totals from their ``.datasets.txt`` lines (one read), or from the chunk catalog of a dataset
     without a line yet; linked ones from the layout's chunk table."""
@@ -46,7 +47,7 @@ async def dataset_chunk_totals(store: Store, domain: str,
     lines = parse_lines(blob.data) if blob is not None else {}
     totals = [0, 0, 0, 0]
 
-    async def one(doc: dict[str, Any]) -> None:
+    async def one(doc: DatasetDoc) -> None:
         fields = lines.get(doc["id"], "").split()
         if is_linked(doc):
             at, (count, size) = 2, _linked_chunks(doc)
@@ -87,7 +88,7 @@ async def map_bucket_bytes(store: Store, domain: str, map_ids: list[str]) -> int
     return total
 
 
-async def dataset_stats(store: Store, domain: str, dataset_doc: dict[str, Any],
+async def dataset_stats(store: Store, domain: str, dataset_doc: DatasetDoc,
                         item_size: int | None = None) -> dict[str, Any]:
     """The seed's dataset ``stats``: allocated and logical chunk counts and sizes."""
     grid = logical_grid(dataset_doc)

@@ -5,12 +5,13 @@ Reads and writes of a compact dataset run the ordinary engine on it (see `servic
 from __future__ import annotations
 
 import base64
+from typing import Final
 
 from h5lake.model.ids import chunk_key, index_name, parse_chunk_key, parse_index_name
 from h5lake.model.layout import COMPACT_KEY
 from h5lake.storage.base import Blob, PreconditionFailed
 
-KEY = COMPACT_KEY
+KEY: Final = COMPACT_KEY
 
 
 def listed_chunks(listing: dict[str, str]) -> dict[tuple[int, ...], bytes]:

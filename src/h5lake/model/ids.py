@@ -12,6 +12,7 @@ import enum
 import hashlib
 import re
 import secrets
+from typing import Final
 
 from h5lake.errors import InvalidInput, NotFound
 from h5lake.storage.base import MAX_KEY_BYTES
@@ -437,7 +438,7 @@ def tag_key(domain: str, name: str) -> str:
     return f"{versions_prefix(domain)}tags/{name}.json"
 
 
-FORKED = "forkedChunks"
+FORKED: Final = "forkedChunks"
 """The dataset document field of a fork: the manifest hash of the source version's dataset,
 whose chunks it reads until it writes its own (never shown to clients)."""
 

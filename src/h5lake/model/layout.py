@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from h5lake.errors import InvalidInput
 
@@ -37,7 +37,7 @@ class LayoutClass(enum.Enum):
 LINKED_LAYOUTS = frozenset({LayoutClass.CONTIGUOUS_REF, LayoutClass.CHUNKED_REF, LayoutClass.CHUNKED_REF_INDIRECT})
 
 
-COMPACT_KEY = "compact"  # a dataset document's values kept in it (service.datasets.compact): {"chunks": {"i_j": base64}}
+COMPACT_KEY: Final = "compact"  # a dataset document's values kept in it (service.datasets.compact): {"chunks": {"i_j": base64}}
 
 def linked_class(layout: Any) -> LayoutClass | None:
     """The class of a layout whose values live in HDF5 files, else None."""
@@ -63,7 +63,7 @@ def native_layout(layout: Any) -> Any:
     return {"class": LayoutClass.CHUNKED.value, "dims": list(layout["dims"])}
 
 
-def is_linked(doc: dict[str, Any]) -> bool:
+def is_linked(doc: Mapping[str, Any]) -> bool:
     """Do a dataset's values live in HDF5 files (read-only) rather than in chunk objects?"""
     return linked_class(doc.get("layout")) is not None
 

@@ -2,13 +2,15 @@
 records and manifests, write intents (seed 001's key schema; docs/storage.md, docs/versions.md).
 
 `Doc` is any JSON object, as read from a body or the store; the TypedDicts name the keys a stored
-kind has, for code that builds or reads one. They are all ``total=False``: a document read from the
-store is checked where it is used, not here (pure: no I/O, no validation).
+kind has, for code that builds or reads one, so mypy checks the key names. They are all
+``total=False``: a document read from the store is checked where it is used, not here (pure: no
+I/O, no validation). A document is read as its kind (`as_dataset`, `as_group`, `as_domain`) where
+the code knows the kind; those are casts, not checks.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast
 
 Doc = dict[str, Any]  # a JSON object: a request body, a stored document, an answer
 
@@ -22,10 +24,12 @@ class ObjectDoc(TypedDict, total=False):
     lastModified: float
     attributes: dict[str, Any]
     acls: dict[str, dict[str, bool]]
+    forkedChunks: str  # a dataset or map forked from a version: the version its chunks fall back to (ids.FORKED)
 
 
 class GroupDoc(ObjectDoc, total=False):
     links: dict[str, dict[str, Any]]
+    creationProperties: dict[str, Any] | str  # an object, or the HDF5 REST VOL's base64 property list
 
 
 class DatasetDoc(ObjectDoc, total=False):
@@ -33,15 +37,36 @@ class DatasetDoc(ObjectDoc, total=False):
     shape: dict[str, Any]  # dataspace JSON (model/shapes.py)
     creationProperties: dict[str, Any]
     layout: dict[str, Any]  # layout JSON (model/layout.py)
-    compact: dict[str, Any]  # a compact dataset's chunks, {"chunks": {"i_j": base64}}
+    compact: dict[str, Any]  # a compact dataset's chunks, {"chunks": {"i_j": base64}, "moving": bool}
+    shrinking: dict[str, list[int]]  # a cleaning owed after a shrink, {"keep": dims, "upto": dims}
+    appends: dict[str, Any]  # reserved appends, {"axis": a, "top": t, "pending": [[start, stop, since], ...]}
+    linked_sources: dict[str, Any]  # a linked dataset's files, {file_uri: fingerprint JSON}
+    chunk_table_of: list[str]  # on a chunk table: ids of the linked datasets using it
 
 
 class DomainDoc(TypedDict, total=False):
     owner: str
-    acls: dict[str, dict[str, bool]]
+    acls: dict[str, dict[str, Any]]  # by user: flags, and the domain a PUT set it through (acl.SET_BY_PUT)
     root: str  # absent for a folder
     created: float
     lastModified: float
+    committing: dict[str, float]  # while a commit, restore or merge runs: {"until": lease end} (service/versions/applying.py)
+    applying: dict[str, Any]  # while a version is written to the head: {"version", "tree", "parent"} (applying.py)
+
+
+def as_dataset(doc: Doc) -> DatasetDoc:
+    """``doc`` read as a dataset's document (a cast: the caller knows the kind)."""
+    return cast(DatasetDoc, doc)
+
+
+def as_group(doc: Doc) -> GroupDoc:
+    """``doc`` read as a group's document (a cast: the caller knows the kind)."""
+    return cast(GroupDoc, doc)
+
+
+def as_domain(doc: Doc) -> DomainDoc:
+    """``doc`` read as a domain's document (a cast: the caller knows the kind)."""
+    return cast(DomainDoc, doc)
 
 
 class VersionRecord(TypedDict, total=False):

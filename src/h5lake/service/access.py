@@ -12,7 +12,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, new_object_id, object_key, parse_id, same_domain, tombstone_key
 from h5lake.model.typecheck import validate_type
 from h5lake.service.context import Caller, Service, now
-from h5lake.service.documents import Doc, Versioned
+from h5lake.service.documents import D, Doc, Versioned
 from h5lake.service.domains.core import authorize_object, open_domain
 from h5lake.service.views import Domain
 
@@ -58,11 +58,11 @@ async def update_object(
     svc: Service,
     domain: Domain,
     obj_id: str,
-    mutate: Callable[[Doc], Any],
+    mutate: Callable[[D], Any],
     *,
     reuse: bool = False,
-    check: Callable[[Doc, int], None] | None = None,
-) -> tuple[Doc, Any]:
+    check: Callable[[D, int], None] | None = None,
+) -> tuple[D, Any]:
     """Change an object of ``domain`` atomically (see ``Documents.update``, its ``reuse`` and ``check``;
     `Documents.update_object` tells the catalog); 404 when it is not one of the domain's objects. The ownership check runs on the document
     being updated, so the object is read once."""
@@ -70,7 +70,7 @@ async def update_object(
     if not same_domain(obj_id, root):
         await _not_here(svc, domain, obj_id)
 
-    def checked(doc: Doc) -> Any:
+    def checked(doc: D) -> Any:
         if doc.get("root") != root:
             raise NotFound(f"object {obj_id} not found in {domain.path}")
         return mutate(doc)

@@ -39,9 +39,9 @@ import asyncio
 import enum
 import math
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 import orjson
 
@@ -71,6 +71,7 @@ SLICED_ABOVE = 1024 * 1024
 PARSED_AT_ONCE = 2
 """Large documents one process parses at once; more wait their turn (`parse`)."""
 _MISSING = object()
+D = TypeVar("D", bound=Mapping[str, Any])  # the kind of document an update changes (`Doc`, `model.stored.DatasetDoc`, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +139,7 @@ class Documents:
             raise NotFound(f"{what} not found")
         return found
 
-    async def create(self, key: str, doc: Doc, what: str) -> str:
+    async def create(self, key: str, doc: Mapping[str, Any], what: str) -> str:
         try:
             etag = await self.store.put(key, dumps(doc), if_none_match=True)
         except PreconditionFailed:
@@ -147,7 +148,7 @@ class Documents:
         self.written(key, etag)
         return etag
 
-    async def put(self, key: str, doc: Doc) -> str:
+    async def put(self, key: str, doc: Mapping[str, Any]) -> str:
         etag = await self.store.put(key, dumps(doc))
         await self.changed(key)
         self.written(key, etag)
@@ -164,12 +165,12 @@ class Documents:
     async def update(
         self,
         key: str,
-        mutate: Callable[[Doc], Any],
+        mutate: Callable[[D], Any],
         what: str,
         *,
         reuse: bool = False,
-        check: Callable[[Doc, int], None] | None = None,
-    ) -> tuple[Doc, Any]:
+        check: Callable[[D, int], None] | None = None,
+    ) -> tuple[D, Any]:
         """Apply ``mutate(doc)`` (which changes ``doc`` in place and returns a result) atomically.
 
         ``mutate`` may raise to abort; it may return the sentinel ``UNCHANGED`` as the first
@@ -192,7 +193,7 @@ class Documents:
                 base, etag = current.doc, current.etag
             doc = _copy_two_levels(base) if reuse else base
             try:
-                result = mutate(doc)
+                result = mutate(cast(D, doc))
             except Exception:
                 if remembered is not None:
                     continue  # decided on a remembered document: decide again on a fresh read
@@ -203,14 +204,14 @@ class Documents:
             if isinstance(result, Unchanged):
                 if remembered is not None:
                     continue
-                return doc, result.value
+                return cast(D, doc), result.value
             if pieces is not None and touched is not None:  # remembered: serialize what the mutation set
                 data, pieces = _serialized(doc, pieces, touched)
             else:
                 data = dumps(doc)
             if check is not None:
                 try:
-                    check(doc, len(data))
+                    check(cast(D, doc), len(data))
                 except Exception:
                     if remembered is not None:
                         continue  # as for mutate: decide again on a fresh read
@@ -226,7 +227,7 @@ class Documents:
                 self.memo.keep(key, Versioned(doc, new_etag), len(data), pieces)
             await self.changed(key)
             self.written(key, new_etag)
-            return doc, result
+            return cast(D, doc), result
         raise Conflict(f"{what} is changing too fast; try again")
 
     async def delete(self, key: str) -> None:
@@ -236,7 +237,7 @@ class Documents:
 
     # -- an object of a domain: its document, and the domain told it changed (`object_changed`)
 
-    async def create_object(self, domain: str, doc: Doc, same: Callable[[Doc], bool] | None = None) -> None:
+    async def create_object(self, domain: str, doc: Mapping[str, Any], same: Callable[[Doc], bool] | None = None) -> None:
         """Store the new object ``doc`` of ``domain``; when one with its id exists already it is
         taken as made when ``same(existing)`` (a request sent again), else `AlreadyExists`."""
         key = object_key(doc["id"])
@@ -249,7 +250,7 @@ class Documents:
         self.object_changed(domain, doc["id"])
 
     async def create_objects(
-        self, domain: str, docs: Sequence[Doc], same: Callable[[Doc, Doc], bool],
+        self, domain: str, docs: Sequence[Mapping[str, Any]], same: Callable[[Doc, Mapping[str, Any]], bool],
         each: Callable[[list[int], Callable[[int], Awaitable[None]]], Awaitable[None]],
     ) -> None:
         """`create_object` of many (a batch request's objects). A store that can (``CreateMany``,
@@ -288,7 +289,7 @@ class Documents:
                 self.written(key, etag)
             self.object_changed(domain, doc["id"])
 
-    async def put_object(self, domain: str, obj_id: str, doc: Doc, if_match: str | None = None) -> str:
+    async def put_object(self, domain: str, obj_id: str, doc: Mapping[str, Any], if_match: str | None = None) -> str:
         """Store ``doc`` as object ``obj_id`` of ``domain`` (``if_match``: only over that ETag,
         else `PreconditionFailed`); its new ETag."""
         key = object_key(obj_id)
@@ -302,12 +303,12 @@ class Documents:
         self,
         domain: str,
         obj_id: str,
-        mutate: Callable[[Doc], Any],
+        mutate: Callable[[D], Any],
         what: str,
         *,
         reuse: bool = False,
-        check: Callable[[Doc, int], None] | None = None,
-    ) -> tuple[Doc, Any]:
+        check: Callable[[D, int], None] | None = None,
+    ) -> tuple[D, Any]:
         """`update` of object ``obj_id`` of ``domain``, then the domain told (also when
         ``mutate`` left it unchanged; not when it raised)."""
         result = await self.update(object_key(obj_id), mutate, what, reuse=reuse, check=check)

@@ -16,6 +16,7 @@ from h5lake.maps import data as md
 from h5lake.maps.buckets import DEFAULT_MAX_BUCKET_BYTES, MapBuckets, MapFormat, marker_of
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection
+from h5lake.model.stored import ObjectDoc
 from h5lake.model.types import client_type
 from h5lake.service.access import (
     base_doc,
@@ -152,7 +153,7 @@ async def _touch(svc: Service, opened: OpenMap, stamp: float) -> None:
     (so concurrent writers contend on it at most once each)."""
     map_id = opened.doc["id"]
 
-    def later(doc: Doc) -> Any:
+    def later(doc: ObjectDoc) -> Any:
         if doc.get("lastModified", 0.0) >= stamp:
             return Unchanged()
         doc["lastModified"] = stamp

@@ -18,7 +18,8 @@ from h5lake.chunks.locate import ChunkLocator
 from h5lake.errors import InvalidInput, ReadOnly
 from h5lake.model.acl import Permission
 from h5lake.model.ids import object_key
-from h5lake.service.documents import Doc, Documents, Versioned
+from h5lake.model.stored import DomainDoc
+from h5lake.service.documents import Documents, Versioned
 from h5lake.storage import LATER, AnswersAtOnce, Blob, Later, Store
 from h5lake.versions.content import ContentStore, ForkedChunks
 
@@ -76,7 +77,7 @@ class Domain:
     """A domain (or folder) opened for one request, and the view its contents are read through."""
 
     path: str
-    doc: Doc
+    doc: DomainDoc
     etag: str
     view: DomainView
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from h5lake.chunks.filters import FilterPipeline
 from h5lake.chunks.locate import ChunkLocator, ChunkRef
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.shapes import Space, SpaceClass, space_from_json
-from h5lake.model.stored import Doc
+from h5lake.model.stored import DatasetDoc, Doc
 from h5lake.model.types import TypeClass, is_variable, to_dtype, type_class
 from h5lake.sources.files import (
     Fingerprint,
@@ -50,8 +51,8 @@ from h5lake.sources.refs import (
 
 log = logging.getLogger(__name__)
 
-SOURCES_KEY = "linked_sources"  # {file_uri: fingerprint JSON}
-TABLE_OF_KEY = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
+SOURCES_KEY: Final = "linked_sources"  # {file_uri: fingerprint JSON}
+TABLE_OF_KEY: Final = "chunk_table_of"  # on a chunk table: ids of the linked datasets using it
 
 
 # --- ingest -----------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def table_fields(type_json: Doc) -> tuple[str, str, str | None, str | None]:
     return offset, size, uri, mask
 
 
-def check_chunk_table(table: Doc, layout: ChunkedRefIndirect, rank: int) -> str | None:
+def check_chunk_table(table: DatasetDoc, layout: ChunkedRefIndirect, rank: int) -> str | None:
     """Check that ``table`` can be the chunk table of an INDIRECT dataset of ``rank``; return
     its file_uri field (None when the layout's file_uri names the one file)."""
     if is_ref_layout(table.get("layout")):
@@ -138,7 +139,7 @@ def check_chunk_table(table: Doc, layout: ChunkedRefIndirect, rank: int) -> str 
     return uri_field
 
 
-def mark_table_user(table: Doc, dataset_id: str) -> None:
+def mark_table_user(table: DatasetDoc, dataset_id: str) -> None:
     """Record on a chunk table that ``dataset_id`` reads its entries (writes then register files)."""
     users = table.setdefault(TABLE_OF_KEY, [])
     if dataset_id not in users:
@@ -162,7 +163,7 @@ def entry_uris(type_json: Doc, values: np.ndarray) -> set[str]:
     return out
 
 
-async def new_sources(registry: SourceRegistry, table_doc: Doc, values: np.ndarray) -> Doc:
+async def new_sources(registry: SourceRegistry, table_doc: DatasetDoc, values: np.ndarray) -> Doc:
     """The fingerprints of files named by chunk-table entries ``values`` and not yet recorded.
 
     A file outside the allowed roots is refused (`Forbidden`); a file already recorded with a
@@ -290,7 +291,7 @@ class IndirectChunks:
     ranged = True  # chunks are byte ranges of files: the engine reads neighbours together
 
     def __init__(
-        self, layout: ChunkedRefIndirect, table_doc: Doc, table: DatasetLayout, pins: _Pins, workers: Workers
+        self, layout: ChunkedRefIndirect, table_doc: DatasetDoc, table: DatasetLayout, pins: _Pins, workers: Workers
     ) -> None:
         self.layout = layout
         self.table = table
@@ -332,15 +333,15 @@ class IndirectChunks:
 class ChunkTable:
     """An INDIRECT dataset's chunk table, read as the native dataset it is."""
 
-    doc: Doc
+    doc: DatasetDoc
     layout: DatasetLayout
 
 
-def ref_layout(doc: Doc) -> RefLayout:
+def ref_layout(doc: DatasetDoc) -> RefLayout:
     return parse_ref_layout(doc["layout"], tuple(space_from_json(doc["shape"]).dims), to_dtype(doc["type"]).itemsize)
 
 
-def linked_locator(doc: Doc, registry: SourceRegistry, table: ChunkTable | None, workers: Workers) -> ChunkLocator:
+def linked_locator(doc: DatasetDoc, registry: SourceRegistry, table: ChunkTable | None, workers: Workers) -> ChunkLocator:
     """The chunk locator of a linked dataset; ``table`` is its chunk table when the layout is
     INDIRECT (see `ref_layout`)."""
     layout = ref_layout(doc)

@@ -40,11 +40,12 @@ from h5lake.errors import Conflict
 from h5lake.model.ids import index_name, object_key
 from h5lake.model.layout import chunk_span, is_linked, span_count
 from h5lake.model.shapes import SpaceClass, space_from_json
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.model.types import to_dtype
 from h5lake.service.context import Service, now
 from h5lake.service.datasets.dataset_layout import compact_layout
 from h5lake.service.datasets.shrink import kept_region, reset_outside
-from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.documents import Unchanged
 from h5lake.service.views import Domain
 from h5lake.storage.base import PreconditionFailed
 
@@ -53,15 +54,15 @@ _MAX_ATTEMPTS = 100
 Work = Callable[[DatasetLayout], Awaitable[Any]]
 
 
-def is_compact(doc: Doc) -> bool:
+def is_compact(doc: DatasetDoc) -> bool:
     return KEY in doc
 
 
-def is_moving(doc: Doc) -> bool:
+def is_moving(doc: DatasetDoc) -> bool:
     return bool(doc.get(KEY, {}).get("moving"))
 
 
-def extent_bytes(doc: Doc) -> int:
+def extent_bytes(doc: DatasetDoc) -> int:
     """Bytes of the chunks that cover the dataset's extent, unfiltered (what its values take
     when every chunk is written)."""
     space = space_from_json(doc["shape"])
@@ -76,7 +77,7 @@ def extent_bytes(doc: Doc) -> int:
     return span_count(span) * math.prod(chunk) * itemsize
 
 
-def start_compact(doc: Doc, limit: int) -> None:
+def start_compact(doc: DatasetDoc, limit: int) -> None:
     """At creation: keep the values of a small native dataset in its document."""
     if is_linked(doc) or space_from_json(doc["shape"]).kind is SpaceClass.NULL:
         return
@@ -84,14 +85,14 @@ def start_compact(doc: Doc, limit: int) -> None:
         doc[KEY] = {"chunks": {}}
 
 
-def mark_moving_if_grown(doc: Doc, limit: int) -> None:
+def mark_moving_if_grown(doc: DatasetDoc, limit: int) -> None:
     """After a resize (in the same update): a compact dataset whose extent passed the limit
     starts moving to chunk objects."""
     if is_compact(doc) and not is_moving(doc) and extent_bytes(doc) > limit:
         doc[KEY]["moving"] = True
 
 
-def trim(doc: Doc, keep: DatasetLayout) -> None:
+def trim(doc: DatasetDoc, keep: DatasetLayout) -> None:
     """In the update that shrinks a compact dataset to ``keep.shape``: drop the listed chunks
     wholly outside it and reset the part outside of those it crosses to fill (one atomic step
     with the new shape; `service.datasets.shrink`)."""
@@ -106,11 +107,11 @@ def trim(doc: Doc, keep: DatasetLayout) -> None:
     doc[KEY]["chunks"] = out
 
 
-def stored_chunks(doc: Doc) -> dict[tuple[int, ...], bytes]:
+def stored_chunks(doc: DatasetDoc) -> dict[tuple[int, ...], bytes]:
     return listed_chunks(doc.get(KEY, {}).get("chunks", {}))
 
 
-async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None, dataset_id: str, work: Work) -> Doc | None:
+async def write(svc: Service, domain: Domain, doc: DatasetDoc | None, etag: str | None, dataset_id: str, work: Work) -> DatasetDoc | None:
     """Run ``work`` (a chunk write) on a compact dataset as one conditional update of its
     document. Returns None when done, or the document (no longer compact) whose chunk objects
     the write must go to instead."""
@@ -118,7 +119,7 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
     for attempt in range(_MAX_ATTEMPTS):
         if doc is None or etag is None:
             found = await svc.docs.require(key, f"dataset {dataset_id}")
-            doc, etag = found.doc, found.etag
+            doc, etag = as_dataset(found.doc), found.etag
         if not is_compact(doc):
             return doc
         if is_moving(doc):
@@ -127,7 +128,7 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
         assert layout is not None
         await work(layout)
         held = layout.locator.store  # type: ignore[attr-defined]
-        new = {**doc, KEY: {"chunks": held.contents(dataset_id)}, "lastModified": now()}
+        new: DatasetDoc = {**doc, KEY: {"chunks": held.contents(dataset_id)}, "lastModified": now()}
         moving = held.size() > svc.limits.compact_max_size
         if moving:
             new[KEY]["moving"] = True
@@ -143,7 +144,7 @@ async def write(svc: Service, domain: Domain, doc: Doc | None, etag: str | None,
     raise Conflict(f"dataset {dataset_id} is being written too often; try again")
 
 
-async def finish_move(svc: Service, domain: Domain, doc: Doc) -> Doc:
+async def finish_move(svc: Service, domain: Domain, doc: DatasetDoc) -> DatasetDoc:
     """Steps 2 and 3 of a move (see the module docstring); returns the document after it."""
     dataset_id = doc["id"]
     chunks = stored_chunks(doc)
@@ -158,7 +159,7 @@ async def finish_move(svc: Service, domain: Domain, doc: Doc) -> Doc:
     async with svc.catalog.recording(domain.path, dataset_id, list(chunks)):
         await svc.workers.each(list(chunks.items()), store)
 
-    def drop(current: Doc) -> Any:
+    def drop(current: DatasetDoc) -> Any:
         if not is_moving(current):
             return Unchanged(None)
         del current[KEY]

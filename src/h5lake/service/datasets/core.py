@@ -15,6 +15,7 @@ from h5lake.model.ids import Collection
 from h5lake.model.layout import LayoutClass, is_linked
 from h5lake.model.selection import Selection, Slice
 from h5lake.model.shapes import Space, SpaceClass, check_bytes, check_extent, parse_space, space_from_json
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.model.types import client_type, to_dtype
 from h5lake.service.access import (
     base_doc,
@@ -45,13 +46,13 @@ from h5lake.service.views import Domain
 
 async def create_datasets(
     svc: Service, caller: Caller, domain_path: str, body: Any, implicit: bool = False,
-    before_store: Callable[[Domain, list[Doc]], Awaitable[None]] | None = None,
+    before_store: Callable[[Domain, list[DatasetDoc]], Awaitable[None]] | None = None,
 ) -> tuple[list[Doc], bool]:
     """``POST /datasets``: one item or a list (made together, service/objects/core.py); with
     ``before_store``, which may add to the documents (their values) before they are stored."""
     items, many = bodies(body)
     domain = await open_domain(svc, caller, domain_path, Permission.CREATE)
-    docs: list[Doc] = []
+    docs: list[DatasetDoc] = []
     links = []
     initialized = []
     for item in items:
@@ -70,7 +71,7 @@ async def create_datasets(
     return [object_json(domain, d) for d in docs], many
 
 
-async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc] | None = None) -> Doc:
+async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[DatasetDoc] | None = None) -> DatasetDoc:
     """``batch``: datasets made earlier in the same request (a linked dataset's chunk table
     comes in the same POST as the dataset when h5pyd flushes)."""
     if "type" not in item:
@@ -85,7 +86,7 @@ async def _new_dataset(svc: Service, domain: Domain, item: Doc, batch: list[Doc]
     planned = None if linked else plan_layout(space, type_json, raw or {}, svc.limits)
     props = validate_creation_properties(raw, type_json, planned["dims"] if planned and planned["dims"] else None)
     _check_fill_size(svc, props)
-    doc = base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item)
+    doc = as_dataset(base_doc(new_id_for(Collection.DATASETS, item, domain), domain, item))
     doc["type"] = type_json
     doc["shape"] = space.to_json()
     doc["creationProperties"] = props
@@ -191,7 +192,7 @@ class Resized:
 
     old: tuple[int, ...]
     new: tuple[int, ...]
-    doc: Doc
+    doc: DatasetDoc
     front: bool = False  # grown at the front (prepend): the new elements come first
 
     def to_text(self) -> str:
@@ -212,13 +213,14 @@ class Resized:
 async def resize(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> Resized:
     """``PUT /datasets/{id}/shape``: grow the dataset to ``shape``, or by ``extend`` along one axis."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
-    check_writable(domain, found.doc, Change.SHAPE)
+    doc = as_dataset(found.doc)
+    check_writable(domain, doc, Change.SHAPE)
     if isinstance(body, dict) and "prepend" in body:
-        check_writable(domain, found.doc, Change.PREPEND)
-    space = space_from_json(found.doc["shape"])
+        check_writable(domain, doc, Change.PREPEND)
+    space = space_from_json(doc["shape"])
     dims = _new_dims(space, body)  # validate before touching storage
     if any(n < o for n, o in zip(dims, space.dims)):
-        check_writable(domain, found.doc, Change.SHRINK)
+        check_writable(domain, doc, Change.SHRINK)
     return await grow(svc, domain, dset_id, body)
 
 
@@ -226,7 +228,7 @@ class _Owed(Exception):
     """The resize must wait for work the document says is owed (a shrink's cleaning, a compact
     move): the caller does it and tries again."""
 
-    def __init__(self, doc: Doc) -> None:
+    def __init__(self, doc: DatasetDoc) -> None:
         self.doc = doc
 
 
@@ -256,7 +258,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
     old_dims: list[int] = []
     marked: list[bool] = [False]  # this update recorded a cleaning it then does itself
 
-    def mutate(doc: Doc) -> Any:
+    def mutate(doc: DatasetDoc) -> Any:
         appends.check_no_appends(doc)  # appends reserve rows first (service.values.appends)
         space = space_from_json(doc["shape"])
         dims = _new_dims(space, body)
@@ -301,7 +303,7 @@ async def _resize_once(svc: Service, domain: Domain, dset_id: str, body: Any) ->
     return resized
 
 
-async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> Doc:
+async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str, body: Any) -> DatasetDoc:
     """``PUT /datasets/{id}/layout`` (an h5lake extension): turn a dataset linked from one file
     (``H5D_CHUNKED_REF``, or ``H5D_CHUNKED_REF_INDIRECT`` with one ``file_uri``) into the
     per-chunk-file form files can be appended to: ``{"chunk_table": id, "extend_dim": axis}``
@@ -310,8 +312,8 @@ async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str
     creation; the document changes in one conditional update, only if its layout is still the
     one checked. A dataset already in that form is returned unchanged."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, Permission.UPDATE, Collection.DATASETS)
-    check_writable(domain, found.doc, Change.LAYOUT)
-    doc = found.doc
+    doc = as_dataset(found.doc)
+    check_writable(domain, doc, Change.LAYOUT)
     layout = doc.get("layout") or {}
     if layout.get("class") == LayoutClass.CHUNKED_REF_INDIRECT.value and not layout.get("file_uri"):
         return doc
@@ -330,7 +332,7 @@ async def aggregate(svc: Service, caller: Caller, domain_path: str, dset_id: str
     props = {**(doc.get("creationProperties") or {}), "layout": new_layout}
     checked, sources = await ingest_linked_layout(svc, domain, dset_id, grown, doc["type"], props, [])
 
-    def mutate(current: Doc) -> Any:
+    def mutate(current: DatasetDoc) -> Any:
         if current.get("layout") != layout:
             raise Conflict(f"dataset {dset_id} changed while it was being turned into the per-chunk-file form")
         current["layout"] = checked

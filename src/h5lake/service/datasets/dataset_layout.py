@@ -8,11 +8,11 @@ from h5lake.chunks.locate import ChunkLocator, NativeChunks
 from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.ids import FORKED
 from h5lake.model.shapes import SpaceClass, space_from_json
-from h5lake.service.documents import Doc
+from h5lake.model.stored import DatasetDoc
 from h5lake.service.views import Domain
 
 
-def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayout | None:
+def layout_with(domain: Domain, doc: DatasetDoc, locator: ChunkLocator) -> DatasetLayout | None:
     """The dataset's layout with its chunks found by ``locator``; None for a null dataspace."""
     space = space_from_json(doc["shape"])
     if space.kind is SpaceClass.NULL:
@@ -26,7 +26,7 @@ def layout_with(domain: Domain, doc: Doc, locator: ChunkLocator) -> DatasetLayou
     return DatasetLayout(doc["id"], domain.path, space.dims, codec, fill, locator, origin)
 
 
-def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
+def native_layout(domain: Domain, doc: DatasetDoc) -> DatasetLayout | None:
     """A dataset whose chunks are objects of their own, read through the domain's view (a fork's
     falling back to its source version's), or kept in its document (compact values,
     `service.datasets.compact`)."""
@@ -35,7 +35,7 @@ def native_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
     return layout_with(domain, doc, domain.view.chunks(doc["id"], doc.get(FORKED)))
 
 
-def compact_layout(domain: Domain, doc: Doc) -> DatasetLayout | None:
+def compact_layout(domain: Domain, doc: DatasetDoc) -> DatasetLayout | None:
     """The layout of a compact dataset: its chunks read from (and written to) the document's
     (a copy in memory; a write stores them back with a conditional update of the document)."""
     chunks = DocumentChunks(listed_chunks(doc[KEY].get("chunks", {})), doc["id"])

@@ -19,15 +19,15 @@ from h5lake.errors import InvalidInput
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import SpaceClass, space_from_json
+from h5lake.model.stored import DatasetDoc
 from h5lake.model.types import TypeClass, to_dtype
 from h5lake.service.context import Service
 from h5lake.service.datasets import compact
 from h5lake.service.datasets.dataset_layout import native_layout
-from h5lake.service.documents import Doc
 from h5lake.service.views import Domain
 
 
-def check_initializer(svc: Service, doc: Doc) -> tuple[float, float] | None:
+def check_initializer(svc: Service, doc: DatasetDoc) -> tuple[float, float] | None:
     """Validate a new dataset's initializer; its (start, step), or None when it has none."""
     init = doc.get("creationProperties", {}).get("initializer")
     if init is None:
@@ -56,7 +56,7 @@ def check_initializer(svc: Service, doc: Doc) -> tuple[float, float] | None:
     return options["--start"], options["--step"]
 
 
-async def run_initializer(svc: Service, domain: Domain, doc: Doc, args: tuple[float, float]) -> None:
+async def run_initializer(svc: Service, domain: Domain, doc: DatasetDoc, args: tuple[float, float]) -> None:
     """Write the values of a dataset just created (``args`` from `check_initializer`)."""
     layout = native_layout(domain, doc)
     if layout is None or not layout.shape[0]:

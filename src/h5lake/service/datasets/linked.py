@@ -18,6 +18,7 @@ from h5lake.model.ids import object_key
 from h5lake.model.layout import chunk_grid
 from h5lake.model.selection import Selection
 from h5lake.model.shapes import Space
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.service.context import Service
 from h5lake.service.datasets.dataset_layout import native_layout
 from h5lake.service.documents import Doc
@@ -47,7 +48,7 @@ def registry(svc: Service) -> SourceRegistry:
 
 
 async def ingest_linked_layout(
-    svc: Service, domain: Domain, dataset_id: str, space: Space, type_json: Doc, props: Doc, batch: list[Doc]
+    svc: Service, domain: Domain, dataset_id: str, space: Space, type_json: Doc, props: Doc, batch: list[DatasetDoc]
 ) -> tuple[Doc, Doc]:
     """Validate a REF layout for a new dataset and record its files.
 
@@ -73,7 +74,7 @@ async def ingest_linked_layout(
 
 
 async def _adopt_chunk_table(
-    svc: Service, domain: Domain, dataset_id: str, layout: ChunkedRefIndirect, rank: int, batch: list[Doc]
+    svc: Service, domain: Domain, dataset_id: str, layout: ChunkedRefIndirect, rank: int, batch: list[DatasetDoc]
 ) -> None:
     pending = next((d for d in batch if d.get("id") == layout.chunk_table), None)
     if pending is not None:
@@ -82,7 +83,7 @@ async def _adopt_chunk_table(
         found = await domain.view.object(layout.chunk_table)
         if found is None or found.doc.get("root") != domain.root:
             raise InvalidInput(f"chunk_table {layout.chunk_table} is not a dataset of this domain")
-        table = found.doc
+        table = as_dataset(found.doc)
     uri_field = check_chunk_table(table, layout, rank)
     if pending is not None:
         mark_table_user(pending, dataset_id)  # stored with the mark, and empty: nothing to register yet
@@ -97,11 +98,11 @@ async def _adopt_chunk_table(
             await register_table_sources(svc, table, entries)
 
 
-def is_chunk_table(doc: Doc) -> bool:
+def is_chunk_table(doc: DatasetDoc) -> bool:
     return bool(doc.get(TABLE_OF_KEY))
 
 
-async def register_table_sources(svc: Service, table_doc: Doc, values: np.ndarray) -> None:
+async def register_table_sources(svc: Service, table_doc: DatasetDoc, values: np.ndarray) -> None:
     """Before chunk-table entries are stored: check and record every file they name.
 
     A file outside the allowed roots is refused (`Forbidden`) and nothing is written; a file
@@ -111,13 +112,13 @@ async def register_table_sources(svc: Service, table_doc: Doc, values: np.ndarra
     if not new:
         return
 
-    def record(doc: Doc) -> None:
+    def record(doc: DatasetDoc) -> None:
         doc.setdefault(SOURCES_KEY, {}).update(new)
 
     await svc.docs.update(object_key(table_doc["id"]), record, f"chunk table {table_doc['id']}")
 
 
-async def locator_of_linked(svc: Service, domain: Domain, doc: Doc) -> ChunkLocator:
+async def locator_of_linked(svc: Service, domain: Domain, doc: DatasetDoc) -> ChunkLocator:
     """The chunk locator of a linked dataset, its chunk table (if any) read through the view."""
     layout = ref_layout(doc)
     table: ChunkTable | None = None
@@ -125,10 +126,11 @@ async def locator_of_linked(svc: Service, domain: Domain, doc: Doc) -> ChunkLoca
         found = await domain.view.object(layout.chunk_table)
         if found is None or found.doc.get("root") != domain.root:
             raise NotFound(f"the chunk table {layout.chunk_table} of this dataset is gone")
-        table_layout = native_layout(domain, found.doc)
+        table_doc = as_dataset(found.doc)
+        table_layout = native_layout(domain, table_doc)
         if table_layout is None:
             raise InvalidInput(f"the chunk table {layout.chunk_table} has no values")
-        table = ChunkTable(found.doc, table_layout)
+        table = ChunkTable(table_doc, table_layout)
     return linked_locator(doc, registry(svc), table, svc.workers)
 
 
@@ -138,7 +140,7 @@ linked dataset's chunks per file; past it only the files the table names are lis
 is ~40 us an entry (variable-length file names): a table chunk of 4,096 entries ~160 ms."""
 
 
-async def linked_storage(svc: Service, domain: Domain, doc: Doc, count: bool = False) -> Doc:
+async def linked_storage(svc: Service, domain: Domain, doc: DatasetDoc, count: bool = False) -> Doc:
     """Where a linked dataset's values are, for the view: its layout class and the files it
     reads (``files``: ``[{uri, chunks}]``, ``chunks`` None when not counted). With ``count``,
     a chunk table of at most TABLE_COUNT_LIMIT entries is read to count each file's chunks and
@@ -159,7 +161,7 @@ async def linked_storage(svc: Service, domain: Domain, doc: Doc, count: bool = F
     if found is None or found.doc.get("root") != domain.root:
         out["files"] = []
         return out
-    table = found.doc
+    table = as_dataset(found.doc)
     table_layout = native_layout(domain, table)
     decoded = 0 if table_layout is None else math.prod(chunk_grid(table_layout.shape, table_layout.chunk_shape)) * math.prod(table_layout.chunk_shape)
     out["countable"] = table_layout is not None and decoded <= TABLE_COUNT_LIMIT

@@ -4,13 +4,16 @@ that decides whether it may be changed."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import InvalidInput, ReadOnly
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection
 from h5lake.model.layout import LayoutClass, is_linked
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.service.access import open_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets.dataset_layout import layout_with, native_layout
@@ -22,7 +25,7 @@ from h5lake.service.views import Domain, refuse_change
 @dataclass(frozen=True, slots=True)
 class OpenDataset:
     domain: Domain
-    doc: Doc
+    doc: DatasetDoc
     layout: DatasetLayout | None  # None for a null dataspace
     etag: str | None = None  # of ``doc`` as read, when known (a compact write's first if-match)
 
@@ -41,7 +44,7 @@ class OpenDataset:
         return self.layout
 
 
-async def dataset_layout(svc: Service, domain: Domain, doc: Doc) -> DatasetLayout | None:
+async def dataset_layout(svc: Service, domain: Domain, doc: DatasetDoc) -> DatasetLayout | None:
     """The layout of a dataset of ``domain``; its chunks located through the domain's view."""
     if is_linked(doc):
         return layout_with(domain, doc, await locator_of_linked(svc, domain, doc))
@@ -53,7 +56,8 @@ async def open_dataset(
 ) -> OpenDataset:
     """Authorize, read the dataset's document once and build its layout."""
     domain, found = await open_object(svc, caller, domain_path, dset_id, permission, Collection.DATASETS)
-    return OpenDataset(domain, found.doc, await dataset_layout(svc, domain, found.doc), found.etag)
+    doc = as_dataset(found.doc)
+    return OpenDataset(domain, doc, await dataset_layout(svc, domain, doc), found.etag)
 
 
 class Change(enum.Enum):
@@ -64,8 +68,8 @@ class Change(enum.Enum):
     LAYOUT = "layout"  # a linked dataset turned into the per-chunk-file form (files appended)
 
 
-def check_writable(domain: Domain, doc: Doc, change: Change) -> None:
-    """The one decision whether a dataset may be changed: raises `ReadOnly` when not.
+def check_writable(domain: Domain, doc: Mapping[str, Any], change: Change) -> None:
+    """The one decision whether a dataset (or a map: ``doc``) may be changed: raises `ReadOnly` when not.
 
     A dataset linked to an HDF5 file keeps its values there; only an INDIRECT one may grow
     (files appended along an axis: its chunk table says where new chunks are, and chunks it

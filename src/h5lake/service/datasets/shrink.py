@@ -35,7 +35,7 @@ import dataclasses
 import itertools
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,29 +47,30 @@ from h5lake.chunks.locate import NativeChunks
 from h5lake.model.layout import chunk_span, span_count
 from h5lake.model.projection import project
 from h5lake.model.selection import Selection, Slice
+from h5lake.model.stored import DatasetDoc
 from h5lake.service.context import Service, now
 from h5lake.service.datasets.dataset_layout import native_layout
-from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.documents import Unchanged
 from h5lake.service.views import Domain
 from h5lake.versions.content import ForkedChunks
 
-KEY = "shrinking"
+KEY: Final = "shrinking"
 
 Index = tuple[int, ...]
 
 
-def pending(doc: Doc) -> dict[str, list[int]] | None:
+def pending(doc: DatasetDoc) -> dict[str, list[int]] | None:
     mark = doc.get(KEY)
     return mark if isinstance(mark, dict) else None
 
 
-def blocks_growth(doc: Doc, dims: tuple[int, ...]) -> bool:
+def blocks_growth(doc: DatasetDoc, dims: tuple[int, ...]) -> bool:
     """Whether growing to ``dims`` would show values a pending cleaning has not removed yet."""
     mark = pending(doc)
     return mark is not None and any(n > k for n, k in zip(dims, mark["keep"]))
 
 
-def mark(doc: Doc, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+def mark(doc: DatasetDoc, old: tuple[int, ...], new: tuple[int, ...]) -> None:
     """In the update that stores the smaller shape: record (or widen) the cleaning owed."""
     before = pending(doc) or {"keep": list(old), "upto": list(old)}
     doc[KEY] = {
@@ -157,7 +158,7 @@ async def _candidates(svc: Service, domain: Domain, layout: DatasetLayout, upto:
     return sorted(i for i in found if not layout.is_interior(i))
 
 
-async def clean(svc: Service, domain: Domain, doc: Doc) -> None:
+async def clean(svc: Service, domain: Domain, doc: DatasetDoc) -> None:
     """Remove the values outside ``keep`` (the document's mark) from the dataset's chunks."""
     mark_ = pending(doc)
     base = native_layout(domain, doc)
@@ -195,7 +196,7 @@ async def clean(svc: Service, domain: Domain, doc: Doc) -> None:
         await svc.workers.each(indexes, one)
 
 
-async def finish(svc: Service, domain: Domain, doc: Doc) -> Doc:
+async def finish(svc: Service, domain: Domain, doc: DatasetDoc) -> DatasetDoc:
     """Clean what ``doc``'s mark owes, then drop the mark if it is still that one (a shrink
     made meanwhile widened it and cleans itself). Returns the document after."""
     done = pending(doc)
@@ -203,7 +204,7 @@ async def finish(svc: Service, domain: Domain, doc: Doc) -> Doc:
         return doc
     await clean(svc, domain, doc)
 
-    def drop(current: Doc) -> Any:
+    def drop(current: DatasetDoc) -> Any:
         if pending(current) != done:
             return Unchanged(None)
         del current[KEY]

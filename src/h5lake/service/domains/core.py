@@ -26,6 +26,7 @@ from h5lake.model.ids import (
     object_key,
     parent_domain,
 )
+from h5lake.model.stored import DomainDoc, as_domain
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.datasets.creation import group_creation_properties
 from h5lake.service.documents import Doc
@@ -59,7 +60,7 @@ async def _load_head(svc: Service, path: str) -> Domain:
         if path != "/" and await svc.store.head(domain_tombstone_key(path)) is not None:
             raise Gone(f"domain {path} has been deleted")
         raise NotFound(f"domain {path} not found")
-    return Domain(path, found.doc, found.etag, svc.head)
+    return Domain(path, as_domain(found.doc), found.etag, svc.head)
 
 
 def authorize(caller: Caller, domain: Domain, permission: Permission) -> None:
@@ -214,7 +215,7 @@ async def create_domain(
         # owner's choice.
         acls[acl_model.DEFAULT] = acl_model.acl_for(read=svc.public_read)
     ts = now()
-    doc: Doc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
+    doc: DomainDoc = {"owner": owner, "acls": acls, "created": ts, "lastModified": ts}
     root_doc: Doc | None = None
     if not is_folder:
         root_id = new_root_id()
@@ -346,7 +347,7 @@ async def list_domains(
         for name, found in zip(batch, found_batch):
             if found is None:
                 continue  # a prefix with no domain object (e.g. left-over catalog files)
-            if not _readable(caller, Domain(name, found.doc, found.etag, svc.head)):
+            if not _readable(caller, Domain(name, as_domain(found.doc), found.etag, svc.head)):
                 continue
             d = found.doc
             item: Doc = {
@@ -463,7 +464,7 @@ async def put_acl(svc: Service, caller: Caller, path: str, user: str, body: Any)
     flags = acl_model.validate_acl(body)
     domain = await open_domain(svc, caller, path, Permission.UPDATE_ACL)
 
-    def mutate(doc: Doc) -> Doc:
+    def mutate(doc: DomainDoc) -> dict[str, Any]:
         acls = doc.setdefault("acls", {})
         entry = acls.get(user) or {f: False for f in acl_model.FLAGS}
         entry.update(flags)

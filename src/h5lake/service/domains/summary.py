@@ -5,6 +5,7 @@ from __future__ import annotations
 from h5lake.catalog.changed import last_changed
 from h5lake.catalog.totals import dataset_chunk_totals, map_bucket_bytes
 from h5lake.model.ids import Collection
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.service.context import Service
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.views import Domain
@@ -15,14 +16,14 @@ async def domain_stats(svc: Service, domain: Domain) -> Doc:
     counts = {"g": 0, "d": 0, "t": 0, "m": 0}
     metadata_bytes = 0
     last = domain.doc.get("lastModified", 0.0)
-    datasets: list[Doc] = []
+    datasets: list[DatasetDoc] = []
     maps: list[str] = []
     async for doc in walk_objects(svc, domain):
         counts[doc["id"][0]] += 1
         metadata_bytes += len(dumps(doc))
         last = max(last, doc.get("lastModified", 0.0))
         if Collection.of(doc["id"]) is Collection.DATASETS:
-            datasets.append(doc)
+            datasets.append(as_dataset(doc))
         elif Collection.of(doc["id"]) is Collection.MAPS:
             maps.append(doc["id"])
     num_chunks, allocated, linked_chunks, linked_bytes = await dataset_chunk_totals(svc.store, domain.path, datasets)

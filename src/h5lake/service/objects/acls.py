@@ -14,6 +14,7 @@ from h5lake.errors import NotFound
 from h5lake.model import acl as acl_model
 from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection
+from h5lake.model.stored import ObjectDoc
 from h5lake.service.access import open_object, update_object
 from h5lake.service.context import Caller, Service, now
 from h5lake.service.documents import Doc
@@ -47,7 +48,7 @@ async def put_object_acl(
     flags = acl_model.validate_acl(body)
     domain, _ = await open_object(svc, caller, domain_path, obj_id, Permission.UPDATE_ACL, collection)
 
-    def mutate(doc: Doc) -> Doc:
+    def mutate(doc: ObjectDoc) -> dict[str, Any]:
         acls = doc.setdefault("acls", {})
         entry = acls.get(user) or {f: False for f in acl_model.FLAGS}
         entry.update(flags)

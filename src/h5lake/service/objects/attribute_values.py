@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from h5lake.errors import DataCorruption, StorageError, TooLarge
@@ -81,7 +82,7 @@ async def drop(svc: Service, obj_id: str, refs: list[Doc]) -> None:
             log.warning("could not delete attribute value %s of %s", ref.get("key"), obj_id)
 
 
-async def collect(svc: Service, obj_id: str, doc: Doc | None, grace: float = GRACE) -> None:
+async def collect(svc: Service, obj_id: str, doc: Mapping[str, Any] | None, grace: float = GRACE) -> None:
     """Delete the object's value objects its document ``doc`` does not name (all of them when
     the object is gone: ``doc`` None) and that are older than ``grace`` (all, when gone)."""
     try:

@@ -31,6 +31,7 @@ from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
+from h5lake.model.stored import ObjectDoc
 from h5lake.model.types import (
     CharSet,
     TypeClass,
@@ -229,7 +230,7 @@ def _same(a: Doc, b: Doc) -> bool:
     return all(a.get(k) == b.get(k) for k in keys) and attrvalues.content(a) == attrvalues.content(b)
 
 
-def _add_attributes(doc: Doc, new: dict[str, Doc], dropped: list[Doc]) -> Any:
+def _add_attributes(doc: ObjectDoc, new: dict[str, Doc], dropped: list[Doc]) -> Any:
     """Set the ``new`` attributes in ``doc``; ``dropped`` gets the outside values no longer named."""
     attrs = doc.setdefault("attributes", {})
     changed = False
@@ -252,12 +253,12 @@ def _add_attributes(doc: Doc, new: dict[str, Doc], dropped: list[Doc]) -> Any:
     return PutOutcome.CREATED
 
 
-def _total_within(limit: int) -> Callable[[Doc, int], None]:
+def _total_within(limit: int) -> Callable[[ObjectDoc, int], None]:
     """The check of `_check_total` on a changed document whose serialization takes ``size``
     bytes: its attributes' serialization is a part of the document's, so a document within the
     limit needs no second serialization of them (a PUT's second largest cost at 250 attributes)."""
 
-    def check(doc: Doc, size: int) -> None:
+    def check(doc: ObjectDoc, size: int) -> None:
         if size > limit:
             _check_total(doc.get("attributes", {}), limit)
 
@@ -535,7 +536,7 @@ async def delete_attributes(svc: Service, caller: Caller, domain_path: str, obj_
 
     dropped: list[Doc] = []
 
-    def remove(doc: Doc) -> Unchanged | None:
+    def remove(doc: ObjectDoc) -> Unchanged | None:
         attrs = doc.get("attributes", {})
         present = [n for n in names if n in attrs]
         dropped[:] = [attrs[n][attrvalues.OUTSIDE] for n in present if attrvalues.is_outside(attrs[n])]

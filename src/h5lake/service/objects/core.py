@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from h5lake.catalog.totals import dataset_stats
@@ -9,6 +10,7 @@ from h5lake.chunks.inline import KEY as COMPACT_KEY
 from h5lake.errors import Forbidden, InvalidInput
 from h5lake.model.acl import Permission
 from h5lake.model.ids import FORKED, Collection, parse_id, tombstone_key
+from h5lake.model.stored import as_dataset, as_group
 from h5lake.model.typecheck import validate_type
 from h5lake.model.types import client_type
 from h5lake.service.access import (
@@ -36,7 +38,7 @@ _NOT_SHOWN = frozenset(("links", "attributes", "stats", COMPACT_KEY, APPENDS_KEY
 
 
 def object_json(
-    domain: Domain, doc: Doc, *, include_links: bool = True, include_attrs: bool = False, create_order: bool = False
+    domain: Domain, doc: Mapping[str, Any], *, include_links: bool = True, include_attrs: bool = False, create_order: bool = False
 ) -> Doc:
     """An object as ``GET /{collection}/{id}`` shows it; its attributes (``include_attrs``) by
     name, or by creation with ``create_order`` (the HDF5 REST VOL connector's H5Aopen_by_idx
@@ -88,8 +90,8 @@ async def store_new_objects(
     svc: Service,
     caller: Caller,
     domain: Domain,
-    docs: list[Doc],
-    link_requests: list[tuple[Doc, Any]],
+    docs: Sequence[Mapping[str, Any]],
+    link_requests: Sequence[tuple[Mapping[str, Any], Any]],
     implicit: bool = False,
 ) -> None:
     """Create documents (create-only), then any ``link`` requests that came with them.
@@ -105,7 +107,7 @@ async def store_new_objects(
         await link_new_object(svc, caller, domain, doc, link)
 
 
-def _same_object(a: Doc, b: Doc) -> bool:
+def _same_object(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     skip = {"created", "lastModified", "attributes", "links", "stats"}
     return {k: v for k, v in a.items() if k not in skip} == {
         k: v for k, v in b.items() if k not in skip
@@ -124,7 +126,7 @@ async def create_groups(
     for item in items:
         if "type" in item:  # as HSDS: a committed datatype is made by POST /datatypes
             raise InvalidInput("a group has no type (POST /datatypes commits a datatype)")
-        doc = base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item)
+        doc = as_group(base_doc(new_id_for(Collection.GROUPS, item, domain), domain, item))
         # links made with the group, as HSDS takes them: {name: link} as PUT .../links takes
         doc["links"] = parse_links(item["links"], domain) if item.get("links") is not None else {}
         doc["creationProperties"] = group_creation_properties(item.get("creationProperties"))
@@ -185,9 +187,10 @@ async def get_object(
         path = await path_of(svc, domain, obj_id)
         out["alias"] = [] if path is None else [path]
     if verbose and collection is Collection.DATASETS:
-        stats = await dataset_stats(svc.store, domain.path, found.doc)
+        dataset = as_dataset(found.doc)
+        stats = await dataset_stats(svc.store, domain.path, dataset)
         if stats["storage"] == "linked":  # a chunk table's entries, counted when it is short enough
-            counted = await linked_storage(svc, domain, found.doc, count=True)
+            counted = await linked_storage(svc, domain, dataset, count=True)
             if "allocatedChunks" in counted:
                 stats["allocatedChunkCount"], stats["allocatedSize"] = counted["allocatedChunks"], counted["allocatedBytes"]
         out["stats"] = stats

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from operator import itemgetter
 from typing import Any, NoReturn
 
@@ -15,6 +15,7 @@ from h5lake.model.globs import check_pattern, matches
 from h5lake.model.ids import Collection, is_valid_id, new_object_id, parse_id, same_domain
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.ordering import sorted_in_runs
+from h5lake.model.stored import GroupDoc, as_group
 from h5lake.model.types import CharSet
 from h5lake.service.access import base_doc, client_timestamp, load_object, update_object
 from h5lake.service.context import Caller, Service, now
@@ -149,7 +150,7 @@ def link_json(link: Doc, title: str | None = None) -> Doc:
     return out
 
 
-def _add_links(doc: Doc, new: dict[str, Doc], replace: bool = False) -> Any:
+def _add_links(doc: GroupDoc, new: dict[str, Doc], replace: bool = False) -> Any:
     links = doc.setdefault("links", {})
     added = False
     for name, link in new.items():
@@ -172,7 +173,7 @@ async def _put_links(
 ) -> PutOutcome:
     parse_id(group_id, Collection.GROUPS)
     # reuse: _add_links sets whole links and lastModified (Documents.update)
-    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(d, new, replace), reuse=True)
+    _, outcome = await update_object(svc, domain, group_id, lambda d: _add_links(as_group(d), new, replace), reuse=True)
     return outcome
 
 
@@ -234,7 +235,7 @@ async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit:
     parts = [p for p in h5path.split("/") if p and p != "."]
     if not parts:
         raise InvalidInput(f"h5path {h5path[:80]!r} names no link: give the new object's name (/g1/new)")
-    parent = (await load_object(svc, domain, start or domain.require_root())).doc
+    parent = as_group((await load_object(svc, domain, start or domain.require_root())).doc)
     for name in parts[:-1]:
         link = parent.get("links", {}).get(name)
         if link is None:
@@ -244,7 +245,7 @@ async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit:
             continue
         if link.get("class") != LinkClass.HARD.value or parse_id(link["id"]) is not Collection.GROUPS:
             raise InvalidInput(f"{h5path}: {name!r} is not a hard link to a group")
-        parent = (await load_object(svc, domain, link["id"])).doc
+        parent = as_group((await load_object(svc, domain, link["id"])).doc)
     if parse_id(parent["id"]) is not Collection.GROUPS:
         raise InvalidInput(f"{h5path}: the parent is not a group")
     if parts[-1] in parent.get("links", {}):
@@ -252,8 +253,8 @@ async def place_new_object(svc: Service, domain: Domain, request: Doc, implicit:
     return {"id": parent["id"], "name": parts[-1]}
 
 
-async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: str) -> Doc:
-    doc = base_doc(new_object_id(Collection.GROUPS, domain.require_root()), domain, {})
+async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: str) -> GroupDoc:
+    doc = as_group(base_doc(new_object_id(Collection.GROUPS, domain.require_root()), domain, {}))
     doc["links"] = {}
     doc["creationProperties"] = {}
     await svc.docs.create_object(domain.path, doc)
@@ -262,7 +263,7 @@ async def _new_group_under(svc: Service, domain: Domain, parent_id: str, name: s
     return doc
 
 
-async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Doc, request: Doc) -> None:
+async def link_new_object(svc: Service, caller: Caller, domain: Domain, doc: Mapping[str, Any], request: Doc) -> None:
     """The ``link`` member of a POST that creates an object: link it into a parent group."""
     parent = request["id"]
     link = {"class": LinkClass.HARD.value, "id": doc["id"], "created": doc["created"]}
@@ -334,18 +335,18 @@ async def get_links(
     is that request for one name. A GET with ``titles`` in its query lists those that exist."""
     parse_id(group_id, Collection.GROUPS)  # also where only its descendants' ids are used
     domain = await open_domain(svc, caller, domain_path, Permission.READ)
-    opts = {"titles": titles, "create_order": create_order, "pattern": pattern, "marker": marker, "limit": limit}
 
     def shown(have: dict[str, Doc]) -> list[Doc]:
-        return [link_json(l, t) for t, l in _select(have, **opts)]  # type: ignore[arg-type]
+        selected = _select(have, titles=titles, create_order=create_order, pattern=pattern, marker=marker, limit=limit)
+        return [link_json(l, t) for t, l in selected]
 
     async def links_of(gid: str) -> list[Doc]:
         parse_id(gid, Collection.GROUPS)
-        have = (await load_object(svc, domain, gid)).doc.get("links", {})
+        have = as_group((await load_object(svc, domain, gid)).doc).get("links", {})
         return await svc.workers.cpu(shown, have, size=len(have) * ENTRY_BYTES)
 
     if titles_must_exist and titles is not None and grp_ids is None and not follow_links:
-        group = (await load_object(svc, domain, group_id)).doc
+        group = as_group((await load_object(svc, domain, group_id)).doc)
         have = group.get("links", {})
         for title in titles:
             if title not in have:
@@ -368,7 +369,7 @@ async def _descendant_groups(svc: Service, domain: Domain, start: str) -> list[s
         docs = await svc.workers.map(frontier, lambda g: load_object(svc, domain, g))
         frontier = []
         for found in docs:
-            for link in found.doc.get("links", {}).values():
+            for link in as_group(found.doc).get("links", {}).values():
                 target = link.get("id")
                 if target and Collection.of(target) is Collection.GROUPS and target not in seen:
                     seen.append(target)
@@ -384,7 +385,7 @@ async def delete_links(
     if not titles:
         raise InvalidInput("no link names given")
 
-    def remove(doc: Doc) -> Unchanged | None:
+    def remove(doc: GroupDoc) -> Unchanged | None:
         links = doc.get("links", {})
         present = [t for t in titles if t in links]
         for t in titles:

@@ -25,6 +25,7 @@ from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.links import LinkClass
 from h5lake.model.selection import Selection
+from h5lake.model.stored import as_dataset
 from h5lake.model.types import is_variable, wire_dtype
 from h5lake.model.values import array_to_bytes
 from h5lake.service.context import Service
@@ -233,7 +234,7 @@ async def value_base64(svc: Service, domain: Domain, doc: Doc) -> str | None:
     """A small dataset's whole value (`small_value_size`) as base64 of its packed bytes."""
     if small_value_size(doc) is None or parse_id(doc["id"]) is not Collection.DATASETS:
         return None
-    layout = await dataset_layout(svc, domain, doc)
+    layout = await dataset_layout(svc, domain, as_dataset(doc))
     if layout is None:
         return None
     arr = await engine.read_selection(layout, Selection.all(layout.shape), svc.workers)

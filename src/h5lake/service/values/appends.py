@@ -23,24 +23,26 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Final
 
 from h5lake.errors import Conflict, InvalidInput
 from h5lake.model.ids import object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.selection import Selection, Slice
+from h5lake.model.stored import DatasetDoc
 from h5lake.service.context import Service
 from h5lake.service.datasets import compact, shrink
-from h5lake.service.documents import Doc, Unchanged
+from h5lake.service.documents import Unchanged
 from h5lake.service.views import Domain
 
-KEY = "appends"
+KEY: Final = "appends"
 """The document's record of reserved appends: ``{"axis": a, "top": t, "pending": [[start, stop, since], ...]}``."""
 
 STALE_SECONDS = 60.0
 """A pending region older than this is taken for its writer's death."""
 
 
-def reservable(doc: Doc) -> bool:
+def reservable(doc: DatasetDoc) -> bool:
     """Whether an append to this dataset reserves its rows first (not compact, not linked, no
     cleaning or move owed)."""
     return not (compact.is_compact(doc) or is_linked(doc) or shrink.pending(doc) is not None)
@@ -50,12 +52,12 @@ def reservable(doc: Doc) -> bool:
 class Reserved:
     """Rows ``[start, stop)`` along ``axis`` reserved for one append, and the document after."""
 
-    doc: Doc
+    doc: DatasetDoc
     axis: int
     start: int
     stop: int
 
-    def writable_doc(self) -> Doc:
+    def writable_doc(self) -> DatasetDoc:
         """The document with its extent past the reserved rows by a chunk (what the writes go
         through): the chunk holding the last rows is then never taken for an edge chunk this
         write covers whole, which would replace rows a later appender wrote beyond them."""
@@ -77,7 +79,7 @@ async def reserve(svc: Service, domain: Domain, dset_id: str, count: int, axis: 
     A compact dataset's values move to chunk objects first (a dataset appended to is growing)."""
     found: list[tuple[int, int]] = []
 
-    def mark_moving(doc: Doc) -> object:
+    def mark_moving(doc: DatasetDoc) -> object:
         if not compact.is_compact(doc) or compact.is_moving(doc) or is_linked(doc):
             return Unchanged(None)
         doc[compact.KEY] = {**doc[compact.KEY], "moving": True}
@@ -87,7 +89,7 @@ async def reserve(svc: Service, domain: Domain, dset_id: str, count: int, axis: 
     if compact.is_moving(doc):
         await compact.finish_move(svc, domain, doc)
 
-    def mutate(doc: Doc) -> object:
+    def mutate(doc: DatasetDoc) -> object:
         if not reservable(doc):
             return Unchanged(None)
         settle(doc)
@@ -114,11 +116,11 @@ async def reserve(svc: Service, domain: Domain, dset_id: str, count: int, axis: 
     return Reserved(doc, axis, *found[0])
 
 
-async def publish(svc: Service, dset_id: str, reserved: Reserved) -> Doc:
+async def publish(svc: Service, dset_id: str, reserved: Reserved) -> DatasetDoc:
     """The rows of ``reserved`` are written (or given up): show every row below the lowest
     region still pending."""
 
-    def mutate(doc: Doc) -> object:
+    def mutate(doc: DatasetDoc) -> object:
         record = doc.get(KEY)
         if record is not None:
             record["pending"] = [p for p in record["pending"] if p[0] != reserved.start]
@@ -129,7 +131,7 @@ async def publish(svc: Service, dset_id: str, reserved: Reserved) -> Doc:
     return doc
 
 
-def settle(doc: Doc) -> bool:
+def settle(doc: DatasetDoc) -> bool:
     """Drop stale pending regions and set the visible extent as far as the rows are written;
     with none left pending, the record goes. True when regions are still pending."""
     record = doc.get(KEY)
@@ -152,7 +154,7 @@ def settle(doc: Doc) -> bool:
     return False
 
 
-def check_no_appends(doc: Doc) -> None:
+def check_no_appends(doc: DatasetDoc) -> None:
     """For a resize: settle the record; 409 while appends are in progress."""
     if settle(doc):
         raise Conflict("appends to this dataset are in progress; try the resize again")

@@ -18,6 +18,7 @@ import orjson
 from h5lake.chunks import writes
 from h5lake.chunks.inline import KEY as COMPACT_KEY
 from h5lake.model.selection import Selection
+from h5lake.model.stored import DatasetDoc
 from h5lake.model.types import is_variable
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets import core as datasets
@@ -42,7 +43,7 @@ async def create_datasets_with_values(
     listed = body if isinstance(body, list) else [body]
     inside: set[int] = set()  # items whose values went into their new documents
 
-    async def before_store(domain: Domain, docs: list[Doc]) -> None:
+    async def before_store(domain: Domain, docs: list[DatasetDoc]) -> None:
         for i, (doc, item) in enumerate(zip(docs, listed, strict=False)):
             given = _given(item)
             if given and await _into_document(svc, domain, doc, given):
@@ -59,7 +60,7 @@ async def create_datasets_with_values(
     return items, many
 
 
-async def _into_document(svc: Service, domain: Domain, doc: Doc, given: dict[str, Any]) -> bool:
+async def _into_document(svc: Service, domain: Domain, doc: DatasetDoc, given: dict[str, Any]) -> bool:
     """Write ``given`` (the whole extent's values) into a new compact dataset's document; False
     when it is not one whose values can go there (they are then written after the create)."""
     if COMPACT_KEY not in doc or is_variable(doc["type"]) or b"H5T_REFERENCE" in orjson.dumps(doc["type"]):

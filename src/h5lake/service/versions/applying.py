@@ -27,12 +27,12 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, Final
 
 from h5lake.chunks.capability import copies
 from h5lake.errors import CallerGone, Conflict, H5LakeError, StorageUnavailable
 from h5lake.model.ids import blob_key, chunk_key, domain_key, parse_index_name, version_key
-from h5lake.model.stored import VersionRecord
+from h5lake.model.stored import DomainDoc, VersionRecord, as_domain
 from h5lake.service.context import Service, now
 from h5lake.service.documents import Doc, dumps
 from h5lake.service.faults import crash_point
@@ -44,23 +44,23 @@ from h5lake.versions.names import parse_version_id
 
 log = logging.getLogger(__name__)
 Trees = dict[str, dict[str, Any]]
-COMMITTING = "committing"  # the domain document's lease while a commit, restore or merge runs
-APPLYING = "applying"  # the domain document's intent while a version is written to the head
+COMMITTING: Final = "committing"  # the domain document's lease while a commit, restore or merge runs
+APPLYING: Final = "applying"  # the domain document's intent while a version is written to the head
 _POLL = 0.02
 _HELD: Counter[tuple[int, str]] = Counter()  # (id of the service, domain) held by this process now
 
 
-def _leaser(svc: Service) -> Callable[[Doc], None]:
+def _leaser(svc: Service) -> Callable[[DomainDoc], None]:
     """Marks a domain document as held for ``svc.commit_lease`` seconds from now (a crashed
     commit holds the domain's changes back at most that long)."""
 
-    def lease(doc: Doc) -> None:
+    def lease(doc: DomainDoc) -> None:
         doc[COMMITTING] = {"until": time.time() + svc.commit_lease}
 
     return lease
 
 
-def _live(svc: Service, path: str, doc: Doc) -> bool:
+def _live(svc: Service, path: str, doc: DomainDoc) -> bool:
     """The writer holding the domain is alive: its lease runs, or this very service holds it
     (its lease may have lapsed while the process was too busy to renew it)."""
     mark = doc.get(COMMITTING)
@@ -114,7 +114,7 @@ async def begin(svc: Service, domain: Domain, version: str, tree: str, parent: s
     under `commit_flag`, before the version's record is put when that is still to come)."""
     intent: Doc = {"version": version, "tree": tree, "parent": parent}
 
-    def mark(doc: Doc) -> None:
+    def mark(doc: DomainDoc) -> None:
         doc[APPLYING] = intent
 
     await svc.docs.update(domain_key(domain.path), mark, f"domain {domain.path}")
@@ -126,7 +126,7 @@ async def end(svc: Service, domain: Domain, intent: Doc) -> None:
     """The head is the version (or the version will never be): the intent goes."""
     crash_point("apply-done")
 
-    def unmark(doc: Doc) -> None:
+    def unmark(doc: DomainDoc) -> None:
         if doc.get(APPLYING) == intent:
             doc.pop(APPLYING)
 
@@ -164,7 +164,7 @@ async def finish(svc: Service, domain: Domain) -> Domain:
             await asyncio.sleep(_POLL)
         else:
 
-            def take(doc: Doc, intent: Doc = intent) -> None:
+            def take(doc: DomainDoc, intent: Doc = intent) -> None:
                 if doc.get(APPLYING) != intent or _live(svc, path, doc):
                     raise _Taken
                 _leaser(svc)(doc)
@@ -180,7 +180,7 @@ async def finish(svc: Service, domain: Domain) -> Domain:
                         log.warning("could not finish writing %s to the head of %s: %s", intent["version"], path, e)
                         await end(svc, domain, intent)
         found = await svc.docs.require(key, what)
-        domain = Domain(domain.path, found.doc, found.etag, domain.view)
+        domain = Domain(domain.path, as_domain(found.doc), found.etag, domain.view)
     return domain
 
 

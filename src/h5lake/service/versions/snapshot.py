@@ -101,15 +101,15 @@ class Snapshot:
         catalog_etag = None if catalog is None else _etag(catalog.etag)
         prev_sha = self.parent.get(obj_id)
         prev = await cas.get_tree(prev_sha) if prev_sha else None
-        if prev is not None and prev["etag"] == _etag(info.etag) and prev.get("catalog") == catalog_etag:
-            self.objects[obj_id] = prev_sha  # type: ignore[assignment]
+        if prev_sha and prev is not None and prev["etag"] == _etag(info.etag) and prev.get("catalog") == catalog_etag:
+            self.objects[obj_id] = prev_sha
             self.trees[obj_id] = prev
             return children(prev["doc"])
-        if self.dry and prev is not None and prev["etag"] == _etag(info.etag) and chunked:
+        if self.dry and prev_sha and prev is not None and prev["etag"] == _etag(info.etag) and chunked:
             # only the chunk catalog was rewritten (e.g. by a restore): compare the chunks' ETags
             now = await self._chunk_etags(obj_id, prev["doc"].get(FORKED))
             if {n: e[1] for n, e in now.items()} == {n: e[1] for n, e in prev.get("chunks", {}).items()}:
-                self.objects[obj_id] = prev_sha  # type: ignore[assignment]
+                self.objects[obj_id] = prev_sha
                 return children(prev["doc"])
         self.changed = True
         found = await self.svc.docs.get(object_key(obj_id))

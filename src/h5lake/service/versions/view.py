@@ -169,7 +169,7 @@ async def open_version(svc: Service, head: Domain, ref_text: str) -> Domain:
     """The domain ``head`` as committed in version ``ref_text`` (its ACLs stay the head's)."""
     record = await resolve(svc, head.path, parse_ref(ref_text))
     root_tree = await svc.cas.get_root(record["tree"])
-    doc = dict(head.doc)
+    doc = head.doc.copy()
     doc["root"] = root_tree["root"]
     doc["lastModified"] = record["created"]
     return Domain(f"{head.path}@{ref_text}", doc, record["tree"], VersionView(svc, record, root_tree))

@@ -18,6 +18,7 @@ from h5lake.model.acl import Permission
 from h5lake.model.ids import Collection, object_key
 from h5lake.model.layout import is_linked
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import DatasetDoc, as_dataset
 from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets.linked import linked_storage
@@ -220,13 +221,14 @@ async def describe(svc: Service, caller: Caller, domain_path: str, h5path: str |
     paths = await _referenced_paths(svc, tree.domain, tree.entity)
     if tree.entity.kind != "dataset":
         return Description(tree, paths=paths)
+    dataset = as_dataset(doc)
     try:
-        stats = await dataset_stats(svc.store, tree.domain.path, doc)
+        stats = await dataset_stats(svc.store, tree.domain.path, dataset)
     except (TypeError, ValueError, KeyError):
         stats = None  # a type without a fixed size (vlen) has no byte statistics
-    if is_linked(doc):  # the files recorded; a chunk table's are counted on request (linked_chunks)
-        linked = await linked_storage(svc, tree.domain, doc)
-    dimensions = await _dimensions(svc, tree.domain, doc, paths)
+    if is_linked(dataset):  # the files recorded; a chunk table's are counted on request (linked_chunks)
+        linked = await linked_storage(svc, tree.domain, dataset)
+    dimensions = await _dimensions(svc, tree.domain, dataset, paths)
     return Description(tree, stats, linked, dimensions, paths)
 
 
@@ -236,7 +238,7 @@ async def linked_chunks(svc: Service, caller: Caller, domain_path: str, h5path: 
     domain, entity = await entity_at(svc, caller, domain_path, h5path)
     if entity.kind != "dataset" or entity.doc is None or not is_linked(entity.doc):
         raise InvalidInput(f"{entity.path} is not a linked dataset")
-    return await linked_storage(svc, domain, entity.doc, count=True)
+    return await linked_storage(svc, domain, as_dataset(entity.doc), count=True)
 
 
 REFERENCE = re.compile(r"^(?:datasets|groups|datatypes)/([dgt]-[0-9a-f-]+)$")
@@ -314,7 +316,7 @@ async def _search_paths(svc: Service, domain: Domain, wanted: set[str]) -> dict[
     return found
 
 
-async def _dimensions(svc: Service, domain: Domain, doc: Doc, paths: dict[str, str]) -> list[Doc]:
+async def _dimensions(svc: Service, domain: Domain, doc: DatasetDoc, paths: dict[str, str]) -> list[Doc]:
     """Each dimension's name (its ``DIMENSION_LABELS`` entry, else its first scale's ``NAME``)
     and its scales (``{id, path}``), from ``DIMENSION_LIST``."""
     rank = len(doc.get("shape", {}).get("dims") or [])

@@ -199,7 +199,7 @@ async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -
 
 async def _view(svc: Service, domain: Domain, node: nodes.Node, core: bool) -> nodes.ArrayView:
     try:
-        return await nodes.array_view(svc, domain, node.doc, core)
+        return await nodes.array_view(svc, domain, node.dataset, core)
     except nodes.Unrepresentable as exc:
         raise NotFound(f"{node.path} has no Zarr form: {exc.reason}") from None
 
@@ -210,9 +210,9 @@ async def _writable(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     if node.is_group:
         raise InvalidInput(f"{node.path} is a group: {'/'.join(rest)[:100]!r} is no chunk key")
     view = await _view(svc, domain, node, core)
-    check_writable(domain, node.doc, Change.VALUES)
+    check_writable(domain, node.dataset, Change.VALUES)
     index = chunk_index(view.layout, rest, writing=True)
-    return OpenDataset(domain, node.doc, view.layout, node.etag), view, index
+    return OpenDataset(domain, node.dataset, view.layout, node.etag), view, index
 
 
 async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes, core: bool,

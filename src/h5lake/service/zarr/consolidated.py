@@ -33,6 +33,7 @@ from h5lake.catalog import metatoken
 from h5lake.errors import H5LakeError
 from h5lake.model import ids
 from h5lake.model.acl import Permission
+from h5lake.model.stored import as_group
 from h5lake.service.context import Caller, Service
 from h5lake.service.views import Domain
 from h5lake.service.zarr import nodes
@@ -128,7 +129,7 @@ async def _answer(svc: Service, caller: Caller, domain: Domain, base: tuple[str,
 async def _make(svc: Service, caller: Caller, domain: Domain, base: tuple[str, ...], core: bool) -> Answer:
     node = await nodes.load_root(svc, domain)
     nodes.check_object(caller, domain, node.doc, Permission.READ)
-    meta, shared = await nodes.consolidate(svc, caller, domain, node.doc, core)
+    meta, shared = await nodes.consolidate(svc, caller, domain, as_group(node.doc), core)
     body = await svc.workers.cpu(orjson.dumps, meta, size=len(meta.get("consolidated_metadata", {}).get("metadata", {})) * 500)
     return Answer(body, _etag(base, None if shared else caller.user or ""), time.time(), shared)
 

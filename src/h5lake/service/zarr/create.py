@@ -57,8 +57,8 @@ async def put_meta(svc: Service, caller: Caller, key: nodes.Key, body: Any, crea
     domain = await nodes.open_key(svc, caller, key, Permission.UPDATE)
     nodes.check_object(caller, domain, node.doc, Permission.UPDATE)
     if kind == "array":
-        view = await nodes.array_view(svc, domain, node.doc)
-        current = nodes.array_json(view, node.doc, None)
+        view = await nodes.array_view(svc, domain, node.dataset)
+        current = nodes.array_json(view, node.dataset, None)
         changed = same_array(current, body)
         if changed is not None:
             raise Conflict(f"{node.path}: a zarr.json PUT cannot change {changed} (make a new array)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from h5lake.errors import NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.stored import as_dataset, as_group
 from h5lake.model.zarrtypes import Unrepresentable
 from h5lake.service.context import Caller, Service
 from h5lake.service.zarr import nodes
@@ -41,14 +42,14 @@ async def list_node(svc: Service, caller: Caller, key: nodes.Key, node: nodes.No
     if not node.is_group:
         return Listing(node.path, [Entry(nodes.META, False), Entry("c", True)])
     entries = [Entry(nodes.META, False)]
-    for m in await nodes.members(svc, caller, domain, node.doc):
+    for m in await nodes.members(svc, caller, domain, as_group(node.doc)):
         if m.doc is None:
             continue
         if not str(m.doc["id"]).startswith("g-"):
             if nodes.netcdf_dimension(m.doc):
                 continue
             try:
-                await nodes.array_view(svc, domain, m.doc, chunks=False)
+                await nodes.array_view(svc, domain, as_dataset(m.doc), chunks=False)
             except Unrepresentable:
                 continue
         entries.append(Entry(m.name, True))

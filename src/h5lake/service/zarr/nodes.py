@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.links import LinkClass
+from h5lake.model.stored import DatasetDoc, GroupDoc, as_dataset, as_group
 from h5lake.model.types import TypeClass, type_class
 from h5lake.model.zarrtypes import (
     OMITTED_ATTR,
@@ -154,6 +156,16 @@ class Node:
     def is_group(self) -> bool:
         return str(self.doc["id"]).startswith("g-")
 
+    @property
+    def group(self) -> GroupDoc:
+        """``doc`` read as a group's (a node that is a group)."""
+        return as_group(self.doc)
+
+    @property
+    def dataset(self) -> DatasetDoc:
+        """``doc`` read as a dataset's (a node that is not a group)."""
+        return as_dataset(self.doc)
+
 
 async def open_key(svc: Service, caller: Caller, key: Key, permission: Permission) -> Domain:
     """Authorize ``caller`` on the key's domain for ``permission`` (a version refuses changes)."""
@@ -237,7 +249,7 @@ class _Unlocated:
 _UNLOCATED = _Unlocated()
 
 
-async def array_view(svc: Service, domain: Domain, doc: Doc, core: bool = False, *, chunks: bool = True) -> ArrayView:
+async def array_view(svc: Service, domain: Domain, doc: DatasetDoc, core: bool = False, *, chunks: bool = True) -> ArrayView:
     """The dataset as a Zarr array; `Unrepresentable` with the reason when it cannot be one.
     Without ``chunks`` the layout locates none (metadata only: no linked chunk table is read,
     no compact chunk decoded)."""
@@ -263,7 +275,7 @@ def _dimension_ids(doc: Doc) -> list[str | None] | None:
     return out
 
 
-def _scale_name(scale_id: str, groups: list[Doc], names: dict[str, str] | None) -> str | None:
+def _scale_name(scale_id: str, groups: Sequence[Mapping[str, Any]], names: dict[str, str] | None) -> str | None:
     if names is not None and scale_id in names:
         return names[scale_id]
     for g in groups:
@@ -273,7 +285,7 @@ def _scale_name(scale_id: str, groups: list[Doc], names: dict[str, str] | None) 
     return None
 
 
-def dimension_names(doc: Doc, groups: list[Doc], names: dict[str, str] | None = None) -> list[str | None] | None:
+def dimension_names(doc: Doc, groups: Sequence[Mapping[str, Any]], names: dict[str, str] | None = None) -> list[str | None] | None:
     """The dataset's dimension names: the names its dimension scales are linked under (found in
     ``names``, id -> name, else in the ``groups`` above it, nearest first); None without scales."""
     ids = _dimension_ids(doc)
@@ -289,7 +301,7 @@ def dimension_names(doc: Doc, groups: list[Doc], names: dict[str, str] | None = 
     return [None if i is None else _scale_name(i, groups, names) for i in ids]
 
 
-def shown_attributes(doc: Doc) -> dict[str, Any]:
+def shown_attributes(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The object's attributes as Zarr attributes: HDF5 dimension scale and netCDF-4 bookkeeping
     left out (given as ``dimension_names``)."""
     attrs = attributes_json(doc.get("attributes", {}))
@@ -301,7 +313,7 @@ def shown_attributes(doc: Doc) -> dict[str, Any]:
     return attrs
 
 
-def array_json(view: ArrayView, doc: Doc, dims: list[str | None] | None) -> Doc:
+def array_json(view: ArrayView, doc: DatasetDoc, dims: list[str | None] | None) -> Doc:
     layout = view.layout
     out: Doc = {
         "zarr_format": 3,
@@ -319,7 +331,7 @@ def array_json(view: ArrayView, doc: Doc, dims: list[str | None] | None) -> Doc:
     return out
 
 
-def group_json(doc: Doc, omitted: dict[str, str]) -> Doc:
+def group_json(doc: GroupDoc, omitted: dict[str, str]) -> Doc:
     attrs = shown_attributes(doc)
     if omitted:
         attrs[OMITTED_ATTR] = omitted
@@ -338,7 +350,7 @@ class Member:
     own_acl: bool = False  # the object has its own ACL: whether it is shown depends on the caller
 
 
-async def members(svc: Service, caller: Caller, domain: Domain, group: Doc) -> list[Member]:
+async def members(svc: Service, caller: Caller, domain: Domain, group: GroupDoc) -> list[Member]:
     """A group's links as Zarr members: each followed (hard links; soft links inside the domain),
     the ones not served with their reason."""
     links = sorted(group.get("links", {}).items())
@@ -383,8 +395,9 @@ async def _array_entry(svc: Service, domain: Domain, m: Member, dims: list[str |
     if found is not None:
         return found
     try:
-        view = await array_view(svc, domain, m.doc, core, chunks=False)
-        entry: Doc | str = array_json(view, m.doc, dims)
+        doc = as_dataset(m.doc)
+        view = await array_view(svc, domain, doc, core, chunks=False)
+        entry: Doc | str = array_json(view, doc, dims)
     except Unrepresentable as exc:
         entry = exc.reason
     if key is not None:
@@ -397,40 +410,40 @@ async def _array_entry(svc: Service, domain: Domain, m: Member, dims: list[str |
 async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -> Doc:
     """A group's ``zarr.json``: its attributes, with the members that are not served listed."""
     omitted: dict[str, str] = {}
-    for m in await members(svc, caller, domain, node.doc):
+    for m in await members(svc, caller, domain, node.group):
         if m.doc is None:
             omitted[m.name] = m.reason
         elif not str(m.doc["id"]).startswith("g-"):
             if netcdf_dimension(m.doc):
                 continue
             try:
-                await array_view(svc, domain, m.doc, chunks=False)
+                await array_view(svc, domain, as_dataset(m.doc), chunks=False)
             except Unrepresentable as exc:
                 omitted[m.name] = exc.reason
-    return group_json(node.doc, omitted)
+    return group_json(node.group, omitted)
 
 
 async def node_meta(svc: Service, caller: Caller, domain: Domain, node: Node, core: bool = False) -> Doc:
     """The ``zarr.json`` of a node; the root group's carries the consolidated metadata."""
     if node.is_group:
         if node.path == "/":
-            return await root_meta(svc, caller, domain, node.doc, core)
+            return await root_meta(svc, caller, domain, node.group, core)
         return await group_meta(svc, caller, domain, node)
     if netcdf_dimension(node.doc):
         raise NotFound(f"{node.path} is a netCDF dimension, not a variable (docs/zarr.md)")
     try:
-        view = await array_view(svc, domain, node.doc, core, chunks=False)
+        view = await array_view(svc, domain, node.dataset, core, chunks=False)
     except Unrepresentable as exc:
         raise NotFound(f"{node.path} has no Zarr form: {exc.reason}") from None
-    return array_json(view, node.doc, dimension_names(node.doc, node.parents))
+    return array_json(view, node.dataset, dimension_names(node.doc, node.parents))
 
 
-async def root_meta(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> Doc:
+async def root_meta(svc: Service, caller: Caller, domain: Domain, root: GroupDoc, core: bool = False) -> Doc:
     """The root group with the whole hierarchy inline (``consolidated_metadata``)."""
     return (await consolidate(svc, caller, domain, root, core))[0]
 
 
-async def consolidate(svc: Service, caller: Caller, domain: Domain, root: Doc, core: bool = False) -> tuple[Doc, bool]:
+async def consolidate(svc: Service, caller: Caller, domain: Domain, root: GroupDoc, core: bool = False) -> tuple[Doc, bool]:
     """The root group with the whole hierarchy inline (``consolidated_metadata``): groups
     breadth first, each group once (a group reached again is listed under its first path only);
     and whether it is the same for every caller who may read the domain (no object on the way
@@ -439,12 +452,12 @@ async def consolidate(svc: Service, caller: Caller, domain: Domain, root: Doc, c
     flat: dict[str, Doc] = {}
     names: dict[str, str] = {}
     seen = {root["id"]}
-    frontier: list[tuple[str, Doc]] = [("", root)]
+    frontier: list[tuple[str, GroupDoc]] = [("", root)]
     root_omitted: dict[str, str] = {}
     count = 0
     too_many: str | None = None
     while frontier and too_many is None:
-        following: list[tuple[str, Doc]] = []
+        following: list[tuple[str, GroupDoc]] = []
         for prefix, group in frontier:
             listed = await members(svc, caller, domain, group)
             for m in listed:
@@ -463,7 +476,7 @@ async def consolidate(svc: Service, caller: Caller, domain: Domain, root: Doc, c
                         omitted[m.name] = "a group already listed under another path"
                         continue
                     seen.add(oid)
-                    following.append((path, m.doc))
+                    following.append((path, as_group(m.doc)))
                     continue
                 if netcdf_dimension(m.doc):
                     continue
