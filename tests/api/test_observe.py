@@ -92,6 +92,14 @@ def test_every_reply_path_carries_a_new_id_each_time(client: TestClient) -> None
 # --- health and readiness --------------------------------------------------------------------
 
 
+def test_health_routes_refuse_other_methods_with_405(client: TestClient) -> None:
+    for path in ("/healthz", "/readyz"):
+        for method in ("POST", "PUT", "DELETE", "TRACE"):
+            r = client.request(method, path)
+            assert (r.status_code, r.headers.get("allow")) == (405, "GET, HEAD"), (method, path, r.status_code)
+            assert r.json()["error"]["status"] == 405 and r.headers["x-request-id"]
+
+
 def test_health_and_readiness(client: TestClient) -> None:
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").json() == {"status": "ok", "reason": "ready"}

@@ -56,5 +56,7 @@ class IndexedRouter(Router):
         if allowed:
             # a route for this path but not this method: a 405 naming every method the path
             # takes (Starlette's names only the first route's, "GET, HEAD" for a PUT-able "/")
-            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
+            # (WebDAV's PROPFIND, which the Zarr bridge answers for listings, is not named: it is
+            # no method of the documented HTTP API, and OpenAPI cannot describe it)
+            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed - {"PROPFIND"}))})
         await super().app(scope, receive, send)  # nothing here: Starlette's redirects and 404

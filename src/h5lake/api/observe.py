@@ -178,13 +178,14 @@ READINESS = Readiness()
 """This process's readiness (one application per process serves)."""
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any], rid: bytes) -> int:
+async def _answer(send: Send, status: int, body: dict[str, Any], rid: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> int:
     data = orjson.dumps(body)
     headers = [
         (b"content-type", b"application/json; charset=utf-8"),
         (b"content-length", b"%d" % len(data)),
         (b"cache-control", b"no-store"),
         (HEADER, rid),
+        *(extra or ()),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
@@ -219,7 +220,7 @@ class Observe:
         REQUEST_ID.set(rid)  # this request's task's own context
         rid_bytes = rid.encode()
         path = scope["path"]
-        if path in ("/healthz", "/readyz") and scope["method"] in ("GET", "HEAD"):
+        if path in ("/healthz", "/readyz"):
             await self._health(scope, send, rid_bytes, length)
             return
         tally, log_format = self.tally, self.log_format
@@ -271,6 +272,12 @@ class Observe:
                 self._log(scope, rid, reply[0] or 500, length, reply[1], seconds)
 
     async def _health(self, scope: Scope, send: Send, rid: bytes, length: int) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            error = {"error": {"status": 405, "message": "Method Not Allowed", "request_id": rid.decode()}}
+            sent = await _answer(send, 405, error, rid, [(b"allow", b"GET, HEAD")])
+            if self.log_format is not None:
+                self._log(scope, rid.decode(), 405, length, sent, 0.0)
+            return
         if scope["path"] == "/healthz":
             status, body = 200, {"status": "ok"}
         else:

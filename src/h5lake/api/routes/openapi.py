@@ -149,7 +149,7 @@ _OPS: tuple[Op, ...] = (
        {200: (s.DomainInfo, s.Group, s.Dataset, s.Datatype, s.Map, s.DomainList)}, (FOLDER, Param("h5path", _H5PATH, "a path inside the domain"),
                              Param("verbose", _FLAG, "add the size summary"),
                              Param("getobjs", _FLAG, "every object (maps too) in domain_objs, by id"), *_INCLUDE,
-                             Param("Limit", _INT, "with getobjs: one page of at most this many objects (2,000 at most), nextMarker when more follow"),
+                             Param("Limit", {"type": "integer", "minimum": 0}, "with getobjs: one page of at most this many objects (2,000 at most), nextMarker when more follow; 0: no pages (as HSDS reads it)"),
                              Param("Marker", _STRING, "with getobjs: the page after this nextMarker"),
                              Param("include_values", _FLAG, "with getobjs and Limit: small datasets' values as value_base64"))),
     Op("PUT", "/", "putDomain", "Create a domain or folder (or flush=1: check write access)",
