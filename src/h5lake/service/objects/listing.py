@@ -78,7 +78,7 @@ class Page:
 
 
 def _is_group(obj_id: str) -> bool:
-    return obj_id.startswith("g-")
+    return Collection.of(obj_id) is Collection.GROUPS
 
 
 class _Walk:

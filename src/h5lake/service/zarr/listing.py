@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from h5lake.errors import NotFound
 from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection
 from h5lake.model.stored import as_dataset, as_group
 from h5lake.model.zarrtypes import Unrepresentable
 from h5lake.service.context import Caller, Service
@@ -45,7 +46,7 @@ async def list_node(svc: Service, caller: Caller, key: nodes.Key, node: nodes.No
     for m in await nodes.members(svc, caller, domain, as_group(node.doc)):
         if m.doc is None:
             continue
-        if not str(m.doc["id"]).startswith("g-"):
+        if Collection.of(str(m.doc["id"])) is not Collection.GROUPS:
             if nodes.netcdf_dimension(m.doc):
                 continue
             try:

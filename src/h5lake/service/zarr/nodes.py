@@ -19,6 +19,7 @@ import orjson
 from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
+from h5lake.model.ids import Collection
 from h5lake.model.links import LinkClass
 from h5lake.model.stored import DatasetDoc, GroupDoc, as_dataset, as_group
 from h5lake.model.types import TypeClass, type_class
@@ -154,7 +155,7 @@ class Node:
 
     @property
     def is_group(self) -> bool:
-        return str(self.doc["id"]).startswith("g-")
+        return Collection.of(str(self.doc["id"])) is Collection.GROUPS
 
     @property
     def group(self) -> GroupDoc:
@@ -376,7 +377,7 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
         domains.authorize_object(caller, domain, doc, Permission.READ)
     except Forbidden:
         return Member(name, None, "not readable by this user", own_acl=own_acl)
-    if str(doc["id"]).startswith("t-"):
+    if Collection.of(str(doc["id"])) is Collection.DATATYPES:
         return Member(name, None, "committed datatype")
     return Member(name, doc, etag=found.etag, own_acl=own_acl)
 
@@ -413,7 +414,7 @@ async def group_meta(svc: Service, caller: Caller, domain: Domain, node: Node) -
     for m in await members(svc, caller, domain, node.group):
         if m.doc is None:
             omitted[m.name] = m.reason
-        elif not str(m.doc["id"]).startswith("g-"):
+        elif Collection.of(str(m.doc["id"])) is not Collection.GROUPS:
             if netcdf_dimension(m.doc):
                 continue
             try:
@@ -471,7 +472,7 @@ async def consolidate(svc: Service, caller: Caller, domain: Domain, root: GroupD
                     omitted[m.name] = m.reason
                     continue
                 oid = str(m.doc["id"])
-                if oid.startswith("g-"):
+                if Collection.of(oid) is Collection.GROUPS:
                     if oid in seen:
                         omitted[m.name] = "a group already listed under another path"
                         continue
