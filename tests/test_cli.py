@@ -46,7 +46,12 @@ def test_serve_prints_endpoint_and_env_settings(tmp_path: Path) -> None:
                      env=lambda port: {**env, "H5LAKE_PORT": str(port), "H5LAKE_DATA": str(tmp_path / "data")})
     proc = started.process
     try:
-        line = next(x for x in started.log.read_text().splitlines() if " serving " in x)
+        # the port answers once one worker listens; the line comes once every worker is ready
+        deadline = time.monotonic() + 60
+        while not (found := [x for x in started.log.read_text().splitlines() if " serving " in x]):
+            assert time.monotonic() < deadline and proc.poll() is None, started.log.read_text()
+            time.sleep(0.1)
+        line = found[0]
         assert f"http://127.0.0.1:{started.port}" in line
         assert (tmp_path / "data" / "home" / ".domain.json").exists()
         expected = auto_workers()

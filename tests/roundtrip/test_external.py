@@ -49,7 +49,7 @@ def _h5diff(a: Path, b: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["h5diff", "-c", str(a), str(b)], capture_output=True, text=True, cwd=cwd, check=False, env={"HDF5_EXTFILE_PREFIX": "${ORIGIN}", "PATH": "/usr/bin:/bin"})
 
 
-def test_raw_files_beside_the_file(tmp_path: Path, settings: Settings, new_domain: Callable[[str], str]) -> None:
+def test_raw_files_beside_the_file(tmp_path: Path, settings: Settings, new_domain: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
     source = _striped(tmp_path / "in", tmp_path / "in", "beside")
     domain = new_domain("ext")
     code, out = _run(settings, "load", str(source), domain)
@@ -60,8 +60,12 @@ def test_raw_files_beside_the_file(tmp_path: Path, settings: Settings, new_domai
         target.parent.mkdir()
     code, out = _run(settings, "export", domain, str(inline))
     assert code == 0 and "--keep-external" in out, out
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the raw files go beside the file, whatever the working directory
     code, out = _run(settings, "export", domain, str(kept), "--keep-external")
     assert code == 0, out
+    assert list(elsewhere.iterdir()) == []
     with h5py.File(inline, "r") as f:
         assert f["striped"].id.get_create_plist().get_external_count() == 0
         np.testing.assert_array_equal(f["striped"][...], np.arange(10) * 7)

@@ -184,13 +184,14 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         try:
             for fid_skipped, name in skipped.items():
                 h5native.register_skipped_filter(fid_skipped, name.encode())
-            writer.build_tree(root)
-            _note_skipped(writer, skipped)
-            refs = writer.refs
-            writer.write_attributes(refs)
-            # HDF5 writes external files in the working directory
-            writer.stats.metadata_seconds = time.monotonic() - started
-            with working_directory(str(writer.target_dir) if writer.has_external else None):
+            # HDF5 makes and writes external raw files in the working directory (from the
+            # dataset's creation on, its values going with it): so the whole file is built there
+            with working_directory(str(writer.target_dir) if external_files else None):
+                writer.build_tree(root)
+                _note_skipped(writer, skipped)
+                refs = writer.refs
+                writer.write_attributes(refs)
+                writer.stats.metadata_seconds = time.monotonic() - started
                 writer.write_values(pool, refs)
             writer.check_readable()
             refs.release()

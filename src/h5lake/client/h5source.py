@@ -5,6 +5,7 @@ and the folder its relative external raw data files are resolved in."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,20 +56,26 @@ def external_folder(source: Source, prefix: str | None) -> Path:
     return Path(chosen.replace(ORIGIN, origin)).resolve()
 
 
+_CWD = threading.RLock()
+
+
 @contextmanager
 def working_directory(folder: str | None) -> Iterator[None]:
     """Run in ``folder`` (if given): HDF5 resolves relative external file names against the
     working directory, and a per-dataset prefix conflicts with HDF5's own reopening of the
-    dataset (attribute iteration, dereferencing), so this is the one reliable way."""
+    dataset (attribute iteration, dereferencing), so this is the one reliable way. The working
+    directory is the process's: loads in several threads of one process take turns here, else
+    their changes would interleave and leave the process in one of their folders."""
     if folder is None:
         yield
         return
-    old = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(old)
+    with _CWD:
+        old = os.getcwd()
+        os.chdir(folder)
+        try:
+            yield
+        finally:
+            os.chdir(old)
 
 
 def open_source(source: Source, s3: S3Settings | None = None) -> h5py.File:
