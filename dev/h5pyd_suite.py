@@ -12,6 +12,7 @@ and prints passed/failed/skipped counts per file::
     python dev/h5pyd_suite.py --repo /path/to/h5pyd          # a checkout or a bare git dir
     python dev/h5pyd_suite.py --repo ... --client /tmp/h5pyd-src   # another h5pyd on sys.path
     python dev/h5pyd_suite.py --repo ... -k test_attribute --keep
+    python dev/h5pyd_suite.py --repo ... --workers 2              # two server processes
 
 The client is the installed h5pyd unless ``--client DIR`` puts another one first on the tests'
 ``PYTHONPATH``; the app tests run the client's ``_apps/*.py`` scripts. Logs of each file land in
@@ -119,6 +120,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, help="where to put the tests, data and logs")
     ap.add_argument("-k", dest="only", help="run only test files whose name contains this")
     ap.add_argument("--keep", action="store_true", help="keep the server's data folder")
+    ap.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
     args = ap.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="h5pyd-suite-"))
@@ -127,7 +129,7 @@ def main() -> int:
     client_dir = args.client or Path(__import__("h5pyd").__file__).parents[1]
     # the app tests run "python ../../h5pyd/_apps/X.py" from test/apps
     (tests.parent / "h5pyd").symlink_to(client_dir / "h5pyd")
-    server = start_server(work / "server")
+    server = start_server(work / "server", workers=args.workers)
     password = dict(USERS)
     try:
         for user, path in (("test_user1", "/home/test_user1"), ("test_user1", FOLDER.rstrip("/")),
