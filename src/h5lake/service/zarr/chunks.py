@@ -86,17 +86,23 @@ class Current:
 
 
 async def current(layout: DatasetLayout, index: tuple[int, ...], mapped: bool = False) -> Current:
-    """The chunk as stored now; with ``mapped``, a chunk object of its own unfiltered is read
-    as a view of the stored bytes where the store can (`GetMapped`: a reply that only passes
-    them on needs no copy of them)."""
+    """The chunk as stored now; with ``mapped``, an unfiltered chunk that is a whole object of
+    the store (its own, or a version's content blob) is read as a view of the stored bytes
+    where the store can (`GetMapped`: a reply that only passes them on needs no copy of them).
+    A linked file's byte range is read as before: such files are not the store's own, and may
+    be changed in place."""
     ref = await layout.locator.locate(index)
     if ref is None:
         return Current(None, None)
     locator = layout.locator
-    if ref.offset is None and isinstance(locator, NativeChunks) and ref.key == locator.key(index):
-        if mapped and ref.filter_mask == 0 and maps(locator.store):
-            view = await locator.store.get_mapped(ref.key)
-            return Current(None, None) if view is None else Current(view.data, view.etag)
+    own = ref.offset is None and isinstance(locator, NativeChunks) and ref.key == locator.key(index)
+    if mapped and ref.offset is None and ref.filter_mask == 0 and maps(ref.source):
+        view = await ref.source.get_mapped(ref.key)
+        if view is None:
+            return Current(None, None)
+        return Current(view.data, view.etag if own else None)
+    if own:
+        assert isinstance(locator, NativeChunks)
         blob = await locator.store.get(ref.key)
         if blob is None:
             return Current(None, None)
