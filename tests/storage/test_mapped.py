@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
+import pytest
+
 from h5lake.chunks.capability import maps
+from h5lake.storage import mapped
 from h5lake.storage.local import LocalStore
 from h5lake.storage.memory import MemoryStore
 
@@ -42,5 +46,21 @@ async def test_a_mapped_object_keeps_its_bytes_when_the_key_is_replaced_or_delet
         assert again is not None and bytes(again.data) != first and again.etag != held.etag
         await store.delete("c/0")
         assert bytes(held.data) == first and await store.get_mapped("c/0") is None
+    finally:
+        await store.close()
+
+
+async def test_a_file_system_that_cannot_map_files_is_read_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalStore(tmp_path / "root", inline_read_bytes=1024)
+    try:
+        data = os.urandom(8192)
+        await store.put("big", data)
+
+        def no_mapping(*args: object, **kwargs: object) -> None:
+            raise OSError(errno.ENODEV, "No such device")
+
+        monkeypatch.setattr(mapped.mmap, "mmap", no_mapping)
+        got = await store.get_mapped("big")
+        assert got is not None and bytes(got.data) == data and got.etag == (await store.head("big")).etag  # type: ignore[union-attr]
     finally:
         await store.close()

@@ -20,6 +20,7 @@ event loop's thread when the reply is written.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from h5lake.storage.base import Blob, Later, MappedBlob
 from h5lake.storage.md5 import md5_hex
-from h5lake.storage.posix import changed_at, open_regular, valid_etag
+from h5lake.storage.posix import changed_at, open_regular, read_all, valid_etag
 
 T = TypeVar("T")
 
@@ -35,10 +36,16 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
 
 
 def map_view(fd: int, size: int) -> memoryview:
-    """The ``size`` bytes of the file behind ``fd``, mapped read-only (an empty view for 0)."""
+    """The ``size`` bytes of the file behind ``fd``, mapped read-only (an empty view for 0); read
+    into memory where the file system cannot map files."""
     if size == 0:
         return memoryview(b"")
-    return memoryview(mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ))
+    try:
+        return memoryview(mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ))
+    except OSError as exc:
+        if exc.errno not in (errno.ENODEV, errno.EACCES, errno.EINVAL):
+            raise
+        return memoryview(read_all(fd, size))
 
 
 class MappedReads:
