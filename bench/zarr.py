@@ -4,6 +4,7 @@ data in one run.
     python bench/zarr.py                      # 1 GiB of float32, 3 rounds
     python bench/zarr.py --mib 256 --rounds 1 # a quicker look
     python bench/zarr.py --only open10k       # the open figures alone (seconds)
+    python bench/zarr.py --only read          # the two reads alone (data written by h5pyd, untimed)
 
 Starts an h5lake (``h5lake serve``'s default workers; or ``--endpoint``) and measures, per round,
 median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes):
@@ -199,14 +200,61 @@ def run(args: argparse.Namespace) -> None:
               " (the rest of a zarr-python open is its own parsing of 10,000 array metadata)")
 
 
+def run_reads(args: argparse.Namespace) -> None:
+    """``--only read``: read and gzip_read alone, on data h5pyd writes (untimed) each round, with
+    the CPU seconds of the client (this process) and of the server's processes: on a busy
+    machine the wall times follow the CPU share each run got, the CPU seconds much less."""
+    import warnings
+
+    from common import CpuMeter
+
+    warnings.filterwarnings("ignore", message=".*Numcodecs codecs.*")
+    data = _values(args.mib)
+    gb = data.nbytes / 1e9
+    with target(args) as t:
+        describe(t)
+        big = t.new_folder("zarr") + "big.h5"
+        times: dict[tuple[str, str], list[CpuMeter]] = {}
+        for rnd in range(args.rounds):
+            with _h5pyd_file(t, big, "a") as f:
+                f.create_dataset(f"h{rnd}", data=data, chunks=CHUNK)
+                f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
+            for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
+                with _h5pyd_file(t, big, "r") as f:
+                    meter = CpuMeter(t.server_pid).start()
+                    got = f[name][...]
+                    times.setdefault((op, "h5pyd"), []).append(meter.stop())
+                _check(got, data)
+                arr = zarr.open_array(_store(t, big, f"/{name}"), mode="r", zarr_format=3)
+                meter = CpuMeter(t.server_pid).start()
+                got = arr[...]
+                times.setdefault((op, "zarr"), []).append(meter.stop())
+                _check(got, data)
+            if args.progress:
+                print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1].wall:.2f} s" for k, v in times.items()), flush=True)
+        print(f"\n# {data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks; median of {args.rounds} rounds"
+              " (cpu: median CPU seconds of the client, this process, and of the server)")
+        print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}"
+              f"  {'h5pyd cpu client+server':>24} {'zarr cpu client+server':>23}")
+        for op in ("read", "gzip_read"):
+            h, z = times[(op, "h5pyd")], times[(op, "zarr")]
+            hw, zw = statistics.median(m.wall for m in h), statistics.median(m.wall for m in z)
+
+            def cpu(ms: list[CpuMeter]) -> str:
+                return f"{statistics.median(m.client for m in ms):.2f}+{statistics.median(m.server for m in ms):.2f}"
+
+            print(f"{op:10} {hw:9.2f} {zw:9.2f} {gb / hw:11.2f} {gb / zw:10.2f} {hw / zw:10.1f}x  {cpu(h):>24} {cpu(z):>23}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_target_args(parser)
     parser.add_argument("--mib", type=int, default=1024, help="size of the float32 dataset (MiB)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--progress", action="store_true", help="print each round's figures")
-    parser.add_argument("--only", choices=["open10k"], help="measure this operation alone")
-    run(parser.parse_args())
+    parser.add_argument("--only", choices=["open10k", "read"], help="measure this operation alone")
+    args = parser.parse_args()
+    (run_reads if args.only == "read" else run)(args)
 
 
 if __name__ == "__main__":

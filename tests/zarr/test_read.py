@@ -245,3 +245,39 @@ def test_members_listed_without_consolidated_metadata(zserver: Server, filters_f
     assert deep.status_code == 403 and "Depth" in deep.json()["error"]["message"]
     assert requests.get(f"{z.url}/grp", timeout=30).status_code == 401
     assert z.get("nope").status_code == 404
+
+
+def test_large_chunks_are_sent_as_stored_with_their_length_etag_and_versions(zserver: Server, sources: Path, tmp_path: Path) -> None:
+    """Chunks past the store's inline read size (here 512 KiB) are sent from the stored object
+    as they are (storage/mapped.py on the local store): the bytes, never content-coded whatever
+    the client accepts, with Content-Length, the ETag, 304, HEAD; a version keeps its chunk's
+    bytes when the head's chunk is replaced."""
+    rng = np.random.default_rng(5)
+    plain = rng.random((256, 1024), dtype="f4")
+    path = sources / "large_chunks.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("plain", data=plain, chunks=(128, 1024))
+        f.create_dataset("noisy_gz", data=plain, chunks=(128, 1024), compression="gzip", shuffle=True)
+    z = load(zserver, path, tmp_path)
+    accept = {"Accept-Encoding": "gzip, deflate, br"}
+    for i in (0, 1):
+        got = z.get(f"plain/c/{i}/0", headers=accept)
+        assert got.status_code == 200 and "Content-Encoding" not in got.headers
+        assert got.content == plain[i * 128 : (i + 1) * 128].tobytes()
+        assert int(got.headers["Content-Length"]) == len(got.content) == 512 * 1024
+        assert z.get(f"plain/c/{i}/0", headers={"If-None-Match": got.headers["ETag"]}).status_code == 304
+        head = requests.head(f"{z.url}/plain/c/{i}/0", auth=auth(USER), timeout=60)
+        assert head.status_code == 200 and head.headers["Content-Length"] == str(512 * 1024) and head.content == b""
+        assert head.headers["ETag"] == got.headers["ETag"]
+    with h5py.File(path) as f:
+        group = zarr.open_group(z.fsspec(), mode="r", zarr_format=3)
+        assert np.array_equal(group["noisy_gz"][...], f["noisy_gz"][...]) and np.array_equal(group["plain"][...], plain)
+    r = requests.post(f"{z.endpoint}/versions", params={"domain": z.domain}, json={"message": "one"}, auth=auth(USER), timeout=30)
+    assert r.status_code == 201, r.text
+    pinned = Zarr(z.endpoint, f"{z.domain}@{r.json()['id']}")
+    before = pinned.get("plain/c/0/0")
+    assert before.status_code == 200 and before.content == plain[:128].tobytes()
+    assert z.put("plain/c/0/0", data=np.full((128, 1024), 2, "f4").tobytes()).status_code == 200
+    assert before.content == pinned.get("plain/c/0/0").content == plain[:128].tobytes()
+    assert z.get("plain/c/0/0").content == np.full((128, 1024), 2, "f4").tobytes()
+    assert z.get("plain/c/1/0").content == plain[128:].tobytes()

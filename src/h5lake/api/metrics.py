@@ -133,12 +133,12 @@ def _size(value: Any) -> int:
 #: Store methods counted: the operation's name, and whether its bytes are read (from the
 #: result) or written (from the ``data`` argument, the second).
 _OPS = {
-    "get": "read", "get_range": "read", "get_ranges": "read", "read_into": "read",
+    "get": "read", "get_mapped": "read", "get_range": "read", "get_ranges": "read", "read_into": "read",
     "head": None, "delete": None, "copy": None,
     "put": "written", "put_hashed": "written",
 }
 #: Operations whose None answer means "no such object" (outcome ``missing``).
-_FINDS = frozenset({"get", "get_range", "get_ranges", "read_into", "head"})
+_FINDS = frozenset({"get", "get_mapped", "get_range", "get_ranges", "read_into", "head"})
 
 
 def metered(store: Store) -> Store:

@@ -31,9 +31,9 @@ from h5lake.api.observe import REQUEST_ID
 from h5lake.extras import need
 from h5lake.storage import Store
 
-_OPS = ("get", "get_range", "get_ranges", "read_into", "head", "delete", "copy", "put", "put_hashed")
+_OPS = ("get", "get_mapped", "get_range", "get_ranges", "read_into", "head", "delete", "copy", "put", "put_hashed")
 _WRITES = frozenset({"put", "put_hashed"})
-_READS = frozenset({"get", "get_range", "get_ranges", "read_into"})
+_READS = frozenset({"get", "get_mapped", "get_range", "get_ranges", "read_into"})
 
 
 def tracer_provider() -> Any:

@@ -1,12 +1,12 @@
 """Optional capabilities of a store or byte source (``ReadInto``, ``GetRanges``, ``PutHashed``,
-``CopyObject`` in storage/base.py), checked once per class: an ``isinstance`` on a runtime-checkable Protocol
+``CopyObject``, ``GetMapped`` in storage/base.py), checked once per class: an ``isinstance`` on a runtime-checkable Protocol
 costs ~10 us, and the engine asks for every chunk."""
 
 from __future__ import annotations
 
 from typing import TypeGuard
 
-from h5lake.storage.base import CopyObject, GetRanges, PutHashed, ReadInto
+from h5lake.storage.base import CopyObject, GetMapped, GetRanges, PutHashed, ReadInto
 
 _CAPABLE: dict[tuple[type, type], bool] = {}
 
@@ -33,6 +33,10 @@ def puts_hashed(source: object) -> TypeGuard[PutHashed]:
 
 def copies(source: object) -> TypeGuard[CopyObject]:
     return capable(source, CopyObject)
+
+
+def maps(source: object) -> TypeGuard[GetMapped]:
+    return capable(source, GetMapped)
 
 
 # --- reads ------------------------------------------------------------------------------------

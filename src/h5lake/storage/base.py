@@ -160,6 +160,26 @@ class ReadInto(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class MappedBlob:
+    """A whole object as `GetMapped` gives it: ``data`` views the object's bytes, read-only."""
+
+    data: memoryview
+    etag: str
+    last_modified: float
+
+
+@runtime_checkable
+class GetMapped(Protocol):
+    """An optional capability: a whole object as a read-only view of its stored pages (the local
+    store maps a large object's file instead of copying it into new memory), for a caller that
+    only passes the bytes on (a chunk sent as stored). The view stays valid while referenced."""
+
+    async def get_mapped(self, key: str) -> MappedBlob | None:
+        """What ``get(key)`` answers, its bytes as a view; ``None`` when ``key`` is missing."""
+        ...
+
+
 @runtime_checkable
 class PutHashed(Protocol):
     """An optional capability: an unconditional put whose MD5 the caller computed already (the

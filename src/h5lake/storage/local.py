@@ -44,6 +44,7 @@ just files:
   cancelled read leaks nothing.
 
 A copy (``CopyObject``) is a hard link, checked before it gets its name: storage/hardlinks.py.
+A large object read only to be passed on (``GetMapped``) is a mapping of its file: storage/mapped.py.
 Many create-only puts of one batch request share their durability (``CreateMany``): storage/batches.py.
 Limits: a key cannot also be the folder of other keys (``a`` and ``a/b``): such a put raises
 ``ValueError``. Symbolic links inside the root are not listed.
@@ -81,6 +82,7 @@ from h5lake.storage.batches import BatchCreates
 from h5lake.storage.hardlinks import HardLinkCopies
 from h5lake.storage.lanes import in_bulk
 from h5lake.storage.local_list import holding_keys, scan_folder
+from h5lake.storage.mapped import MappedReads
 from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (
     ETAG_XATTR,
@@ -117,7 +119,7 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-class LocalStore(HardLinkCopies, BatchCreates):
+class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
     """Objects as files under ``root`` (made if missing).
 
     ``max_threads`` bounds the disk calls in flight on each lane, bulk (chunks) and the rest

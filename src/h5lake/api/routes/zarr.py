@@ -104,7 +104,7 @@ async def _get(request: Request, key: nodes.Key) -> Response:
     found = await chunks.read_chunk(svc, who, key, core)
     if isinstance(found, listing.Listing):
         return _html(request, found)
-    response = Response(bytes(found.data) if isinstance(found.data, memoryview) else found.data, media_type=OCTET)
+    response = Response(found.data, media_type=OCTET)  # a view is written as it is (no copy)
     return _cached(request, response, found.etag, found.immutable)
 
 

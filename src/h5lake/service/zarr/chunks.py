@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 
 from h5lake.chunks import engine, writes
+from h5lake.chunks.capability import maps
 from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.inline import DocumentChunks
 from h5lake.chunks.locate import NativeChunks
@@ -72,7 +73,7 @@ class Current:
     """A chunk as it is stored now: its bytes (None: never written) and, for a chunk object of
     its own, the store's ETag of it."""
 
-    stored: bytes | None
+    stored: bytes | memoryview | None  # a view: mapped (`current` with ``mapped``)
     store_etag: str | None
     filter_mask: int = 0
 
@@ -84,12 +85,24 @@ class Current:
         return f'"{self.store_etag.strip(chr(34))}{"-core" if core else ""}"'
 
 
-async def current(layout: DatasetLayout, index: tuple[int, ...]) -> Current:
+async def current(layout: DatasetLayout, index: tuple[int, ...], mapped: bool = False) -> Current:
+    """The chunk as stored now; with ``mapped``, an unfiltered chunk that is a whole object of
+    the store (its own, or a version's content blob) is read as a view of the stored bytes
+    where the store can (`GetMapped`: a reply that only passes them on needs no copy of them).
+    A linked file's byte range is read as before: such files are not the store's own, and may
+    be changed in place."""
     ref = await layout.locator.locate(index)
     if ref is None:
         return Current(None, None)
     locator = layout.locator
-    if ref.offset is None and isinstance(locator, NativeChunks) and ref.key == locator.key(index):
+    own = ref.offset is None and isinstance(locator, NativeChunks) and ref.key == locator.key(index)
+    if mapped and ref.offset is None and ref.filter_mask == 0 and maps(ref.source):
+        view = await ref.source.get_mapped(ref.key)
+        if view is None:
+            return Current(None, None)
+        return Current(view.data, view.etag if own else None)
+    if own:
+        assert isinstance(locator, NativeChunks)
         blob = await locator.store.get(ref.key)
         if blob is None:
             return Current(None, None)
@@ -182,7 +195,7 @@ async def read_chunk(svc: Service, caller: Caller, key: nodes.Key, core: bool) -
         raise NotFound(f"{node.path} is a group: it has no chunk {'/'.join(rest)[:100]}")
     view = await _view(svc, domain, node, core)
     index = chunk_index(view.layout, rest, writing=False)
-    now = await current(view.layout, index)
+    now = await current(view.layout, index, mapped=view.plan.as_stored)
     stored = now.stored
     if stored is None:
         raise NotFound(f"chunk {list(index)} of {node.path} was never written (it reads as the fill value)")
