@@ -207,8 +207,8 @@ def compare_metrics(args: argparse.Namespace) -> None:
     the same cases in turn, round after round (which one goes first alternates). Each round's
     server cost is its CPU read from ``/proc/PID/task/TID/schedstat`` (nanoseconds), both servers
     working in turn between two readings, ``--settle`` seconds after the last reply; or, with
-    ``--instructions``, the instructions it executed (`Callgrind`), counted for one server at a
-    time from just before its requests to ``--settle`` seconds after them. Prints per case the
+    ``--instructions``, the instructions it executed (`Callgrind`), from just before the
+    requests to ``--settle`` seconds after them, both servers getting theirs at the same time. Prints per case the
     median cost per unit of each, and the median of the rounds' on/off ratios with its bootstrap
     95% confidence interval and their range."""
     from tests.support.procgroup import group_cpu_precise
@@ -245,11 +245,16 @@ def compare_metrics(args: argparse.Namespace) -> None:
                 order = ("on", "off") if rnd % 2 == 0 else ("off", "on")
                 for i, (label, _, count, _unit) in enumerate(runs["on"]):
                     spent: dict[str, float] = {}
-                    if args.instructions:
+                    if args.instructions:  # both at once: the counts do not depend on the machine's load
                         for mode in order:
                             meters[mode].zero()
-                            runs[mode][i][1]()
-                            time.sleep(args.settle)
+                        threads = [threading.Thread(target=runs[mode][i][1]) for mode in order]
+                        for t in threads:
+                            t.start()
+                        for t in threads:
+                            t.join()
+                        time.sleep(args.settle)
+                        for mode in order:
                             spent[mode] = meters[mode].dump()
                     else:
                         before = {m: group_cpu_precise(servers[m].process.pid) for m in order}
