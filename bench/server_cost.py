@@ -185,7 +185,8 @@ def cases(client: Client, args: argparse.Namespace) -> list[Case]:
     ]
     if getattr(args, "idle", 0):  # --compare-metrics: what a server spends without requests (counted with --settle)
         found.append(("idle", lambda: time.sleep(args.idle), args.idle + args.settle, "second"))
-    return [case for case in found if not (args.skip_bulk and case[3] == "MiB")]
+    only = set(args.only.split(",")) if getattr(args, "only", None) else None
+    return [case for case in found if not (args.skip_bulk and case[3] == "MiB") and (only is None or case[0] in only)]
 
 
 def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
@@ -425,6 +426,7 @@ def main() -> None:
     parser.add_argument("--concurrent-puts", type=int, default=512, help="attribute PUTs of each concurrent run [512]")
     parser.add_argument("--skip-bulk", action="store_true", help="only the group GETs and attribute PUTs")
     parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
+    parser.add_argument("--only", help="only these cases, by label, comma-separated (e.g. 'write,group GET')")
     parser.add_argument(
         "--compare-metrics", action="store_true",
         help="start two servers, --metrics and --no-metrics, and give them the cases in turn (side by side)",
