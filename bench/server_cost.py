@@ -249,11 +249,7 @@ def compare_metrics(args: argparse.Namespace) -> None:
                     if args.instructions:  # both at once: the counts do not depend on the machine's load
                         for mode in order:
                             meters[mode].zero()
-                        threads = [threading.Thread(target=runs[mode][i][1]) for mode in order]
-                        for t in threads:
-                            t.start()
-                        for t in threads:
-                            t.join()
+                        _at_once([runs[mode][i][1] for mode in order])
                         time.sleep(args.settle)
                         for mode in order:
                             spent[mode] = meters[mode].dump()
@@ -295,6 +291,25 @@ def ratio_cis(on: np.ndarray, off: np.ndarray, level: float = 0.95, resamples: i
     medians = np.median(on[picks] / off[picks], axis=1)
     tail = (1 - level) / 2 * 100
     return [(float(a), float(b)) for a, b in (np.percentile(x, [tail, 100 - tail]) for x in (pooled, medians))]
+
+
+def _at_once(calls: list[Callable[[], None]]) -> None:
+    """Run the calls in threads of their own at the same time; the first failure is raised."""
+    failed: list[BaseException] = []
+
+    def run(call: Callable[[], None]) -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001  (raised again below, on the main thread)
+            failed.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
 
 
 def _load() -> str:
