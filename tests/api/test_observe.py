@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -481,3 +482,38 @@ def test_metrics_report_what_gc_runs_reclaimed(tmp_path: Path) -> None:
     assert samples["h5lake_gc_last_run_reclaimed_bytes"] == 10
     assert started <= samples["h5lake_gc_last_run_timestamp_seconds"] <= time.time()
     assert samples["h5lake_gc_last_run_duration_seconds"] >= 0
+
+
+# --- storage operations counted (api/metrics.metered) -----------------------------------------
+
+
+def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Path) -> None:
+    from h5lake.api import metrics
+
+    class Counting(LocalStore):
+        calls = 0
+
+        async def get(self, key: str) -> Any:
+            Counting.calls += 1
+            return await super().get(key)
+
+    async def run() -> None:
+        plain, sub = LocalStore(tmp_path / "a"), Counting(tmp_path / "b")
+        try:
+            for store in (plain, sub):
+                await store.put("k/one", b"x" * 100)
+                metrics.metered(store)
+            metrics.STORE.take()
+            for store in (plain, sub):
+                for _ in range(3):
+                    blob = await store.get("k/one")  # a small object read lately: answered at once
+                    assert blob is not None and blob.data == b"x" * 100
+                    assert await store.get("k/none") is None
+            counted = metrics.STORE.take()["get"]
+            assert (len(counted.ok), len(counted.missing), sum(counted.bytes)) == (6, 6, 600)
+            assert Counting.calls == 6  # the subclass's own get still runs
+        finally:
+            await plain.close()
+            await sub.close()
+
+    asyncio.run(run())
