@@ -13,7 +13,8 @@ little, so the figures are the server's):
 * **read**: GETs them back as binary in 4 requests of 64 MiB (``--read-passes`` times), checked
   against what was written;
 * **group GET**: 500 single ``GET /groups/{root}``;
-* **attribute PUT**: 250 ``PUT /groups/{root}/attributes/a{i}`` of a scalar int32 (durable);
+* **attribute PUT**: 250 ``PUT /groups/{attrs}/attributes/a{i}`` of a scalar int32 (durable; a
+  new value of the same 250 names each pass after the first);
 * **concurrent attribute PUTs**: 512 PUTs from 1, 8 and 32 connections at once (threads), each
   on a group of its own, as attributes PUTs per second and server CPU per request (group commit).
 
@@ -24,7 +25,13 @@ on this machine; when this script starts the server, the group is the one it sta
 
 ``--compare-metrics`` starts two servers instead, one with ``--metrics`` and one with
 ``--no-metrics``, and gives them each case in turn for ``--rounds`` rounds (`compare_metrics`):
-the cost of metrics as the ratio of their server CPU, both under the same load of the machine.
+the cost of metrics as the ratio of their server CPU, both under the same load of the machine,
+as the median of the rounds' ratios with a bootstrap 95% confidence interval. ``--instructions``
+counts instead the instructions each server executes (valgrind's callgrind, switched on for the
+requests only, read by ``callgrind_control``): about 30 times slower, but independent of the
+machine's load, so a few percent can be told apart on a busy shared machine:
+
+    python bench/server_cost.py --compare-metrics --instructions --skip-bulk --gets 150 --attrs 100 --clients '' --rounds 12 --settle 1
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ import base64
 import http.client
 import json
 import os
+import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -47,6 +57,7 @@ from typing import Any
 import numpy as np
 from common import add_target_args, target
 from tests.support.procgroup import group_cpu, group_memory  # on the path through common
+from tests.support.server import USERS, launch, start_server, write_passwd  # on the path through common
 
 MIB = 1024 * 1024
 SHAPE = (65536, 1024)  # float32: 256 MiB
@@ -123,9 +134,13 @@ Case = tuple[str, Callable[[], None], float, str]  # label, one pass, its count,
 
 
 def cases(client: Client, args: argparse.Namespace) -> list[Case]:
-    """The domain, dataset and data of a run, and its cases (each callable again: an attribute
-    PUT pass writes new names each time)."""
+    """The domain, dataset and data of a run, and its cases, each callable again at the same cost:
+    the attribute PUTs go to a group of their own, ``attrs``, and a pass after the first replaces
+    the values of the same names, so neither that group nor the root group read by the group
+    GETs grows from pass to pass."""
     root = client.json("PUT", "/")["root"]
+    attrs = client.json("POST", "/groups")["id"]
+    client.json("PUT", f"/groups/{root}/links/attrs", {"id": attrs})
     dtype = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}
     layout = {"class": "H5D_CHUNKED", "dims": list(CHUNK)}
     dset = client.json(
@@ -159,11 +174,10 @@ def cases(client: Client, args: argparse.Namespace) -> list[Case]:
                 raise RuntimeError(f"group GET: {status} {reply[:300]!r}")
 
     def attribute_puts() -> None:
-        prefix = f"p{passes[0]}" if passes[0] else ""
         passes[0] += 1
         for i in range(args.attrs):
-            doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i}).encode()
-            status, reply = client.call("PUT", f"/groups/{root}/attributes/{prefix}a{i}", doc)
+            doc = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": passes[0] * args.attrs + i}).encode()
+            status, reply = client.call("PUT", f"/groups/{attrs}/attributes/a{i}", doc)
             if status >= 300:
                 raise RuntimeError(f"attribute PUT: {status} {reply[:300]!r}")
 
@@ -173,7 +187,10 @@ def cases(client: Client, args: argparse.Namespace) -> list[Case]:
         ("group GET", group_gets, args.gets, "request"),
         ("attribute PUT", attribute_puts, args.attrs, "request"),
     ]
-    return [case for case in found if not (args.skip_bulk and case[3] == "MiB")]
+    if getattr(args, "idle", 0):  # --compare-metrics: what a server spends without requests (counted with --settle)
+        found.append(("idle", lambda: time.sleep(args.idle), args.idle + args.settle, "second"))
+    only = set(args.only.split(",")) if getattr(args, "only", None) else None
+    return [case for case in found if not (args.skip_bulk and case[3] == "MiB") and (only is None or case[0] in only)]
 
 
 def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
@@ -192,51 +209,178 @@ def run(client: Client, pgid: int, args: argparse.Namespace) -> None:
 
 def compare_metrics(args: argparse.Namespace) -> None:
     """Two servers on this machine, ``--metrics`` and ``--no-metrics`` (otherwise alike), given
-    the same cases in turn, round after round (which one goes first alternates), so that both
-    see the same load from the rest of the machine; each round's server CPU is read from
-    ``/proc/PID/task/TID/schedstat`` (nanoseconds) after ``--settle`` seconds. Prints per case
-    the median CPU per unit of each, and the median and range of the rounds' on/off ratios."""
+    the same cases in turn, round after round (which one goes first alternates). Each round's
+    server cost is its CPU read from ``/proc/PID/task/TID/schedstat`` (nanoseconds), both servers
+    working in turn between two readings, ``--settle`` seconds after the last reply; or, with
+    ``--instructions``, the instructions it executed (`Callgrind`), from just before the
+    requests to ``--settle`` seconds after them, both servers getting theirs at the same time. Prints per case the
+    median cost per unit of each, and the median of the rounds' on/off ratios with its bootstrap
+    95% confidence interval and their range."""
     from tests.support.procgroup import group_cpu_precise
-    from tests.support.server import USERS, start_server
 
     with tempfile.TemporaryDirectory(prefix="h5lake-bench-") as tmp:
         env = dict(item.split("=", 1) for item in args.server_env)
-        servers = {}
+        servers: dict[str, Any] = {}
+        meters: dict[str, Callgrind] = {}
         try:
             for mode in ("on", "off"):
                 extra = [*args.server_arg, "--metrics" if mode == "on" else "--no-metrics"]
-                servers[mode] = start_server(Path(tmp) / mode, extra=extra, env=env, workers=None, timeout=120)
+                if args.instructions:
+                    meters[mode] = Callgrind(Path(tmp) / mode, args.fold_every)
+                    servers[mode] = meters[mode].start(extra, env)
+                else:
+                    servers[mode] = start_server(Path(tmp) / mode, extra=extra, env=env, workers=None, timeout=120)
             runs = {}
             for mode, server in servers.items():
                 domain = f"/home/test_user1/cost-{mode}.h5"
                 client = Client(server.endpoint, "test_user1", USERS["test_user1"], domain)
                 _home(client)
                 runs[mode] = cases(client, args)
-            print(f"# metrics on: {servers['on'].endpoint}, off: {servers['off'].endpoint}; {args.rounds} rounds; "
-                  f"load average {os.getloadavg()[0]:.2f}")
+            what = "instructions (callgrind)" if args.instructions else "server CPU (schedstat)"
+            print(f"# {what}; metrics on: {servers['on'].endpoint}, off: {servers['off'].endpoint}; "
+                  f"{args.rounds} rounds; load average {_load()}", flush=True)
+            if args.instructions:
+                for mode, meter in meters.items():  # code runs once under instrumentation before it counts
+                    meter.instrument()
+                    for case in runs[mode]:
+                        case[1]()
             figures: dict[str, dict[str, list[float]]] = {}
+            units = {label: unit for label, _, _, unit in runs["on"]}
             for rnd in range(args.rounds):
                 order = ("on", "off") if rnd % 2 == 0 else ("off", "on")
-                for i, (label, _, count, unit) in enumerate(runs["on"]):
-                    before = {m: group_cpu_precise(servers[m].process.pid) for m in order}
+                for i, (label, _, count, _unit) in enumerate(runs["on"]):
+                    spent: dict[str, float] = {}
+                    if args.instructions:  # both at once: the counts do not depend on the machine's load
+                        for mode in order:
+                            meters[mode].zero()
+                        _at_once([runs[mode][i][1] for mode in order])
+                        time.sleep(args.settle)
+                        for mode in order:
+                            spent[mode] = meters[mode].dump()
+                    else:
+                        before = {m: group_cpu_precise(servers[m].process.pid) for m in order}
+                        for mode in order:
+                            runs[mode][i][1]()
+                        time.sleep(args.settle)
+                        spent = {m: group_cpu_precise(servers[m].process.pid) - before[m] for m in order}
+                    per = figures.setdefault(label, {"on": [], "off": []})
                     for mode in order:
-                        runs[mode][i][1]()
-                    time.sleep(args.settle)
-                    after = {m: group_cpu_precise(servers[m].process.pid) for m in order}
-                    per = figures.setdefault(f"{label} (ms/{unit})", {"on": [], "off": []})
-                    for mode in order:
-                        per[mode].append((after[mode] - before[mode]) * 1000 / count)
-                print(f"# round {rnd + 1} done, load average {os.getloadavg()[0]:.2f}", flush=True)
-            print(f"  {'case':<26} {'metrics on':>11} {'off':>9}   on/off: median  (range of {args.rounds} rounds)")
+                        scale = 1e-3 if args.instructions else 1000.0  # thousands of instructions, or ms
+                        per[mode].append(spent[mode] * scale / count)
+                print(f"# round {rnd + 1} done, load average {_load()}", flush=True)
+            unit_of_cost = "k instructions" if args.instructions else "ms CPU"
+            print(f"  {'case':<14} {unit_of_cost + ' per':>22} {'metrics on':>11} {'off':>11}   "
+                  f"on/off: all rounds [95% CI]   median of rounds [95% CI] (range of {args.rounds})")
             for name, per in figures.items():
-                ratios = sorted(on / off for on, off in zip(per["on"], per["off"]) if off > 0)
+                on, off = np.asarray(per["on"]), np.asarray(per["off"])
+                ratios = [a / b for a, b in zip(on, off) if b > 0]
+                (low, high), (mlow, mhigh) = ratio_cis(on, off)
                 print(
-                    f"  {name:<26} {statistics.median(per['on']):11.4f} {statistics.median(per['off']):9.4f}"
-                    f"   {statistics.median(ratios):.3f}  ({ratios[0]:.3f}-{ratios[-1]:.3f})"
+                    f"  {name:<14} {units[name]:>22} {statistics.median(per['on']):11.3f} "
+                    f"{statistics.median(per['off']):11.3f}   {on.sum() / off.sum():.4f} [{low:.4f}, {high:.4f}]"
+                    f"   {statistics.median(ratios):.4f} [{mlow:.4f}, {mhigh:.4f}] ({min(ratios):.4f}-{max(ratios):.4f})"
                 )
         finally:
             for server in servers.values():
                 server.stop()
+
+
+def ratio_cis(on: np.ndarray, off: np.ndarray, level: float = 0.95, resamples: int = 10000) -> list[tuple[float, float]]:
+    """Bootstrap confidence intervals (percentile method) of the on/off ratio of the sums over
+    all rounds and of the median of the rounds' ratios: the rounds drawn again with replacement,
+    ``resamples`` times."""
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(on), (resamples, len(on)))
+    pooled = on[picks].sum(axis=1) / off[picks].sum(axis=1)
+    medians = np.median(on[picks] / off[picks], axis=1)
+    tail = (1 - level) / 2 * 100
+    return [(float(a), float(b)) for a, b in (np.percentile(x, [tail, 100 - tail]) for x in (pooled, medians))]
+
+
+def _at_once(calls: list[Callable[[], None]]) -> None:
+    """Run the calls in threads of their own at the same time; the first failure is raised."""
+    failed: list[BaseException] = []
+
+    def run(call: Callable[[], None]) -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001  (raised again below, on the main thread)
+            failed.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+#: ``h5lake serve`` with the metrics folded every ``argv[1]`` seconds (`api/metrics.FLUSH_SECONDS`).
+_SERVE_FOLDING_EVERY = (
+    "import sys; import h5lake.api.metrics as m; m.FLUSH_SECONDS = float(sys.argv.pop(1)); "
+    "from h5lake.cli.command import main; main()"
+)
+
+
+class Callgrind:
+    """One ``h5lake serve --workers 1`` under valgrind's callgrind, its instrumentation off until
+    `instrument` (start-up and the set-up requests, with the password hash, run at valgrind's
+    plain speed), its counts zeroed (`zero`) and written out (`dump`) by ``callgrind_control``
+    between requests. The count is of user-space instructions of every thread of the process
+    (the kernel's share, the same with metrics on and off, is not in it). Work done by the wall
+    clock runs as often per second as natively while the code runs 40-70 times slower (a group
+    GET: ~1.1 million instructions, ~0.2 ms of CPU natively, against ~75 million instructions a
+    second under callgrind), so per request it would count tens of times over: the metrics'
+    fold, natively once a second, runs every ``fold_every`` seconds here (``--fold-every``,
+    30 by default: still more often per request than natively)."""
+
+    def __init__(self, workdir: Path, fold_every: float) -> None:
+        self.workdir = workdir
+        self.fold_every = fold_every
+        self.pid = 0
+
+    def start(self, extra: list[str], env: dict[str, str]) -> Any:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        passwd = write_passwd(self.workdir / "passwd.txt")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("H5LAKE_")}
+        full_env.update(env)
+
+        def command(port: int) -> list[str]:
+            return [
+                "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.workdir}/cg.out",
+                sys.executable, "-c", _SERVE_FOLDING_EVERY, str(self.fold_every), "serve", "--data", str(self.workdir / "data"),
+                "--port", str(port), "--passwd", str(passwd), "--admin", "admin", "--workers", "1", *extra,
+            ]
+
+        server = launch(self.workdir, command, env=full_env, timeout=900)
+        self.pid = server.process.pid
+        return server
+
+    def _control(self, *options: str) -> None:
+        subprocess.run(["callgrind_control", *options, str(self.pid)], check=True, capture_output=True, timeout=600)
+
+    def instrument(self) -> None:
+        self._control("--instr=on")
+
+    def zero(self) -> None:
+        self._control("--zero")
+
+    def dump(self) -> float:
+        """The instructions since the last `zero`, from the dump this writes."""
+        self._control("--dump")
+        dumps = sorted(self.workdir.glob("cg.out.*"), key=lambda f: int(f.suffix[1:]))
+        text = dumps[-1].read_text(errors="replace")
+        found = re.search(r"^totals:\s+(\d+)", text, re.MULTILINE) or re.search(r"^summary:\s+(\d+)", text, re.MULTILINE)
+        if found is None:
+            raise RuntimeError(f"no totals in {dumps[-1]}")
+        for old in dumps:
+            old.unlink()
+        return float(found.group(1))
 
 
 def _home(client: Client) -> None:
@@ -301,17 +445,31 @@ def main() -> None:
     parser.add_argument("--concurrent-puts", type=int, default=512, help="attribute PUTs of each concurrent run [512]")
     parser.add_argument("--skip-bulk", action="store_true", help="only the group GETs and attribute PUTs")
     parser.add_argument("--pause-each", action="store_true", help="wait for Enter before each case")
+    parser.add_argument("--only", help="only these cases, by label, comma-separated (e.g. 'write,group GET')")
     parser.add_argument(
         "--compare-metrics", action="store_true",
         help="start two servers, --metrics and --no-metrics, and give them the cases in turn (side by side)",
     )
     parser.add_argument("--rounds", type=int, default=6, help="rounds of --compare-metrics [6]")
+    parser.add_argument(
+        "--idle", type=float, default=0, help="with --compare-metrics: also a case of this many seconds without requests",
+    )
+    parser.add_argument(
+        "--fold-every", type=float, default=30.0,
+        help="with --instructions: seconds between the metrics' folds under callgrind (natively 1) [30]",
+    )
+    parser.add_argument(
+        "--instructions", action="store_true",
+        help="with --compare-metrics: count the servers' instructions under valgrind's callgrind instead of CPU time",
+    )
     args = parser.parse_args()
     if args.compare_metrics:
         if args.endpoint:
             parser.error("--compare-metrics starts its own servers: no --endpoint")
         compare_metrics(args)
         return
+    if args.instructions:
+        parser.error("--instructions goes with --compare-metrics")
     if args.endpoint and args.pgid is None:
         parser.error("--endpoint needs --pgid (the server's process group, e.g. `ps -o pgid= PID`)")
     with target(args) as t:

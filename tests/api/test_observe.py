@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -347,16 +348,54 @@ def test_readiness_follows_the_s3_store_down_and_up(tmp_path: Path) -> None:
             server.stop()
 
 
-def test_the_dashboard_plots_metrics_the_server_exports(client: TestClient) -> None:
-    client.get("/healthz")  # the process's metrics are declared at start-up
-    suffix = {"counter": "_total", "histogram": "_bucket", "gauge": ""}
-    exported = {
-        family.name + suffix.get(family.type, "")
-        for family in text_string_to_metric_families(client.get("/metrics", headers=basic(*ADMIN)).text)
-    }
-    dashboard = (Path(__file__).parents[2] / "deploy" / "monitoring" / "grafana-dashboard.json").read_text()
-    used = set(re.findall(r"h5lake_[a-z_]+", dashboard))
-    assert used and used <= exported, used - exported
+DASHBOARD = Path(__file__).parents[2] / "deploy" / "monitoring" / "grafana-dashboard.json"
+
+
+def test_version_commits_and_map_requests_are_counted_and_the_dashboard_plots_only_exported_metrics(
+    two_workers: Server,
+) -> None:
+    server = two_workers
+    domain = "/home/test_user1/dashboard.h5"
+    home(requests.put, server.endpoint)
+    assert requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).status_code == 201
+    time.sleep(2.5)  # each worker writes its figures once a second: the requests above land before the baseline
+    before = scrape(server)
+    r = requests.post(f"{server.endpoint}/versions?domain={domain}", json={"message": "one"}, headers=basic(*USER), timeout=30)
+    assert r.status_code == 201, r.text
+    r = requests.post(
+        f"{server.endpoint}/maps?domain={domain}", json={"key_type": "H5T_STD_I64LE", "value_type": "H5T_IEEE_F64LE"},
+        headers=basic(*USER), timeout=30,
+    )
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 30
+    while True:  # other workers write their figures once a second
+        after = scrape(server)
+        commits = value(after, "h5lake_version_operations_total", op="commit") - value(
+            before, "h5lake_version_operations_total", op="commit"
+        )
+        maps = value(after, "h5lake_map_operations_total", method="POST", route="/maps") - value(
+            before, "h5lake_map_operations_total", method="POST", route="/maps"
+        )
+        if (commits, maps) == (1, 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert (commits, maps) == (1, 1)
+
+    dashboard = json.loads(DASHBOARD.read_text())
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    exprs = []
+    for p in panels:
+        assert p["datasource"]["uid"] == "${datasource}" and p["targets"], p["title"]
+        assert len({t["refId"] for t in p["targets"]}) == len(p["targets"]), p["title"]
+        exprs += [t["expr"] for t in p["targets"]]
+    titles = " ".join(p["title"].lower() for p in panels)
+    assert "garbage collection" in titles and "version commits" in titles
+    used = {name for expr in exprs for name in re.findall(r"h5lake_[a-z_]+", expr)}
+    used |= set(re.findall(r"h5lake_[a-z_]+", json.dumps(dashboard["templating"])))
+    exported = {name for name, _ in after}  # sample names: _total, _bucket, ... as queried
+    assert {"h5lake_version_operations_total", "h5lake_gc_reclaimed_bytes_total"} <= used
+    assert used <= exported, used - exported
 
 
 def test_the_text_access_log_names_the_request_without_secrets(tmp_path: Path) -> None:
@@ -443,3 +482,38 @@ def test_metrics_report_what_gc_runs_reclaimed(tmp_path: Path) -> None:
     assert samples["h5lake_gc_last_run_reclaimed_bytes"] == 10
     assert started <= samples["h5lake_gc_last_run_timestamp_seconds"] <= time.time()
     assert samples["h5lake_gc_last_run_duration_seconds"] >= 0
+
+
+# --- storage operations counted (api/metrics.metered) -----------------------------------------
+
+
+def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Path) -> None:
+    from h5lake.api import metrics
+
+    class Counting(LocalStore):
+        calls = 0
+
+        async def get(self, key: str) -> Any:
+            Counting.calls += 1
+            return await super().get(key)
+
+    async def run() -> None:
+        plain, sub = LocalStore(tmp_path / "a"), Counting(tmp_path / "b")
+        try:
+            for store in (plain, sub):
+                await store.put("k/one", b"x" * 100)
+                metrics.metered(store)
+            metrics.STORE.take()
+            for store in (plain, sub):
+                for _ in range(3):
+                    blob = await store.get("k/one")  # a small object read lately: answered at once
+                    assert blob is not None and blob.data == b"x" * 100
+                    assert await store.get("k/none") is None
+            counted = metrics.STORE.take()["get"]
+            assert (len(counted.ok), len(counted.missing), sum(counted.bytes)) == (6, 6, 600)
+            assert Counting.calls == 6  # the subclass's own get still runs
+        finally:
+            await plain.close()
+            await sub.close()
+
+    asyncio.run(run())

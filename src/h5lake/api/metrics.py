@@ -22,6 +22,7 @@ import contextlib
 import hmac
 import os
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable
 from functools import wraps
 from typing import Any
@@ -47,7 +48,7 @@ from h5lake import __version__
 from h5lake.api import connections
 from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
-from h5lake.storage import PreconditionFailed, Store
+from h5lake.storage import LATER, AnswersAtOnce, Later, PreconditionFailed, Store
 from h5lake.versions.gc import GcRecord, read_record
 
 FLUSH_SECONDS = 1.0
@@ -152,8 +153,8 @@ def metered(store: Store) -> Store:
     for name, direction in _OPS.items():
         method = getattr(store, name, None)
         if method is not None:
-            wrap = _timed_get if name == "get" else _timed
-            setattr(store, name, wrap(name, direction, method))
+            wrapped = _timed_get(name, direction, method, store) if name == "get" else _timed(name, direction, method)
+            setattr(store, name, wrapped)
     store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
 
@@ -192,17 +193,24 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
     return timed
 
 
-def _timed_get(op: str, direction: str | None, method: Callable[[str], Awaitable[Any]]) -> Callable[[str], Awaitable[Any]]:
-    """`_timed` for ``get(key)``, the most frequent operation, with its one argument."""
+def _timed_get(
+    op: str, direction: str | None, method: Callable[[str], Awaitable[Any]], store: Store
+) -> Callable[[str], Awaitable[Any]]:
+    """`_timed` for ``get(key)``, the most frequent operation, with its one argument. A store
+    that tells some answers at once (`AnswersAtOnce`: the local store, for an object read lately)
+    is asked that first, as its own ``get`` does, so such a get costs one coroutine, not two."""
     tally = STORE.slot(op)
     ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
     clock = _clock
+    at_once = _answers_at_once(store, method)
 
     @wraps(method)
     async def timed_get(key: str) -> Any:
         start = clock()
         try:
-            blob = await method(key)
+            blob = at_once(key) if at_once is not None else LATER
+            if isinstance(blob, Later):
+                blob = await method(key)
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
@@ -214,6 +222,17 @@ def _timed_get(op: str, direction: str | None, method: Callable[[str], Awaitable
         return blob
 
     return timed_get
+
+
+def _answers_at_once(store: Store, get: Callable[[str], Awaitable[Any]]) -> Callable[[str], Any] | None:
+    """The store's ``get_at_once`` when ``get`` is the one of the class that defines it (which
+    answers so whenever it can), not one a subclass or a wrapper put in its place."""
+    if not isinstance(store, AnswersAtOnce):
+        return None
+    owner = next((c for c in type(store).__mro__ if "get_at_once" in vars(c)), None)
+    if owner is None or getattr(get, "__func__", None) is not vars(owner).get("get"):
+        return None
+    return store.get_at_once
 
 
 STORE = StoreTally()
@@ -262,7 +281,10 @@ def _declare() -> None:
 
 
 def flush(requests: Tally, service: Any | None) -> None:
-    """Write what this process counted since the last flush into the Prometheus values."""
+    """Write what this process counted since the last flush into the Prometheus values. Each
+    value written costs prometheus-client a lock, a ``getpid`` and, with several processes, a
+    write into its file, so only values that changed are written, and label lookups are kept
+    (`_child`)."""
     m = _METRICS
     answered = requests.take()
     if answered:
@@ -270,20 +292,35 @@ def flush(requests: Tally, service: Any | None) -> None:
     _add_new(m["bytes_in"], "bytes_in", requests.bytes_in)
     _add_new(m["bytes_out"], "bytes_out", requests.bytes_out)
     _add_new(m["auth_failures"], "auth_failures", requests.auth_failures)
-    m["inflight"].set(requests.started - requests.count)
-    m["connections"].set(open_connections())
+    _set_new(m["inflight"], "inflight", requests.started - requests.count)
+    _set_new(m["connections"], "connections", open_connections())
+    moved = {"read": 0, "written": 0}
     for op, tally in STORE.take().items():
-        fold_store(op, tally)
+        fold_store(op, tally, moved)
+    for direction, n in moved.items():
+        if n:
+            _child("storage_bytes", (direction,)).inc(n)
     budget = getattr(service, "replies", None)
     if budget is not None:
-        m["budget_used"].set(budget.used)
-        m["budget_capacity"].set(budget.capacity)
+        _set_new(m["budget_used"], "budget_used", budget.used)
+        _set_new(m["budget_capacity"], "budget_capacity", budget.capacity)
         _add_new(m["budget_waits"], "budget_waits", budget.waits)
 
 
 _SEEN: dict[str, int] = {}
+_CHILDREN: dict[tuple[str, tuple[str, ...]], Any] = {}
 _BOUNDS = np.array(DURATION_BUCKETS)
 _SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
+_FEW = 32  # durations bucketed one by one below this many; with numpy from it
+
+
+def _child(name: str, labels: tuple[str, ...]) -> Any:
+    """The metric ``name``'s child of these label values (prometheus-client's ``labels()``
+    validates and locks on every call; the children are kept here)."""
+    found = _CHILDREN.get((name, labels))
+    if found is None:
+        found = _CHILDREN[name, labels] = _METRICS[name].labels(*labels)
+    return found
 
 
 def _add_new(counter: Any, name: str, ever: int) -> None:
@@ -291,58 +328,75 @@ def _add_new(counter: Any, name: str, ever: int) -> None:
     grown = ever - _SEEN.get(name, 0)
     if grown:
         counter.inc(grown)
-    _SEEN[name] = ever
+        _SEEN[name] = ever
 
 
-def _histogram(durations: list[float]) -> tuple[list[int], float]:
-    """Bucket counts (`DURATION_BUCKETS`, then +Inf; not cumulative) and the sum of durations."""
+def _set_new(gauge: Any, name: str, now: int) -> None:
+    """Set ``gauge`` to ``now`` when that differs from what the last flush set."""
+    if _SEEN.get(name) != now:
+        gauge.set(now)
+        _SEEN[name] = now
+
+
+def _histogram(durations: list[float]) -> tuple[dict[int, int], float]:
+    """Bucket counts (index into `DURATION_BUCKETS`, its length for +Inf; not cumulative, only
+    buckets that got any) and the sum of durations."""
+    if len(durations) < _FEW:
+        counts: dict[int, int] = {}
+        for d in durations:
+            slot = bisect_left(DURATION_BUCKETS, d)
+            counts[slot] = counts.get(slot, 0) + 1
+        return counts, sum(durations)
     values = np.fromiter(durations, dtype=np.float64, count=len(durations))
-    return np.bincount(np.searchsorted(_BOUNDS, values), minlength=_SLOTS).tolist(), sum(durations)
+    binned = np.bincount(np.searchsorted(_BOUNDS, values), minlength=_SLOTS)
+    return {int(i): int(binned[i]) for i in np.flatnonzero(binned)}, float(values.sum())
 
 
 def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> None:
     """Add requests answered (`api/observe.Tally`) to the request counters and histogram."""
-    m = _METRICS
     by_route: dict[tuple[str, str], list[float]] = {}
     for (method, route, status), durations in answered.items():
         route = route or "unmatched"
         status = status or 500  # an error before any reply: the server's 500
         n = len(durations)
-        m["requests"].labels(method, route, str(status)).inc(n)
+        _child("requests", (method, route, str(status))).inc(n)
         if 200 <= status < 300:
             op = VERSION_OPS.get((method, route))
             if op is not None:
-                m["versions"].labels(op).inc(n)
+                _child("versions", (op,)).inc(n)
             elif route.startswith(MAP_PREFIX):
-                m["maps"].labels(method, route).inc(n)
-        by_route.setdefault((method, route), []).extend(durations)
+                _child("maps", (method, route)).inc(n)
+        same = by_route.get((method, route))
+        if same is None:
+            by_route[method, route] = durations
+        else:
+            same.extend(durations)
     for (method, route), durations in by_route.items():
-        _add_histogram(m["duration"].labels(method, route), *_histogram(durations))
+        _add_histogram(_child("duration", (method, route)), *_histogram(durations))
 
 
-def fold_store(op: str, tally: OpTally) -> None:
-    """Add one storage operation's calls (`OpTally`) to the storage counters and histogram."""
-    m = _METRICS
+def fold_store(op: str, tally: OpTally, moved: dict[str, int]) -> None:
+    """Add one storage operation's calls (`OpTally`) to the storage counters and histogram, and
+    its bytes to ``moved`` (by direction: written once for all operations)."""
     everything: list[float] = []
     for outcome in OUTCOMES:
         durations = getattr(tally, outcome)
         if durations:
-            m["storage_ops"].labels(op, outcome).inc(len(durations))
+            _child("storage_ops", (op, outcome)).inc(len(durations))
             everything += durations
     if everything:
-        _add_histogram(m["storage_duration"].labels(op), *_histogram(everything))
-    moved = sum(tally.bytes)
-    if moved:
-        m["storage_bytes"].labels("read" if _OPS[op] == "read" else "written").inc(moved)
+        _add_histogram(_child("storage_duration", (op,)), *_histogram(everything))
+    if tally.bytes:
+        moved["read" if _OPS[op] == "read" else "written"] += sum(tally.bytes)
 
 
-def _add_histogram(child: Any, counts: list[int], total: float) -> None:
-    """Add bucket counts (one per bucket, not cumulative, +Inf last) and a sum to a histogram's
+def _add_histogram(child: Any, counts: dict[int, int], total: float) -> None:
+    """Add bucket counts (by bucket index, not cumulative, +Inf last) and a sum to a histogram's
     values. prometheus-client offers only ``observe`` (one value at a time); its child keeps one
     value per bucket (not cumulative) and one for the sum, which are added to here."""
-    for value, n in zip(child._buckets, counts):
-        if n:
-            value.inc(n)
+    buckets = child._buckets
+    for slot, n in counts.items():
+        buckets[slot].inc(n)
     child._sum.inc(total)
 
 

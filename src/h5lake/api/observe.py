@@ -88,7 +88,7 @@ class Tally:
     """This process's requests answered since the last flush into Prometheus (`api/metrics.py`):
     per (method, route template, status) the seconds each took, and the bytes received and sent,
     so that a request costs a dictionary lookup and a few additions; the flush, once a second,
-    adds them up in numpy (`api/metrics.fold_requests`). A route template of None: no route
+    adds them up (`api/metrics.fold_requests`). A route template of None: no route
     matched; a status of 0: the application sent none."""
 
     __slots__ = ("answered", "auth_failures", "bytes_in", "bytes_out", "count", "started")
