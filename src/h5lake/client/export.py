@@ -100,7 +100,10 @@ def _has_large_attribute(doc: Doc) -> bool:
     """Whether an attribute's value passes what HDF5's original file format can hold in an
     object header: such a file needs dense attribute storage (format 1.8 and later)."""
     for attr in (doc.get("attributes") or {}).values():
-        dims = (attr.get("shape") or {}).get("dims") or ()
+        shape, t = attr.get("shape") or {}, attr.get("type")
+        if "dims" not in shape and isinstance(t, dict) and t.get("class") in ("H5T_INTEGER", "H5T_FLOAT"):
+            continue  # (one number)
+        dims = shape.get("dims") or ()
         count = math.prod(dims) if isinstance(dims, list) else 1
         size = item_size(attr["type"]) if isinstance(attr.get("type"), dict) else None
         total = count * size if size is not None else len(orjson.dumps(attr.get("value")))

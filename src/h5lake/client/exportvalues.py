@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
+import orjson
 from h5py import h5d, h5s
 from tqdm import tqdm
 
@@ -25,19 +26,29 @@ from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
 from h5lake.model.layout import guess_chunk_shape
 from h5lake.model.stored import Doc
 from h5lake.model.typecheck import validate_type
-from h5lake.model.types import TypeJson, is_variable, wire_dtype
+from h5lake.model.types import TypeJson, is_variable, reduced_precision, wire_dtype
 from h5lake.model.values import array_to_bytes
 
 BLOCK_BYTES = 8 * MIB
 
 
+TYPES_KEPT = 4096
+_types: dict[bytes, TypeJson] = {}
+
+
 def type_of(t: Any) -> TypeJson:
-    """A type as a server returned it, normalized (a committed type keeps its ``id``)."""
-    if isinstance(t, str):
-        return validate_type(t)
+    """A type as a server returned it, normalized (a committed type keeps its ``id``); the
+    forms of the last `TYPES_KEPT` distinct types are remembered (callers do not change them)."""
+    key = orjson.dumps(t)
+    found = _types.get(key)
+    if found is not None:
+        return found
     out = validate_type(t)
     if isinstance(t, dict) and isinstance(t.get("id"), str):
         out["id"] = bare_id(t["id"])
+    if len(_types) >= TYPES_KEPT:
+        _types.clear()
+    _types[key] = out
     return out
 
 
@@ -216,7 +227,12 @@ class ValueWriting:
         dsid = dsid or self.open(oid)
         try:
             tid = dsid.get_type()
-            for part, part_data in self._unfilled_chunks(doc, t, sel, data):
+            parts = list(self._unfilled_chunks(doc, t, sel, data))
+            if len(parts) == 1 and parts[0][0] == whole(doc) and h5values.is_raw(t) and not reduced_precision(t):
+                # the whole value in one write (as write_dataset would, without its selections)
+                dsid.write(h5s.ALL, h5s.ALL, np.frombuffer(h5values.wire_to_raw(data, t), dtype=np.uint8), mtype=tid)
+                return
+            for part, part_data in parts:
                 h5values.write_dataset(dsid, tid, t, part, part_data, refs)
         except (ValueError, RuntimeError, OSError, TypeError) as exc:
             raise ToolError(f"values of {self.paths.get(oid, oid)} cannot be written: {exc}") from None

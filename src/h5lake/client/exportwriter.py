@@ -38,6 +38,7 @@ from h5lake.model.types import CharSet, TypeClass, TypeJson, type_class
 from h5lake.model.values import array_to_bytes
 
 HELD_GROUPS = 4096  # groups kept open from their creation until their links are made
+KINDS_KEPT = 1024  # dataset creation property lists remembered for datasets alike
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
 
@@ -122,6 +123,8 @@ class Writer(ValueWriting):
         self.undefined_fill: list[str] = []  # datasets made with an undefined fill value
         self.bar: Any = None
         self.value_seconds = 0.0
+        self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc]] = {}  # (`_dataset`)
+        self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any]] = {}  # (`_attribute`)
 
     # -- the stream --
 
@@ -348,6 +351,45 @@ class Writer(ValueWriting):
     def _dataset(self, obj_id: str, where: str) -> Any:
         doc = self.take(obj_id)
         t = type_of(doc["type"])
+        key = orjson.dumps([doc["type"], doc["shape"], doc.get("creationProperties")])
+        made = self.dataset_kinds.get(key)
+        if made is None:
+            notes = len(self.notes)
+            made = self._dataset_kind(doc, t, where)
+            props = made[3]
+            if len(self.notes) == notes and props.get("fillValue") is None and "externalStorage" not in props["layout"]:
+                if len(self.dataset_kinds) >= KINDS_KEPT:
+                    self.dataset_kinds.clear()
+                self.dataset_kinds[key] = made
+        tid, space, dcpl, props = made
+        try:
+            dsid = h5d.create(self.fid, None, tid, space, dcpl=dcpl)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
+        self._comment(dsid, doc)
+        self.stats.datasets += 1
+        self._made(obj_id, dsid, doc)
+        self._note_skipped(where, props)
+        if props.get("fillValueUndefined"):
+            self.undefined_fill.append(obj_id)
+        value = {"type": doc["type"], "shape": doc["shape"], "creationProperties": doc.get("creationProperties") or {}}
+        if h5values.has_reference(t):
+            if "value_base64" in doc:
+                value["value_base64"] = doc["value_base64"]
+            self.later_values.append((obj_id, value))
+        elif "value_base64" in doc and "externalStorage" not in props["layout"]:  # (external: read as the others)
+            data = listed_value(doc)
+            if data is not None:
+                self.write_value(obj_id, doc, whole(doc), data, self.refs, dsid)
+                self.stats.value_bytes += len(data)
+        else:
+            self.values_due.append((obj_id, value))
+            self.value_bar(sum(n for _, n in boxes(value)))
+        return dsid
+
+    def _dataset_kind(self, doc: Doc, t: TypeJson, where: str) -> tuple[Any, Any, Any, Doc]:
+        """What a dataset is made with: its type, space, creation property list, and its creation
+        properties as written (datasets alike in all three share them, `KINDS_KEPT` remembered)."""
         tid = self.type_for(t)
         space, _ = _space(doc["shape"])
         props = dict(doc.get("creationProperties") or {})
@@ -366,30 +408,8 @@ class Writer(ValueWriting):
             dcpl = make_dcpl(props, t, fill_raw, memory_type_id(tid, t))  # HDF5 converts the fill
         except Unrepresentable as exc:
             raise Unrepresentable(f"dataset {where}: {exc.feature}") from None
-        try:
-            dsid = h5d.create(self.fid, None, tid, space, dcpl=dcpl)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
-        self._comment(dsid, doc)
-        self.stats.datasets += 1
-        self._made(obj_id, dsid, doc)
-        self._note_skipped(where, props)
-        if props.get("fillValueUndefined"):
-            self.undefined_fill.append(obj_id)
-        value = {"type": doc["type"], "shape": doc["shape"], "creationProperties": doc.get("creationProperties") or {}}
-        if h5values.has_reference(t):
-            if "value_base64" in doc:
-                value["value_base64"] = doc["value_base64"]
-            self.later_values.append((obj_id, value))
-        elif "value_base64" in doc and "externalStorage" not in layout:  # (external: read as the others)
-            data = listed_value(doc)
-            if data is not None:
-                self.write_value(obj_id, doc, whole(doc), data, self.refs, dsid)
-                self.stats.value_bytes += len(data)
-        else:
-            self.values_due.append((obj_id, value))
-            self.value_bar(sum(n for _, n in boxes(value)))
-        return dsid
+        props["layout"] = layout
+        return tid, space, dcpl, props
 
     def _note_skipped(self, where: str, props: Doc) -> None:
         named = [f"{f['id']} ({self.skipped[f['id']]})" for f in props.get("filters") or () if isinstance(f, dict) and f.get("id") in self.skipped]
@@ -445,12 +465,19 @@ class Writer(ValueWriting):
             self.stats.attributes += 1
 
     def _attribute(self, obj: Any, name: str, attr: Doc, refs: ExportRefs) -> None:
-        key = orjson.dumps(attr["type"], option=orjson.OPT_SORT_KEYS)
-        if key not in self.attribute_types:  # (a committed type's TypeID is the committed one)
+        shape = attr.get("shape") or {"class": "H5S_SCALAR"}
+        key = orjson.dumps([attr["type"], shape])
+        kind = self.attribute_kinds.get(key)
+        if kind is None:  # (a committed type's TypeID is the committed one)
             t = type_of(attr["type"])
-            self.attribute_types[key] = t, self.type_for(t)
-        t, tid = self.attribute_types[key]
-        space, dims = _space(attr.get("shape") or {"class": "H5S_SCALAR"})
+            tid = self.type_for(t)
+            space, dims = _space(shape)
+            raw_type = memory_type_id(tid, t) if h5values.is_raw(t) else None
+            kind = t, tid, space, dims, raw_type
+            if len(self.attribute_kinds) >= KINDS_KEPT:
+                self.attribute_kinds.clear()
+            self.attribute_kinds[key] = kind
+        t, tid, space, dims, raw_type = kind
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
         if cset == CharSet.ASCII.value:
@@ -463,6 +490,11 @@ class Writer(ValueWriting):
             wire = base64.b64decode(attr["value_base64"])
         else:
             wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
+        if raw_type is not None:  # (as write_attribute does)
+            buf = np.frombuffer(h5values.wire_to_raw(wire, t), dtype=np.uint8)
+            if buf.size:
+                aid.write(buf, mtype=raw_type)
+            return
         h5values.write_attribute(aid, tid, t, dims, wire, refs)
 
 
