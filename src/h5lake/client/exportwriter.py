@@ -123,6 +123,7 @@ class Writer(ValueWriting):
         self.undefined_fill: list[str] = []  # datasets made with an undefined fill value
         self.bar: Any = None
         self.value_seconds = 0.0
+        self.group_kinds: dict[bytes, Any] = {}  # (`_gcpl`)
         self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc]] = {}  # (`_dataset`)
         self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any]] = {}  # (`_attribute`)
 
@@ -328,7 +329,7 @@ class Writer(ValueWriting):
             obj = self.committed(target)
         elif target.startswith("g-"):
             doc = self.take(target)
-            obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
+            obj = h5g.create(self.fid, None, gcpl=self._gcpl(doc))
             self._comment(obj, doc)
             self.stats.groups += 1
             self._made(target, obj, doc)
@@ -342,6 +343,17 @@ class Writer(ValueWriting):
             if len(self.held) < HELD_GROUPS:
                 self.held[target] = obj
             self._wait(target)
+
+    def _gcpl(self, doc: Doc) -> Any:
+        """A group's creation property list, shared by groups alike (`KINDS_KEPT` remembered)."""
+        props = doc.get("creationProperties") or {}
+        key = orjson.dumps(props)
+        gcpl = self.group_kinds.get(key)
+        if gcpl is None:
+            if len(self.group_kinds) >= KINDS_KEPT:
+                self.group_kinds.clear()
+            gcpl = self.group_kinds[key] = make_gcpl(props)
+        return gcpl
 
     def _comment(self, obj: Any, doc: Doc) -> None:
         comment = (doc.get("creationProperties") or {}).get("comment")
