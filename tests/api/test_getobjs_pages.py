@@ -125,3 +125,42 @@ def test_export_reads_the_hierarchy_in_few_requests(client: Client, endpoint: st
             assert int(out[f"g{i:03d}"].attrs["index"]) == i
             assert out[f"g{i:03d}/values"].attrs["units"] == "counts"
             assert out[f"g{i:03d}/values"][()].tolist() == list(range(i, i + 10))
+
+
+def test_export_writes_pages_as_they_come_holding_few_objects(client: Client, endpoint: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of 8 objects: the export holds at most a few pages of descriptions at once (not the
+    domain's), yet writes the same file, the second link to a group and the cycle included; a
+    large attribute met in a later page turns dense attribute storage on there."""
+    from h5lake.client import exportfetch
+    from h5lake.client.exportwriter import Writer
+
+    make_tree(endpoint, client.domain)
+    with h5pyd.File(client.domain, "a", endpoint=endpoint, username=USER, password=USERS[USER]) as f:
+        for i in range(12):
+            f.create_group(f"z{i:02d}").attrs["i"] = i
+        f["z11"].attrs["large"] = np.arange(20_000, dtype="<i8")  # 160 kB: no room in an object header
+    monkeypatch.setattr(exportfetch, "FIRST_PAGE", 8)
+    monkeypatch.setattr(exportfetch, "PAGE", 8)
+    held: list[int] = []
+    take_page = Writer.take_page
+
+    def counting(self: Writer, page: dict[str, Any]) -> None:
+        take_page(self, page)
+        held.append(len(self.fetcher.docs) + len(self.links_of))
+
+    monkeypatch.setattr(Writer, "take_page", counting)
+    target = tmp_path / "out.h5"
+    stats, _ = export_domain(RestClient(Settings(endpoint, USER, USERS[USER]), client.domain), target)
+    assert len(held) > 4  # pages
+    assert max(held) <= 2 * 8 < stats.groups + stats.datasets  # two pages at most (of 26 groups, 10 datasets)
+    with h5py.File(target, "r") as out:
+        assert out["t0/again"] == out["t1/g1"] and out["t2/up"] == out["/"]
+        assert sorted(out) == sorted([f"t{i}" for i in range(3)] + [f"z{i:02d}" for i in range(12)] + ["big"])
+        for i in range(3):
+            for j in range(3):
+                assert int(out[f"t{i}/g{j}"].attrs["n"]) == 10 * i + j
+                assert out[f"t{i}/g{j}/v"][()].tolist() == list(range(10 * i + j, 10 * i + j + 5))
+        assert out["big"][()].tolist() == list(range(1000))
+        assert out["z11"].attrs["large"].tolist() == list(range(20_000))
+        assert [int(out[f"z{i:02d}"].attrs["i"]) for i in range(12)] == list(range(12))

@@ -25,6 +25,9 @@ from h5lake.model.values import array_to_json, bytes_to_array
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
 PAGE = 2000
 """Objects asked for in one ``GET /?getobjs=1`` page (a server may answer fewer)."""
+FIRST_PAGE = 250
+"""Objects asked for in the first page; each next page asks twice as many, up to `PAGE`: the
+writer starts sooner, and the server makes each page while the client writes the one before."""
 PAGES_AHEAD = 1
 """Pages read and held beyond the one being written."""
 
@@ -132,7 +135,7 @@ class Fetcher:
             reader.join()
 
     def _pages(self, root: str) -> Iterator[dict[str, Doc]]:
-        params: dict[str, Any] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": PAGE, "include_values": 1}
+        params: dict[str, Any] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": FIRST_PAGE, "include_values": 1}
         while True:
             reply = self.client.get_json("/", **params)
             listed = reply.get("domain_objs")
@@ -144,6 +147,7 @@ class Fetcher:
             if not isinstance(marker, str):
                 return
             params["Marker"] = marker
+            params["Limit"] = min(PAGE, 2 * params["Limit"])
 
     def _each(self, root: str) -> dict[str, Doc]:
         docs: dict[str, Doc] = {}

@@ -46,6 +46,10 @@ def _default_cset(name: str) -> str:
     return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
 
 
+def _in_creation_order(doc: Doc) -> deque[tuple[str, Doc]]:
+    return deque(sorted((doc.get("links") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0])))
+
+
 # -- writing -----------------------------------------------------------------------------------
 
 
@@ -112,9 +116,10 @@ class Writer(ValueWriting):
         self.lcpls: dict[str, Any] = {}  # link creation property lists by character set
         self.attribute_types: dict[bytes, tuple[TypeJson, Any]] = {}  # type JSON -> its normalized form and TypeID
         # groups made whose links are still to be made: their links, in creation order; those
-        # waiting for targets not read yet (by id), and which groups wait for an id; those ready
-        self.links_of: dict[str, list[tuple[str, Doc]]] = {}
-        self.waiting: dict[str, set[str]] = {}
+        # waiting for a target not read yet (by id), and which groups wait for an id; those
+        # that can go on
+        self.links_of: dict[str, deque[tuple[str, Doc]]] = {}
+        self.waiting: dict[str, str] = {}
         self.needed_by: dict[str, list[str]] = {}
         self.ready: deque[str] = deque()
         self.later_attributes: list[tuple[str, Doc]] = []  # (id, attributes) holding references
@@ -178,46 +183,52 @@ class Writer(ValueWriting):
 
     def _arrived(self, oid: str) -> None:
         for gid in self.needed_by.pop(oid, ()):
-            missing = self.waiting.get(gid)
-            if missing is not None:
-                missing.discard(oid)
-                if not missing:
-                    del self.waiting[gid]
-                    self.ready.append(gid)
+            if self.waiting.pop(gid, None) is not None:
+                self.ready.append(gid)
 
     def _pend(self, gid: str, doc: Doc) -> None:
-        """A group just made (and linked): its links are made once every hard link's target is read."""
-        self.links_of[gid] = sorted((doc.get("links") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
-        self._wait(gid)
+        """A group just made (and linked): its links are made in creation order as their
+        targets are read."""
+        self.links_of[gid] = _in_creation_order(doc)
+        self.ready.append(gid)
 
-    def _wait(self, gid: str) -> None:
-        missing = set()
-        for _, link in self.links_of[gid]:
-            if "id" in link and link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value:
-                target = bare_id(link["id"])
-                if target not in self.fetcher.docs and not self.is_made(target):
-                    missing.add(target)
-        if not missing:
-            self.ready.append(gid)
-            return
-        self.waiting[gid] = missing
-        for target in missing:
-            self.needed_by.setdefault(target, []).append(gid)
+    def _next_missing(self, gid: str) -> str | None:
+        """The target of ``gid``'s next link to make, when it is not read yet."""
+        _, link = self.links_of[gid][0]
+        if "id" in link and link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value:
+            target = bare_id(link["id"])
+            if target not in self.fetcher.docs and not self.is_made(target):
+                return target
+        return None
 
     def advance(self) -> None:
-        """Make the links of every group whose links' targets are all read."""
+        """Make the links of the groups that can go on, in each group's creation order, up to
+        the first whose target is not read yet (that group then waits for it)."""
         while self.ready:
             gid = self.ready.popleft()
-            group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
-            for name, link in self.links_of.pop(gid):
+            links = self.links_of[gid]
+            group = None
+            while links:
+                missing = self._next_missing(gid)
+                if missing is not None:
+                    self.waiting[gid] = missing
+                    self.needed_by.setdefault(missing, []).append(gid)
+                    break
+                if group is None:
+                    group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
+                name, link = links.popleft()
                 self._link(group, gid, name, link)
+            if not links:
+                del self.links_of[gid]
+            elif group is not None and len(self.held) < HELD_GROUPS:
+                self.held[gid] = group
 
     def complete(self, pool: ThreadPoolExecutor) -> None:
         """Make the links the listing left waiting (it ended without their targets: a server's
         listing may stop short), reading those targets one GET each, concurrently."""
         while self.waiting or self.ready:
             self.advance()
-            missing = sorted({t for m in self.waiting.values() for t in m})
+            missing = sorted(set(self.waiting.values()))
             for oid, doc in zip(missing, pool.map(self.fetcher.fetch, missing), strict=True):
                 if oid not in self.fetcher.docs and not self.is_made(oid):
                     self.fetcher.docs[oid] = doc
@@ -286,7 +297,7 @@ class Writer(ValueWriting):
             self._comment(obj, doc)
             self.stats.groups += 1
             self._made(obj_id, obj, doc)
-            self.links_of[obj_id] = sorted((doc.get("links") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
+            self.links_of[obj_id] = _in_creation_order(doc)
         else:
             obj = self._dataset(obj_id, f"(referenced by a fill value: {obj_id})")
         self.unlinked[obj_id] = obj
@@ -333,7 +344,7 @@ class Writer(ValueWriting):
             self._comment(obj, doc)
             self.stats.groups += 1
             self._made(target, obj, doc)
-            self.links_of[target] = sorted((doc.get("links") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
+            self.links_of[target] = _in_creation_order(doc)
             made = True
         else:
             obj = self._dataset(target, where)
@@ -342,7 +353,7 @@ class Writer(ValueWriting):
         if made:
             if len(self.held) < HELD_GROUPS:
                 self.held[target] = obj
-            self._wait(target)
+            self.ready.append(target)
 
     def _gcpl(self, doc: Doc) -> Any:
         """A group's creation property list, shared by groups alike (`KINDS_KEPT` remembered)."""
