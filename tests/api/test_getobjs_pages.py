@@ -97,6 +97,28 @@ def test_small_values_are_listed_as_their_packed_bytes(client: Client, endpoint:
     assert all("value_base64" not in doc for page in pages(client, 50) for doc in page["domain_objs"].values())
 
 
+def test_listed_values_of_number_types_are_their_packed_bytes(client: Client, endpoint: str) -> None:
+    """Values the listing takes from the document as stored (byte orders, ranks, a scalar, a
+    filtered one, a partial chunk) are the bytes GET /datasets/{id}/value answers."""
+    with h5pyd.File(client.domain, "w", endpoint=endpoint, username=USER, password=USERS[USER]) as f:
+        f.create_dataset("be", data=np.arange(7, dtype=">i2") - 3)
+        f.create_dataset("f4", data=np.linspace(0, 1, 9, dtype="<f4"))
+        f.create_dataset("scalar", data=np.int64(-5))
+        f.create_dataset("grid", data=np.arange(12, dtype="i1").reshape(3, 4))
+        f.create_dataset("zipped", data=np.arange(20, dtype="<u4"), chunks=(20,), compression="gzip")
+        f.create_dataset("part", data=np.arange(6, dtype="<f8"), chunks=(4,))
+        f.create_dataset("unwritten", shape=(4,), dtype="<i4", fillvalue=7)
+    listed: dict[str, Any] = {}
+    for page in pages(client, 50, include_values=1):
+        listed.update(page["domain_objs"])
+    datasets = {oid: doc for oid, doc in listed.items() if oid.startswith("d-")}
+    assert len(datasets) == 7
+    for oid, doc in datasets.items():
+        binary = client.get(f"/datasets/{oid}/value", headers={"Accept": "application/octet-stream"})
+        assert binary.status_code == 200
+        assert base64.b64decode(doc["value_base64"]) == binary.content, doc["shape"]
+
+
 class CountingClient(RestClient):
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
