@@ -6,12 +6,15 @@ written; values holding references once every object is made."""
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import orjson
@@ -30,6 +33,19 @@ from h5lake.model.types import TypeJson, is_variable, reduced_precision, wire_dt
 from h5lake.model.values import array_to_bytes
 
 BLOCK_BYTES = 8 * MIB
+DIRECT_FILTERS = frozenset({1, 2, 3, 32001, 32015})
+"""Filters whose chunks the Zarr bridge serves as stored: deflate, shuffle, fletcher32, blosc, zstd."""
+DIRECT_CHUNK_BYTES = 64 * 1024
+"""Chunks at least this large (unfiltered) are copied as stored, one GET each."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A chunk copied as stored: the Zarr array's URL path, the chunk's index and first element."""
+
+    base: str
+    index: tuple[int, ...]
+    offset: tuple[int, ...]
 
 
 TYPES_KEPT = 4096
@@ -172,7 +188,7 @@ class ValueWriting:
 
     def _write_values(self, pool: ThreadPoolExecutor, refs: Any, due: list[tuple[str, Doc]]) -> None:
         docs = dict(due)
-        work = ((oid, sel) for oid, doc in due for sel, _ in boxes(doc))
+        work = ((oid, sel) for oid, doc in due for sel in self._pieces(oid, doc))
         pending: dict[Future[bytes | None], tuple[str, Any]] = {}
         while True:
             while len(pending) < 2 * self.workers:
@@ -180,19 +196,81 @@ class ValueWriting:
                 if item is None:
                     break
                 oid, sel = item
-                pending[pool.submit(self._fetch, oid, docs[oid], sel)] = (oid, sel)
+                fetch = self._fetch_chunk if isinstance(sel, Stored) else self._fetch
+                pending[pool.submit(fetch, oid, docs[oid], sel)] = (oid, sel)
             if not pending:
                 break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 oid, sel = pending.pop(fut)
                 data = fut.result()
-                if data is not None:
+                if data is not None and isinstance(sel, Stored):
+                    self._write_chunk(oid, sel, data)
+                elif data is not None:
                     self.write_value(oid, docs[oid], sel, data, refs)
                 nbytes = len(data) if data else 0
                 self.stats.value_bytes += nbytes
                 if self.bar is not None:
                     self.bar.update(nbytes)
+
+    def _pieces(self, oid: str, doc: Doc) -> Iterator[Any]:
+        """What a dataset's value is read in: its chunks as stored (`direct_chunks`), else boxes."""
+        chunks = self.direct_chunks(oid, doc)
+        if chunks is not None:
+            yield from chunks
+            return
+        for sel, _ in boxes(doc):
+            yield sel
+
+    def direct_chunks(self, oid: str, doc: Doc) -> Iterator[Stored] | None:
+        """The chunks of a dataset whose stored chunks are the file's own (the same chunk shape,
+        and filters the server serves as stored: `DIRECT_FILTERS`, or none), each read as
+        stored from the Zarr bridge (docs/zarr.md, "Codecs: chunks as stored") and written with
+        ``write_direct_chunk``: nothing decoded or encoded again. None when the dataset is not
+        such (or the server has no Zarr bridge): its values are read decoded."""
+        t = type_of(doc["type"])
+        props = doc.get("creationProperties") or {}
+        layout, stored = props.get("layout") or {}, doc.get("layout") or {}
+        shape = doc["shape"]
+        chunk = [int(c) for c in layout.get("dims") or ()]
+        if (layout.get("class") != "H5D_CHUNKED" or not chunk or stored.get("origin") or shape.get("class", "H5S_SIMPLE") != "H5S_SIMPLE"
+                or [int(c) for c in stored.get("dims") or ()] != chunk or not h5values.is_raw(t) or reduced_precision(t)
+                or props.get("fillValueUndefined") or "externalStorage" in layout or self.client.settings.bucket):
+            return None
+        if math.prod(chunk) * wire_dtype(t).itemsize < DIRECT_CHUNK_BYTES:
+            return None  # small chunks: fewer requests by blocks of many
+        filters = props.get("filters") or []
+        if any(not isinstance(f, dict) or f.get("id") not in DIRECT_FILTERS for f in filters):
+            return None
+        path = self.paths.get(oid)
+        if path is None or path == "/":
+            return None
+        base = "/zarr" + "/".join(quote(p, safe="") for p in (self.client.domain + path).split("/"))
+        try:
+            meta = self.client.get_json(base + "/zarr.json")
+        except RestError:
+            return None
+        grid = ((meta.get("chunk_grid") or {}).get("configuration") or {}).get("chunk_shape")
+        codecs = meta.get("codecs") or []
+        if grid != chunk or (filters and len(codecs) < 2):  # (bytes alone: decoded on the server)
+            return None
+        counts = [-(-int(d) // c) for d, c in zip(shape["dims"], chunk, strict=True)]
+        return (Stored(base, index, tuple(i * c for i, c in zip(index, chunk, strict=True)))
+                for index in itertools.product(*(range(n) for n in counts)))
+
+    def _fetch_chunk(self, oid: str, doc: Doc, chunk: Stored) -> bytes | None:
+        key = "/".join(["c", *map(str, chunk.index)]) if chunk.index else "c"
+        try:
+            reply = self.client.request("GET", f"{chunk.base}/{key}", binary_reply=True, ok=(200, 404))
+        except RestError as exc:
+            raise ToolError(f"reading chunk {list(chunk.index)} of {self.paths.get(oid, oid)} failed: {exc.message}") from None
+        return None if reply.status_code == 404 else reply.content  # (404: never written, reads as fill)
+
+    def _write_chunk(self, oid: str, chunk: Stored, data: bytes) -> None:
+        try:
+            self.open(oid).write_direct_chunk(chunk.offset, data, 0)
+        except (ValueError, RuntimeError, OSError, TypeError) as exc:
+            raise ToolError(f"chunk {list(chunk.index)} of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
 
     def check_readable(self) -> None:
         """Stop, naming the dataset, rather than leave one HDF5 cannot read: elements, no

@@ -395,7 +395,7 @@ class Writer(ValueWriting):
         self._note_skipped(where, props)
         if props.get("fillValueUndefined"):
             self.undefined_fill.append(obj_id)
-        value = {"type": doc["type"], "shape": doc["shape"], "creationProperties": doc.get("creationProperties") or {}}
+        value = {"type": doc["type"], "shape": doc["shape"], "creationProperties": doc.get("creationProperties") or {}, "layout": doc.get("layout") or {}}
         if h5values.has_reference(t):
             if "value_base64" in doc:
                 value["value_base64"] = doc["value_base64"]
