@@ -186,3 +186,38 @@ def test_export_writes_pages_as_they_come_holding_few_objects(client: Client, en
         assert out["big"][()].tolist() == list(range(1000))
         assert out["z11"].attrs["large"].tolist() == list(range(20_000))
         assert [int(out[f"z{i:02d}"].attrs["i"]) for i in range(12)] == list(range(12))
+
+
+def test_export_copies_stored_chunks_through_the_zarr_bridge(client: Client, endpoint: str, tmp_path: Path) -> None:
+    """Chunks of 64 KiB and more with filters the Zarr bridge serves as stored are read from it
+    and written with write_direct_chunk: the file's chunks are the bytes h5lake stores; unwritten
+    chunks stay unwritten; smaller chunks and other filters take the decoded path."""
+    from h5lake.client.load import load_file
+
+    source = tmp_path / "in.h5"
+    rng = np.random.default_rng(3)
+    with h5py.File(source, "w") as f:
+        f.create_dataset("gz", data=rng.normal(size=(64, 2048)).astype("<f4"), chunks=(32, 1024), compression="gzip", shuffle=True)
+        sparse = f.create_dataset("sparse", shape=(4, 40_000), dtype="<f8", chunks=(2, 10_000), fillvalue=-1.0)
+        sparse[3, 5:9] = 2.5
+        f.create_dataset("lzf", data=np.arange(50_000, dtype="<i4"), chunks=(20_000,), compression="lzf")
+        f.create_dataset("small", data=np.arange(5_000, dtype="<i2"), chunks=(1000,), compression="gzip")
+    rest = CountingClient(Settings(endpoint, USER, USERS[USER]), client.domain)
+    load_file(source, rest, overwrite=True)
+    rest.sent.clear()
+    target = tmp_path / "out.h5"
+    export_domain(rest, target)
+    zarr_reads = [s for s in rest.sent if s.startswith("GET /zarr/")]
+    assert sum(s.endswith("/zarr.json") for s in zarr_reads) == 2  # gz and sparse
+    assert len(zarr_reads) == 2 + 4 + 8  # their chunks, written or not
+    with h5py.File(source, "r") as a, h5py.File(target, "r") as b:
+        for name in ("gz", "sparse", "lzf", "small"):
+            assert np.array_equal(a[name][()], b[name][()]) and a[name].chunks == b[name].chunks, name
+            assert a[name].compression == b[name].compression and a[name].shuffle == b[name].shuffle, name
+        assert b["sparse"].id.get_num_chunks() == a["sparse"].id.get_num_chunks() == 1
+        stored = rest.get_json("/", getobjs=1, Limit=10)["domain_objs"]
+        gz = next(oid for oid, doc in stored.items() if doc.get("shape", {}).get("dims") == [64, 2048])
+        for i in range(4):
+            offset = (i // 2 * 32, i % 2 * 1024)
+            served = rest.request("GET", f"/zarr{client.domain}/gz/c/{i // 2}/{i % 2}", binary_reply=True).content
+            assert b["gz"].id.read_direct_chunk(offset)[1] == served, (gz, offset)
