@@ -8,7 +8,9 @@ creation order come out as recorded: each group's links in creation order once t
 brought their targets (a link's target is created, anonymously, just before its first link, so
 link creation order is exact), each object's attributes and listed value as it is made (those
 holding references once every object is), and after each page the other values of its datasets,
-read as binary, one target chunk or block per GET, from a thread pool. What the client holds is
+from a thread pool: chunks the server stores as the file would (exportvalues.direct_chunks)
+copied as stored with ``write_direct_chunk``, the others read as binary, one target chunk or
+block per GET. What the client holds is
 bounded by a page, the groups listed and not yet entered, and each made object's id and path
 (exportwriter's docstring). The file is written under a temporary name and renamed when
 complete.

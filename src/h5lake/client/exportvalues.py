@@ -1,7 +1,8 @@
 """The values half of ``h5lake export``'s `exportwriter.Writer`: dataset values, written as the
-datasets are made (small ones the listing held) or, for the others, read from the server as
-binary, one target chunk or block per GET, from a thread pool, after each page of objects is
-written; values holding references once every object is made."""
+datasets are made (small ones the listing held) or, for the others, read from the server after
+each page of objects is written, from a thread pool: chunks as stored (`ValueWriting.direct_chunks`)
+or binary values, one target chunk or block per GET; values holding references once every
+object is made."""
 
 from __future__ import annotations
 
