@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -94,7 +94,7 @@ class Fetcher:
             raise RestError("POST", f"/{col}/{obj_id}/attributes", 200, f"no value for attribute {name!r}")
         return {**attr, "value_base64": found[0]["value"]}
 
-    def pages(self, root: str) -> Iterator[dict[str, Doc]]:
+    def pages(self, root: str) -> Generator[dict[str, Doc], None, None]:
         """Every object, by pages of ``GET /?getobjs=1`` when the server pages them (h5lake),
         else one GET per object, breadth first, as one page (a listing the server left
         incomplete is completed by the writer, which `fetch`es what it lacks). Pages are read
