@@ -220,6 +220,7 @@ class Writer(ValueWriting):
                 self._link(group, gid, name, link)
             if not links:
                 del self.links_of[gid]
+                self.held.pop(gid, None)  # (a group of no links was never taken out)
             elif group is not None and len(self.held) < HELD_GROUPS:
                 self.held[gid] = group
 
