@@ -5,6 +5,7 @@
     python bench/ingest.py --objects 100000       # the larger file (about 100,000 objects)
     python bench/ingest.py --no-export            # the load only
     python bench/ingest.py --hsload               # also h5pyd's ``hsload`` (h5pyd 1.0) into the same server
+    python bench/ingest.py --h5py-floor           # only h5py making the same file from memory (export's floor)
     python bench/ingest.py --endpoint http://host:5101 --user u --password p   # any server
 
 The file (made in a temporary directory, or kept with ``--file``): the root, G top groups of 100
@@ -57,6 +58,40 @@ def make_file(path: Path, top: int) -> tuple[int, int]:
     return 1 + top + 2 * top * PER_TOP, top * PER_TOP * values.nbytes
 
 
+def floor(path: Path, top: int) -> None:
+    """The bench file made with the h5py calls export makes (anonymous create, then link; one
+    write per attribute and dataset), from memory: what export's client cannot go below."""
+    from h5py import h5a, h5d, h5f, h5g, h5o, h5p, h5s, h5t
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    fcpl = h5p.create(h5p.FILE_CREATE)
+    fcpl.set_obj_track_times(True)
+    fid = h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl)
+    values = np.arange(10, dtype="<i4")
+    ten, scalar = h5s.create_simple((10,)), h5s.create(h5s.SCALAR)
+    text = h5t.C_S1.copy()
+    text.set_size(h5t.VARIABLE)
+    text.set_cset(h5t.CSET_UTF8)
+    units = np.array(b"counts", dtype=h5py.string_dtype())
+    lcpl = h5p.create(h5p.LINK_CREATE)
+    for i in range(top):
+        t = h5g.create(fid, None)
+        h5o.link(t, fid, f"top{i:04d}".encode(), lcpl=lcpl)
+        for j in range(PER_TOP):
+            g = h5g.create(fid, None)
+            h5a.create(g, b"index", h5t.STD_I64LE, scalar).write(np.array(i * PER_TOP + j, dtype="<i8"))
+            h5o.link(g, t, f"g{j:03d}".encode(), lcpl=lcpl)
+            d = h5d.create(fid, None, h5t.STD_I32LE, ten)
+            h5a.create(d, b"scale", h5t.IEEE_F64LE, scalar).write(np.array(0.5 * j))
+            h5a.create(d, b"units", text, scalar).write(units)
+            d.write(h5s.ALL, h5s.ALL, values + j)
+            h5o.link(d, g, b"values", lcpl=lcpl)
+    fid.close()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    objects = 1 + top + 2 * top * PER_TOP
+    row(f"h5py floor: {objects} objects", f"{objects / cpu:.0f} objects/s of CPU", f"{cpu:.2f} s CPU, {wall:.2f} s wall, load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_target_args(parser)
@@ -66,7 +101,14 @@ def main() -> None:
     parser.add_argument("--s3", action="store_true", help="run the h5lake it starts on S3 (SeaweedFS started here)")
     parser.add_argument("--hsload", action="store_true", help="also time h5pyd's hsload into the same server")
     parser.add_argument("--no-export", action="store_true", help="time the load only")
+    parser.add_argument("--h5py-floor", action="store_true", help="only time h5py's low-level calls making the same file from memory")
     args = parser.parse_args()
+    if args.h5py_floor:
+        top = max(1, round((args.objects - 1) / (1 + 2 * PER_TOP)))
+        with tempfile.TemporaryDirectory(prefix="h5lake-floor-") as tmp:
+            for _ in range(3):
+                floor(Path(tmp) / "floor.h5", top)
+        return
     with contextlib.ExitStack() as stack:
         if args.s3 and not args.endpoint:
             s3 = start_s3_server()

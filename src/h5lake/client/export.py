@@ -1,16 +1,19 @@
 """``h5lake export DOMAIN TARGET.h5``: write a domain back into an HDF5 file, exactly.
 
-:class:`Fetcher` reads every object reachable from the root: from h5lake by pages of
-``GET /?getobjs=1&Limit=2000`` (docs/api.md; small datasets' values inline), from another server
-one GET per object, concurrently. :class:`Writer` then builds the file with h5py's low-level API
-so that types, property lists and creation order come out as recorded: committed datatypes
-first (anonymous), then each group's links in creation order (a link's target is created,
-anonymously, just before its first link, so link creation order is exact), each object's
-attributes and listed value as it is made (those holding references once every object is), then
-the other values fetched as binary, one target chunk or block per GET, from a thread pool. The
-client holds every object's description until the file is written (memory grows with the
-domain's objects and attributes). The file is written under a temporary name and
-renamed when complete.
+:class:`Fetcher` reads the objects reachable from the root: from h5lake by pages of
+``GET /?getobjs=1&Limit=2000`` (docs/api.md; small datasets' values inline), the next page read
+while this one is written; from another server one GET per object, concurrently. :class:`Writer`
+builds the file with h5py's low-level API as the pages come, so that types, property lists and
+creation order come out as recorded: each group's links in creation order once the listing has
+brought their targets (a link's target is created, anonymously, just before its first link, so
+link creation order is exact), each object's attributes and listed value as it is made (those
+holding references once every object is), and after each page the other values of its datasets,
+from a thread pool: chunks the server stores as the file would (exportvalues.direct_chunks)
+copied as stored with ``write_direct_chunk``, the others read as binary, one target chunk or
+block per GET. What the client holds is
+bounded by a page, the groups listed and not yet entered, and each made object's id and path
+(exportwriter's docstring). The file is written under a temporary name and renamed when
+complete.
 
 Any HDF REST server works: what h5lake's model adds (docs/fidelity.md) is used when present,
 and h5pyd's forms (``CreateOrder``, filters by name) otherwise.
@@ -20,6 +23,7 @@ and h5pyd's forms (``CreateOrder``, filters by name) otherwise.
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import os
 import time
@@ -94,17 +98,19 @@ def user_block(props: Doc) -> tuple[int, bytes]:
 COMPACT_ATTRIBUTE_BYTES = 60_000  # HDF5 keeps an attribute in the object header up to 64 KiB
 
 
-def _has_large_attribute(docs: Any) -> bool:
+def _has_large_attribute(doc: Doc) -> bool:
     """Whether an attribute's value passes what HDF5's original file format can hold in an
     object header: such a file needs dense attribute storage (format 1.8 and later)."""
-    for doc in docs:
-        for attr in (doc.get("attributes") or {}).values():
-            dims = (attr.get("shape") or {}).get("dims") or ()
-            count = math.prod(dims) if isinstance(dims, list) else 1
-            size = item_size(attr["type"]) if isinstance(attr.get("type"), dict) else None
-            total = count * size if size is not None else len(orjson.dumps(attr.get("value")))
-            if total > COMPACT_ATTRIBUTE_BYTES:
-                return True
+    for attr in (doc.get("attributes") or {}).values():
+        shape, t = attr.get("shape") or {}, attr.get("type")
+        if "dims" not in shape and isinstance(t, dict) and t.get("class") in ("H5T_INTEGER", "H5T_FLOAT"):
+            continue  # (one number)
+        dims = shape.get("dims") or ()
+        count = math.prod(dims) if isinstance(dims, list) else 1
+        size = item_size(attr["type"]) if isinstance(attr.get("type"), dict) else None
+        total = count * size if size is not None else len(orjson.dumps(attr.get("value")))
+        if total > COMPACT_ATTRIBUTE_BYTES:
+            return True
     return False
 
 
@@ -134,12 +140,30 @@ def _create_file(path: Path, root: Doc, dense_attributes: bool = False) -> Any:
     return h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
 
 
-def _note_skipped(writer: Writer, skipped: dict[int, str]) -> None:
-    for oid, path in writer.paths.items():
-        filters = (writer.fetcher.get(oid).get("creationProperties") or {}).get("filters") or () if oid.startswith("d-") else ()
-        named = [f"{f['id']} ({skipped[f['id']]})" for f in filters if isinstance(f, dict) and f.get("id") in skipped]
-        if named:
-            writer.notes.append(f"dataset {path}: filter {', '.join(named)} kept with its parameters, chunks written with it skipped (h5lake holds the decoded values)")
+class _Arrivals:
+    """What export does on each object read, before it is made: a large attribute turns dense
+    attribute storage on (the file's format bounds raised to 1.8, as HDF5 needs), a plugin
+    filter h5lake does not run is registered as skipped (`not_rerun_filters`), a map's link is
+    remembered (maps are written after the file)."""
+
+    def __init__(self, fid: Any, dense: bool, native: bool) -> None:
+        self.fid = fid
+        self.dense = dense
+        self.native = native
+        self.skipped: dict[int, str] = {}
+        self.maps = False
+
+    def __call__(self, doc: Doc) -> None:
+        if not self.dense and _has_large_attribute(doc):
+            h5native.set_libver_bounds(self.fid, h5f.LIBVER_V18, h5f.LIBVER_LATEST)
+            self.dense = True
+        if self.native and str(doc.get("id", "")).startswith("d-"):
+            for filter_id, name in not_rerun_filters([doc]).items():
+                if filter_id not in self.skipped:
+                    h5native.register_skipped_filter(filter_id, name.encode())
+                    self.skipped[filter_id] = name
+        if not self.maps and doc.get("links") and mapfiles.links_maps([doc]):
+            self.maps = True
 
 
 def _restore_filters(skipped: dict[int, str], hdf5plugin: Any) -> None:
@@ -171,34 +195,33 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     with ThreadPoolExecutor(workers, thread_name_prefix="h5lake-export") as pool:
         fetcher = Fetcher(client, pool)
+        pages = fetcher.pages(root)
+        arrivals: _Arrivals | None = None
+        fid = None
         try:
-            fetcher.fetch_all(root)
-        except RestError as exc:
-            raise ToolError(explain(exc, client)) from None
-        fid = _create_file(partial, fetcher.docs[root], _has_large_attribute(fetcher.docs.values()))
-        comment = (fetcher.docs[root].get("creationProperties") or {}).get("comment")
-        if comment:
-            h5o.set_comment(fid, comment.encode("utf-8", "surrogateescape"))
-        writer = Writer(client, fetcher, fid, target.resolve().parent, workers=workers, quiet=quiet, external_files=external_files)
-        skipped = not_rerun_filters(fetcher.docs.values()) if h5native.available() else {}
-        try:
-            for fid_skipped, name in skipped.items():
-                h5native.register_skipped_filter(fid_skipped, name.encode())
+            first = next(pages, {})
+            root_doc = first.get(root) or fetcher.fetch(root)
+            props = root_doc.get("creationProperties") or {}
+            fid = _create_file(partial, root_doc, _has_large_attribute(root_doc))
+            if props.get("comment"):
+                h5o.set_comment(fid, props["comment"].encode("utf-8", "surrogateescape"))
+            arrivals = _Arrivals(fid, _has_large_attribute(root_doc), h5native.available())
+            writer = Writer(client, fetcher, fid, target.resolve().parent, workers=workers, quiet=quiet,
+                            external_files=external_files, prepare=arrivals)
+            writer.skipped = arrivals.skipped
+            fetcher.docs[root] = root_doc
+            arrivals(root_doc)
             # HDF5 makes and writes external raw files in the working directory (from the
             # dataset's creation on, its values going with it): so the whole file is built there
             with working_directory(str(writer.target_dir) if external_files else None):
-                writer.build_tree(root)
-                _note_skipped(writer, skipped)
-                refs = writer.refs
-                writer.write_attributes(refs)
-                writer.stats.metadata_seconds = time.monotonic() - started
-                writer.write_values(pool, refs)
+                writer.write_all(root, itertools.chain([first], pages), pool)
+                writer.stats.metadata_seconds = time.monotonic() - started - writer.value_seconds
             writer.check_readable()
-            refs.release()
+            writer.refs.release()
             fid.close()
-            if mapfiles.links_maps(fetcher.docs.values()):
+            if arrivals.maps:
                 writer.stats.maps = mapfiles.export_maps(client, str(partial))
-            _, content = user_block(fetcher.docs[root].get("creationProperties") or {})
+            _, content = user_block(props)
             if content:
                 with open(partial, "r+b") as out:  # HDF5 leaves the user block zeroed
                     out.write(content)
@@ -208,10 +231,12 @@ def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, 
         except RestError as exc:
             raise ToolError(explain(exc, client)) from None
         finally:
-            if fid.valid:
+            pages.close()
+            if fid is not None and fid.valid:
                 fid.close()
             partial.unlink(missing_ok=True)
-            _restore_filters(skipped, hdf5plugin)
+            if arrivals is not None:
+                _restore_filters(arrivals.skipped, hdf5plugin)
     writer.stats.groups += 1  # the root
     writer.stats.seconds = time.monotonic() - started
     return writer.stats, writer.notes

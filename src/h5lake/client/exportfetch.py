@@ -1,9 +1,17 @@
 """The reading half of ``h5lake export``: every object reachable from a domain's root, by id,
-with its links and attributes, in the forms `exportwriter.Writer` writes."""
+with its links and attributes, in the forms `exportwriter.Writer` writes, a page at a time.
+
+`Fetcher.pages` reads the pages of ``GET /?getobjs=1`` on a thread of its own, at most
+`PAGES_AHEAD` pages ahead of the writer, so the server makes the next page while the client
+writes this one. An older server, or one that does not page its listing, is read one GET per
+object, breadth first, and its objects come as a single page."""
 
 from __future__ import annotations
 
 import base64
+import queue
+import threading
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +25,11 @@ from h5lake.model.values import array_to_json, bytes_to_array
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
 PAGE = 2000
 """Objects asked for in one ``GET /?getobjs=1`` page (a server may answer fewer)."""
+FIRST_PAGE = 250
+"""Objects asked for in the first page; each next page asks twice as many, up to `PAGE`: the
+writer starts sooner, and the server makes each page while the client writes the one before."""
+PAGES_AHEAD = 1
+"""Pages read and held beyond the one being written."""
 
 
 def bare_id(value: str) -> str:
@@ -24,23 +37,20 @@ def bare_id(value: str) -> str:
 
 
 class Fetcher:
-    """Every object reachable from the root, by id, with its links and attributes."""
+    """The objects reachable from the root: `pages` of them as they are read, and any one by id
+    (`fetch`). ``docs`` holds the objects read and not yet written (`exportwriter.Writer`
+    takes each out as it makes it)."""
 
     def __init__(self, client: RestClient, pool: ThreadPoolExecutor) -> None:
         self.client = client
         self.pool = pool
         self.docs: dict[str, Doc] = {}
 
-    def get(self, obj_id: str) -> Doc:
-        if obj_id not in self.docs:
-            self.docs[obj_id] = self._get(obj_id)
-        return self.docs[obj_id]
-
-    def _get(self, obj_id: str) -> Doc:
+    def fetch(self, obj_id: str) -> Doc:
+        """One object, read alone."""
         col = COLLECTIONS[obj_id[0]]
         params = {"include_attrs": 1, "include_links": 1} if col == "groups" else {"include_attrs": 1}
         return self._normalized(obj_id, self.client.get_json(f"/{col}/{obj_id}", **params))
-
     def _normalized(self, obj_id: str, doc: Doc) -> Doc:
         """An object's description in the forms the writer takes (an attribute whose value it
         left out is read now)."""
@@ -84,38 +94,73 @@ class Fetcher:
             raise RestError("POST", f"/{col}/{obj_id}/attributes", 200, f"no value for attribute {name!r}")
         return {**attr, "value_base64": found[0]["value"]}
 
-    def fetch_all(self, root: str) -> None:
+    def pages(self, root: str) -> Generator[dict[str, Doc], None, None]:
         """Every object, by pages of ``GET /?getobjs=1`` when the server pages them (h5lake),
-        else one GET per object, breadth first (a listing the server left incomplete is
-        completed by `get` as objects are asked for)."""
-        if not self._fetch_listed(root):
-            self._fetch_each(root)
+        else one GET per object, breadth first, as one page (a listing the server left
+        incomplete is completed by the writer, which `fetch`es what it lacks). Pages are read
+        on a thread of their own, `PAGES_AHEAD` ahead of the caller."""
+        ahead: queue.Queue[tuple[str, Any]] = queue.Queue(PAGES_AHEAD)
+        stop = threading.Event()
 
-    def _fetch_listed(self, root: str) -> bool:
-        params: dict[str, Any] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": PAGE, "include_values": 1}
+        def put(item: tuple[str, Any]) -> bool:
+            while not stop.is_set():
+                try:
+                    ahead.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def read() -> None:
+            try:
+                for page in self._pages(root):
+                    if not put(("page", page)):
+                        return
+                put(("end", None))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                put(("error", exc))
+
+        reader = threading.Thread(target=read, name="h5lake-export-pages", daemon=True)
+        reader.start()
+        try:
+            while True:
+                kind, item = ahead.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            reader.join()
+
+    def _pages(self, root: str) -> Iterator[dict[str, Doc]]:
+        params: dict[str, Any] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": FIRST_PAGE, "include_values": 1}
         while True:
             reply = self.client.get_json("/", **params)
             listed = reply.get("domain_objs")
             if not isinstance(listed, dict) or ("Marker" not in params and root not in listed):
-                return False  # not listed (a large domain on HSDS, or an older server)
-            for oid, doc in listed.items():
-                if oid[:1] in COLLECTIONS and oid not in self.docs:  # (an object listed again: the same)
-                    self.docs[oid] = self._normalized(oid, {**doc, "id": oid})
+                yield self._each(root)  # not listed (a large domain on HSDS, or an older server)
+                return
+            yield {oid: self._normalized(oid, {**doc, "id": oid}) for oid, doc in listed.items() if oid[:1] in COLLECTIONS}
             marker = reply.get("nextMarker")
             if not isinstance(marker, str):
-                return True
+                return
             params["Marker"] = marker
+            params["Limit"] = min(PAGE, 2 * params["Limit"])
 
-    def _fetch_each(self, root: str) -> None:
+    def _each(self, root: str) -> dict[str, Doc]:
+        docs: dict[str, Doc] = {}
         frontier = [root]
         while frontier:
-            futures = {oid: self.pool.submit(self._get, oid) for oid in frontier if oid not in self.docs}
+            futures = {oid: self.pool.submit(self.fetch, oid) for oid in frontier if oid not in docs}
             frontier = []
             for oid, fut in futures.items():
-                self.docs[oid] = doc = fut.result()
+                docs[oid] = doc = fut.result()
                 for link in doc.get("links", {}).values():
                     target = link.get("id")
                     if link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value and target:
                         target = bare_id(target)
-                        if target not in self.docs and target not in frontier and target not in futures:
+                        if target not in docs and target not in frontier and target not in futures:
                             frontier.append(target)
+        return docs

@@ -1,15 +1,19 @@
-"""The parts of ``h5lake export``: `exportfetch.Fetcher` reads every object reachable from the
-root; :class:`Writer` builds the file with h5py's low-level API; :class:`ExportRefs` turns references
-back into HDF5 references."""
+"""The parts of ``h5lake export``: `exportfetch.Fetcher` reads the objects reachable from the
+root a page at a time; :class:`Writer` builds the file with h5py's low-level API as the pages come
+(values: `exportvalues`); :class:`ExportRefs` turns references back into HDF5 references.
+
+What the writer holds between pages: the objects read and not yet made (a page, and the groups
+listed but not yet entered by the listing, whose links are still to be made), each made
+object's id and path (for further hard links to it and for references), and, until the end,
+the attributes and values that hold references (their targets may not be made yet)."""
 
 from __future__ import annotations
 
 import base64
-import math
 import struct
 from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,32 +24,30 @@ import orjson
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
 from h5lake.client import h5native, h5values
-from h5lake.client.common import (
-    MIB,
-    ToolError,
-    progress,
-    rate,
-)
+from h5lake.client.common import MIB, ToolError, rate
 from h5lake.client.exportfetch import COLLECTIONS, Fetcher, bare_id
+from h5lake.client.exportvalues import ValueWriting, boxes, extendible, listed_value, type_of, whole
 from h5lake.client.h5props import make_dcpl, make_gcpl, make_tcpl
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.client.rest import RestClient, RestError
-from h5lake.model.fromjson import EXACT_FILL, fill_value_array, json_to_array
+from h5lake.model.fromjson import EXACT_FILL, json_to_array
 from h5lake.model.ids import is_valid_id
-from h5lake.model.layout import guess_chunk_shape
 from h5lake.model.links import LinkClass
 from h5lake.model.stored import Doc
-from h5lake.model.typecheck import validate_type
-from h5lake.model.types import CharSet, TypeClass, TypeJson, is_variable, type_class, wire_dtype
+from h5lake.model.types import CharSet, TypeClass, TypeJson, type_class
 from h5lake.model.values import array_to_bytes
 
-BLOCK_BYTES = 8 * MIB
 HELD_GROUPS = 4096  # groups kept open from their creation until their links are made
+KINDS_KEPT = 1024  # dataset creation property lists remembered for datasets alike
 _CSETS = {CharSet.ASCII.value: h5t.CSET_ASCII, CharSet.UTF8.value: h5t.CSET_UTF8}
 
 
 def _default_cset(name: str) -> str:
     return CharSet.ASCII.value if name.isascii() else CharSet.UTF8.value
+
+
+def _in_creation_order(doc: Doc) -> deque[tuple[str, Doc]]:
+    return deque(sorted((doc.get("links") or {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0])))
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -78,16 +80,6 @@ class ExportStats:
         )
 
 
-def _type_of(t: Any) -> TypeJson:
-    """A type as a server returned it, normalized (a committed type keeps its ``id``)."""
-    if isinstance(t, str):
-        return validate_type(t)
-    out = validate_type(t)
-    if isinstance(t, dict) and isinstance(t.get("id"), str):
-        out["id"] = bare_id(t["id"])
-    return out
-
-
 def _space(shape: Doc) -> tuple[Any, tuple[int, ...]]:
     cls = shape.get("class", "H5S_SIMPLE")
     if cls == "H5S_NULL":
@@ -101,22 +93,9 @@ def _space(shape: Doc) -> tuple[Any, tuple[int, ...]]:
     return h5s.create_simple(dims, tuple(h5s.UNLIMITED if m == "H5S_UNLIMITED" else int(m) for m in maxdims)), dims
 
 
-def _extendible(layout: Doc, shape: Doc, item_size: int, where: str, notes: list[str]) -> Doc:
-    """The layout of a dataset HDF5 would refuse: an extendible one (maxdims beyond dims) is
-    only chunked or external in HDF5, so one that is neither (an external dataset written as an
-    ordinary one, a virtual dataset loaded as one, a compact or contiguous one a client asked
-    for) is written chunked."""
-    dims = [int(d) for d in shape.get("dims") or ()]
-    maxdims = [None if m == "H5S_UNLIMITED" else int(m) for m in shape.get("maxdims") or dims]
-    if maxdims == dims or layout.get("class") == "H5D_CHUNKED":
-        return layout
-    chunks = list(guess_chunk_shape(dims, maxdims, item_size))
-    notes.append(f"dataset {where}: extendible, so written chunked ({'x'.join(map(str, chunks))})")
-    return {"class": "H5D_CHUNKED", "dims": chunks}
-
-
-class Writer:
-    def __init__(self, client: RestClient, fetcher: Fetcher, fid: Any, target_dir: Path, *, workers: int, quiet: bool, external_files: bool) -> None:
+class Writer(ValueWriting):
+    def __init__(self, client: RestClient, fetcher: Fetcher, fid: Any, target_dir: Path, *, workers: int, quiet: bool, external_files: bool,
+                 prepare: Callable[[Doc], None] = lambda doc: None) -> None:
         self.client = client
         self.fetcher = fetcher
         self.fid = fid
@@ -124,18 +103,158 @@ class Writer:
         self.workers = workers
         self.quiet = quiet
         self.external_files = external_files
+        self.prepare = prepare  # called on each object read, before it is made
         self.paths: dict[str, str] = {}  # object id -> a path to it in the new file
         self.types: dict[str, Any] = {}  # committed datatype id -> its open TypeID
         self.unlinked: dict[str, Any] = {}  # objects made before the walk reached their link (Writer.early)
         self.notes: list[str] = []
         self.has_external = False  # external raw files are being re-created
+        self.skipped: dict[int, str] = {}  # plugin filters kept but not run (export.not_rerun_filters)
         self.stats = ExportStats()
         self.refs = ExportRefs(self)
-        self.attributes_written: set[str] = set()  # objects whose attributes were written when made
-        self.values_written: set[str] = set()  # datasets whose value the listing held, written when made
         self.held: dict[str, Any] = {}  # groups made and still open, whose links are to be made
         self.lcpls: dict[str, Any] = {}  # link creation property lists by character set
         self.attribute_types: dict[bytes, tuple[TypeJson, Any]] = {}  # type JSON -> its normalized form and TypeID
+        # groups made whose links are still to be made: their links, in creation order; those
+        # waiting for a target not read yet (by id), and which groups wait for an id; those
+        # that can go on
+        self.links_of: dict[str, deque[tuple[str, Doc]]] = {}
+        self.waiting: dict[str, str] = {}
+        self.needed_by: dict[str, list[str]] = {}
+        self.ready: deque[str] = deque()
+        self.later_attributes: list[tuple[str, Doc]] = []  # (id, attributes) holding references
+        self.later_values: list[tuple[str, Doc]] = []  # datasets whose values hold references
+        self.values_due: list[tuple[str, Doc]] = []  # datasets made whose values are to be read
+        self.undefined_fill: list[str] = []  # datasets made with an undefined fill value
+        self.bar: Any = None
+        self.value_seconds = 0.0
+        self.group_kinds: dict[bytes, Any] = {}  # (`_gcpl`)
+        self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc]] = {}  # (`_dataset`)
+        self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any]] = {}  # (`_attribute`)
+
+    # -- the stream --
+
+    def write_all(self, root: str, pages: Iterator[dict[str, Doc]], pool: ThreadPoolExecutor) -> None:
+        """Write every object as the pages of ``pages`` come, then what waited for all of them."""
+        for page in pages:
+            self.take_page(page)
+            if root not in self.paths:
+                self.start(root)
+            self.advance()
+            self.write_values(pool, self.refs)
+        if root not in self.paths:
+            self.start(root)
+        self.complete(pool)
+        self.write_later(pool)
+
+    def start(self, root: str) -> None:
+        doc = self.take(root)
+        self.paths[root] = "/"
+        group = h5o.open(self.fid, b"/")
+        self._made(root, group, doc)
+        self.held[root] = group
+        self._pend(root, doc)
+
+    def take_page(self, page: dict[str, Doc]) -> None:
+        docs = self.fetcher.docs
+        for oid, doc in page.items():
+            if oid in docs or self.is_made(oid):  # (listed again: the same object)
+                continue
+            docs[oid] = doc
+            self.prepare(doc)
+            self._arrived(oid)
+
+    def is_made(self, oid: str) -> bool:
+        return oid in self.paths or oid in self.types or oid in self.unlinked
+
+    def doc(self, oid: str) -> Doc:
+        """An object read and not made yet: from the pages, else read alone now."""
+        found = self.fetcher.docs.get(oid)
+        if found is None:
+            found = self.fetcher.docs[oid] = self.fetcher.fetch(oid)
+            self.prepare(found)
+        return found
+
+    def take(self, oid: str) -> Doc:
+        """`doc`, forgotten: the object is being made."""
+        doc = self.doc(oid)
+        del self.fetcher.docs[oid]
+        return doc
+
+    def _arrived(self, oid: str) -> None:
+        for gid in self.needed_by.pop(oid, ()):
+            if self.waiting.pop(gid, None) is not None:
+                self.ready.append(gid)
+
+    def _pend(self, gid: str, doc: Doc) -> None:
+        """A group just made (and linked): its links are made in creation order as their
+        targets are read."""
+        self.links_of[gid] = _in_creation_order(doc)
+        self.ready.append(gid)
+
+    def _next_missing(self, gid: str) -> str | None:
+        """The target of ``gid``'s next link to make, when it is not read yet."""
+        _, link = self.links_of[gid][0]
+        if "id" in link and link.get("class", LinkClass.HARD.value) == LinkClass.HARD.value:
+            target = bare_id(link["id"])
+            if target not in self.fetcher.docs and not self.is_made(target):
+                return target
+        return None
+
+    def advance(self) -> None:
+        """Make the links of the groups that can go on, in each group's creation order, up to
+        the first whose target is not read yet (that group then waits for it)."""
+        while self.ready:
+            gid = self.ready.popleft()
+            links = self.links_of[gid]
+            group = None
+            while links:
+                missing = self._next_missing(gid)
+                if missing is not None:
+                    self.waiting[gid] = missing
+                    self.needed_by.setdefault(missing, []).append(gid)
+                    break
+                if group is None:
+                    group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
+                name, link = links.popleft()
+                self._link(group, gid, name, link)
+            if not links:
+                del self.links_of[gid]
+                self.held.pop(gid, None)  # (a group of no links was never taken out)
+            elif group is not None and len(self.held) < HELD_GROUPS:
+                self.held[gid] = group
+
+    def complete(self, pool: ThreadPoolExecutor) -> None:
+        """Make the links the listing left waiting (it ended without their targets: a server's
+        listing may stop short), reading those targets one GET each, concurrently."""
+        while self.waiting or self.ready:
+            self.advance()
+            missing = sorted(set(self.waiting.values()))
+            for oid, doc in zip(missing, pool.map(self.fetcher.fetch, missing), strict=True):
+                if oid not in self.fetcher.docs and not self.is_made(oid):
+                    self.fetcher.docs[oid] = doc
+                    self.prepare(doc)
+                self._arrived(oid)
+            self.write_values(pool, self.refs)
+
+    def write_later(self, pool: ThreadPoolExecutor) -> None:
+        """What holds references, now that every object is made: attributes, then values."""
+        for oid, attrs in self.later_attributes:
+            self._attributes_of(self.open(oid), oid, attrs, self.refs)
+        self.later_attributes = []
+        for oid, doc in self.later_values:
+            if "value_base64" in doc:
+                data = listed_value(doc)
+                if data is not None:
+                    self.write_value(oid, doc, whole(doc), data, self.refs)
+                    self.stats.value_bytes += len(data)
+            else:
+                self.values_due.append((oid, doc))
+                self.value_bar(sum(n for _, n in boxes(doc)))
+        self.later_values = []
+        self.write_values(pool, self.refs)
+        if self.bar is not None:
+            self.bar.close()
 
     # -- objects and links --
 
@@ -151,8 +270,8 @@ class Writer:
 
     def committed(self, obj_id: str) -> Any:
         if obj_id not in self.types:
-            doc = self.fetcher.get(obj_id)
-            tid = type_id(_type_of(doc["type"]))
+            doc = self.take(obj_id)
+            tid = type_id(type_of(doc["type"]))
             h5native.commit_anonymous(self.fid, tid, make_tcpl(doc.get("creationProperties") or {}))
             self._comment(tid, doc)
             self.types[obj_id] = tid
@@ -165,35 +284,21 @@ class Writer:
             return self.committed(t["id"])
         return type_id(t)
 
-    def build_tree(self, root: str) -> None:
-        for oid in list(self.fetcher.docs):
-            if oid.startswith("t-"):
-                self.committed(oid)
-        self.paths[root] = "/"
-        queue = deque([root])
-        while queue:
-            gid = queue.popleft()
-            group = self.held.pop(gid, None) or h5o.open(self.fid, self.paths[gid].encode("utf-8", "surrogateescape"))
-            links = sorted(self.fetcher.get(gid).get("links", {}).items(), key=lambda kv: (kv[1].get("created") or 0, kv[0]))
-            for name, link in links:
-                created = self._link(group, gid, name, link)
-                if created is not None:
-                    queue.append(created)
-
     def early(self, obj_id: str) -> Any:
         """The object ``obj_id``, made now, unlinked, if the walk has not reached it yet: a fill
         value refers to it (MATLAB's cell arrays name ``/#refs#/a``) and HDF5 takes the fill when
         the dataset is made. Its link, when the walk reaches it, links this object."""
-        if obj_id in self.paths or obj_id in self.types or obj_id in self.unlinked:
+        if self.is_made(obj_id):
             return self.open(obj_id)
-        if obj_id not in self.fetcher.docs:
-            raise ToolError(f"object {obj_id} is referenced but not linked anywhere in the domain")
+        if obj_id.startswith("t-"):
+            return self.committed(obj_id)
         if obj_id.startswith("g-"):
-            doc = self.fetcher.get(obj_id)
+            doc = self.take(obj_id)
             obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
             self._comment(obj, doc)
             self.stats.groups += 1
             self._made(obj_id, obj, doc)
+            self.links_of[obj_id] = _in_creation_order(doc)
         else:
             obj = self._dataset(obj_id, f"(referenced by a fill value: {obj_id})")
         self.unlinked[obj_id] = obj
@@ -206,8 +311,8 @@ class Writer:
             lcpl.set_char_encoding(_CSETS[cset])
         return self.lcpls[cset]
 
-    def _link(self, group: Any, gid: str, name: str, link: Doc) -> str | None:
-        """Create one link; returns the id of a group made for it, to visit next."""
+    def _link(self, group: Any, gid: str, name: str, link: Doc) -> None:
+        """Create one link (and its target, when not made yet)."""
         raw = name.encode("utf-8", "surrogateescape")
         cls = link.get("class") or (LinkClass.HARD.value if "id" in link else LinkClass.SOFT.value)
         lcpl = self._lcpl(name, link)
@@ -215,37 +320,52 @@ class Writer:
         self.stats.links += 1
         if cls == LinkClass.SOFT.value:
             group.links.create_soft(raw, link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
-            return None
+            return
         if cls == LinkClass.EXTERNAL.value:
             filename = str(link.get("h5domain") or link.get("file") or "")
             group.links.create_external(raw, filename.encode("utf-8", "surrogateescape"), link["h5path"].encode("utf-8", "surrogateescape"), lcpl=lcpl)
-            return None
+            return
         if cls == LinkClass.USER_DEFINED.value:
             h5native.create_ud_link(group, raw, int(link["linkClass"]), base64.b64decode(link.get("value", "")), lcpl)
-            return None
+            return
         if cls != LinkClass.HARD.value:
             raise Unrepresentable(f"link {where} of class {cls}")
         target = bare_id(link["id"])
-        made = None
+        made = False
         if target in self.paths or target in self.types:
             obj = self.open(target)
         elif target in self.unlinked:  # made early for a fill value
             obj = self.unlinked.pop(target)
-            made = target if target.startswith("g-") else None
+            made = target.startswith("g-")
+        elif target.startswith("t-"):
+            obj = self.committed(target)
         elif target.startswith("g-"):
-            doc = self.fetcher.get(target)
-            obj = h5g.create(self.fid, None, gcpl=make_gcpl(doc.get("creationProperties") or {}))
+            doc = self.take(target)
+            obj = h5g.create(self.fid, None, gcpl=self._gcpl(doc))
             self._comment(obj, doc)
             self.stats.groups += 1
             self._made(target, obj, doc)
-            made = target
-            if len(self.held) < HELD_GROUPS:
-                self.held[target] = obj
+            self.links_of[target] = _in_creation_order(doc)
+            made = True
         else:
             obj = self._dataset(target, where)
         h5o.link(obj, group, raw, lcpl=lcpl)
         self.paths.setdefault(target, where)
-        return made
+        if made:
+            if len(self.held) < HELD_GROUPS:
+                self.held[target] = obj
+            self.ready.append(target)
+
+    def _gcpl(self, doc: Doc) -> Any:
+        """A group's creation property list, shared by groups alike (`KINDS_KEPT` remembered)."""
+        props = doc.get("creationProperties") or {}
+        key = orjson.dumps(props)
+        gcpl = self.group_kinds.get(key)
+        if gcpl is None:
+            if len(self.group_kinds) >= KINDS_KEPT:
+                self.group_kinds.clear()
+            gcpl = self.group_kinds[key] = make_gcpl(props)
+        return gcpl
 
     def _comment(self, obj: Any, doc: Doc) -> None:
         comment = (doc.get("creationProperties") or {}).get("comment")
@@ -253,8 +373,47 @@ class Writer:
             h5o.set_comment(obj, comment.encode("utf-8", "surrogateescape"))
 
     def _dataset(self, obj_id: str, where: str) -> Any:
-        doc = self.fetcher.get(obj_id)
-        t = _type_of(doc["type"])
+        doc = self.take(obj_id)
+        t = type_of(doc["type"])
+        key = orjson.dumps([doc["type"], doc["shape"], doc.get("creationProperties")])
+        made = self.dataset_kinds.get(key)
+        if made is None:
+            notes = len(self.notes)
+            made = self._dataset_kind(doc, t, where)
+            props = made[3]
+            if len(self.notes) == notes and props.get("fillValue") is None and "externalStorage" not in props["layout"]:
+                if len(self.dataset_kinds) >= KINDS_KEPT:
+                    self.dataset_kinds.clear()
+                self.dataset_kinds[key] = made
+        tid, space, dcpl, props = made
+        try:
+            dsid = h5d.create(self.fid, None, tid, space, dcpl=dcpl)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
+        self._comment(dsid, doc)
+        self.stats.datasets += 1
+        self._made(obj_id, dsid, doc)
+        self._note_skipped(where, props)
+        if props.get("fillValueUndefined"):
+            self.undefined_fill.append(obj_id)
+        value = {"type": doc["type"], "shape": doc["shape"], "creationProperties": doc.get("creationProperties") or {}, "layout": doc.get("layout") or {}}
+        if h5values.has_reference(t):
+            if "value_base64" in doc:
+                value["value_base64"] = doc["value_base64"]
+            self.later_values.append((obj_id, value))
+        elif "value_base64" in doc and "externalStorage" not in props["layout"]:  # (external: read as the others)
+            data = listed_value(doc)
+            if data is not None:
+                self.write_value(obj_id, doc, whole(doc), data, self.refs, dsid)
+                self.stats.value_bytes += len(data)
+        else:
+            self.values_due.append((obj_id, value))
+            self.value_bar(sum(n for _, n in boxes(value)))
+        return dsid
+
+    def _dataset_kind(self, doc: Doc, t: TypeJson, where: str) -> tuple[Any, Any, Any, Doc]:
+        """What a dataset is made with: its type, space, creation property list, and its creation
+        properties as written (datasets alike in all three share them, `KINDS_KEPT` remembered)."""
         tid = self.type_for(t)
         space, _ = _space(doc["shape"])
         props = dict(doc.get("creationProperties") or {})
@@ -267,35 +426,29 @@ class Writer:
                 self.notes.append(f"dataset {where}: external storage written as an ordinary dataset (use --keep-external to re-create the raw files)")
                 del layout["externalStorage"]
         if "externalStorage" not in layout:
-            props["layout"] = layout = _extendible(layout, doc["shape"], tid.get_size(), where, self.notes)
+            props["layout"] = layout = extendible(layout, doc["shape"], tid.get_size(), where, self.notes)
         fill_raw = self._fill_raw(props, t, tid)
         try:
             dcpl = make_dcpl(props, t, fill_raw, memory_type_id(tid, t))  # HDF5 converts the fill
         except Unrepresentable as exc:
             raise Unrepresentable(f"dataset {where}: {exc.feature}") from None
-        try:
-            dsid = h5d.create(self.fid, None, tid, space, dcpl=dcpl)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ToolError(f"dataset {where} cannot be created in HDF5: {exc}") from None
-        self._comment(dsid, doc)
-        self.stats.datasets += 1
-        self._made(obj_id, dsid, doc)
-        if "value_base64" in doc and not h5values.has_reference(t) and "externalStorage" not in layout:  # (external: write_values)
-            data = self._listed_value(obj_id)
-            if data is not None:
-                self._write(obj_id, self._whole(obj_id), data, self.refs, dsid)
-                self.stats.value_bytes += len(data)
-            self.values_written.add(obj_id)
-        return dsid
+        props["layout"] = layout
+        return tid, space, dcpl, props
+
+    def _note_skipped(self, where: str, props: Doc) -> None:
+        named = [f"{f['id']} ({self.skipped[f['id']]})" for f in props.get("filters") or () if isinstance(f, dict) and f.get("id") in self.skipped]
+        if named:
+            self.notes.append(f"dataset {where}: filter {', '.join(named)} kept with its parameters, chunks written with it skipped (h5lake holds the decoded values)")
 
     def _made(self, obj_id: str, obj: Any, doc: Doc) -> None:
         """Write an object's attributes as it is made (it is open): all of them, unless one
-        holds references, whose targets may not be made yet (then `write_attributes` does)."""
+        holds references, whose targets may not be made yet (then `write_later` does)."""
+        self._arrived(obj_id)
         attrs = doc.get("attributes") or {}
-        if any(h5values.has_reference(_type_of(a["type"])) for a in attrs.values()):
+        if any(h5values.has_reference(type_of(a["type"])) for a in attrs.values()):
+            self.later_attributes.append((obj_id, attrs))
             return
         self._attributes_of(obj, obj_id, attrs, self.refs)
-        self.attributes_written.add(obj_id)
 
     def _check_external(self, files: list[Doc], where: str) -> None:
         for item in files:
@@ -327,16 +480,6 @@ class Writer:
 
     # -- attributes --
 
-    def write_attributes(self, refs: ExportRefs) -> None:
-        """The attributes not written when their objects were made (`_made`)."""
-        for oid in list(self.paths) + [t for t in self.types if t not in self.paths]:
-            if oid in self.attributes_written:
-                continue
-            attrs = self.fetcher.get(oid).get("attributes") or {}
-            if attrs:
-                self._attributes_of(self.open(oid), oid, attrs, refs)
-            self.attributes_written.add(oid)
-
     def _attributes_of(self, obj: Any, oid: str, attributes: Doc, refs: ExportRefs) -> None:
         for name, attr in sorted(attributes.items(), key=lambda kv: (kv[1].get("created") or 0, kv[0])):
             try:
@@ -346,12 +489,19 @@ class Writer:
             self.stats.attributes += 1
 
     def _attribute(self, obj: Any, name: str, attr: Doc, refs: ExportRefs) -> None:
-        key = orjson.dumps(attr["type"], option=orjson.OPT_SORT_KEYS)
-        if key not in self.attribute_types:  # (a committed type's TypeID is the committed one)
-            t = _type_of(attr["type"])
-            self.attribute_types[key] = t, self.type_for(t)
-        t, tid = self.attribute_types[key]
-        space, dims = _space(attr.get("shape") or {"class": "H5S_SCALAR"})
+        shape = attr.get("shape") or {"class": "H5S_SCALAR"}
+        key = orjson.dumps([attr["type"], shape])
+        kind = self.attribute_kinds.get(key)
+        if kind is None:  # (a committed type's TypeID is the committed one)
+            t = type_of(attr["type"])
+            tid = self.type_for(t)
+            space, dims = _space(shape)
+            raw_type = memory_type_id(tid, t) if h5values.is_raw(t) else None
+            kind = t, tid, space, dims, raw_type
+            if len(self.attribute_kinds) >= KINDS_KEPT:
+                self.attribute_kinds.clear()
+            self.attribute_kinds[key] = kind
+        t, tid, space, dims, raw_type = kind
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
         if cset == CharSet.ASCII.value:
@@ -364,169 +514,12 @@ class Writer:
             wire = base64.b64decode(attr["value_base64"])
         else:
             wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
+        if raw_type is not None:  # (as write_attribute does)
+            buf = np.frombuffer(h5values.wire_to_raw(wire, t), dtype=np.uint8)
+            if buf.size:
+                aid.write(buf, mtype=raw_type)
+            return
         h5values.write_attribute(aid, tid, t, dims, wire, refs)
-
-    # -- values --
-
-    def write_values(self, pool: ThreadPoolExecutor, refs: ExportRefs) -> None:
-        datasets = [oid for oid in self.paths if oid.startswith("d-") and oid not in self.values_written]
-        listed = [oid for oid in datasets if "value_base64" in self.fetcher.get(oid)]
-        work = [item for oid in datasets if "value_base64" not in self.fetcher.get(oid) for item in self._boxes(oid)]
-        total = sum(n for *_, n in work)
-        with progress(total, "values", self.quiet) as bar:
-            for oid in listed:  # small values the listing held (exportfetch.Fetcher)
-                data = self._listed_value(oid)
-                if data is not None:
-                    self._write(oid, self._whole(oid), data, refs)
-                    self.stats.value_bytes += len(data)
-            pending: dict[Future[bytes | None], tuple[str, Any]] = {}
-            items = iter(work)
-            while True:
-                while len(pending) < 2 * self.workers:
-                    item = next(items, None)
-                    if item is None:
-                        break
-                    oid, sel, _ = item
-                    pending[pool.submit(self._fetch, oid, sel)] = (oid, sel)
-                if not pending:
-                    break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    oid, sel = pending.pop(fut)
-                    data = fut.result()
-                    if data is not None:
-                        self._write(oid, sel, data, refs)
-                    nbytes = len(data) if data else 0
-                    self.stats.value_bytes += nbytes
-                    bar.update(nbytes)
-
-    def check_readable(self) -> None:
-        """Stop, naming the dataset, rather than leave one HDF5 cannot read: elements, no
-        storage, no external files and no fill value ("dataset doesn't exist, no data can be
-        read"). Values are written for such datasets (:meth:`_may_skip`), so this is a guard."""
-        for oid, path in self.paths.items():
-            if not oid.startswith("d-") or not (self.fetcher.get(oid).get("creationProperties") or {}).get("fillValueUndefined"):
-                continue  # (a defined or default fill value reads as such)
-            dsid = self.open(oid)
-            space = dsid.get_space()
-            if space.get_simple_extent_type() == h5s.NULL or space.get_simple_extent_npoints() == 0:
-                continue
-            dcpl = dsid.get_create_plist()
-            if dsid.get_storage_size() == 0 and dcpl.get_external_count() == 0 and dcpl.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED:
-                raise ToolError(f"dataset {path} would have no values and no fill value, which HDF5 cannot read; it was not written")
-
-    def _boxes(self, oid: str) -> Iterator[tuple[str, Any, int]]:
-        doc = self.fetcher.get(oid)
-        shape = doc["shape"]
-        cls = shape.get("class", "H5S_SIMPLE")
-        t = _type_of(doc["type"])
-        itemsize = 64 if is_variable(t) else max(1, wire_dtype(t).itemsize)
-        if cls == "H5S_NULL":
-            return
-        if cls == "H5S_SCALAR":
-            yield oid, None, itemsize
-            return
-        dims = tuple(shape["dims"])
-        if math.prod(dims) == 0:
-            return
-        layout = (doc.get("creationProperties") or {}).get("layout") or {}
-        chunk = layout.get("dims") if layout.get("class") == "H5D_CHUNKED" else None
-        if not chunk:
-            yield from ((oid, b, n) for b, n in h5values.split_box(tuple(slice(0, d) for d in dims), itemsize, BLOCK_BYTES))
-            return
-        for box in h5values.chunk_groups(dims, tuple(chunk), itemsize, BLOCK_BYTES):
-            yield from ((oid, b, n) for b, n in h5values.split_box(box, itemsize, BLOCK_BYTES))
-
-    def _whole(self, oid: str) -> Any:
-        shape = self.fetcher.get(oid)["shape"]
-        if shape.get("class") == "H5S_SCALAR":
-            return None
-        return tuple(slice(0, int(d)) for d in shape["dims"])
-
-    def _listed_value(self, oid: str) -> bytes | None:
-        doc = self.fetcher.get(oid)
-        data = base64.b64decode(doc["value_base64"])
-        t = _type_of(doc["type"])
-        props = doc.get("creationProperties") or {}
-        if self._may_skip(t, props) and self._all_fill(data, t, props):
-            return None
-        return data
-
-    def _fetch(self, oid: str, sel: Any) -> bytes | None:
-        doc = self.fetcher.get(oid)
-        t = _type_of(doc["type"])
-        try:
-            data = self.client.get_bytes(f"/datasets/{oid}/value", **h5values.select_text(sel))
-        except RestError as exc:
-            if exc.status not in (200, None) or "binary" not in exc.message:
-                raise ToolError(f"reading values of {self.paths.get(oid, oid)} failed: {exc.message}") from None
-            reply = self.client.get_json(f"/datasets/{oid}/value", **h5values.select_text(sel))
-            shape = tuple(s.stop - s.start for s in sel) if sel is not None else tuple(doc["shape"].get("dims", ()))
-            data = array_to_bytes(json_to_array(reply["value"], t, shape), t)
-        props = doc.get("creationProperties") or {}
-        if self._may_skip(t, props) and self._all_fill(data, t, props):
-            return None  # leave it unwritten, as the source most likely had it: it reads the same
-        return data
-
-    @staticmethod
-    def _may_skip(t: TypeJson, props: Doc) -> bool:
-        """Whether a block holding only the fill value may be left unwritten: not when the fill
-        is never written (the storage would hold garbage), nor for a variable-length type with
-        a fill value (HDF5 cannot read such an unallocated chunk from a read-only file), nor when
-        the fill value is undefined: HDF5 refuses to read a dataset with no storage and no fill
-        value ("dataset doesn't exist, no data can be read")."""
-        if props.get("fillTime") == "H5D_FILL_TIME_NEVER" or props.get("fillValueUndefined"):
-            return False
-        return not (is_variable(t) and props.get("fillValue") is not None)
-
-    def _all_fill(self, data: bytes, t: TypeJson, props: Doc) -> bool:
-        fill = self._fill_wire(t, props)
-        return len(data) % len(fill) == 0 and data == fill * (len(data) // len(fill))
-
-    def _fill_wire(self, t: TypeJson, props: Doc) -> bytes:
-        try:
-            if props.get(EXACT_FILL) is not None:
-                return base64.b64decode(props[EXACT_FILL])
-            return array_to_bytes(fill_value_array(t, props.get("fillValue")), t)
-        except Exception:  # noqa: BLE001 - an odd fill value only disables the shortcut
-            return b"\x00\x00\x00\x00" if is_variable(t) else b"\x00"
-
-    def _write(self, oid: str, sel: Any, data: bytes, refs: ExportRefs, dsid: Any = None) -> None:
-        doc = self.fetcher.get(oid)
-        t = _type_of(doc["type"])
-        dsid = dsid or self.open(oid)
-        try:
-            for part, part_data in self._unfilled_chunks(doc, t, sel, data):
-                h5values.write_dataset(dsid, dsid.get_type(), t, part, part_data, refs)
-        except (ValueError, RuntimeError, OSError, TypeError) as exc:
-            raise ToolError(f"values of {self.paths.get(oid, oid)} cannot be written: {exc}") from None
-
-    def _unfilled_chunks(self, doc: Doc, t: TypeJson, sel: Any, data: bytes) -> Iterator[tuple[Any, bytes]]:
-        """The block as one write, or, for a block of several chunks of a fixed-size type where
-        some hold only the fill value, each other chunk alone: those stay unwritten (sparse)."""
-        props = doc.get("creationProperties") or {}
-        layout = props.get("layout") or {}
-        chunk = tuple(layout.get("dims") or ()) if layout.get("class") == "H5D_CHUNKED" else ()
-        if sel is None or not chunk or is_variable(t) or not self._may_skip(t, props):
-            yield sel, data
-            return
-        parts = list(h5values.chunks_in(sel, chunk))
-        if len(parts) == 1:
-            yield sel, data
-            return
-        itemsize = wire_dtype(t).itemsize
-        box = np.frombuffer(data, dtype=f"V{itemsize}").reshape(tuple(s.stop - s.start for s in sel))
-        fill = np.frombuffer(self._fill_wire(t, props), dtype=f"V{itemsize}")[0]
-        kept = []
-        for part in parts:
-            local = tuple(slice(p.start - s.start, p.stop - s.start) for p, s in zip(part, sel, strict=True))
-            if not (box[local] == fill).all():
-                kept.append((part, local))
-        if len(kept) == len(parts):
-            yield sel, data
-            return
-        for part, local in kept:
-            yield part, np.ascontiguousarray(box[local]).tobytes()
 
 
 class ExportRefs:

@@ -108,6 +108,8 @@ def _lib() -> Any:
     lib.H5Zunregister.restype = herr_t
     lib.H5Eclear2.argtypes = [hid_t]
     lib.H5Eclear2.restype = herr_t
+    lib.H5Fset_libver_bounds.argtypes = [hid_t, ctypes.c_int, ctypes.c_int]
+    lib.H5Fset_libver_bounds.restype = herr_t
     lib.H5allocate_memory.argtypes = [ctypes.c_size_t, ctypes.c_bool]
     lib.H5allocate_memory.restype = ctypes.c_void_p
     lib.H5free_memory.argtypes = [ctypes.c_void_p]
@@ -148,6 +150,12 @@ def commit_anonymous(loc: Any, tid: Any, tcpl: Any = None) -> None:
     """Commit ``tid`` (an h5py TypeID) as a datatype object with no name, in ``loc``'s file."""
     plist = tcpl.id if tcpl is not None else H5P_DEFAULT
     _check(_lib().H5Tcommit_anon(loc.id, tid.id, plist, H5P_DEFAULT), "H5Tcommit_anon")
+
+
+@_locked
+def set_libver_bounds(fid: Any, low: int, high: int) -> None:
+    """Raise an open file's format bounds (h5py sets them only when a file is opened)."""
+    _check(_lib().H5Fset_libver_bounds(fid.id, low, high), "H5Fset_libver_bounds")
 
 
 @_locked
