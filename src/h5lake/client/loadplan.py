@@ -136,6 +136,8 @@ class Node:
     read: bool = False  # taken by the walk
     ref: Any = None  # an object reference instead of ``handle`` while queued (`OPEN_QUEUED`)
     tid: Any = None  # a dataset's HDF5 type (h5py TypeID), read once by the walk
+    attrs_weight: int | None = None  # of its attributes (`attr_weight`), once worked out
+    inline_attrs: bool | None = None  # whether they go with its POST, once worked out
     # set by the upload: what went with the object's POST, the id of a linked dataset's chunk table
     links_sent: bool = False
     attrs_sent: bool = False
@@ -323,9 +325,8 @@ class Planner:
     def _links(self, node: Node, gcpl: Any) -> None:
         gid = node.handle
         tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
-        names: list[bytes] = []
-        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
-        infos = [(name, gid.links.get_info(name)) for name in names]
+        infos: list[tuple[bytes, Any]] = []
+        gid.links.iterate(lambda name, info: infos.append((name, info)), idx_type=h5.INDEX_NAME, info=True)
         if tracked:
             infos.sort(key=lambda item: item[1].corder)
         base = node.path.rstrip("/")

@@ -391,7 +391,7 @@ def _weight(node: Node) -> int:
     """About what a node adds to its POST, in bytes."""
     weight = 512 + 128 * min(len(node.links), INLINE_LINKS)
     if node.attrs and _inline_attributes(node):
-        weight += sum(attr_weight(a) for a in node.attrs)
+        weight += _attrs_weight(node)
     if node.kind is Collection.DATASETS and node.type is not None and node.space is not None:
         size = item_size(node.type) or 0
         weight += min(INLINE_VALUE_BYTES, size * math.prod(node.space.get("dims", []))) * 4 // 3
@@ -475,9 +475,16 @@ def put_table(client: RestClient, table_id: str, table: linking.ChunkTable, sele
 def _inline_attributes(node: Node) -> bool:
     """Whether a node's attributes go with its POST: small and holding no references (their
     targets may come later in the walk). A committed type they use was made before."""
-    if not node.attrs or sum(attr_weight(a) for a in node.attrs) > INLINE_ATTR_BYTES:
-        return False
-    return not any(h5values.has_reference(a.type) for a in node.attrs)
+    if node.inline_attrs is None:
+        node.inline_attrs = bool(node.attrs) and _attrs_weight(node) <= INLINE_ATTR_BYTES and not any(
+            h5values.has_reference(a.type) for a in node.attrs)
+    return node.inline_attrs
+
+
+def _attrs_weight(node: Node) -> int:
+    if node.attrs_weight is None:
+        node.attrs_weight = sum(attr_weight(a) for a in node.attrs)
+    return node.attrs_weight
 
 
 
