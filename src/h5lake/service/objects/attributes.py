@@ -52,6 +52,7 @@ from h5lake.service.objects import attribute_values as attrvalues
 from h5lake.service.views import Domain
 
 ATTRIBUTES_PER_OBJECT = 4  # an object's attributes together: this many times the limit of one
+SEQUENTIAL_ATTRIBUTES = 8  # attributes of one request parsed one after another; more: concurrently (bounded)
 
 
 def validate_name(name: Any) -> str:
@@ -359,6 +360,8 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     if not isinstance(body, dict):
         raise InvalidInput("attributes must be an object keyed by attribute name")
     names = [validate_name(n) for n in body]
+    if len(names) <= SEQUENTIAL_ATTRIBUTES:  # an object's few: a task each costs more than their parsing
+        return {n: await parse_attribute(svc, domain, body[n], base64_values=b64) for n in names}
     parsed = await svc.workers.map(names, lambda n: parse_attribute(svc, domain, body[n], base64_values=b64))
     return dict(zip(names, parsed))
 
