@@ -14,6 +14,7 @@ import pytest
 from h5py import h5t
 
 from h5lake.client import h5memory, h5types
+from h5lake.errors import InvalidInput
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.types import TypeJson
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
@@ -88,7 +89,7 @@ def _general(t: TypeJson, dims: tuple[int, ...], raw: bytes) -> dict[str, Any]:
     out = {"value": value}
     try:
         exact = array_to_bytes(json_to_array(value, t, dims), t) == raw
-    except Exception:
+    except InvalidInput:
         exact = False
     if not exact:
         out["value_base64"] = base64.b64encode(raw).decode()
