@@ -325,8 +325,11 @@ class Planner:
     def _links(self, node: Node, gcpl: Any) -> None:
         gid = node.handle
         tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
-        infos: list[tuple[bytes, Any]] = []
-        gid.links.iterate(lambda name, info: infos.append((name, info)), idx_type=h5.INDEX_NAME, info=True)
+        names: list[bytes] = []
+        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
+        # (not iterate's info=True: h5py hands the callback a view of HDF5's struct, which is
+        # gone once the callback returns)
+        infos = [(name, gid.links.get_info(name)) for name in names]
         if tracked:
             infos.sort(key=lambda item: item[1].corder)
         base = node.path.rstrip("/")
@@ -365,8 +368,9 @@ class Planner:
 
     def _attributes(self, node: Node) -> None:
         oid = node.handle
-        infos: list[tuple[bytes, Any]] = []
-        h5a.iterate(oid, lambda name, info: infos.append((name, info)), index_type=h5.INDEX_NAME, info=True)
+        names: list[bytes] = []
+        h5a.iterate(oid, names.append, index_type=h5.INDEX_NAME)
+        infos = [(name, h5a.get_info(oid, name)) for name in names]
         if any(info.corder_valid for _, info in infos):
             infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
         inline = 0  # weight of the attributes read so far
