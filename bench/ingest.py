@@ -6,6 +6,7 @@
     python bench/ingest.py --no-export            # the load only
     python bench/ingest.py --hsload               # also h5pyd's ``hsload`` (h5pyd 1.0) into the same server
     python bench/ingest.py --h5py-floor           # only h5py making the same file from memory (export's floor)
+    python bench/ingest.py --bulk-mib 256         # also a file of one 256 MiB uncompressed dataset (MiB/s)
     python bench/ingest.py --endpoint http://host:5101 --user u --password p   # any server
 
 The file (made in a temporary directory, or kept with ``--file``): the root, G top groups of 100
@@ -15,6 +16,9 @@ leaf group and its dataset (one on the group, two on the dataset). The default G
 Printed for load, export (and hsload): wall seconds, objects/s (every object over the whole
 time) and the MiB/s of the values, with client and server CPU beside them. The export is then
 compared with the source with ``h5diff`` (and hsload's domain with an export of it).
+
+With ``--bulk-mib N`` a second file holds one float64 dataset of N MiB in uncompressed 4 MiB
+chunks (the bulk of values): its load (and hsload's) is printed in MiB/s, from the same server.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -102,6 +107,7 @@ def main() -> None:
     parser.add_argument("--hsload", action="store_true", help="also time h5pyd's hsload into the same server")
     parser.add_argument("--no-export", action="store_true", help="time the load only")
     parser.add_argument("--h5py-floor", action="store_true", help="only time h5py's low-level calls making the same file from memory")
+    parser.add_argument("--bulk-mib", type=int, default=0, help="also load a file of one uncompressed dataset of this many MiB")
     args = parser.parse_args()
     if args.h5py_floor:
         top = max(1, round((args.objects - 1) / (1 + 2 * PER_TOP)))
@@ -143,7 +149,13 @@ def run(args: argparse.Namespace) -> None:
             meter.stop()
             report("h5lake load", meter.wall, objects, nbytes)
             cpu_row(meter, objects, "object")
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"# client peak RSS so far: {peak:.0f} MiB (this process; making the file, when it did, included)")
 
+            if args.hsload:
+                hsload(args, t, folder, source, objects, nbytes, Path(tmp))
+            if args.bulk_mib:
+                bulk(args, t, folder, Path(tmp))
             if args.no_export:
                 return
             exported = Path(tmp) / "exported.h5"
@@ -153,9 +165,43 @@ def run(args: argparse.Namespace) -> None:
             report("h5lake export", meter.wall, objects, nbytes)
             cpu_row(meter, objects, "object")
             same(source, exported)
-
             if args.hsload:
-                hsload(args, t, folder, source, objects, nbytes, Path(tmp))
+                client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "hsload.h5", pool_size=args.workers)
+                exported = Path(tmp) / "hsload-exported.h5"
+                export_domain(client, exported, workers=args.workers)
+                same(source, exported, "hsload's domain")
+
+
+def make_bulk(path: Path, mib: int) -> int:
+    """One float64 dataset of ``mib`` MiB in uncompressed chunks of 4 MiB; returns its bytes."""
+    rows = mib * MIB // 8 // 1024
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("bulk", shape=(rows, 1024), dtype="<f8", chunks=(512, 1024))
+        step = 8192
+        for start in range(0, rows, step):
+            n = min(step, rows - start)
+            d[start : start + n] = np.arange(start * 1024, (start + n) * 1024, dtype="<f8").reshape(n, 1024)
+    return rows * 1024 * 8
+
+
+def bulk(args: argparse.Namespace, t, folder: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    source = tmp / "bulk.h5"
+    nbytes = make_bulk(source, args.bulk_mib)
+    client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "bulk.h5", pool_size=args.workers)
+    meter = CpuMeter(t.server_pid).start()
+    load_file(source, client, workers=args.workers)
+    meter.stop()
+    row(f"h5lake load: {nbytes / MIB:.0f} MiB uncompressed", f"{nbytes / MIB / meter.wall:.0f} MiB/s", f"{meter.wall:.2f} s")
+    cpu_row(meter, nbytes // MIB, "MiB")
+    if args.hsload and shutil.which("hsload"):
+        env = dict(os.environ, HS_ENDPOINT=t.endpoint, HS_USERNAME=t.user, HS_PASSWORD=t.password)
+        meter = CpuMeter(t.server_pid).start()
+        subprocess.run([shutil.which("hsload") or "hsload", str(source), folder + "bulk-hsload.h5"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        meter.stop()
+        row(f"h5pyd hsload: {nbytes / MIB:.0f} MiB uncompressed", f"{nbytes / MIB / meter.wall:.0f} MiB/s", f"{meter.wall:.2f} s")
+        cpu_row(meter, nbytes // MIB, "MiB")
+    source.unlink()
 
 
 def hsload(args: argparse.Namespace, t, folder: str, source: Path, objects: int, nbytes: int, tmp: Path) -> None:  # type: ignore[no-untyped-def]
@@ -170,10 +216,6 @@ def hsload(args: argparse.Namespace, t, folder: str, source: Path, objects: int,
     meter.stop()
     report("h5pyd hsload", meter.wall, objects, nbytes)
     cpu_row(meter, objects, "object")
-    client = RestClient(Settings(t.endpoint, t.user, t.password), domain, pool_size=args.workers)
-    exported = tmp / "hsload-exported.h5"
-    export_domain(client, exported, workers=args.workers)
-    same(source, exported, "hsload's domain")
 
 
 def same(source: Path, exported: Path, what: str = "the export") -> None:

@@ -260,9 +260,12 @@ async def _chunk_totals(store: Store, domain: str, dataset_id: str,
     return count, size
 
 
+_ROOT_SHIFT = str.maketrans("0123456789abcdefABCDEF", "89abcdef01234567234567")  # each hex digit plus 8, mod 16
+
+
 def _is_root(obj_id: str) -> bool:
     digits = ids.hex_digits(obj_id)
-    return digits[16:] == "".join("%x" % ((int(c, 16) + 8) % 16) for c in digits[:16])
+    return digits[16:] == digits[:16].translate(_ROOT_SHIFT)
 
 
 async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],

@@ -302,7 +302,11 @@ def from_h5py_dcpl(dset: h5py.Dataset) -> list[dict[str, Any]]:
     Filters this module does not support come back with their raw ``parameters`` (cd_values),
     so the caller can report them; ``from_json`` then rejects them by name.
     """
-    plist = dset.id.get_create_plist()
+    return filters_of_plist(dset.id.get_create_plist())
+
+
+def filters_of_plist(plist: Any) -> list[dict[str, Any]]:
+    """:func:`from_h5py_dcpl` of a dataset creation property list (h5py ``PropDCID``)."""
     filters = []
     for i in range(plist.get_nfilters()):
         fid, _flags, cd, raw_name = plist.get_filter(i)

@@ -26,6 +26,7 @@ import struct
 from typing import Any
 
 import numpy as np
+import orjson
 from h5py import h5a, h5s, h5t
 
 from h5lake.client import h5native
@@ -39,8 +40,24 @@ _HVL = struct.Struct("=QQ" if ctypes.sizeof(ctypes.c_size_t) == 8 else "=II")
 _COUNT = struct.Struct("<I")
 
 
+_MEMORY_TYPES: dict[bytes, TypeID] = {}
+MEMORY_TYPE_ENTRIES = 1024  # memory types remembered (more: the cache starts again)
+
+
 def memory_type(t: TypeJson) -> TypeID:
-    """The HDF5 memory type for values of ``t`` (no references) that converts no fixed-size part."""
+    """The HDF5 memory type for values of ``t`` (no references) that converts no fixed-size
+    part. Remembered by the type's JSON text: every attribute of a file's few types reuses one
+    (the type returned is shared: callers must not change it)."""
+    key = orjson.dumps(t)
+    found = _MEMORY_TYPES.get(key)
+    if found is None:
+        if len(_MEMORY_TYPES) >= MEMORY_TYPE_ENTRIES:
+            _MEMORY_TYPES.clear()
+        found = _MEMORY_TYPES[key] = _memory_type(t)
+    return found
+
+
+def _memory_type(t: TypeJson) -> TypeID:
     if not is_variable(t):
         return type_id(t)
     match type_class(t):

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from h5py import h5d, h5f, h5i, h5p, h5z
 
 from h5lake.chunks.codecs.lzo import Lzo
-from h5lake.chunks.filters import FilterId, FilterPipeline, from_h5py_dcpl
+from h5lake.chunks.filters import FilterId, FilterPipeline, filters_of_plist
 from h5lake.client import h5native
 from h5lake.client.h5types import Unrepresentable
 from h5lake.errors import InvalidInput
@@ -84,9 +83,11 @@ def _comment(obj_id: Any, props: Doc) -> None:
         props["comment"] = comment.decode("utf-8", "surrogateescape")
 
 
-def group_properties(gid: Any) -> Doc:
-    """``creationProperties`` of a group (h5py ``GroupID``)."""
-    gcpl = gid.get_create_plist()
+def group_properties(gid: Any, gcpl: Any = None) -> Doc:
+    """``creationProperties`` of a group (h5py ``GroupID``; ``gcpl``: its creation property
+    list, when the caller has it)."""
+    if gcpl is None:
+        gcpl = gid.get_create_plist()
     props: Doc = {}
     order = gcpl.get_link_creation_order()
     if order & h5p.CRT_ORDER_TRACKED:
@@ -137,11 +138,13 @@ def _virtual_note(dsid: Any, dcpl: Any) -> str:
     return f"dataset {name}: virtual dataset ({count} mappings from {len(files)} file(s)) loaded as an ordinary dataset holding its values"
 
 
-def dataset_properties(dsid: Any, fill_json: Any, notes: list[str]) -> Doc:
-    """``creationProperties`` of a dataset (h5py ``DatasetID``). ``fill_json`` is its fill value
+def dataset_properties(dsid: Any, fill_json: Any, notes: list[str], dcpl: Any = None) -> Doc:
+    """``creationProperties`` of a dataset (h5py ``DatasetID``; ``dcpl``: its creation property
+    list, when the caller has it). ``fill_json`` is its fill value
     as JSON (the caller reads values), used when the file has a user-defined one. Anything kept
     only approximately is described in ``notes``."""
-    dcpl = dsid.get_create_plist()
+    if dcpl is None:
+        dcpl = dsid.get_create_plist()
     props: Doc = {}
     layout = dcpl.get_layout()
     if layout == h5d.VIRTUAL:
@@ -159,7 +162,7 @@ def dataset_properties(dsid: Any, fill_json: Any, notes: list[str]) -> Doc:
             name, offset, size = dcpl.get_external(i)
             external.append({"name": name.decode("utf-8", "surrogateescape"), "offset": int(offset), "size": int(size)})
         props["layout"]["externalStorage"] = external
-    filters = _filters(dsid, notes)
+    filters = _filters(dcpl, notes)
     if filters:
         props["filters"] = filters
     defined = dcpl.fill_value_defined()
@@ -174,12 +177,11 @@ def dataset_properties(dsid: Any, fill_json: Any, notes: list[str]) -> Doc:
     return props
 
 
-def _filters(dsid: Any, notes: list[str]) -> list[Doc]:
+def _filters(dcpl: Any, notes: list[str]) -> list[Doc]:
     """The filter list. Filters the service runs itself carry HDF5's usual flags; a differing
     flag on one of those is noted (the service's filter JSON has no place for it). Filters it
     records verbatim keep their ``flags`` and ``parameters`` (cd_values)."""
-    dcpl = dsid.get_create_plist()
-    out = from_h5py_dcpl(SimpleNamespace(id=dsid))
+    out = filters_of_plist(dcpl)
     for i, spec in enumerate(out):
         fid, flags, _, _ = dcpl.get_filter(i)
         if "parameters" in spec:

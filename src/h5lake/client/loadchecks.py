@@ -56,12 +56,13 @@ def _cut_strings(buf: bytearray, t: TypeJson, at: int) -> None:
                 _cut_strings(buf, t["base"], at + k * size)
 
 
-def check_filters_kept(dsid: Any) -> None:
+def check_filters_kept(dsid: Any, dcpl: Any = None) -> None:
     """A filter h5lake has no codec for is kept (its chunks stored without it) only when HDF5
     may skip it, ``H5Z_FLAG_OPTIONAL``; the server refuses a mandatory one (docs/fidelity.md).
     Found here, while walking, so the refusal names the dataset (hdf5plugin's SPERR
     filter is one: its set_local makes it mandatory)."""
-    dcpl = dsid.get_create_plist()
+    if dcpl is None:
+        dcpl = dsid.get_create_plist()
     for i in range(dcpl.get_nfilters()):
         fid, flags, _, raw_name = dcpl.get_filter(i)
         if fid in KNOWN_FILTER_IDS or flags & h5z.FLAG_OPTIONAL:
@@ -73,12 +74,13 @@ def check_filters_kept(dsid: Any) -> None:
         )
 
 
-def check_filters_readable(dsid: Any) -> None:
+def check_filters_readable(dsid: Any, dcpl: Any = None) -> None:
     """Values are copied through HDF5: each filter of a dataset with stored values must be one
     HDF5 can run here (built in, a plugin, or h5lake's codec registered by `open_source`)."""
     if dsid.get_storage_size() == 0:
         return
-    dcpl = dsid.get_create_plist()
+    if dcpl is None:
+        dcpl = dsid.get_create_plist()
     for i in range(dcpl.get_nfilters()):
         fid, _, _, raw_name = dcpl.get_filter(i)
         if not h5z.filter_avail(fid):

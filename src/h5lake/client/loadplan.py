@@ -40,7 +40,7 @@ from h5lake.model.fromjson import EXACT_FILL
 from h5lake.model.ids import Collection, object_id_with
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
-from h5lake.model.types import CharSet, TypeJson
+from h5lake.model.types import CharSet, TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json, bytes_to_array
 
 
@@ -98,6 +98,16 @@ class AttrPlan:
     space: dict[str, Any]
     dims: tuple[int, ...]
     name_cset: str | None
+    wire: bytes | None = None  # its value, read by the walk when it may go with its object's POST
+
+
+INLINE_ATTR_BYTES = 64 * 1024  # an object's attributes (weighed as attr_weight) sent with its POST
+
+
+def attr_weight(a: AttrPlan) -> int:
+    """About what an attribute adds to a POST, in bytes."""
+    size = 64 if is_variable(a.type) else item_size(a.type) or 64
+    return 256 + size * math.prod(a.dims)
 
 
 @dataclass
@@ -125,11 +135,20 @@ class Node:
     id: str = ""  # its id in the domain (`Planner.id_at`)
     read: bool = False  # taken by the walk
     ref: Any = None  # an object reference instead of ``handle`` while queued (`OPEN_QUEUED`)
+    tid: Any = None  # a dataset's HDF5 type (h5py TypeID), read once by the walk
+    attrs_weight: int | None = None  # of its attributes (`attr_weight`), once worked out
+    inline_attrs: bool | None = None  # whether they go with its POST, once worked out
     # set by the upload: what went with the object's POST, the id of a linked dataset's chunk table
     links_sent: bool = False
     attrs_sent: bool = False
     value_sent: bool = False
     table_id: str | None = None
+
+    def type_id(self) -> Any:
+        """A dataset's HDF5 type."""
+        if self.tid is None:
+            self.tid = self.handle.get_type()
+        return self.tid
 
     @property
     def copy_values(self) -> bool:
@@ -291,8 +310,9 @@ class Planner:
     def _fill(self, node: Node) -> None:
         oid = node.handle
         if node.kind is Collection.GROUPS:
-            node.props = group_properties(oid)
-            self._links(node)
+            gcpl = oid.get_create_plist()
+            node.props = group_properties(oid, gcpl)
+            self._links(node, gcpl)
         elif node.kind is Collection.DATATYPES:
             node.type = type_json(oid)
             node.props = datatype_properties(oid)
@@ -302,11 +322,13 @@ class Planner:
 
     # -- links --
 
-    def _links(self, node: Node) -> None:
+    def _links(self, node: Node, gcpl: Any) -> None:
         gid = node.handle
-        tracked = bool(gid.get_create_plist().get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
+        tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
         names: list[bytes] = []
         gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
+        # (not iterate's info=True: h5py hands the callback a view of HDF5's struct, which is
+        # gone once the callback returns)
         infos = [(name, gid.links.get_info(name)) for name in names]
         if tracked:
             infos.sort(key=lambda item: item[1].corder)
@@ -351,6 +373,7 @@ class Planner:
         infos = [(name, h5a.get_info(oid, name)) for name in names]
         if any(info.corder_valid for _, info in infos):
             infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
+        inline = 0  # weight of the attributes read so far
         for raw, info in infos:
             name = _name(raw)
             _check_name_length("attribute", name)
@@ -363,11 +386,16 @@ class Planner:
             except Unrepresentable as exc:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
             cset = _CSETS.get(info.cset, CharSet.ASCII.value)
-            node.attrs.append(AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None))
+            plan = AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None)
+            node.attrs.append(plan)
             if name == MAP_MARK and node.kind is Collection.DATASETS:
                 self.marked.append(node.path)
             if h5values.has_reference(t):
                 h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
+            elif space["class"] != "H5S_NULL":
+                inline += attr_weight(plan)
+                if inline <= INLINE_ATTR_BYTES:  # read now, while open: the POST takes it
+                    plan.wire = _read_quietly(aid, tid, plan)
 
     def _committed(self, tid: Any) -> str | None:
         """The id of a committed datatype ``tid`` is, read now if it was not (it is sent
@@ -393,12 +421,13 @@ class Planner:
 
     def _dataset(self, node: Node) -> None:
         dsid = node.handle
-        tid = dsid.get_type()
+        tid = node.tid = dsid.get_type()
+        dcpl = dsid.get_create_plist()  # read once: each copy HDF5 makes costs ~20 us
         node.type = type_json(tid)
         node.committed = self._committed(tid)
         node.space, dims = space_json(dsid.get_space())
-        fill_json, fill_bytes = self._fill_value(dsid, tid, node)
-        node.props = dataset_properties(dsid, fill_json, self.notes)
+        fill_json, fill_bytes = self._fill_value(dcpl, tid, node)
+        node.props = dataset_properties(dsid, fill_json, self.notes, dcpl)
         if fill_bytes is not None:
             node.props[EXACT_FILL] = fill_bytes
         if "externalStorage" in node.props.get("layout", {}):
@@ -406,8 +435,9 @@ class Planner:
             gone = [item["name"] for item in files if not self.external_path(item["name"]).is_file()]
             if gone:
                 self.missing_external.append((node.path, gone))
-        dset = h5py.Dataset(dsid)
-        node.linked = None if self.missing_external else self.link_step.plan(dset, node.props)
+        copy_all = isinstance(self.link_step, CopyAll)
+        dset = None if copy_all else h5py.Dataset(dsid)
+        node.linked = None if self.missing_external or dset is None else self.link_step.plan(dset, node.props)
         if "externalStorage" in node.props.get("layout", {}):
             files = len(node.props["layout"]["externalStorage"])
             done = "linked in place" if node.linked is not None else "copied in"
@@ -415,25 +445,26 @@ class Planner:
         if node.linked is not None:
             node.space = _linked_space(node.linked)
             return
-        check_filters_kept(dsid)
-        check_filters_readable(dsid)
-        axis = self.link_step.axis(dset)
+        check_filters_kept(dsid, dcpl)
+        check_filters_readable(dsid, dcpl)
+        axis = None if dset is None else self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
             maxdims = list(node.space.get("maxdims", dims))
             maxdims[axis] = UNLIMITED
             node.space = {**node.space, "maxdims": maxdims}
-        stored = dsid.get_space_status() != h5d.SPACE_STATUS_NOT_ALLOCATED or dsid.get_create_plist().get_external_count() > 0
-        if h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims) and stored:
+        if (
+            h5values.has_reference(node.type) and node.space["class"] != "H5S_NULL" and math.prod(dims)
+            and (dsid.get_space_status() != h5d.SPACE_STATUS_NOT_ALLOCATED or dcpl.get_external_count() > 0)
+        ):
             # read once to find what the values reference: an object reached only that way is
             # found (and created) too
             h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
 
-    def _fill_value(self, dsid: Any, tid: Any, node: Node) -> tuple[Any, str | None]:
+    def _fill_value(self, dcpl: Any, tid: Any, node: Node) -> tuple[Any, str | None]:
         """The fill value's JSON form, and its packed bytes in base64 where that form does not
         give them back (string bytes that are not UTF-8), which the server then keeps."""
         t = node.type
         assert t is not None
-        dcpl = dsid.get_create_plist()
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
             return None, None
         if h5values.is_raw(t):
@@ -457,6 +488,15 @@ class Planner:
             return array_to_json(h5values.to_model(arr, t, NullReferencesOnly()).reshape(()), t), None
         except (Unrepresentable, ValueError, TypeError, RuntimeError) as exc:
             raise Unrepresentable(f"its fill value cannot be read ({exc})") from None
+
+
+def _read_quietly(aid: Any, tid: Any, plan: AttrPlan) -> bytes | None:
+    """An attribute's value, or None when HDF5 cannot read it: the upload reads it again and
+    says so, naming the attribute."""
+    try:
+        return h5values.read_attribute(aid, plan.type, plan.dims, NullReferencesOnly(), tid)
+    except (OSError, RuntimeError, ValueError, TypeError):
+        return None
 
 
 def _check_name_length(what: str, name: str) -> None:

@@ -28,13 +28,14 @@ from h5lake.client.common import (
 )
 from h5lake.client.loadplan import (
     BLOCK_BYTES,
+    INLINE_ATTR_BYTES,
     LINK_BATCH,
     POST_BATCH,
     TIME_STEP,
-    AttrPlan,
     LinkPlan,
     Node,
     Planner,
+    attr_weight,
     dereference,
     parse_collection,
 )
@@ -43,7 +44,6 @@ from h5lake.model.ids import Collection, new_object_id
 from h5lake.model.types import TypeJson, is_variable, item_size
 from h5lake.model.values import array_to_json
 
-INLINE_ATTR_BYTES = 64 * 1024  # an object's attributes (weighed as _attr_weight) sent with its POST
 INLINE_VALUE_BYTES = 16 * 1024  # a dataset's whole value sent with its POST
 
 # -- the upload --------------------------------------------------------------------------------
@@ -326,7 +326,7 @@ class Uploader:
         if len(boxes) != 1 or (boxes[0][0] is not None and [s.stop - s.start for s in boxes[0][0]] != list(shape)):
             return not boxes  # nothing stored: nothing to send
         try:
-            data = h5values.read_dataset(node.handle, node.handle.get_type(), node.type, boxes[0][0], self.refs)
+            data = h5values.read_dataset(node.handle, node.type_id(), node.type, boxes[0][0], self.refs)
         except (OSError, ValueError, TypeError) as exc:
             raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
         item["value_base64"] = base64.b64encode(data).decode()
@@ -358,7 +358,9 @@ class Uploader:
             item: dict[str, Any] = {"type": self._type_ref(a.type, a.committed), "shape": a.space, "created": stamp + i * TIME_STEP}
             if a.name_cset:
                 item["nameCharSet"] = a.name_cset
-            if a.space["class"] != "H5S_NULL":
+            if a.wire is not None:  # read by the walk
+                item["value_base64"] = base64.b64encode(a.wire).decode()
+            elif a.space["class"] != "H5S_NULL":
                 try:
                     aid = h5a.open(node.handle, a.name.encode("utf-8", "surrogateescape"))
                     wire = h5values.read_attribute(aid, a.type, a.dims, self.refs)
@@ -389,7 +391,7 @@ def _weight(node: Node) -> int:
     """About what a node adds to its POST, in bytes."""
     weight = 512 + 128 * min(len(node.links), INLINE_LINKS)
     if node.attrs and _inline_attributes(node):
-        weight += sum(_attr_weight(a) for a in node.attrs)
+        weight += _attrs_weight(node)
     if node.kind is Collection.DATASETS and node.type is not None and node.space is not None:
         size = item_size(node.type) or 0
         weight += min(INLINE_VALUE_BYTES, size * math.prod(node.space.get("dims", []))) * 4 // 3
@@ -431,7 +433,7 @@ def put_box(
     """Copy the box ``sel`` of ``node``'s values to the box ``at`` (default: the same box) of
     ``dataset_id``; returns the bytes sent."""
     assert node.type is not None
-    tid = node.handle.get_type()
+    tid = node.type_id()
     try:
         data = h5values.read_dataset(node.handle, tid, node.type, sel, refs)
     except (OSError, ValueError, TypeError) as exc:
@@ -473,14 +475,18 @@ def put_table(client: RestClient, table_id: str, table: linking.ChunkTable, sele
 def _inline_attributes(node: Node) -> bool:
     """Whether a node's attributes go with its POST: small and holding no references (their
     targets may come later in the walk). A committed type they use was made before."""
-    if not node.attrs or sum(_attr_weight(a) for a in node.attrs) > INLINE_ATTR_BYTES:
-        return False
-    return not any(h5values.has_reference(a.type) for a in node.attrs)
+    if node.inline_attrs is None:
+        node.inline_attrs = bool(node.attrs) and _attrs_weight(node) <= INLINE_ATTR_BYTES and not any(
+            h5values.has_reference(a.type) for a in node.attrs)
+    return node.inline_attrs
 
 
-def _attr_weight(a: AttrPlan) -> int:
-    size = 64 if is_variable(a.type) else item_size(a.type) or 64
-    return 256 + size * math.prod(a.dims)
+def _attrs_weight(node: Node) -> int:
+    if node.attrs_weight is None:
+        node.attrs_weight = sum(attr_weight(a) for a in node.attrs)
+    return node.attrs_weight
+
+
 
 
 def value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:
@@ -492,7 +498,7 @@ def value_boxes(node: Node) -> Iterator[tuple[h5values.Selection | None, int]]:
     if node.space["class"] == "H5S_NULL":
         return
     dsid = node.handle
-    itemsize = 64 if is_variable(node.type) else max(1, dsid.get_type().get_size())
+    itemsize = 64 if is_variable(node.type) else max(1, node.type_id().get_size())
     if node.space["class"] == "H5S_SCALAR":
         yield None, itemsize
         return

@@ -33,7 +33,7 @@ from h5lake.api.http import (
     service,
     wants_binary,
 )
-from h5lake.errors import InvalidInput
+from h5lake.errors import InvalidInput, TooLarge
 from h5lake.model.acl import Permission
 from h5lake.model.selectparse import Bounds
 from h5lake.model.types import array_dims
@@ -184,7 +184,29 @@ class _RequestBody:
         return self.request.stream()
 
     async def read(self) -> bytes:
-        return await body_bytes(self.request)
+        """The whole body. One of a declared length within the request limit is received
+        straight into one buffer (``readinto``): not copied piece by piece and joined, two
+        copies of every byte fewer (a load's PUTs of values are 8 MiB each)."""
+        length = self.request.headers.get("content-length")
+        if self.readinto is None or length is None or not length.isdigit() or self.request.headers.get("transfer-encoding"):
+            return await body_bytes(self.request)
+        check_content_coding(self.request)
+        size = int(length)
+        limit = service(self.request).limits.max_request_size
+        if size > limit:
+            raise TooLarge(f"request body of {size} bytes exceeds the limit of {limit}")
+        buf = bytearray(size)
+        view = memoryview(buf)
+        got = 0
+        while got < size:
+            n = await self.readinto(view[got:])
+            if not n:
+                break
+            got += n
+        view.release()
+        if got < size:
+            del buf[got:]
+        return buf  # type: ignore[return-value]  # a bytearray: read as bytes are
 
 
 async def put_value(request: Request) -> Response:

@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+import numpy as np
 import orjson
 
 from h5lake.errors import Gone, InvalidInput, NotFound, TooLarge
@@ -33,6 +34,7 @@ from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.stored import ObjectDoc
 from h5lake.model.types import (
+    VARIABLE,
     CharSet,
     TypeClass,
     client_type,
@@ -50,6 +52,7 @@ from h5lake.service.objects import attribute_values as attrvalues
 from h5lake.service.views import Domain
 
 ATTRIBUTES_PER_OBJECT = 4  # an object's attributes together: this many times the limit of one
+SEQUENTIAL_ATTRIBUTES = 8  # attributes of one request parsed one after another; more: concurrently (bounded)
 
 
 def validate_name(name: Any) -> str:
@@ -186,9 +189,13 @@ def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], ba
         return attr
     raw = _raw_bytes(body, base64_values)
     if raw is not None:
+        text = _ascii_string(raw, type_json, dims)
+        if text is not None:  # a scalar variable-length string of ASCII text: it is its JSON, exactly
+            attr["value"] = text
+            return attr
         arr = bytes_to_array(raw, type_json, dims)
         attr["value"] = array_to_json(arr, type_json)
-        if not _json_is_exact(attr["value"], type_json, dims, raw):
+        if not _finite_floats(arr, type_json) and not _json_is_exact(attr["value"], type_json, dims, raw):
             attr["value_base64"] = base64.b64encode(raw).decode("ascii")
         return attr
     value = int_scalar(body["value"], type_json) if not dims else None
@@ -196,6 +203,26 @@ def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], ba
         value = array_to_json(json_to_array(body["value"], type_json, dims), type_json)
     attr["value"] = value
     return attr
+
+
+def _ascii_string(raw: bytes, type_json: Doc, dims: tuple[int, ...]) -> str | None:
+    """The text of a scalar variable-length string's wire bytes (a little-endian uint32 byte
+    count, then the bytes) when it is ASCII without NUL; else None (the general path decides).
+    Most attributes of real files are such strings (units, names, descriptions)."""
+    if dims or type_class(type_json) is not TypeClass.STRING or type_json.get("length") != VARIABLE:
+        return None
+    if len(raw) < 4 or int.from_bytes(raw[:4], "little") != len(raw) - 4:
+        return None
+    text = raw[4:]
+    if not text.isascii() or b"\0" in text:
+        return None
+    return text.decode("ascii")
+
+
+def _finite_floats(arr: Any, type_json: Doc) -> bool:
+    """Whether ``arr`` holds only finite numbers of a plain float type: their JSON (the shortest
+    text that reads back as the same double) gives back the same bytes, so nothing to check."""
+    return type_class(type_json) is TypeClass.FLOAT and bool(np.isfinite(arr).all())
 
 
 def _json_is_exact(value: Any, type_json: Doc, dims: tuple[int, ...], raw: bytes) -> bool:
@@ -333,6 +360,8 @@ async def _parse_many(svc: Service, domain: Domain, body: Any, b64: bool) -> dic
     if not isinstance(body, dict):
         raise InvalidInput("attributes must be an object keyed by attribute name")
     names = [validate_name(n) for n in body]
+    if len(names) <= SEQUENTIAL_ATTRIBUTES:  # an object's few: a task each costs more than their parsing
+        return {n: await parse_attribute(svc, domain, body[n], base64_values=b64) for n in names}
     parsed = await svc.workers.map(names, lambda n: parse_attribute(svc, domain, body[n], base64_values=b64))
     return dict(zip(names, parsed))
 

@@ -11,12 +11,15 @@ once all are written."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import orjson
 
 from h5lake.chunks import writes
+from h5lake.chunks.dataset import DatasetLayout
 from h5lake.chunks.inline import KEY as COMPACT_KEY
+from h5lake.model.ids import index_name
 from h5lake.model.selection import Selection
 from h5lake.model.stored import DatasetDoc
 from h5lake.model.types import is_variable
@@ -72,9 +75,26 @@ async def _into_document(svc: Service, domain: Domain, doc: DatasetDoc, given: d
     body = JsonValues.from_body(given)
     check_broadcast(svc, layout, layout.shape)
     values = json_values(ds, body, layout.shape, None)  # invalid values: refused before anything is stored
+    if _one_chunk(layout, doc, values):
+        # the values are the one chunk (what the engine would store, without its planning)
+        data = layout.codec.encode(values)
+        if len(data) > svc.limits.compact_max_size:
+            return False
+        doc[COMPACT_KEY] = {"chunks": {index_name((0,) * len(layout.shape)): base64.b64encode(data).decode()}}
+        return True
     await writes.write_selection(layout, Selection.all(layout.shape), values, svc.workers)
     held = layout.locator.store  # type: ignore[attr-defined]
     if held.size() > svc.limits.compact_max_size:  # stored bigger than the limit: chunk objects, later
         return False
     doc[COMPACT_KEY] = {"chunks": held.contents(doc["id"])}
     return True
+
+
+def _one_chunk(layout: DatasetLayout, doc: DatasetDoc, values: Any) -> bool:
+    """Whether a new compact dataset's values are exactly its one chunk: a chunk the shape of
+    the dataset (at least one dimension, no origin) and none stored yet."""
+    return (
+        bool(layout.shape) and layout.chunk_shape == layout.shape and not any(layout.origin)
+        and not layout.dtype.shape and getattr(values, "shape", None) == layout.shape
+        and not doc[COMPACT_KEY].get("chunks")
+    )

@@ -1,0 +1,115 @@
+"""The shortcuts of the load path give what the general path gives: type JSON and memory types
+remembered by their key (client/h5types.py, client/h5memory.py), attribute values taken from
+their bytes without the round trip through JSON (service/objects/attributes.py)."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from h5py import h5t
+
+from h5lake.client import h5memory, h5types
+from h5lake.errors import InvalidInput
+from h5lake.model.fromjson import json_to_array
+from h5lake.model.types import TypeJson
+from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
+from h5lake.service.objects import attributes
+
+
+def _types() -> list[Any]:
+    fixed = h5t.C_S1.copy()
+    fixed.set_size(10)
+    nullpad = fixed.copy()
+    nullpad.set_strpad(h5t.STR_NULLPAD)
+    enum = h5t.py_create(h5py.enum_dtype({"a": 0, "b": 1}, basetype="i1"), logical=True)
+    compound = h5t.py_create(np.dtype([("x", "<i4"), ("y", ">f8")]))
+    return [
+        h5t.STD_I32LE, h5t.STD_I32BE, h5t.STD_U8LE, h5t.IEEE_F64LE, h5t.IEEE_F32BE, fixed, nullpad,
+        h5t.py_create(h5py.string_dtype("utf-8"), logical=True), h5t.py_create(h5py.string_dtype("ascii"), logical=True),
+        enum, compound, h5t.py_create(h5py.vlen_dtype("<i2"), logical=True),
+    ]
+
+
+def test_remembered_type_json_is_each_types_own() -> None:
+    """Types that differ only in byte order, padding or character set (one encoding each) get
+    their own JSON: what was remembered for one is never given for another."""
+    h5types._TYPE_CACHE.clear()
+    fresh = [h5types.validate_type(h5types._raw_json(tid)) for tid in _types()]
+    first = [h5types.type_json(tid) for tid in _types()]
+    again = [h5types.type_json(tid) for tid in _types()]
+    assert first == fresh and again == fresh
+    assert len({str(t) for t in fresh}) == len(fresh)
+    assert len(h5types._TYPE_CACHE) == len(fresh)
+
+
+def test_remembered_memory_types_read_what_fresh_ones_read(tmp_path: Any) -> None:
+    path = tmp_path / "v.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["s"] = "counts"
+        f.attrs.create("v", [np.array([1, 2, 3], "<i2"), np.array([4], "<i2")], dtype=h5py.vlen_dtype("<i2"))
+    with h5py.File(path, "r") as f:
+        for name in ("s", "v", "s", "v"):
+            aid = h5py.h5a.open(f.id, name.encode())
+            t = h5types.type_json(aid.get_type())
+            wire = h5memory.read(aid, t, 1 if name == "s" else 2)
+            expected = _wire(t, f.attrs[name])
+            assert wire == expected
+
+
+def _wire(t: TypeJson, value: Any) -> bytes:
+    if t["class"] == "H5T_STRING":
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        return struct.pack("<I", len(raw)) + raw
+    out = b""
+    for item in value:
+        raw = np.asarray(item, "<i2").tobytes()
+        out += struct.pack("<I", len(raw)) + raw
+    return out
+
+
+VLEN_ASCII: TypeJson = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}
+VLEN_UTF8: TypeJson = {**VLEN_ASCII, "charSet": "H5T_CSET_UTF8"}
+F64: TypeJson = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
+F32BE: TypeJson = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32BE"}
+
+
+def _counted(raw: bytes) -> bytes:
+    return struct.pack("<I", len(raw)) + raw
+
+
+def _general(t: TypeJson, dims: tuple[int, ...], raw: bytes) -> dict[str, Any]:
+    """What the general path keeps: the JSON of the decoded bytes, and the bytes beside it when
+    that JSON does not give them back."""
+    value = array_to_json(bytes_to_array(raw, t, dims), t)
+    out = {"value": value}
+    try:
+        exact = array_to_bytes(json_to_array(value, t, dims), t) == raw
+    except InvalidInput:
+        exact = False
+    if not exact:
+        out["value_base64"] = base64.b64encode(raw).decode()
+    return out
+
+
+@pytest.mark.parametrize(("t", "dims", "raw"), [
+    (VLEN_ASCII, (), _counted(b"counts")),
+    (VLEN_ASCII, (), _counted(b"")),
+    (VLEN_ASCII, (), _counted(b"a\0b")),  # a NUL inside: the general path decides
+    (VLEN_UTF8, (), _counted("µm".encode())),
+    (VLEN_ASCII, (), _counted(b"\xff\xfe")),  # not UTF-8: kept as bytes too
+    (VLEN_ASCII, (2,), _counted(b"ab") + _counted(b"c")),
+    (F64, (), np.float64(0.1).tobytes()),
+    (F64, (3,), np.array([-0.0, 1e308, 5e-324]).tobytes()),
+    (F32BE, (2,), np.array([0.1, 3.4e38], ">f4").tobytes()),
+    (F64, (2,), np.array([np.inf, 1.0]).tobytes()),
+    (F64, (), struct.pack("<Q", 0x7FF8000000000123)),  # a NaN with a payload: its bytes kept
+])
+def test_attribute_shortcuts_keep_what_the_general_path_keeps(t: TypeJson, dims: tuple[int, ...], raw: bytes) -> None:
+    body = {"type": t, "value_base64": base64.b64encode(raw).decode()}
+    kept = attributes._parse_value({}, body, t, dims, False)
+    assert kept == _general(t, dims, raw)
