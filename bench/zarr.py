@@ -21,6 +21,9 @@ median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes
               consolidated metadata + ``members(max_depth=None)``
   root GET    the server's part of that open: one GET of the root ``zarr.json``, first when it
               is made from the 10,000 documents, then kept (docs/zarr.md, "Opening a domain")
+  parse alone zarr-python's own part: the same ``open_group`` + ``members`` on an in-memory store
+              holding that root ``zarr.json`` (no HTTP): the floor of open10k whatever the
+              server does
 
 Values read are checked against what was written (a sample of rows).
 """
@@ -113,16 +116,30 @@ def _open_zarr(t: Target, many: str) -> None:
     assert len(found) == 10000, len(found)
 
 
-def _get_root(t: Target, many: str) -> None:
+def _get_root(t: Target, many: str) -> bytes:
     """The server's part of an open: one GET of the root zarr.json (the whole hierarchy inline)."""
     r = t.session().get(f"{t.endpoint}/zarr{many}/zarr.json", timeout=600)
     r.raise_for_status()
     assert len(r.json()["consolidated_metadata"]["metadata"]) == 10000
+    return r.content
+
+
+def _parse_alone(root: bytes) -> None:
+    """zarr-python's part of an open: the root zarr.json from memory, opened and listed."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import MemoryStore
+
+    store = MemoryStore({"zarr.json": default_buffer_prototype().buffer.from_bytes(root)})
+    g = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=True)
+    found = list(g.members(max_depth=None))
+    assert len(found) == 10000, len(found)
 
 
 def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: str | None) -> dict[tuple[str, str], float]:
     times: dict[tuple[str, str], float] = {}
-    times["root_get", "zarr"] = _timed(lambda: _get_root(t, many))
+    root: list[bytes] = []
+    times["root_get", "zarr"] = _timed(lambda: root.append(_get_root(t, many)))
+    times["parse", "zarr"] = _timed(lambda: _parse_alone(root[0]))
     if only == "open10k":
         times["open10k", "h5pyd"] = _timed(lambda: _open_h5pyd(t, many))
         times["open10k", "zarr"] = _timed(lambda: _open_zarr(t, many))
@@ -198,6 +215,8 @@ def run(args: argparse.Namespace) -> None:
         print(f"open10k first (zarr, the consolidated metadata kept by then): {first:.2f} s")
         print(f"root zarr.json GET alone (the server's part of an open): {first_get:.3f} s made, {root_get:.3f} s kept"
               " (the rest of a zarr-python open is its own parsing of 10,000 array metadata)")
+        parse = statistics.median(times[("parse", "zarr")])
+        print(f"zarr-python alone on that root zarr.json in memory (the floor of its open): {parse:.2f} s")
 
 
 def run_reads(args: argparse.Namespace) -> None:

@@ -144,3 +144,23 @@ def test_a_process_uses_the_root_answer_another_kept(request: pytest.FixtureRequ
         assert b"_kept" not in fresh.content and _flat(fresh)["g"]["attributes"]["n"] == 2
     finally:
         second.stop()
+
+
+def test_an_object_acl_hides_the_object_from_that_user_alone(zserver: Server) -> None:
+    """A member whose own ACL denies the caller is left out of that caller's consolidated
+    metadata, with the reason, and shown to the others (the answer then depends on the caller)."""
+    z = new_domain(zserver)
+    _seed(z)
+    with _h5pyd(z) as f:
+        hidden = f["g/b"].id.id
+    owner = auth(USER)
+    params = {"domain": z.domain}
+    assert requests.put(f"{z.endpoint}/acls/default", params=params, json={"read": True}, auth=owner, timeout=30).status_code == 201
+    r = requests.put(f"{z.endpoint}/datasets/{hidden}/acls/test_user2", params=params, json={"read": False}, auth=owner, timeout=30)
+    assert r.status_code == 201, r.text
+    theirs = requests.get(f"{z.url}/zarr.json", auth=auth("test_user2"), timeout=60)
+    assert theirs.status_code == 200, theirs.text
+    assert "g/b" not in _flat(theirs) and "g/a" in _flat(theirs)
+    assert theirs.json()["consolidated_metadata"]["metadata"]["g"]["attributes"]["_h5lake_omitted"]["b"] == "not readable by this user"
+    mine = _root(z)
+    assert "g/b" in _flat(mine) and mine.headers["ETag"] != theirs.headers["ETag"]

@@ -216,3 +216,24 @@ def test_a_domain_nested_in_another_domains_path(zserver: Server) -> None:
     assert outer.get("g/zarr.json").status_code == 200 and outer.get("b.h5x/zarr.json").status_code == 404
     with h5pyd_file(inner) as f:
         assert f["arr"].shape == (8,)
+
+
+def test_chunk_puts_whole_or_in_pieces_and_the_root_etag(zserver: Server) -> None:
+    """A chunk object's body, sent with a Content-Length (read into one buffer) or chunked
+    (read in pieces), is stored as sent; one of the wrong size is 400 and stores nothing. Chunk
+    writes leave the root ``zarr.json`` (the consolidated metadata) and its ETag as they were;
+    a metadata change gives it another."""
+    z = new_domain(zserver)
+    meta = _with(shape=[40_000], chunk_grid={"name": "regular", "configuration": {"chunk_shape": [10_000]}})
+    assert z.put("arr/zarr.json", json=meta).status_code == 201
+    root = z.get("zarr.json")
+    whole, pieces = np.arange(10_000, dtype="<i2").tobytes(), np.arange(10_000, 20_000, dtype="<i2").tobytes()
+    assert z.put("arr/c/0", data=whole).status_code == 200
+    assert z.put("arr/c/1", data=iter([pieces[:7], pieces[7:12_345], pieces[12_345:]])).status_code == 200
+    for body in (whole[:-1], iter([whole, b"\0\0"])):
+        r = z.put("arr/c/2", data=body)
+        assert r.status_code == 400 and "bytes" in r.json()["error"]["message"], r.text
+    assert (z.get("arr/c/0").content, z.get("arr/c/1").content, z.get("arr/c/2").status_code) == (whole, pieces, 404)
+    assert z.get("zarr.json", headers={"If-None-Match": root.headers["ETag"]}).status_code == 304
+    assert z.put("arr/zarr.json", json={**meta, "attributes": {"a": 1}}).status_code == 200
+    assert z.get("zarr.json", headers={"If-None-Match": root.headers["ETag"]}).status_code == 200

@@ -19,7 +19,7 @@ import orjson
 
 from h5lake.chunks import engine, writes
 from h5lake.chunks.capability import maps
-from h5lake.chunks.dataset import DatasetLayout
+from h5lake.chunks.dataset import ChunkCodec, DatasetLayout
 from h5lake.chunks.inline import DocumentChunks
 from h5lake.chunks.locate import NativeChunks
 from h5lake.errors import ConditionFailed, DataCorruption, InvalidInput, NotFound, ReadOnly, TooLarge
@@ -228,13 +228,14 @@ async def _writable(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     return OpenDataset(domain, node.dataset, view.layout, node.etag), view, index
 
 
-async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes, core: bool,
+async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes | bytearray, core: bool,
                       conditions: Conditions = NO_CONDITIONS) -> None:
     """Replace one chunk with ``body`` (its Zarr encoding under the array's codecs): checked to
     decode to the chunk's shape and type first; stored as sent when the codecs are the stored
     format, else encoded with the dataset's filters. ``conditions`` are checked against the
     chunk as stored, and the chunk object is put only if it is still that one (a compact
-    dataset's chunk, kept in its document, is checked just before the write)."""
+    dataset's chunk, kept in its document, is checked just before the write).
+    The body is not changed (the caller's buffer is stored as it is)."""
     ds, view, index = await _writable(svc, caller, key, core)
     layout = view.layout
     limit = max(layout.codec.chunk_bytes * 2 + 4096, svc.limits.max_chunk_size) if view.form.elements is Elements.FIXED else svc.limits.max_chunk_size * 4
@@ -248,23 +249,21 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes,
         if not own:
             expected = None  # checked, not held: no chunk object of its own to put conditionally
     if view.plan.as_stored:
-        try:
-            arr = await svc.workers.cpu(layout.codec.decode, body, 0, size=len(body) * 4)
-        except DataCorruption as exc:
-            raise InvalidInput(f"the chunk does not decode with this array's codecs: {exc.message}") from None
+        arr = await _decoded_as_stored(svc, layout, body, own)
 
         async def store_as_sent(target: DatasetLayout) -> None:
             if own and isinstance(target.locator, NativeChunks):
-                await _put(target.locator, index, body, expected)
+                await _put(target.locator, index, body if isinstance(body, bytes) else memoryview(body), expected)
             else:
-                await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)
+                whole = arr if arr is not None else layout.codec.decode(bytes(body))
+                await writes.update_chunk(target, index, _replace(whole), True, svc.workers, whole=whole)
 
         await recorded(svc, ds, layout, [index], store_as_sent)
         return
-    raw: bytes = body
+    raw: bytes = bytes(body)
     if view.plan.filtered:
         try:
-            raw = bytes(await svc.workers.cpu(layout.codec.pipeline.decode, body, 0, size=len(body) * 4))
+            raw = bytes(await svc.workers.cpu(layout.codec.pipeline.decode, raw, 0, size=len(raw) * 4))
         except DataCorruption as exc:
             raise InvalidInput(f"the chunk does not decode with this array's codecs: {exc.message}") from None
     arr = await svc.workers.cpu(_from_served, raw, view.form, layout, size=len(raw))
@@ -277,6 +276,29 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes,
             await writes.update_chunk(target, index, _replace(arr), True, svc.workers, whole=arr)
 
     await recorded(svc, ds, layout, [index], encode_and_store)
+
+
+def _plain(codec: ChunkCodec) -> bool:
+    """Whether a chunk's stored bytes are its values as they are (no filter, a fixed-size type at
+    full precision): any body of ``chunk_bytes`` bytes then decodes to the chunk."""
+    return not codec.pipeline.filters and not codec.variable and not codec.reduced
+
+
+async def _decoded_as_stored(svc: Service, layout: DatasetLayout, body: bytes | bytearray, own: bool) -> np.ndarray | None:
+    """Check that a body stored as sent decodes to the chunk (else `InvalidInput`); the decoded
+    chunk when the write needs it (not a chunk object of its own). A plain chunk (`_plain`) is
+    checked by its length alone: decoding it would only view the same bytes."""
+    codec = layout.codec
+    if own and _plain(codec):
+        if len(body) != codec.chunk_bytes:
+            raise InvalidInput(f"the chunk does not decode with this array's codecs: chunk decoded to {len(body)} bytes, not {codec.chunk_bytes}")
+        return None
+    data = body if isinstance(body, bytes) else bytes(body)
+    try:
+        arr: np.ndarray = await svc.workers.cpu(codec.decode, data, 0, size=len(data) * 4)
+    except DataCorruption as exc:
+        raise InvalidInput(f"the chunk does not decode with this array's codecs: {exc.message}") from None
+    return arr
 
 
 async def _put(locator: NativeChunks, index: tuple[int, ...], data: bytes | memoryview, expected: Current | None) -> None:

@@ -19,7 +19,7 @@ import orjson
 from h5lake.chunks.dataset import DatasetLayout
 from h5lake.errors import Forbidden, Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
-from h5lake.model.ids import Collection
+from h5lake.model.ids import Collection, object_key, same_domain
 from h5lake.model.links import LinkClass
 from h5lake.model.stored import DatasetDoc, GroupDoc, as_dataset, as_group
 from h5lake.model.types import TypeClass, type_class
@@ -36,11 +36,12 @@ from h5lake.service.access import load_object
 from h5lake.service.context import Caller, Service
 from h5lake.service.datasets.dataset_layout import layout_with
 from h5lake.service.datasets.opened import dataset_layout
-from h5lake.service.documents import Doc
+from h5lake.service.documents import SLICED_ABOVE, Doc, loads
 from h5lake.service.domains import core as domains
 from h5lake.service.objects.links import resolve_path
-from h5lake.service.views import Domain
+from h5lake.service.views import Domain, HeadView
 from h5lake.service.zarr import codecs
+from h5lake.storage import Later
 
 META = "zarr.json"
 MAX_KEY_PARTS = 64  # components of a store key (domain, path and chunk index together)
@@ -353,13 +354,41 @@ class Member:
 
 async def members(svc: Service, caller: Caller, domain: Domain, group: GroupDoc) -> list[Member]:
     """A group's links as Zarr members: each followed (hard links; soft links inside the domain),
-    the ones not served with their reason."""
+    the ones not served with their reason. A document the store has at hand is taken without a
+    task of its own (`_member_at_once`: a task per member cost more than its read); the others
+    are read concurrently, 64 at a time."""
     links = sorted(group.get("links", {}).items())
     out: list[Member] = []
     for start in range(0, len(links), 64):
         batch = links[start : start + 64]
-        out.extend(await asyncio.gather(*(_member(svc, caller, domain, n, l) for n, l in batch)))
+        found = [_member_at_once(caller, domain, n, l) for n, l in batch]
+        waits = [i for i, m in enumerate(found) if m is None]
+        if waits:
+            read = await asyncio.gather(*(_member(svc, caller, domain, *batch[i]) for i in waits))
+            for i, m in zip(waits, read, strict=True):
+                found[i] = m
+        else:
+            await asyncio.sleep(0)  # others run between batches, as between tasks
+        out.extend(m for m in found if m is not None)
     return out
+
+
+def _member_at_once(caller: Caller, domain: Domain, name: str, link: Doc) -> Member | None:
+    """`_member`'s answer for a hard link whose document the store answers without waiting (a
+    small one, of this domain, in a head); None: ask `_member`, which reads it."""
+    view = domain.view
+    if link.get("class") != LinkClass.HARD.value or not isinstance(view, HeadView):
+        return None
+    obj_id, root = link.get("id"), domain.require_root()
+    if not isinstance(obj_id, str) or not same_domain(obj_id, root):
+        return None
+    blob = view.stored_at_once(obj_id)
+    if blob is None or isinstance(blob, Later) or len(blob.data) > SLICED_ABOVE:
+        return None
+    doc = loads(blob.data, object_key(obj_id))
+    if not isinstance(doc, dict) or doc.get("root") != root:
+        return None
+    return _readable(caller, domain, name, doc, blob.etag)
 
 
 async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link: Doc) -> Member:
@@ -371,7 +400,10 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
         found = await load_object(svc, domain, link["id"])
     except (NotFound, Gone):
         return Member(name, None, "dangling link")
-    doc = found.doc
+    return _readable(caller, domain, name, found.doc, found.etag)
+
+
+def _readable(caller: Caller, domain: Domain, name: str, doc: Doc, etag: str | None) -> Member:
     own_acl = bool(doc.get("acls"))
     try:
         domains.authorize_object(caller, domain, doc, Permission.READ)
@@ -379,7 +411,7 @@ async def _member(svc: Service, caller: Caller, domain: Domain, name: str, link:
         return Member(name, None, "not readable by this user", own_acl=own_acl)
     if Collection.of(str(doc["id"])) is Collection.DATATYPES:
         return Member(name, None, "committed datatype")
-    return Member(name, doc, etag=found.etag, own_acl=own_acl)
+    return Member(name, doc, etag=etag, own_acl=own_acl)
 
 
 _ENTRIES: OrderedDict[tuple[Any, ...], Doc | str] = OrderedDict()
