@@ -223,8 +223,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _backing_of(item: pytest.Item) -> str | None:
+    """The store kind of a test's ``backing`` parameter (or ``zbacking``, ``store_backing``...)."""
     spec = getattr(item, "callspec", None)
-    kind = spec.params.get("backing") if spec is not None else None
+    params = spec.params if spec is not None else {}
+    kind = next((v for k, v in params.items() if k == "backing" or k.endswith("_backing") or k == "zbacking"), None)
     return None if kind is None else str(getattr(kind, "kind", kind))
 
 
