@@ -20,7 +20,7 @@ session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables)
 server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
 same time: it takes a lock that every other test holds shared. ``-n 0`` runs serially. A module
-marked ``one_backend`` (it checks the HTTP edge or a client, the same on every store) runs on the
+(or test) marked ``one_backend`` (it checks the HTTP edge or a client, the same on every store) runs on the
 first of ``H5LAKE_TEST_BACKENDS`` only.
 """
 
