@@ -20,7 +20,7 @@ session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables)
 server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
 same time: it takes a lock that every other test holds shared. ``-n 0`` runs serially. A module
-marked ``one_backend`` (it checks the HTTP edge or a client, the same on every store) runs on the
+(or test) marked ``one_backend`` (it checks the HTTP edge or a client, the same on every store) runs on the
 first of ``H5LAKE_TEST_BACKENDS`` only.
 """
 
@@ -223,8 +223,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _backing_of(item: pytest.Item) -> str | None:
+    """The store kind of a test's ``backing`` parameter (or ``zbacking``, ``store_backing``...)."""
     spec = getattr(item, "callspec", None)
-    kind = spec.params.get("backing") if spec is not None else None
+    params = spec.params if spec is not None else {}
+    kind = next((v for k, v in params.items() if k == "backing" or k.endswith("_backing") or k == "zbacking"), None)
     return None if kind is None else str(getattr(kind, "kind", kind))
 
 

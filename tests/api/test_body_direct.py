@@ -109,6 +109,7 @@ def test_a_large_body_in_odd_pieces_then_a_pipelined_request(client: Client, sha
     assert np.array_equal(_stored(client, did, shape), data)
 
 
+@pytest.mark.one_backend  # the parser's handling, the same on every store
 @pytest.mark.parametrize("shape", [SHAPE, BIG], ids=["whole", "streamed"])
 def test_a_large_body_after_100_continue(client: Client, shape: list[int]) -> None:
     did = make_dataset(client, shape, CHUNKS, "H5T_IEEE_F32LE")
@@ -127,6 +128,7 @@ def test_a_large_body_after_100_continue(client: Client, shape: list[int]) -> No
     assert np.array_equal(_stored(client, did, shape), data)
 
 
+@pytest.mark.one_backend  # the parser's handling, the same on every store
 def test_a_large_body_answered_before_it_is_read_is_dropped(client: Client) -> None:
     """A write to a dataset that does not exist is refused at once; the rest of its body is
     read and dropped, and the next request on the connection is answered."""
@@ -145,6 +147,7 @@ def test_a_large_body_answered_before_it_is_read_is_dropped(client: Client) -> N
         conn.close()
 
 
+@pytest.mark.one_backend  # the parser's handling, the same on every store
 @pytest.mark.parametrize("shape", [SHAPE, BIG], ids=["whole", "streamed"])
 def test_a_large_body_of_the_wrong_length_is_refused(client: Client, shape: list[int]) -> None:
     did = make_dataset(client, shape, CHUNKS, "H5T_IEEE_F32LE")
@@ -157,6 +160,7 @@ def test_a_large_body_of_the_wrong_length_is_refused(client: Client, shape: list
     assert client.get("/").status_code == 200  # the server goes on
 
 
+@pytest.mark.one_backend  # the parser's handling, the same on every store
 def test_a_client_gone_mid_body_leaves_the_server_serving(client: Client) -> None:
     did = make_dataset(client, SHAPE, CHUNKS, "H5T_IEEE_F32LE")
     conn = _Conn(client.endpoint)
@@ -168,6 +172,7 @@ def test_a_client_gone_mid_body_leaves_the_server_serving(client: Client) -> Non
     assert np.array_equal(_stored(client, did), data)
 
 
+@pytest.mark.one_backend  # the parser's handling, the same on every store
 def test_a_chunked_body_is_streamed_through_the_parser(client: Client) -> None:
     """No ``Content-Length`` (``Transfer-Encoding: chunked``): the parser delivers the pieces and
     a streamed write still reads them into its blocks."""

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import pytest
 from tests.api.test_h5pyd_metadata import open_file
+
+pytestmark = pytest.mark.one_backend  # h5pyd's request forms, the same on every store
 
 
 def test_fancy_indexing_unsorted_repeated_and_paired(endpoint: str, domain: str) -> None:

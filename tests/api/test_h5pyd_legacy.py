@@ -7,8 +7,11 @@ that client's own suite; docs/fidelity.md)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client
+
+pytestmark = pytest.mark.one_backend  # older h5pyd's request forms, the same on every store
 
 
 def test_flags_spelled_as_hsds_reads_them(client: Client) -> None:

@@ -12,9 +12,12 @@ import json
 import uuid
 
 import numpy as np
+import pytest
 import requests
 from tests.api.test_h5pyd_metadata import open_file
 from tests.conftest import Client, auth
+
+pytestmark = pytest.mark.one_backend  # HSDS's request and answer forms at the HTTP edge, the same on every store
 
 I32 = "H5T_STD_I32LE"
 

@@ -13,6 +13,8 @@ import requests
 from tests.conftest import Client, auth
 from tests.support.server import Server, start_server
 
+pytestmark = pytest.mark.one_backend  # hrefs, headers and CORS of the HTTP edge, the same on every store
+
 
 def rels(body: dict) -> list[str]:
     return [h["rel"] for h in body["hrefs"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+import pytest
 import requests
 from openapi_spec_validator import validate
 from starlette.routing import Route
@@ -32,6 +33,8 @@ from h5lake.api.routes import (
 from h5lake.api.routes import (
     zarr as zarr_routes,
 )
+
+pytestmark = pytest.mark.one_backend  # the document and the routes, the same on every store
 
 
 def test_document_is_valid_openapi_31(endpoint: str) -> None:

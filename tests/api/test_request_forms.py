@@ -9,7 +9,10 @@ import base64
 import math
 
 import numpy as np
+import pytest
 from tests.conftest import Client
+
+pytestmark = pytest.mark.one_backend  # request forms at the HTTP edge, the same on every store
 
 I32 = "H5T_STD_I32LE"
 

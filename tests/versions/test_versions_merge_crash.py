@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import requests
-from tests.conftest import Client
+from tests.conftest import BACKENDS, Client
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain
 from tests.support.server import Server
@@ -65,8 +65,16 @@ def _fork_with_changes(srv: Server) -> tuple[Client, Client, str]:
 MERGED_X = [2.0] * (N // 2) + [3.0] * (N - N // 2)
 
 
+POINTS = ["apply-intent", "merge-record", "apply-chunk#3", "apply-object#2", "apply-done"]
+# Every point on the local store; on S3 (a restart there costs a commit lease and every request a
+# round trip) one point on each side of the commit point: the undone merge and the finished one.
+S3_POINTS = ("apply-intent", "apply-chunk#3")
+CASES = [pytest.param(kind, point, marks=pytest.mark.slow, id=f"{kind}-{point}")
+         for kind in BACKENDS for point in POINTS if kind != "s3" or point in S3_POINTS]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["apply-intent", "merge-record", "apply-chunk#3", "apply-object#2", "apply-done"])
+@pytest.mark.parametrize(("store_backing", "point"), CASES, indirect=["store_backing"])
 def test_merge_killed_at_a_step_leaves_the_head_before_or_after(start: StartServer, point: str) -> None:
     """Killed before its commit point the merge never happens (undone: the head as before, no
     version); after it, the next request finishes it (the head wholly the merge version). The

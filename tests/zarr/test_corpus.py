@@ -25,6 +25,9 @@ from tests.support.server import Server
 from tests.zarr.conftest import USER, Zarr
 from tests.zarr.test_read import same
 
+# one store: the corpus on S3 is tests/roundtrip/test_roundtrip.py, the Zarr bridge on S3
+# tests/zarr/test_read.py and test_write.py; here, what the bridge makes of every kind of file
+pytestmark = pytest.mark.one_backend
 NETCDF_DIMENSION = "This is a netCDF dimension but not a netCDF variable"
 
 
