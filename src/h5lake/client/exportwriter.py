@@ -129,7 +129,7 @@ class Writer(ValueWriting):
         self.bar: Any = None
         self.value_seconds = 0.0
         self.group_kinds: dict[bytes, Any] = {}  # (`_gcpl`)
-        self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc]] = {}  # (`_dataset`)
+        self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc, Any]] = {}  # (`_dataset`)
         self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any]] = {}  # (`_attribute`)
 
     # -- the stream --
@@ -385,7 +385,7 @@ class Writer(ValueWriting):
                 if len(self.dataset_kinds) >= KINDS_KEPT:
                     self.dataset_kinds.clear()
                 self.dataset_kinds[key] = made
-        tid, space, dcpl, props = made
+        tid, space, dcpl, props, _fill = made  # (the fill's memory lives until the dataset is made)
         try:
             dsid = h5d.create(self.fid, None, tid, space, dcpl=dcpl)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -411,9 +411,11 @@ class Writer(ValueWriting):
             self.value_bar(sum(n for _, n in boxes(value)))
         return dsid
 
-    def _dataset_kind(self, doc: Doc, t: TypeJson, where: str) -> tuple[Any, Any, Any, Doc]:
+    def _dataset_kind(self, doc: Doc, t: TypeJson, where: str) -> tuple[Any, Any, Any, Doc, Any]:
         """What a dataset is made with: its type, space, creation property list, and its creation
-        properties as written (datasets alike in all three share them, `KINDS_KEPT` remembered)."""
+        properties as written (datasets alike in all three share them, `KINDS_KEPT` remembered),
+        and the fill value given to the property list: HDF5 keeps a variable-length fill's
+        pointers, not a copy of what they point to, until the dataset is made."""
         tid = self.type_for(t)
         space, _ = _space(doc["shape"])
         props = dict(doc.get("creationProperties") or {})
@@ -433,7 +435,7 @@ class Writer(ValueWriting):
         except Unrepresentable as exc:
             raise Unrepresentable(f"dataset {where}: {exc.feature}") from None
         props["layout"] = layout
-        return tid, space, dcpl, props
+        return tid, space, dcpl, props, fill_raw
 
     def _note_skipped(self, where: str, props: Doc) -> None:
         named = [f"{f['id']} ({self.skipped[f['id']]})" for f in props.get("filters") or () if isinstance(f, dict) and f.get("id") in self.skipped]
