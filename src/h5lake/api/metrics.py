@@ -144,32 +144,105 @@ _FINDS = frozenset({"get", "get_mapped", "get_range", "get_ranges", "read_into",
 
 def metered(store: Store) -> Store:
     """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
-    error), timed and its bytes added up into `STORE`. The methods are wrapped on the object,
-    so its class, and so the optional capabilities found from it, are unchanged. Gets a store
+    error), timed and its bytes added up into `STORE`: an instance of `metered_class` of its
+    class. A server makes its store one from the start (``open_store(settings, metered_class)``);
+    another store is changed to that class here, which costs it Python's attribute caches (its
+    attributes were laid out for its first class: a few thousand instructions a request). Its
+    capabilities (``isinstance`` checks) are unchanged either way. A store whose class cannot
+    change, or an operation the instance holds itself, is wrapped on the instance. Gets a store
     answers at once (`AnswersAtOnce.get_at_once`, called directly by walks over many objects)
     are not counted: the local store's ``get`` calls it too, through the same attribute."""
     if getattr(store, "_h5lake_metered", False):
         return store
+    own = {name: m for name, m in getattr(store, "__dict__", {}).items() if name in _OPS}
+    try:
+        store.__class__ = metered_class(type(store))
+    except TypeError:  # a class whose instances cannot change class: wrapped on the object
+        own = {name: getattr(store, name) for name in _OPS if hasattr(store, name)}
+        store._h5lake_metered = True  # type: ignore[attr-defined]
     for name, direction in _OPS.items():
-        method = getattr(store, name, None)
+        method = own.get(name)
         if method is not None:
             wrapped = _timed_get(name, direction, method, store) if name == "get" else _timed(name, direction, method)
             setattr(store, name, wrapped)
-    store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
+
+
+_METERED: dict[type, type] = {}
+
+
+def metered_class(cls: type) -> type:
+    """A subclass of the store class ``cls`` (of the same name) whose operations are counted
+    into `STORE` (`_timed_method`): its methods wrap those of ``cls``. The wrappers are on the
+    class, not on the instance, so Python's attribute caches keep working for the store."""
+    found = _METERED.get(cls)
+    if found is None:
+        body: dict[str, Any] = {"__slots__": (), "_h5lake_metered": True, "__module__": cls.__module__}
+        for name, direction in _OPS.items():
+            function = getattr(cls, name, None)
+            if function is not None:
+                body[name] = _timed_method(name, direction, function, cls)
+        found = _METERED[cls] = type(cls.__name__, (cls,), body)
+        found.__qualname__ = cls.__qualname__
+    return found
+
+
+def _timed_method(
+    op: str, direction: str | None, function: Callable[..., Awaitable[Any]], cls: type
+) -> Callable[..., Awaitable[Any]]:
+    """``function`` (a method of ``cls``) counted into `STORE`, as a method: `_timed_get` for
+    ``get``, else `_timed` (whose ``args`` then start with the store)."""
+    if op != "get":
+        return _timed(op, direction, function, first=1)
+    tally = STORE.slot(op)
+    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    clock = _clock
+    at_once = _class_answers_at_once(cls, function)
+
+    @wraps(function)
+    async def timed_get(self: Any, key: str) -> Any:
+        start = clock()
+        try:
+            blob = self.get_at_once(key) if at_once else LATER
+            if isinstance(blob, Later):
+                blob = await function(self, key)
+        except BaseException as exc:
+            _failed(tally, exc, clock() - start)
+            raise
+        if blob is None:
+            missing(clock() - start)
+        else:
+            ok(clock() - start)
+            moved(len(blob.data))
+        return blob
+
+    return timed_get
+
+
+def _class_answers_at_once(cls: type, get: Any) -> bool:
+    """Whether ``get`` is the ``get`` of the class of ``cls``'s that defines ``get_at_once``
+    (which answers so whenever it can), not one a subclass put in its place."""
+    if not issubclass(cls, AnswersAtOnce):
+        return False
+    owner = next((c for c in cls.__mro__ if "get_at_once" in vars(c)), None)
+    return owner is not None and get is vars(owner).get("get")
 
 
 def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
     (tally.conflict if isinstance(exc, PreconditionFailed) else tally.error).append(seconds)
 
 
-def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE`."""
+def _timed(
+    op: str, direction: str | None, method: Callable[..., Awaitable[Any]], first: int = 0
+) -> Callable[..., Awaitable[Any]]:
+    """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
+    called with the store first."""
     tally = STORE.slot(op)
     ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
     finds = op in _FINDS
     reads = direction == "read"
     writes = direction == "written"
+    data_at = first + 1  # the written data's place in ``args``
     clock = _clock
 
     @wraps(method)
@@ -186,8 +259,8 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
         ok(clock() - start)
         if reads:
             moved(_size(result))
-        elif writes and len(args) > 1:
-            moved(_size(args[1]))
+        elif writes and len(args) > data_at:
+            moved(_size(args[data_at]))
         return result
 
     return timed
