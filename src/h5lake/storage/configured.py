@@ -10,7 +10,6 @@ from h5lake.config import Settings
 from h5lake.storage import Store
 from h5lake.storage.local import LocalStore
 
-
 Kind = Callable[[type], type]
 """What a store's class becomes before the store is made (e.g. ``api/metrics.metered_class``)."""
 
