@@ -70,28 +70,30 @@ OUTCOMES = ("ok", "missing", "conflict", "error")
 
 
 class OpTally:
-    """One storage operation's calls since the last flush: the seconds of each, in a list per
-    outcome, and the bytes of each that moved any (appended: a call pays for two ``append``s;
-    the flush adds them up, `fold_store`)."""
+    """One storage operation's calls since the last flush: how many of each outcome, their
+    durations already bucketed (`buckets`, by index into `DURATION_BUCKETS`, +Inf last, not
+    cumulative) with their sum, and the bytes they moved. A call adds to these numbers (a
+    ``bisect`` and a few additions) rather than keeping its duration for the flush: that way
+    it costs less in all (the durations of a flush's many calls were a numpy conversion and
+    freed floats)."""
 
-    __slots__ = ("bytes", "conflict", "error", "missing", "ok")
+    __slots__ = ("buckets", "bytes", "conflict", "error", "missing", "ok", "seconds")
 
     def __init__(self) -> None:
-        self.ok: list[float] = []
-        self.missing: list[float] = []
-        self.conflict: list[float] = []
-        self.error: list[float] = []
-        self.bytes: list[int] = []
+        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
+        self.buckets = [0] * _SLOTS
+        self.seconds = 0.0
 
     def take(self) -> OpTally | None:
-        """The calls so far (None: none), this one emptied in place (the wrappers hold its lists)."""
+        """The calls so far (None: none), this one emptied in place (the wrappers hold it)."""
         if not (self.ok or self.missing or self.conflict or self.error):
             return None
         taken = OpTally()
         for name in self.__slots__:
-            mine = getattr(self, name)
-            setattr(taken, name, mine[:])
-            mine.clear()
+            setattr(taken, name, getattr(self, name))
+        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
+        self.buckets = [0] * _SLOTS
+        self.seconds = 0.0
         return taken
 
 
@@ -195,8 +197,7 @@ def _timed_method(
     if op != "get":
         return _timed(op, direction, function, first=1)
     tally = STORE.slot(op)
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
-    clock = _clock
+    clock, bounds = _clock, DURATION_BUCKETS
     at_once = _class_answers_at_once(cls, function)
 
     @wraps(function)
@@ -209,11 +210,14 @@ def _timed_method(
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
         if blob is None:
-            missing(clock() - start)
+            tally.missing += 1
         else:
-            ok(clock() - start)
-            moved(len(blob.data))
+            tally.ok += 1
+            tally.bytes += len(blob.data)
         return blob
 
     return timed_get
@@ -229,7 +233,12 @@ def _class_answers_at_once(cls: type, get: Any) -> bool:
 
 
 def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
-    (tally.conflict if isinstance(exc, PreconditionFailed) else tally.error).append(seconds)
+    tally.buckets[bisect_left(DURATION_BUCKETS, seconds)] += 1
+    tally.seconds += seconds
+    if isinstance(exc, PreconditionFailed):
+        tally.conflict += 1
+    else:
+        tally.error += 1
 
 
 def _timed(
@@ -238,7 +247,7 @@ def _timed(
     """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
     called with the store first."""
     tally = STORE.slot(op)
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    bounds = DURATION_BUCKETS
     finds = op in _FINDS
     reads = direction == "read"
     writes = direction == "written"
@@ -253,14 +262,17 @@ def _timed(
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
         if result is None and finds:
-            missing(clock() - start)
+            tally.missing += 1
             return result
-        ok(clock() - start)
+        tally.ok += 1
         if reads:
-            moved(_size(result))
+            tally.bytes += _size(result)
         elif writes and len(args) > data_at:
-            moved(_size(args[data_at]))
+            tally.bytes += _size(args[data_at])
         return result
 
     return timed
@@ -273,8 +285,7 @@ def _timed_get(
     that tells some answers at once (`AnswersAtOnce`: the local store, for an object read lately)
     is asked that first, as its own ``get`` does, so such a get costs one coroutine, not two."""
     tally = STORE.slot(op)
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
-    clock = _clock
+    clock, bounds = _clock, DURATION_BUCKETS
     at_once = _answers_at_once(store, method)
 
     @wraps(method)
@@ -287,11 +298,14 @@ def _timed_get(
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
         if blob is None:
-            missing(clock() - start)
+            tally.missing += 1
         else:
-            ok(clock() - start)
-            moved(len(blob.data))
+            tally.ok += 1
+            tally.bytes += len(blob.data)
         return blob
 
     return timed_get
@@ -451,16 +465,15 @@ def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> N
 def fold_store(op: str, tally: OpTally, moved: dict[str, int]) -> None:
     """Add one storage operation's calls (`OpTally`) to the storage counters and histogram, and
     its bytes to ``moved`` (by direction: written once for all operations)."""
-    everything: list[float] = []
     for outcome in OUTCOMES:
-        durations = getattr(tally, outcome)
-        if durations:
-            _child("storage_ops", (op, outcome)).inc(len(durations))
-            everything += durations
-    if everything:
-        _add_histogram(_child("storage_duration", (op,)), *_histogram(everything))
+        n = getattr(tally, outcome)
+        if n:
+            _child("storage_ops", (op, outcome)).inc(n)
+    counts = {slot: n for slot, n in enumerate(tally.buckets) if n}
+    if counts:
+        _add_histogram(_child("storage_duration", (op,)), counts, tally.seconds)
     if tally.bytes:
-        moved["read" if _OPS[op] == "read" else "written"] += sum(tally.bytes)
+        moved["read" if _OPS[op] == "read" else "written"] += tally.bytes
 
 
 def _add_histogram(child: Any, counts: dict[int, int], total: float) -> None:
