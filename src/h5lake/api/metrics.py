@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import wraps
 from typing import Any
 
+import numpy as np
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -45,7 +46,7 @@ from starlette.routing import Route
 
 from h5lake import __version__
 from h5lake.api import connections
-from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, SLOTS, Tally
+from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
 from h5lake.storage import LATER, AnswersAtOnce, Later, PreconditionFailed, Store
 from h5lake.versions.gc import GcRecord, read_record
@@ -395,7 +396,9 @@ def flush(requests: Tally, service: Any | None) -> None:
 
 _SEEN: dict[str, int] = {}
 _CHILDREN: dict[tuple[str, tuple[str, ...]], Any] = {}
-_SLOTS = SLOTS  # the buckets of `DURATION_BUCKETS`, then +Inf
+_BOUNDS = np.array(DURATION_BUCKETS)
+_SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
+_FEW = 32  # durations bucketed one by one below this many; with numpy from it
 
 
 def _child(name: str, labels: tuple[str, ...]) -> Any:
@@ -422,14 +425,27 @@ def _set_new(gauge: Any, name: str, now: int) -> None:
         _SEEN[name] = now
 
 
+def _histogram(durations: list[float]) -> tuple[dict[int, int], float]:
+    """Bucket counts (index into `DURATION_BUCKETS`, its length for +Inf; not cumulative, only
+    buckets that got any) and the sum of durations."""
+    if len(durations) < _FEW:
+        counts: dict[int, int] = {}
+        for d in durations:
+            slot = bisect_left(DURATION_BUCKETS, d)
+            counts[slot] = counts.get(slot, 0) + 1
+        return counts, sum(durations)
+    values = np.fromiter(durations, dtype=np.float64, count=len(durations))
+    binned = np.bincount(np.searchsorted(_BOUNDS, values), minlength=_SLOTS)
+    return {int(i): int(binned[i]) for i in np.flatnonzero(binned)}, float(values.sum())
+
+
 def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> None:
-    """Add requests answered (`api/observe.Tally`: per method, route and status, bucket counts
-    and the sum of seconds) to the request counters and histogram."""
+    """Add requests answered (`api/observe.Tally`) to the request counters and histogram."""
     by_route: dict[tuple[str, str], list[float]] = {}
-    for (method, route, status), counted in answered.items():
+    for (method, route, status), durations in answered.items():
         route = route or "unmatched"
         status = status or 500  # an error before any reply: the server's 500
-        n = int(sum(counted[:_SLOTS]))
+        n = len(durations)
         _child("requests", (method, route, str(status))).inc(n)
         if 200 <= status < 300:
             op = VERSION_OPS.get((method, route))
@@ -439,13 +455,11 @@ def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> N
                 _child("maps", (method, route)).inc(n)
         same = by_route.get((method, route))
         if same is None:
-            by_route[method, route] = counted[:]
+            by_route[method, route] = durations
         else:
-            for i, k in enumerate(counted):
-                same[i] += k
-    for (method, route), counted in by_route.items():
-        counts = {slot: int(k) for slot, k in enumerate(counted[:_SLOTS]) if k}
-        _add_histogram(_child("duration", (method, route)), counts, counted[_SLOTS])
+            same.extend(durations)
+    for (method, route), durations in by_route.items():
+        _add_histogram(_child("duration", (method, route)), *_histogram(durations))
 
 
 def fold_store(op: str, tally: OpTally, moved: dict[str, int]) -> None:

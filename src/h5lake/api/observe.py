@@ -31,7 +31,6 @@ import re
 import secrets
 import time
 import urllib.parse
-from bisect import bisect_left
 from contextvars import ContextVar
 from typing import Any
 
@@ -52,7 +51,6 @@ READY_CACHE_SECONDS = 1.0  # one store probe per second at most, however often /
 PROBE_KEY = "h5lake-readiness-probe"
 #: Histogram bounds of request and storage durations (seconds).
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-SLOTS = len(DURATION_BUCKETS) + 1  # a histogram's buckets, +Inf last; `Tally` keeps the seconds' sum after them
 _SECRET_PARAMS = frozenset({"api_key", "apikey", "key", "password", "passwd", "token", "access_token", "secret", "auth"})
 
 access_log = logging.getLogger("h5lake.access")
@@ -88,11 +86,10 @@ def safe_path(scope: Scope) -> str:
 
 class Tally:
     """This process's requests answered since the last flush into Prometheus (`api/metrics.py`):
-    per (method, route template, status) how many took how long (a count per bucket of
-    `DURATION_BUCKETS`, +Inf last, then the sum of their seconds), and the bytes received and
-    sent, so that a request costs a dictionary lookup, a ``bisect`` and a few additions; the
-    flush, once a second, writes them out (`api/metrics.fold_requests`). A route template of
-    None: no route matched; a status of 0: the application sent none."""
+    per (method, route template, status) the seconds each took, and the bytes received and sent,
+    so that a request costs a dictionary lookup and a few additions; the flush, once a second,
+    adds them up (`api/metrics.fold_requests`). A route template of None: no route
+    matched; a status of 0: the application sent none."""
 
     __slots__ = ("answered", "auth_failures", "bytes_in", "bytes_out", "count", "started")
 
@@ -261,11 +258,11 @@ class Observe:
                 length = counted.n
             if tally is not None:
                 key = (scope["method"], getattr(scope.get("route"), "path", None), reply[0])
-                bucketed = tally.answered.get(key)
-                if bucketed is None:
-                    bucketed = tally.answered[key] = [0] * SLOTS + [0.0]
-                bucketed[bisect_left(DURATION_BUCKETS, seconds)] += 1
-                bucketed[SLOTS] += seconds
+                durations = tally.answered.get(key)
+                if durations is None:
+                    tally.answered[key] = [seconds]
+                else:
+                    durations.append(seconds)
                 tally.count += 1
                 tally.bytes_in += length
                 tally.bytes_out += reply[1]
