@@ -42,6 +42,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -226,7 +227,7 @@ def compare_metrics(args: argparse.Namespace) -> None:
             for mode in ("on", "off"):
                 extra = [*args.server_arg, "--metrics" if mode == "on" else "--no-metrics"]
                 if args.instructions:
-                    meters[mode] = Callgrind(Path(tmp) / mode, args.fold_every)
+                    meters[mode] = Callgrind(Path(tmp) / mode, args.fold_every, args.keep_dumps)
                     servers[mode] = meters[mode].start(extra, env)
                 else:
                     servers[mode] = start_server(Path(tmp) / mode, extra=extra, env=env, workers=None, timeout=120)
@@ -339,9 +340,11 @@ class Callgrind:
     fold, natively once a second, runs every ``fold_every`` seconds here (``--fold-every``,
     30 by default: still more often per request than natively)."""
 
-    def __init__(self, workdir: Path, fold_every: float) -> None:
+    def __init__(self, workdir: Path, fold_every: float, keep: Path | None = None) -> None:
         self.workdir = workdir
         self.fold_every = fold_every
+        self.keep = keep  # a folder the dumps are copied into (for callgrind_annotate), or None
+        self.dumps = 0
         self.pid = 0
 
     def start(self, extra: list[str], env: dict[str, str]) -> Any:
@@ -378,6 +381,10 @@ class Callgrind:
         found = re.search(r"^totals:\s+(\d+)", text, re.MULTILINE) or re.search(r"^summary:\s+(\d+)", text, re.MULTILINE)
         if found is None:
             raise RuntimeError(f"no totals in {dumps[-1]}")
+        if self.keep is not None:
+            self.dumps += 1
+            self.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(dumps[-1], self.keep / f"{self.workdir.name}.{self.dumps}")
         for old in dumps:
             old.unlink()
         return float(found.group(1))
@@ -461,6 +468,10 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true",
         help="with --compare-metrics: count the servers' instructions under valgrind's callgrind instead of CPU time",
+    )
+    parser.add_argument(
+        "--keep-dumps", type=Path,
+        help="with --instructions: copy each callgrind dump into this folder (on.N, off.N) for callgrind_annotate",
     )
     args = parser.parse_args()
     if args.compare_metrics:

@@ -510,10 +510,37 @@ def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Pa
                     assert blob is not None and blob.data == b"x" * 100
                     assert await store.get("k/none") is None
             counted = metrics.STORE.take()["get"]
-            assert (len(counted.ok), len(counted.missing), sum(counted.bytes)) == (6, 6, 600)
+            assert (counted.ok, counted.missing, counted.bytes, sum(counted.buckets)) == (6, 6, 600, 12)
             assert Counting.calls == 6  # the subclass's own get still runs
         finally:
             await plain.close()
             await sub.close()
+
+    asyncio.run(run())
+
+
+def test_a_servers_metered_store_keeps_its_operations_on_its_class(tmp_path: Path) -> None:
+    """The store a server opens with metrics is made as a counting subclass of its class: no
+    operation is set on the instance (which took Python's attribute caches off every attribute
+    of the store), and gets, puts and heads are counted with their bytes and outcomes."""
+    from h5lake.api import metrics
+    from h5lake.storage.configured import open_store
+
+    async def run() -> None:
+        store = open_store(Settings(data=tmp_path / "data"), metrics.metered_class)
+        try:
+            assert isinstance(store, LocalStore) and type(store).__name__ == "LocalStore"
+            assert not set(vars(store)) & {"get", "put", "head", "delete", "put_hashed"}
+            assert metrics.metered(store) is store
+            metrics.STORE.take()
+            await store.put("k/one", b"y" * 40)
+            assert (await store.get("k/one")).data == b"y" * 40  # type: ignore[union-attr]
+            assert await store.head("k/none") is None
+            counted = metrics.STORE.take()
+            assert (counted["put"].ok, counted["put"].bytes, sum(counted["put"].buckets)) == (1, 40, 1)
+            assert (counted["get"].ok, counted["get"].bytes) == (1, 40)
+            assert counted["head"].missing == 1
+        finally:
+            await store.close()
 
     asyncio.run(run())

@@ -186,7 +186,10 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        backend = store if store is not None else open_store(settings)
+        if store is not None:
+            backend = store
+        else:  # a metered store made so from the start (`metrics.metered`)
+            backend = open_store(settings, metrics.metered_class) if tally is not None else open_store(settings)
         if tally is not None:
             backend = metrics.metered(backend)
         if tracer is not None:

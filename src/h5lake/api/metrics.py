@@ -70,28 +70,30 @@ OUTCOMES = ("ok", "missing", "conflict", "error")
 
 
 class OpTally:
-    """One storage operation's calls since the last flush: the seconds of each, in a list per
-    outcome, and the bytes of each that moved any (appended: a call pays for two ``append``s;
-    the flush adds them up, `fold_store`)."""
+    """One storage operation's calls since the last flush: how many of each outcome, their
+    durations already bucketed (`buckets`, by index into `DURATION_BUCKETS`, +Inf last, not
+    cumulative) with their sum, and the bytes they moved. A call adds to these numbers (a
+    ``bisect`` and a few additions) rather than keeping its duration for the flush: that way
+    it costs less in all (the durations of a flush's many calls were a numpy conversion and
+    freed floats)."""
 
-    __slots__ = ("bytes", "conflict", "error", "missing", "ok")
+    __slots__ = ("buckets", "bytes", "conflict", "error", "missing", "ok", "seconds")
 
     def __init__(self) -> None:
-        self.ok: list[float] = []
-        self.missing: list[float] = []
-        self.conflict: list[float] = []
-        self.error: list[float] = []
-        self.bytes: list[int] = []
+        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
+        self.buckets = [0] * _SLOTS
+        self.seconds = 0.0
 
     def take(self) -> OpTally | None:
-        """The calls so far (None: none), this one emptied in place (the wrappers hold its lists)."""
+        """The calls so far (None: none), this one emptied in place (the wrappers hold it)."""
         if not (self.ok or self.missing or self.conflict or self.error):
             return None
         taken = OpTally()
         for name in self.__slots__:
-            mine = getattr(self, name)
-            setattr(taken, name, mine[:])
-            mine.clear()
+            setattr(taken, name, getattr(self, name))
+        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
+        self.buckets = [0] * _SLOTS
+        self.seconds = 0.0
         return taken
 
 
@@ -144,32 +146,112 @@ _FINDS = frozenset({"get", "get_mapped", "get_range", "get_ranges", "read_into",
 
 def metered(store: Store) -> Store:
     """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
-    error), timed and its bytes added up into `STORE`. The methods are wrapped on the object,
-    so its class, and so the optional capabilities found from it, are unchanged. Gets a store
+    error), timed and its bytes added up into `STORE`: an instance of `metered_class` of its
+    class. A server makes its store one from the start (``open_store(settings, metered_class)``);
+    another store is changed to that class here, which costs it Python's attribute caches (its
+    attributes were laid out for its first class: a few thousand instructions a request). Its
+    capabilities (``isinstance`` checks) are unchanged either way. A store whose class cannot
+    change, or an operation the instance holds itself, is wrapped on the instance. Gets a store
     answers at once (`AnswersAtOnce.get_at_once`, called directly by walks over many objects)
     are not counted: the local store's ``get`` calls it too, through the same attribute."""
     if getattr(store, "_h5lake_metered", False):
         return store
+    own = {name: m for name, m in getattr(store, "__dict__", {}).items() if name in _OPS}
+    try:
+        store.__class__ = metered_class(type(store))
+    except TypeError:  # a class whose instances cannot change class: wrapped on the object
+        own = {name: getattr(store, name) for name in _OPS if hasattr(store, name)}
+        store._h5lake_metered = True  # type: ignore[attr-defined]
     for name, direction in _OPS.items():
-        method = getattr(store, name, None)
+        method = own.get(name)
         if method is not None:
             wrapped = _timed_get(name, direction, method, store) if name == "get" else _timed(name, direction, method)
             setattr(store, name, wrapped)
-    store._h5lake_metered = True  # type: ignore[attr-defined]
     return store
 
 
-def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
-    (tally.conflict if isinstance(exc, PreconditionFailed) else tally.error).append(seconds)
+_METERED: dict[type, type] = {}
 
 
-def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE`."""
+def metered_class(cls: type) -> type:
+    """A subclass of the store class ``cls`` (of the same name) whose operations are counted
+    into `STORE` (`_timed_method`): its methods wrap those of ``cls``. The wrappers are on the
+    class, not on the instance, so Python's attribute caches keep working for the store."""
+    found = _METERED.get(cls)
+    if found is None:
+        body: dict[str, Any] = {"__slots__": (), "_h5lake_metered": True, "__module__": cls.__module__}
+        for name, direction in _OPS.items():
+            function = getattr(cls, name, None)
+            if function is not None:
+                body[name] = _timed_method(name, direction, function, cls)
+        found = _METERED[cls] = type(cls.__name__, (cls,), body)
+        found.__qualname__ = cls.__qualname__
+    return found
+
+
+def _timed_method(
+    op: str, direction: str | None, function: Callable[..., Awaitable[Any]], cls: type
+) -> Callable[..., Awaitable[Any]]:
+    """``function`` (a method of ``cls``) counted into `STORE`, as a method: `_timed_get` for
+    ``get``, else `_timed` (whose ``args`` then start with the store)."""
+    if op != "get":
+        return _timed(op, direction, function, first=1)
     tally = STORE.slot(op)
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
+    clock, bounds = _clock, DURATION_BUCKETS
+    at_once = _class_answers_at_once(cls, function)
+
+    @wraps(function)
+    async def timed_get(self: Any, key: str) -> Any:
+        start = clock()
+        try:
+            blob = self.get_at_once(key) if at_once else LATER
+            if isinstance(blob, Later):
+                blob = await function(self, key)
+        except BaseException as exc:
+            _failed(tally, exc, clock() - start)
+            raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
+        if blob is None:
+            tally.missing += 1
+        else:
+            tally.ok += 1
+            tally.bytes += len(blob.data)
+        return blob
+
+    return timed_get
+
+
+def _class_answers_at_once(cls: type, get: Any) -> bool:
+    """Whether ``get`` is the ``get`` of the class of ``cls``'s that defines ``get_at_once``
+    (which answers so whenever it can), not one a subclass put in its place."""
+    if not issubclass(cls, AnswersAtOnce):
+        return False
+    owner = next((c for c in cls.__mro__ if "get_at_once" in vars(c)), None)
+    return owner is not None and get is vars(owner).get("get")
+
+
+def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
+    tally.buckets[bisect_left(DURATION_BUCKETS, seconds)] += 1
+    tally.seconds += seconds
+    if isinstance(exc, PreconditionFailed):
+        tally.conflict += 1
+    else:
+        tally.error += 1
+
+
+def _timed(
+    op: str, direction: str | None, method: Callable[..., Awaitable[Any]], first: int = 0
+) -> Callable[..., Awaitable[Any]]:
+    """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
+    called with the store first."""
+    tally = STORE.slot(op)
+    bounds = DURATION_BUCKETS
     finds = op in _FINDS
     reads = direction == "read"
     writes = direction == "written"
+    data_at = first + 1  # the written data's place in ``args``
     clock = _clock
 
     @wraps(method)
@@ -180,14 +262,17 @@ def _timed(op: str, direction: str | None, method: Callable[..., Awaitable[Any]]
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
         if result is None and finds:
-            missing(clock() - start)
+            tally.missing += 1
             return result
-        ok(clock() - start)
+        tally.ok += 1
         if reads:
-            moved(_size(result))
-        elif writes and len(args) > 1:
-            moved(_size(args[1]))
+            tally.bytes += _size(result)
+        elif writes and len(args) > data_at:
+            tally.bytes += _size(args[data_at])
         return result
 
     return timed
@@ -200,8 +285,7 @@ def _timed_get(
     that tells some answers at once (`AnswersAtOnce`: the local store, for an object read lately)
     is asked that first, as its own ``get`` does, so such a get costs one coroutine, not two."""
     tally = STORE.slot(op)
-    ok, missing, moved = tally.ok.append, tally.missing.append, tally.bytes.append
-    clock = _clock
+    clock, bounds = _clock, DURATION_BUCKETS
     at_once = _answers_at_once(store, method)
 
     @wraps(method)
@@ -214,11 +298,14 @@ def _timed_get(
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
+        seconds = clock() - start
+        tally.buckets[bisect_left(bounds, seconds)] += 1
+        tally.seconds += seconds
         if blob is None:
-            missing(clock() - start)
+            tally.missing += 1
         else:
-            ok(clock() - start)
-            moved(len(blob.data))
+            tally.ok += 1
+            tally.bytes += len(blob.data)
         return blob
 
     return timed_get
@@ -378,16 +465,15 @@ def fold_requests(answered: dict[tuple[str, str | None, int], list[float]]) -> N
 def fold_store(op: str, tally: OpTally, moved: dict[str, int]) -> None:
     """Add one storage operation's calls (`OpTally`) to the storage counters and histogram, and
     its bytes to ``moved`` (by direction: written once for all operations)."""
-    everything: list[float] = []
     for outcome in OUTCOMES:
-        durations = getattr(tally, outcome)
-        if durations:
-            _child("storage_ops", (op, outcome)).inc(len(durations))
-            everything += durations
-    if everything:
-        _add_histogram(_child("storage_duration", (op,)), *_histogram(everything))
+        n = getattr(tally, outcome)
+        if n:
+            _child("storage_ops", (op, outcome)).inc(n)
+    counts = {slot: n for slot, n in enumerate(tally.buckets) if n}
+    if counts:
+        _add_histogram(_child("storage_duration", (op,)), counts, tally.seconds)
     if tally.bytes:
-        moved["read" if _OPS[op] == "read" else "written"] += sum(tally.bytes)
+        moved["read" if _OPS[op] == "read" else "written"] += tally.bytes
 
 
 def _add_histogram(child: Any, counts: dict[int, int], total: float) -> None:

@@ -4,20 +4,31 @@ work on the store directly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from h5lake.config import Settings
 from h5lake.storage import Store
 from h5lake.storage.local import LocalStore
 
+Kind = Callable[[type], type]
+"""What a store's class becomes before the store is made (e.g. ``api/metrics.metered_class``)."""
 
-def open_store(settings: Settings) -> Store:
+
+def _same(cls: type) -> type:
+    return cls
+
+
+def open_store(settings: Settings, kind: Kind = _same) -> Store:
     if settings.storage:
         bucket, _, prefix = settings.storage[len("s3://") :].partition("/")
-        return s3_store(bucket, prefix, settings)
-    return LocalStore(settings.data)
+        return s3_store(bucket, prefix, settings, kind)
+    store: Store = kind(LocalStore)(settings.data)
+    return store
 
 
-def s3_store(bucket: str, prefix: str, settings: Settings) -> Store:
+def s3_store(bucket: str, prefix: str, settings: Settings, kind: Kind = _same) -> Store:
     # imported only when a server uses S3: the S3 client libraries are heavy to load
     from h5lake.storage.s3 import S3Store
 
-    return S3Store(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
+    store: Store = kind(S3Store)(bucket, prefix=prefix, endpoint_url=settings.s3_endpoint, region=settings.s3_region)
+    return store
