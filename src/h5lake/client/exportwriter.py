@@ -10,6 +10,7 @@ the attributes and values that hold references (their targets may not be made ye
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -23,18 +24,18 @@ import numpy as np
 import orjson
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.client import h5native, h5values
+from h5lake.client import h5memory, h5native, h5values
 from h5lake.client.common import MIB, ToolError, rate
 from h5lake.client.exportfetch import COLLECTIONS, Fetcher, bare_id
 from h5lake.client.exportvalues import ValueWriting, boxes, extendible, listed_value, type_of, whole
 from h5lake.client.h5props import make_dcpl, make_gcpl, make_tcpl
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_id
 from h5lake.client.rest import RestClient, RestError
-from h5lake.model.fromjson import EXACT_FILL, json_to_array
+from h5lake.model.fromjson import EXACT_FILL, int_scalar, json_to_array
 from h5lake.model.ids import is_valid_id
 from h5lake.model.links import LinkClass
 from h5lake.model.stored import Doc
-from h5lake.model.types import CharSet, TypeClass, TypeJson, type_class
+from h5lake.model.types import CharSet, TypeClass, TypeJson, to_dtype, type_class
 from h5lake.model.values import array_to_bytes
 
 HELD_GROUPS = 4096  # groups kept open from their creation until their links are made
@@ -497,11 +498,11 @@ class Writer(ValueWriting):
             tid = self.type_for(t)
             space, dims = _space(shape)
             raw_type = memory_type_id(tid, t) if h5values.is_raw(t) else None
-            kind = t, tid, space, dims, raw_type
+            kind = t, tid, space, dims, raw_type, _scalar_kind(t, dims, space)
             if len(self.attribute_kinds) >= KINDS_KEPT:
                 self.attribute_kinds.clear()
             self.attribute_kinds[key] = kind
-        t, tid, space, dims, raw_type = kind
+        t, tid, space, dims, raw_type, scalar = kind
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
         if cset == CharSet.ASCII.value:
@@ -512,6 +513,8 @@ class Writer(ValueWriting):
             return
         if "value_base64" in attr:  # the exact bytes, where the JSON value could not keep them
             wire = base64.b64decode(attr["value_base64"])
+        elif scalar is not None and _write_scalar(aid, scalar, t, raw_type, attr["value"]):
+            return
         else:
             wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
         if raw_type is not None:  # (as write_attribute does)
@@ -520,6 +523,47 @@ class Writer(ValueWriting):
                 aid.write(buf, mtype=raw_type)
             return
         h5values.write_attribute(aid, tid, t, dims, wire, refs)
+
+
+def _scalar_kind(t: TypeJson, dims: tuple[int, ...], space: Any) -> np.dtype[Any] | str | None:
+    """What `_write_scalar` writes a scalar attribute of ``t`` with: the memory dtype of a
+    predefined number type, ``"string"`` for a variable-length string; else None (the general
+    path: the JSON value to an array, to wire bytes, to HDF5's memory form)."""
+    if dims or space.get_simple_extent_type() != h5s.SCALAR:
+        return None
+    if set(t) == {"class", "base"} and t["class"] in (TypeClass.INTEGER.value, TypeClass.FLOAT.value):
+        return to_dtype(t)
+    if type_class(t) is TypeClass.STRING and t.get("length") == "H5T_VARIABLE":
+        return "string"
+    return None
+
+
+def _write_scalar(aid: Any, scalar: np.dtype[Any] | str, t: TypeJson, raw_type: Any, value: Any) -> bool:
+    """Write the commonest attribute values directly: a scalar integer in its type's range, a
+    float, a string. False (nothing written) for any other value: the general path then reads
+    it, with its checks and messages (an out-of-range or stringly number, a bool, bad Unicode)."""
+    if isinstance(scalar, str):
+        if type(value) is not str:
+            return False
+        try:
+            raw = value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        h5memory.write_string(aid, t, raw)
+        return True
+    if scalar.kind == "f":
+        if type(value) is not float:
+            return False
+        with np.errstate(over="ignore"):
+            arr = np.array([value], dtype=scalar)
+        if math.isfinite(value) and not np.isfinite(arr[0]):
+            return False  # out of range: refused with its message
+    elif int_scalar(value, t) is None:
+        return False
+    else:
+        arr = np.array([value], dtype=scalar)
+    aid.write(arr, mtype=raw_type)
+    return True
 
 
 class ExportRefs:
