@@ -77,12 +77,13 @@ def test_short_way_leaves_other_values_to_the_general_path(tmp_path: Any, t: Typ
 
 
 def test_listed_plan_takes_plain_values_whole_and_knows_fill() -> None:
-    doc = {"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}, "shape": {"class": "H5S_SIMPLE", "dims": [10]},
+    i32: TypeJson = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
+    doc: dict[str, Any] = {"type": i32, "shape": {"class": "H5S_SIMPLE", "dims": [10]},
            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [4]}}}
-    several = exportsmall.ListedPlan.of(doc, doc["type"])
+    several = exportsmall.ListedPlan.of(doc, i32)
     assert not several.whole  # several chunks: the general path leaves the chunks of fill unwritten
     doc["creationProperties"] = {"layout": {"class": "H5D_CONTIGUOUS"}, "fillValue": 7}
-    plan = exportsmall.ListedPlan.of(doc, doc["type"])
+    plan = exportsmall.ListedPlan.of(doc, i32)
     assert plan.whole and plan.same and plan.skip and plan.fill == np.int32(7).tobytes()
-    committed = {**doc["type"], "id": "t-00000000-0000-0000-0000-000000000000"}
+    committed = {**i32, "id": "t-00000000-0000-0000-0000-000000000000"}
     assert not exportsmall.ListedPlan.of(doc, committed).whole
