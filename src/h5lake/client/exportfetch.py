@@ -25,7 +25,7 @@ from h5lake.model.values import array_to_json, bytes_to_array
 COLLECTIONS = {"g": "groups", "d": "datasets", "t": "datatypes"}
 PAGE = 2000
 """Objects asked for in one ``GET /?getobjs=1`` page (a server may answer fewer)."""
-FIRST_PAGE = 250
+FIRST_PAGE = 100
 """Objects asked for in the first page; each next page asks twice as many, up to `PAGE`: the
 writer starts sooner, and the server makes each page while the client writes the one before."""
 PAGES_AHEAD = 1

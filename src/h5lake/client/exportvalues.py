@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -343,3 +344,14 @@ class ValueWriting:
         for part, local in kept:
             yield part, np.ascontiguousarray(box[local]).tobytes()
 
+
+
+def check_external(files: list[Doc], where: str, target_dir: Path) -> None:
+    """Refuse to re-create a dataset's external raw files (``--keep-external``) other than as
+    plain relative names not there yet, next to the exported file."""
+    for item in files:
+        name = Path(item["name"])
+        if name.is_absolute() or ".." in name.parts:
+            raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --keep-external")
+        if (target_dir / name).exists():
+            raise ToolError(f"dataset {where}: external file {target_dir / name} already exists")

@@ -23,9 +23,10 @@ import numpy as np
 import orjson
 from h5py import h5d, h5g, h5o, h5p, h5r, h5s, h5t
 
-from h5lake.client import h5native, h5values
+from h5lake.client import exportvalues, h5native, h5values
 from h5lake.client.common import MIB, ToolError, rate
 from h5lake.client.exportfetch import COLLECTIONS, Fetcher, bare_id
+from h5lake.client.exportsmall import ListedPlan, scalar_kind, write_scalar
 from h5lake.client.exportvalues import ValueWriting, boxes, extendible, listed_value, type_of, whole
 from h5lake.client.h5props import make_dcpl, make_gcpl, make_tcpl
 from h5lake.client.h5types import Unrepresentable, memory_type_id, type_id
@@ -130,7 +131,8 @@ class Writer(ValueWriting):
         self.value_seconds = 0.0
         self.group_kinds: dict[bytes, Any] = {}  # (`_gcpl`)
         self.dataset_kinds: dict[bytes, tuple[Any, Any, Any, Doc, Any]] = {}  # (`_dataset`)
-        self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any]] = {}  # (`_attribute`)
+        self.attribute_kinds: dict[bytes, tuple[TypeJson, Any, Any, tuple[int, ...], Any, Any]] = {}  # (`_attribute`)
+        self.listed_plans: dict[bytes, ListedPlan] = {}  # (`_write_listed`)
 
     # -- the stream --
 
@@ -402,14 +404,22 @@ class Writer(ValueWriting):
                 value["value_base64"] = doc["value_base64"]
             self.later_values.append((obj_id, value))
         elif "value_base64" in doc and "externalStorage" not in props["layout"]:  # (external: read as the others)
-            data = listed_value(doc)
-            if data is not None:
-                self.write_value(obj_id, doc, whole(doc), data, self.refs, dsid)
-                self.stats.value_bytes += len(data)
+            self._write_listed(obj_id, doc, dsid, key, t, tid)
         else:
             self.values_due.append((obj_id, value))
             self.value_bar(sum(n for _, n in boxes(value)))
         return dsid
+
+    def _write_listed(self, obj_id: str, doc: Doc, dsid: Any, key: bytes, t: TypeJson, tid: Any) -> None:
+        """Write the value the listing held: as `ListedPlan` says, else as `write_value` does."""
+        data = base64.b64decode(doc["value_base64"])
+        try:
+            written = ListedPlan.kept(self.listed_plans, key, doc, t).write(dsid, tid, t, data)
+        except (ValueError, RuntimeError, OSError, TypeError) as exc:
+            raise ToolError(f"values of {self.paths.get(obj_id, obj_id)} cannot be written: {exc}") from None
+        if written is None:
+            self.write_value(obj_id, doc, whole(doc), data, self.refs, dsid)
+        self.stats.value_bytes += len(data) if written is not False else 0
 
     def _dataset_kind(self, doc: Doc, t: TypeJson, where: str) -> tuple[Any, Any, Any, Doc, Any]:
         """What a dataset is made with: its type, space, creation property list, and its creation
@@ -422,7 +432,7 @@ class Writer(ValueWriting):
         layout = dict(props.get("layout") or {})
         if "externalStorage" in layout:
             if self.external_files:
-                self._check_external(layout["externalStorage"], where)
+                exportvalues.check_external(layout["externalStorage"], where, self.target_dir)
                 self.has_external = True
             else:
                 self.notes.append(f"dataset {where}: external storage written as an ordinary dataset (use --keep-external to re-create the raw files)")
@@ -451,14 +461,6 @@ class Writer(ValueWriting):
             self.later_attributes.append((obj_id, attrs))
             return
         self._attributes_of(obj, obj_id, attrs, self.refs)
-
-    def _check_external(self, files: list[Doc], where: str) -> None:
-        for item in files:
-            name = Path(item["name"])
-            if name.is_absolute() or ".." in name.parts:
-                raise ToolError(f"dataset {where}: external file {item['name']!r} is not a plain relative name; export without --keep-external")
-            if (self.target_dir / name).exists():
-                raise ToolError(f"dataset {where}: external file {self.target_dir / name} already exists")
 
     def _fill_raw(self, props: Doc, t: TypeJson, tid: Any) -> bytes | np.ndarray | None:
         """The fill value as raw bytes of the dataset's type, or (for a type with variable-length
@@ -499,11 +501,11 @@ class Writer(ValueWriting):
             tid = self.type_for(t)
             space, dims = _space(shape)
             raw_type = memory_type_id(tid, t) if h5values.is_raw(t) else None
-            kind = t, tid, space, dims, raw_type
+            kind = t, tid, space, dims, raw_type, scalar_kind(t, dims, space)
             if len(self.attribute_kinds) >= KINDS_KEPT:
                 self.attribute_kinds.clear()
             self.attribute_kinds[key] = kind
-        t, tid, space, dims, raw_type = kind
+        t, tid, space, dims, raw_type, scalar = kind
         raw = name.encode("utf-8", "surrogateescape")
         cset = attr.get("nameCharSet") or CharSet.ASCII.value
         if cset == CharSet.ASCII.value:
@@ -514,6 +516,8 @@ class Writer(ValueWriting):
             return
         if "value_base64" in attr:  # the exact bytes, where the JSON value could not keep them
             wire = base64.b64decode(attr["value_base64"])
+        elif scalar is not None and write_scalar(aid, scalar, t, raw_type, attr["value"]):
+            return
         else:
             wire = array_to_bytes(json_to_array(attr["value"], t, dims), t)
         if raw_type is not None:  # (as write_attribute does)

@@ -231,3 +231,11 @@ def write(obj: Any, t: TypeJson, data: bytes, count: int, mspace: Any = None, fs
         obj.write(image, mtype=mtype)
     else:
         obj.write(mspace, fspace, image, mtype=mtype)
+
+
+def write_string(obj: Any, t: TypeJson, raw: bytes) -> None:
+    """Write one variable-length string (``t``, scalar) holding ``raw`` to an attribute: what
+    `write` does for one element, without going through its wire bytes."""
+    buf = ctypes.create_string_buffer(raw, len(raw) + 1)  # NUL-terminated; alive until written
+    image = np.frombuffer(_POINTER.pack(ctypes.addressof(buf)), dtype=np.uint8).copy()
+    obj.write(image, mtype=memory_type(t))
