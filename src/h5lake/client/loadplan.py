@@ -2,7 +2,6 @@
 yields each object as it is read (metadata; values are read by the upload), refusing what the
 service cannot represent when it meets it."""
 
-
 from __future__ import annotations
 
 import base64
@@ -321,7 +320,6 @@ class Planner:
         self._attributes(node)
 
     # -- links --
-
     def _links(self, node: Node, gcpl: Any) -> None:
         gid = node.handle
         tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
@@ -365,7 +363,6 @@ class Planner:
         return {"class": LinkClass.USER_DEFINED.value, "linkClass": number, "value": base64.b64encode(value).decode()}
 
     # -- attributes --
-
     def _attributes(self, node: Node) -> None:
         oid = node.handle
         names: list[bytes] = []
@@ -418,7 +415,6 @@ class Planner:
         return node.id
 
     # -- datasets --
-
     def _dataset(self, node: Node) -> None:
         dsid = node.handle
         tid = node.tid = dsid.get_type()
