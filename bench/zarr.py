@@ -47,19 +47,31 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import zarr
 
 sys.path.append(str(_HERE))
-from common import Target, add_target_args, describe, target
+from common import CpuMeter, Target, add_target_args, describe, target
 
 CHUNK = (1024, 1024)  # 4 MiB of float32
 
 
-def _store(t: Target, domain: str, path: str = "", read_only: bool = True) -> Any:
+ZARR_STORES = ("fsspec", "obstore")  # zarr-python's stores measured, each a column
+CLIENTS = ("h5pyd", *ZARR_STORES)
+
+
+def _store(t: Target, domain: str, path: str = "", read_only: bool = True, kind: str = "fsspec") -> Any:
+    """zarr-python's store of ``/zarr{domain}{path}``: ``FsspecStore`` (fsspec's HTTP, aiohttp)
+    or ``ObjectStore`` over obstore's ``HTTPStore`` (Rust: reqwest on tokio)."""
     import base64
 
+    token = "Basic " + base64.b64encode(f"{t.user}:{t.password}".encode()).decode()
+    url = f"{t.endpoint}/zarr{domain}{path}"
+    if kind == "obstore":
+        from obstore.store import HTTPStore
+        from zarr.storage import ObjectStore
+
+        return ObjectStore(HTTPStore.from_url(url, client_options={"default_headers": {"Authorization": token},
+                                                                   "allow_http": True}), read_only=read_only)
     from zarr.storage import FsspecStore
 
-    token = base64.b64encode(f"{t.user}:{t.password}".encode()).decode()
-    return FsspecStore.from_url(f"{t.endpoint}/zarr{domain}{path}", read_only=read_only,
-                                storage_options={"client_kwargs": {"headers": {"Authorization": f"Basic {token}"}}})
+    return FsspecStore.from_url(url, read_only=read_only, storage_options={"client_kwargs": {"headers": {"Authorization": token}}})
 
 
 def _values(mib: int) -> np.ndarray:
@@ -110,10 +122,14 @@ def _open_h5pyd(t: Target, many: str) -> None:
     assert len(seen) == 10000, len(seen)
 
 
-def _open_zarr(t: Target, many: str) -> None:
-    g = zarr.open_group(_store(t, many), mode="r", zarr_format=3, use_consolidated=True)
+def _open_zarr(t: Target, many: str, kind: str = "fsspec") -> None:
+    g = zarr.open_group(_store(t, many, kind=kind), mode="r", zarr_format=3, use_consolidated=True)
     found = list(g.members(max_depth=None))
     assert len(found) == 10000, len(found)
+
+
+def _open(t: Target, many: str, kind: str) -> None:
+    (_open_h5pyd(t, many) if kind == "h5pyd" else _open_zarr(t, many, kind))
 
 
 def _get_root(t: Target, many: str) -> bytes:
@@ -135,56 +151,83 @@ def _parse_alone(root: bytes) -> None:
     assert len(found) == 10000, len(found)
 
 
-def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: str | None) -> dict[tuple[str, str], float]:
-    times: dict[tuple[str, str], float] = {}
+Times = dict[tuple[str, str], list[CpuMeter]]
+
+
+def _measure(t: Target, times: Times, op: str, client: str, fn: Callable[[], Any]) -> None:
+    meter = CpuMeter(t.server_pid).start()
+    fn()
+    times.setdefault((op, client), []).append(meter.stop())
+
+
+def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: str | None, times: Times) -> None:
+    """One round; each operation by every client in turn (h5pyd, then each zarr-python store)."""
     root: list[bytes] = []
-    times["root_get", "zarr"] = _timed(lambda: root.append(_get_root(t, many)))
-    times["parse", "zarr"] = _timed(lambda: _parse_alone(root[0]))
+    _measure(t, times, "root_get", "server", lambda: root.append(_get_root(t, many)))
+    _measure(t, times, "parse", "zarr", lambda: _parse_alone(root[0]))
+    if only in (None, "open10k"):
+        for client in CLIENTS:
+            _measure(t, times, "open10k", client, lambda: _open(t, many, client))
     if only == "open10k":
-        times["open10k", "h5pyd"] = _timed(lambda: _open_h5pyd(t, many))
-        times["open10k", "zarr"] = _timed(lambda: _open_zarr(t, many))
-        return times
+        return
     with _h5pyd_file(t, big, "a") as f:
-        d = f.create_dataset(f"h{rnd}", shape=data.shape, dtype="f4", chunks=CHUNK)
+        if only == "read":  # the data to read, written untimed
+            f.create_dataset(f"h{rnd}", data=data, chunks=CHUNK)
+        else:
+            d = f.create_dataset(f"h{rnd}", shape=data.shape, dtype="f4", chunks=CHUNK)
 
-        def write_h5pyd() -> None:
-            d[...] = data
-            f.flush()
+            def write_h5pyd() -> None:
+                d[...] = data
+                f.flush()
 
-        times["write", "h5pyd"] = _timed(write_h5pyd)
+            _measure(t, times, "write", "h5pyd", write_h5pyd)
         f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
-    a = zarr.create_array(_store(t, big, f"/z{rnd}", read_only=False), shape=data.shape, chunks=CHUNK, dtype="f4",
-                          compressors=None, fill_value=0, zarr_format=3)
-
-    def write_zarr() -> None:
-        a[...] = data
-
-    times["write", "zarr"] = _timed(write_zarr)
+    if only is None:
+        for kind in ZARR_STORES:
+            a = zarr.create_array(_store(t, big, f"/z{rnd}{kind}", read_only=False, kind=kind), shape=data.shape,
+                                  chunks=CHUNK, dtype="f4", compressors=None, fill_value=0, zarr_format=3)
+            _measure(t, times, "write", kind, lambda: a.__setitem__(Ellipsis, data))
+            _check(zarr.open_array(_store(t, big, f"/z{rnd}{kind}"), mode="r", zarr_format=3)[...], data)
     for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
-        times[op, "h5pyd"], times[op, "zarr"] = _reads(t, big, name, data)
-
-    times["open10k", "h5pyd"] = _timed(lambda: _open_h5pyd(t, many))
-    times["open10k", "zarr"] = _timed(lambda: _open_zarr(t, many))
-    return times
+        _reads(t, times, op, big, name, data)
 
 
-def _reads(t: Target, domain: str, name: str, data: np.ndarray) -> tuple[float, float]:
-    """Seconds to read dataset ``name`` whole through h5pyd, then through zarr-python."""
-    out: dict[str, np.ndarray] = {}
+def _reads(t: Target, times: Times, op: str, domain: str, name: str, data: np.ndarray) -> None:
+    """Dataset ``name`` read whole through h5pyd, then through zarr-python over each store."""
+    out: list[np.ndarray] = []
     with _h5pyd_file(t, domain, "r") as f:
-        h = _timed(lambda: out.setdefault("h5pyd", f[name][...]))
-    _check(out.pop("h5pyd"), data)
-    arr = zarr.open_array(_store(t, domain, f"/{name}"), mode="r", zarr_format=3)
-    z = _timed(lambda: out.setdefault("zarr", arr[...]))
-    _check(out.pop("zarr"), data)
-    return h, z
+        _measure(t, times, op, "h5pyd", lambda: out.append(f[name][...]))
+    _check(out.pop(), data)
+    for kind in ZARR_STORES:
+        arr = zarr.open_array(_store(t, domain, f"/{name}", kind=kind), mode="r", zarr_format=3)
+        _measure(t, times, op, kind, lambda: out.append(arr[...]))
+        _check(out.pop(), data)
+
+
+def _report(times: Times, what: str, rounds: int, gb: float, ops: tuple[str, ...]) -> None:
+    def med(op: str, client: str, part: str) -> float:
+        return statistics.median(getattr(m, part) for m in times[(op, client)])
+
+    print(f"\n# {what}; median of {rounds} rounds; zarr-python over FsspecStore (fsspec) and over"
+          " ObjectStore(obstore HTTPStore) (obstore); x: h5pyd's time over the client's")
+    print(f"{'operation':10}" + "".join(f" {c + ' s':>10}" for c in CLIENTS) + "".join(f" {c + ' GB/s':>12}" for c in CLIENTS)
+          + "".join(f" {'x ' + c:>10}" for c in ZARR_STORES))
+    for op in ops:
+        walls = [med(op, c, "wall") for c in CLIENTS]
+        rates = [f"{gb / w:.2f}" if op != "open10k" else "" for w in walls]
+        print(f"{op:10}" + "".join(f" {w:10.2f}" for w in walls) + "".join(f" {r:>12}" for r in rates)
+              + "".join(f" {walls[0] / w:9.1f}x" for w in walls[1:]))
+    print("# CPU seconds, client (this process, all its threads) + server (its processes)")
+    print(f"{'operation':10}" + "".join(f" {c:>14}" for c in CLIENTS))
+    for op in ops:
+        print(f"{op:10}" + "".join(f" {med(op, c, 'client'):6.2f}+{med(op, c, 'server'):<7.2f}" for c in CLIENTS))
 
 
 def run(args: argparse.Namespace) -> None:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*Numcodecs codecs.*")
-    data = _values(args.mib) if args.only is None else np.zeros((1, 1), "f4")
+    data = _values(args.mib) if args.only != "open10k" else np.zeros((1, 1), "f4")
     gb = data.nbytes / 1e9
     with target(args) as t:
         describe(t)
@@ -197,72 +240,20 @@ def run(args: argparse.Namespace) -> None:
         _many(t, many)
         first_get = _timed(lambda: _get_root(t, many))  # made from the 10,000 documents
         first = _timed(lambda: _open_zarr(t, many))
-        times: dict[tuple[str, str], list[float]] = {}
+        times: Times = {}
         for rnd in range(args.rounds):
-            for key, seconds in one_round(t, big, many, data, rnd, args.only).items():
-                times.setdefault(key, []).append(seconds)
-            if args.progress:
-                print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-        what = "opening 10,000 objects" if args.only else f"{data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks"
-        print(f"\n# {what}; median of {args.rounds} rounds")
-        print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}")
-        for op in ("read", "gzip_read", "write", "open10k") if args.only is None else (args.only,):
-            h = statistics.median(times[(op, "h5pyd")])
-            z = statistics.median(times[(op, "zarr")])
-            rates = ("", "") if op == "open10k" else (f"{gb / h:.2f}", f"{gb / z:.2f}")
-            print(f"{op:10} {h:9.2f} {z:9.2f} {rates[0]:>11} {rates[1]:>10} {h / z:10.1f}x")
-        root_get = statistics.median(times[("root_get", "zarr")])
-        print(f"open10k first (zarr, the consolidated metadata kept by then): {first:.2f} s")
-        print(f"root zarr.json GET alone (the server's part of an open): {first_get:.3f} s made, {root_get:.3f} s kept"
-              " (the rest of a zarr-python open is its own parsing of 10,000 array metadata)")
-        parse = statistics.median(times[("parse", "zarr")])
-        print(f"zarr-python alone on that root zarr.json in memory (the floor of its open): {parse:.2f} s")
-
-
-def run_reads(args: argparse.Namespace) -> None:
-    """``--only read``: read and gzip_read alone, on data h5pyd writes (untimed) each round, with
-    the CPU seconds of the client (this process) and of the server's processes: on a busy
-    machine the wall times follow the CPU share each run got, the CPU seconds much less."""
-    import warnings
-
-    from common import CpuMeter
-
-    warnings.filterwarnings("ignore", message=".*Numcodecs codecs.*")
-    data = _values(args.mib)
-    gb = data.nbytes / 1e9
-    with target(args) as t:
-        describe(t)
-        big = t.new_folder("zarr") + "big.h5"
-        times: dict[tuple[str, str], list[CpuMeter]] = {}
-        for rnd in range(args.rounds):
-            with _h5pyd_file(t, big, "a") as f:
-                f.create_dataset(f"h{rnd}", data=data, chunks=CHUNK)
-                f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
-            for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
-                with _h5pyd_file(t, big, "r") as f:
-                    meter = CpuMeter(t.server_pid).start()
-                    got = f[name][...]
-                    times.setdefault((op, "h5pyd"), []).append(meter.stop())
-                _check(got, data)
-                arr = zarr.open_array(_store(t, big, f"/{name}"), mode="r", zarr_format=3)
-                meter = CpuMeter(t.server_pid).start()
-                got = arr[...]
-                times.setdefault((op, "zarr"), []).append(meter.stop())
-                _check(got, data)
+            one_round(t, big, many, data, rnd, args.only, times)
             if args.progress:
                 print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1].wall:.2f} s" for k, v in times.items()), flush=True)
-        print(f"\n# {data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks; median of {args.rounds} rounds"
-              " (cpu: median CPU seconds of the client, this process, and of the server)")
-        print(f"{'operation':10} {'h5pyd s':>9} {'zarr s':>9} {'h5pyd GB/s':>11} {'zarr GB/s':>10} {'zarr/h5pyd':>11}"
-              f"  {'h5pyd cpu client+server':>24} {'zarr cpu client+server':>23}")
-        for op in ("read", "gzip_read"):
-            h, z = times[(op, "h5pyd")], times[(op, "zarr")]
-            hw, zw = statistics.median(m.wall for m in h), statistics.median(m.wall for m in z)
-
-            def cpu(ms: list[CpuMeter]) -> str:
-                return f"{statistics.median(m.client for m in ms):.2f}+{statistics.median(m.server for m in ms):.2f}"
-
-            print(f"{op:10} {hw:9.2f} {zw:9.2f} {gb / hw:11.2f} {gb / zw:10.2f} {hw / zw:10.1f}x  {cpu(h):>24} {cpu(z):>23}")
+        what = "opening 10,000 objects" if args.only == "open10k" else f"{data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks"
+        ops = {None: ("read", "gzip_read", "write", "open10k"), "read": ("read", "gzip_read"), "open10k": ("open10k",)}[args.only]
+        _report(times, what, args.rounds, gb, ops)
+        root_get = statistics.median(m.wall for m in times[("root_get", "server")])
+        print(f"open10k first (zarr-python over fsspec, the consolidated metadata kept by then): {first:.2f} s")
+        print(f"root zarr.json GET alone (the server's part of an open): {first_get:.3f} s made, {root_get:.3f} s kept"
+              " (the rest of a zarr-python open is its own parsing of 10,000 array metadata)")
+        parse = statistics.median(m.wall for m in times[("parse", "zarr")])
+        print(f"zarr-python alone on that root zarr.json in memory (the floor of its open): {parse:.2f} s")
 
 
 def main() -> None:
@@ -272,8 +263,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--progress", action="store_true", help="print each round's figures")
     parser.add_argument("--only", choices=["open10k", "read"], help="measure this operation alone")
-    args = parser.parse_args()
-    (run_reads if args.only == "read" else run)(args)
+    run(parser.parse_args())
 
 
 if __name__ == "__main__":
