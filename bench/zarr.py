@@ -7,15 +7,18 @@ data in one run.
     python bench/zarr.py --only read          # the two reads alone (data written by h5pyd, untimed)
 
 Starts an h5lake (``h5lake serve``'s default workers; or ``--endpoint``) and measures, per round,
-median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes):
+median over the rounds, wall seconds, GB/s (of the float32 values, 10^9 bytes) and the CPU
+seconds of the client (this process, all its threads) and of the server (its process group), for
+three clients in turn: h5pyd, zarr-python over ``FsspecStore`` (fsspec's HTTP, aiohttp) and
+zarr-python over ``ObjectStore`` on obstore's ``HTTPStore`` (Rust), zarr-python with its default
+concurrency:
 
   read        a MIB MiB float32 dataset (4 MiB chunks, uncompressed) read whole: h5pyd
-              ``d[...]`` against zarr-python ``a[...]`` (FsspecStore over HTTP, zarr-python's
-              default concurrency), both on the one dataset h5pyd wrote
+              ``d[...]`` against zarr-python ``a[...]``, all on the one dataset h5pyd wrote
   gzip_read   the same values with gzip (level 4) and shuffle, written by h5pyd; zarr-python
               reads the stored chunks as they are (codecs numcodecs.shuffle, numcodecs.zlib)
   write       writing the MIB MiB whole: h5pyd ``d[...] = v`` to the end of ``flush()`` against
-              zarr-python ``a[...] = v`` into an array it made (uncompressed)
+              zarr-python ``a[...] = v`` into an array it made (uncompressed), one per store
   open10k     opening a domain of 10,000 objects (100 groups of 99 datasets, and the root) and listing every
               object: h5pyd ``File`` + ``visit`` against zarr-python ``open_group`` with the
               consolidated metadata + ``members(max_depth=None)``
@@ -25,7 +28,8 @@ median over the rounds, wall seconds and GB/s (of the float32 values, 10^9 bytes
               holding that root ``zarr.json`` (no HTTP): the floor of open10k whatever the
               server does
 
-Values read are checked against what was written (a sample of rows).
+Values read (and the arrays zarr-python wrote) are checked against what was written (a sample
+of rows).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +172,7 @@ def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: 
         _measure(t, times, "root_get", "server", lambda: root.append(_get_root(t, many)))
         _measure(t, times, "parse", "zarr", lambda: _parse_alone(root[0]))
         for client in CLIENTS:
-            _measure(t, times, "open10k", client, lambda: _open(t, many, client))
+            _measure(t, times, "open10k", client, partial(_open, t, many, client))
     if only == "open10k":
         return
     with _h5pyd_file(t, big, "a") as f:
@@ -186,10 +191,14 @@ def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: 
         for kind in ZARR_STORES:
             a = zarr.create_array(_store(t, big, f"/z{rnd}{kind}", read_only=False, kind=kind), shape=data.shape,
                                   chunks=CHUNK, dtype="f4", compressors=None, fill_value=0, zarr_format=3)
-            _measure(t, times, "write", kind, lambda: a.__setitem__(Ellipsis, data))
+            _measure(t, times, "write", kind, partial(a.__setitem__, Ellipsis, data))
             _check(zarr.open_array(_store(t, big, f"/z{rnd}{kind}"), mode="r", zarr_format=3)[...], data)
     for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
         _reads(t, times, op, big, name, data)
+
+
+def _read_into(out: list[np.ndarray], arr: Any) -> None:
+    out.append(arr[...])
 
 
 def _reads(t: Target, times: Times, op: str, domain: str, name: str, data: np.ndarray) -> None:
@@ -200,7 +209,7 @@ def _reads(t: Target, times: Times, op: str, domain: str, name: str, data: np.nd
     _check(out.pop(), data)
     for kind in ZARR_STORES:
         arr = zarr.open_array(_store(t, domain, f"/{name}", kind=kind), mode="r", zarr_format=3)
-        _measure(t, times, op, kind, lambda: out.append(arr[...]))
+        _measure(t, times, op, kind, partial(_read_into, out, arr))
         _check(out.pop(), data)
 
 
