@@ -4,6 +4,7 @@
     python bench/ingest.py --s3                   # the same with the h5lake on S3 (SeaweedFS started here)
     python bench/ingest.py --objects 100000       # the larger file (about 100,000 objects)
     python bench/ingest.py --no-export            # the load only
+    python bench/ingest.py --s3 --pages 3         # also the server's side of export alone: its getobjs pages, 3 times
     python bench/ingest.py --hsload               # also h5pyd's ``hsload`` (h5pyd 1.0) into the same server
     python bench/ingest.py --h5py-floor           # only h5py making the same file from memory (export's floor)
     python bench/ingest.py --bulk-mib 256         # also a file of one 256 MiB uncompressed dataset (MiB/s)
@@ -106,6 +107,8 @@ def main() -> None:
     parser.add_argument("--s3", action="store_true", help="run the h5lake it starts on S3 (SeaweedFS started here)")
     parser.add_argument("--hsload", action="store_true", help="also time h5pyd's hsload into the same server")
     parser.add_argument("--no-export", action="store_true", help="time the load only")
+    parser.add_argument("--pages", type=int, default=0, metavar="N",
+                        help="also read export's getobjs pages alone (no file written) N times, after the load")
     parser.add_argument("--h5py-floor", action="store_true", help="only time h5py's low-level calls making the same file from memory")
     parser.add_argument("--bulk-mib", type=int, default=0, help="also load a file of one uncompressed dataset of this many MiB")
     args = parser.parse_args()
@@ -152,6 +155,12 @@ def run(args: argparse.Namespace) -> None:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"# client peak RSS so far: {peak:.0f} MiB (this process; making the file, when it did, included)")
 
+            for _ in range(args.pages):
+                meter = CpuMeter(t.server_pid).start()
+                listed = read_pages(client)
+                meter.stop()
+                report(f"getobjs pages ({listed} listed)", meter.wall, objects, nbytes)
+                cpu_row(meter, objects, "object")
             if args.hsload:
                 hsload(args, t, folder, source, objects, nbytes, Path(tmp))
             if args.bulk_mib:
@@ -170,6 +179,22 @@ def run(args: argparse.Namespace) -> None:
                 exported = Path(tmp) / "hsload-exported.h5"
                 export_domain(client, exported, workers=args.workers)
                 same(source, exported, "hsload's domain")
+
+
+def read_pages(client: RestClient) -> int:
+    """Export's reading half alone: every page of ``GET /?getobjs=1`` as export asks for them,
+    one after the other; returns the objects listed."""
+    from h5lake.client.exportfetch import FIRST_PAGE, PAGE
+
+    params: dict[str, object] = {"getobjs": 1, "include_attrs": 1, "include_links": 1, "Limit": FIRST_PAGE, "include_values": 1}
+    listed = 0
+    while True:
+        reply = client.get_json("/", **params)
+        listed += len(reply.get("domain_objs") or {})
+        if not isinstance(reply.get("nextMarker"), str):
+            return listed
+        params["Marker"] = reply["nextMarker"]
+        params["Limit"] = min(PAGE, 2 * int(params["Limit"]))  # type: ignore[call-overload]
 
 
 def make_bulk(path: Path, mib: int) -> int:

@@ -149,6 +149,34 @@ def test_export_reads_the_hierarchy_in_few_requests(client: Client, endpoint: st
             assert out[f"g{i:03d}/values"][()].tolist() == list(range(i, i + 10))
 
 
+def test_export_collects_young_objects_less_often(client: Client, endpoint: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """While export writes, Python's youngest generation is collected after 50,000 allocations,
+    not 700 (the pages' parsed JSON is not traversed again and again); the threshold is given
+    back afterwards, also when the export fails."""
+    import gc
+
+    from h5lake.client import export
+    from h5lake.client.exportwriter import Writer
+
+    make_tree(endpoint, client.domain)
+    before = gc.get_threshold()
+    seen: list[int] = []
+    write_all = Writer.write_all
+
+    def watched(self: Writer, *args: Any) -> None:
+        seen.append(gc.get_threshold()[0])
+        write_all(self, *args)
+
+    monkeypatch.setattr(Writer, "write_all", watched)
+    rest = RestClient(Settings(endpoint, USER, USERS[USER]), client.domain)
+    export_domain(rest, tmp_path / "out.h5")
+    assert seen == [max(before[0], export.YOUNG_OBJECTS)] and gc.get_threshold() == before
+    with pytest.raises(export.ToolError):
+        export_domain(rest, tmp_path / "out.h5")  # (exists)
+    assert gc.get_threshold() == before
+
+
 def test_export_writes_pages_as_they_come_holding_few_objects(client: Client, endpoint: str, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of 8 objects: the export holds at most a few pages of descriptions at once (not the

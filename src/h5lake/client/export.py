@@ -23,11 +23,13 @@ and h5pyd's forms (``CreateOrder``, filters by name) otherwise.
 from __future__ import annotations
 
 import base64
+import contextlib
+import gc
 import itertools
 import math
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -178,7 +180,29 @@ def _restore_filters(skipped: dict[int, str], hdf5plugin: Any) -> None:
         hdf5plugin.register(ours, force=True)
 
 
+YOUNG_OBJECTS = 50_000
+"""Allocations between two collections of Python's youngest generation while export runs (700
+by default): the pages' parsed JSON, alive until written, was traversed again at every
+collection, ~0.1-0.2 s of the 8,041-object bench file's 1.2-1.6 s of client CPU. Cycles are
+still collected, after at most 50,000 allocations; the threshold is restored at the end."""
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], YOUNG_OBJECTS), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def export_domain(client: RestClient, target: Path, *, overwrite: bool = False, workers: int = 8, quiet: bool = True, external_files: bool = False) -> tuple[ExportStats, list[str]]:
+    with _fewer_collections():
+        return _export_domain(client, target, overwrite=overwrite, workers=workers, quiet=quiet, external_files=external_files)
+
+
+def _export_domain(client: RestClient, target: Path, *, overwrite: bool, workers: int, quiet: bool, external_files: bool) -> tuple[ExportStats, list[str]]:
     import hdf5plugin  # (registers the plugin filters h5py writes with)
 
     register_codec_filters()

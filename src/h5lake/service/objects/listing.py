@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from h5lake.chunks import engine
+from h5lake.chunks.fanout import bounded_map
 from h5lake.errors import InvalidInput
 from h5lake.model.ids import Collection, parse_id
 from h5lake.model.layout import COMPACT_KEY
@@ -36,7 +37,12 @@ from h5lake.service.objects.links import MAX_PATH_STEPS
 from h5lake.service.views import Domain
 
 BATCH = 64
-"""Objects of one group read together (concurrently) before the walk goes on."""
+"""Objects of one group read together before the walk goes on."""
+
+DOCUMENT_READS = BATCH
+"""Documents one page reads at once: a batch together, not the service's fan-out bound for
+chunks (`Service.chunk_concurrency`, 16), so that on S3 a page waits one round trip per batch
+(small documents: ~0.35 ms of server CPU each there, docs/performance.md)."""
 
 VALUE_BYTES = 4096
 """The largest dataset value a page shows inline (``values``)."""
@@ -107,7 +113,7 @@ class _Walk:
     async def read_all(self, ids: list[str]) -> list[Doc | None]:
         """The objects ``ids``, those read ahead taken from there, the others read concurrently."""
         missing = [i for i in ids if i not in self.ahead]
-        found = dict(zip(missing, await self.svc.workers.map(missing, self.read), strict=True))
+        found = dict(zip(missing, await bounded_map(missing, self.read, DOCUMENT_READS), strict=True))
         return [self.ahead.pop(i) if i in self.ahead else found[i] for i in ids]
 
     async def _read_ahead(self, f: _Frame, entering: Doc) -> None:
@@ -128,7 +134,7 @@ class _Walk:
             if wanted and len(wanted) + len(targets) > budget:
                 break
             wanted += targets[:budget]
-        docs = await self.svc.workers.map(wanted, self.read)
+        docs = await bounded_map(wanted, self.read, DOCUMENT_READS)
         self.ahead.update(zip(wanted, docs, strict=True))
 
     def push(self, doc: Doc, path: str) -> None:
