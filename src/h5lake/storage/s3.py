@@ -104,12 +104,6 @@ COALESCE_GAP = 512 * 1024
 MAX_SPAN = 8 * 1024 * 1024  # a merged request stops growing here, so large reads run in parallel
 RANGE_CONCURRENCY = 8  # requests of one get_ranges at once
 BULK_CONCURRENCY = 32  # bulk-lane requests of one store at once (h5lake.storage.lanes)
-BODY_AT_ONCE = 16 * 1024
-"""A GET's body of at most this many bytes is collected at once when its headers have come
-(``get``), not awaited: a small body comes with its headers, and each await of obstore is a hop
-from its Tokio threads to the event loop (a second await made small GETs ~1.5x as costly).
-The event loop waits while it is collected: bounded by the size, and by the request timeout
-should the store stall inside a body this small."""
 
 FolderEntries = list[tuple[str, bool]]  # (name, is_folder); `list` is a method in the class
 
@@ -206,9 +200,8 @@ class S3Store:
 
         async def fetch() -> Blob:
             result = await obstore.get_async(store, key)
-            meta = result.meta
-            data = result.bytes() if meta["size"] <= BODY_AT_ONCE else await result.bytes_async()
-            return _blob(bytes(data), meta)
+            data = await result.bytes_async()
+            return _blob(bytes(data), result.meta)
 
         try:
             return await self._call(fetch, "get")
