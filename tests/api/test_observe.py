@@ -544,3 +544,46 @@ def test_a_servers_metered_store_keeps_its_operations_on_its_class(tmp_path: Pat
             await store.close()
 
     asyncio.run(run())
+
+
+def test_start_up_makes_the_usual_series_and_a_scrape_shows_only_those_counted(tmp_path: Path) -> None:
+    """A worker makes at start-up the prometheus-client values of the usual traffic (a route's
+    successes and duration, storage operations), so the flush makes none while requests wait;
+    those still at zero are not shown."""
+    from h5lake.api import metrics
+
+    metrics._CHILDREN.clear()  # the values stay registered; only the cache of them is emptied
+    app = create_app(Settings(data=tmp_path / "data", passwd=write_passwd(tmp_path / "passwd"), admin=("admin",)))
+    attributes = "/{collection}/{id}/attributes/{name:path}"
+    with TestClient(app) as c:
+        usual = {
+            ("requests", ("GET", "/groups/{id}", "200")), ("duration", ("GET", "/groups/{id}")),
+            ("requests", ("PUT", attributes, "201")), ("duration", ("PUT", attributes)),
+            ("storage_ops", ("get", "ok")), ("storage_duration", ("put",)), ("storage_bytes", ("written",)),
+        }
+        assert usual <= set(metrics._CHILDREN)
+        home(c.put)
+        domain = "/home/test_user1/made.h5"
+        assert c.put(f"/?domain={domain}", headers=basic(*USER)).status_code == 201
+        root = c.get(f"/?domain={domain}", headers=basic(*USER)).json()["root"]
+        metrics.flush(metrics.tally(), app.service)  # type: ignore[attr-defined]
+        made = set(metrics._CHILDREN)
+        assert c.get(f"/groups/{root}?domain={domain}", headers=basic(*USER)).status_code == 200
+        r = c.put(
+            f"/groups/{root}/attributes/a?domain={domain}", headers=basic(*USER),
+            json={"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 1},
+        )
+        assert r.status_code == 201, r.text
+        metrics.flush(metrics.tally(), app.service)  # type: ignore[attr-defined]
+        assert set(metrics._CHILDREN) == made  # nothing made while counting them
+        r = c.get("/metrics", headers=basic(*ADMIN))
+    assert r.status_code == 200
+    shown = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text) for s in family.samples
+    }
+    assert shown[("h5lake_http_requests_total", (("method", "GET"), ("route", "/groups/{id}"), ("status", "200")))] >= 1
+    for (name, _), v in shown.items():
+        if name in ("h5lake_http_requests_total", "h5lake_storage_operations_total", "h5lake_http_request_duration_seconds_count"):
+            assert v > 0, name
+    assert not any(dict(labels).get("route") == "/datasets/{id}/shape" for _, labels in shown)  # made, never counted

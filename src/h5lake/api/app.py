@@ -206,6 +206,8 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         # anyio imports its event-loop backend on first use, which is a streamed response's task
         # group: ~0.1 s of CPU (0.4 ms/MiB of a first 256 MiB read). Loaded here instead.
         anyio.get_cancelled_exc_class()
+        if tally is not None:  # before the freeze: they live as long as the process
+            metrics.prepare([*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES])
         # What start-up made lives as long as the process: out of the collector's way, so the
         # full collections that requests with big documents trigger do not scan it every time.
         gc.freeze()
