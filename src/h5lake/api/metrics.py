@@ -238,7 +238,7 @@ def _timed(
     """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
     called with the store first."""
     tally = STORE.slot(op)
-    bounds, first = DURATION_BUCKETS, DURATION_BUCKETS[0]
+    bounds, fast = DURATION_BUCKETS, DURATION_BUCKETS[0]
     finds = op in _FINDS
     reads = direction == "read"
     writes = direction == "written"
@@ -254,7 +254,7 @@ def _timed(
             _failed(tally, exc, clock() - start)
             raise
         seconds = clock() - start
-        tally.buckets[0 if seconds <= first else bisect_left(bounds, seconds)] += 1
+        tally.buckets[0 if seconds <= fast else bisect_left(bounds, seconds)] += 1
         tally.seconds += seconds
         if result is None and finds:
             tally.missing += 1
