@@ -39,7 +39,7 @@ from h5lake.api import connections
 from h5lake.api.exposition import exposition
 from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
-from h5lake.storage import LATER, AnswersAtOnce, Later, PreconditionFailed, Store
+from h5lake.storage import AnswersAtOnce, Later, PreconditionFailed, Store
 from h5lake.versions.gc import GcRecord, read_record
 
 FLUSH_SECONDS = 1.0
@@ -60,13 +60,14 @@ OUTCOMES = ("ok", "missing", "conflict", "error")
 
 
 class OpTally:
-    """One storage operation's calls since the last flush: how many of each outcome, their
-    durations already bucketed (`buckets`, by index into `DURATION_BUCKETS`, +Inf last, not
-    cumulative) with their sum, and the bytes they moved. A call adds to these numbers (one
-    comparison for the first bucket, where most fall, else a ``bisect``, and a few additions)
-    rather than keeping its duration for the flush: that way
-    it costs less in all (the durations of a flush's many calls were a numpy conversion and
-    freed floats)."""
+    """One storage operation's calls since the last flush: their durations already bucketed
+    (`buckets`, by index into `DURATION_BUCKETS`, +Inf last, not cumulative; every call is in
+    one) with their sum, how many found nothing, failed on a condition or failed otherwise (the
+    rest were ``ok``: worked out by `take`), and the bytes they moved. A call adds to these
+    numbers (one comparison for the first bucket, where most fall, else a ``bisect``, and a few
+    additions) rather than keeping its duration for the flush: that way it costs less in all
+    (the durations of a flush's many calls were a numpy conversion and freed floats). The
+    wrappers hold `buckets` itself: `take` empties it in place."""
 
     __slots__ = ("buckets", "bytes", "conflict", "error", "missing", "ok", "seconds")
 
@@ -77,13 +78,16 @@ class OpTally:
 
     def take(self) -> OpTally | None:
         """The calls so far (None: none), this one emptied in place (the wrappers hold it)."""
-        if not (self.ok or self.missing or self.conflict or self.error):
+        calls = sum(self.buckets)
+        if not calls:
             return None
         taken = OpTally()
-        for name in self.__slots__:
-            setattr(taken, name, getattr(self, name))
-        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
-        self.buckets = [0] * _SLOTS
+        taken.buckets = self.buckets[:]
+        taken.missing, taken.conflict, taken.error = self.missing, self.conflict, self.error
+        taken.ok = calls - self.missing - self.conflict - self.error
+        taken.bytes, taken.seconds = self.bytes, self.seconds
+        self.missing = self.conflict = self.error = self.bytes = 0
+        self.buckets[:] = _EMPTY
         self.seconds = 0.0
         return taken
 
@@ -188,26 +192,36 @@ def _timed_method(
     if op != "get":
         return _timed(op, direction, function, first=1)
     tally = STORE.slot(op)
-    clock, bounds, first = _clock, DURATION_BUCKETS, DURATION_BUCKETS[0]
+    buckets, clock, bounds, first = tally.buckets, _clock, DURATION_BUCKETS, DURATION_BUCKETS[0]
     at_once = _class_answers_at_once(cls, function)
 
     @wraps(function)
     async def timed_get(self: Any, key: str) -> Any:
+        if at_once:  # answered at once (no wait): counted in the first bucket, not timed
+            try:
+                blob = self.get_at_once(key)
+            except BaseException as exc:
+                _failed(tally, exc, 0.0)
+                raise
+            if not isinstance(blob, Later):
+                buckets[0] += 1
+                if blob is None:
+                    tally.missing += 1
+                else:
+                    tally.bytes += len(blob.data)
+                return blob
         start = clock()
         try:
-            blob = self.get_at_once(key) if at_once else LATER
-            if isinstance(blob, Later):
-                blob = await function(self, key)
+            blob = await function(self, key)
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
         seconds = clock() - start
-        tally.buckets[0 if seconds <= first else bisect_left(bounds, seconds)] += 1
+        buckets[0 if seconds <= first else bisect_left(bounds, seconds)] += 1
         tally.seconds += seconds
         if blob is None:
             tally.missing += 1
         else:
-            tally.ok += 1
             tally.bytes += len(blob.data)
         return blob
 
@@ -238,7 +252,7 @@ def _timed(
     """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
     called with the store first."""
     tally = STORE.slot(op)
-    bounds, fast = DURATION_BUCKETS, DURATION_BUCKETS[0]
+    buckets, bounds, fast = tally.buckets, DURATION_BUCKETS, DURATION_BUCKETS[0]
     finds = op in _FINDS
     reads = direction == "read"
     writes = direction == "written"
@@ -254,12 +268,11 @@ def _timed(
             _failed(tally, exc, clock() - start)
             raise
         seconds = clock() - start
-        tally.buckets[0 if seconds <= fast else bisect_left(bounds, seconds)] += 1
+        buckets[0 if seconds <= fast else bisect_left(bounds, seconds)] += 1
         tally.seconds += seconds
         if result is None and finds:
             tally.missing += 1
             return result
-        tally.ok += 1
         if reads:
             tally.bytes += _size(result)
         elif writes and len(args) > data_at:
@@ -276,26 +289,36 @@ def _timed_get(
     that tells some answers at once (`AnswersAtOnce`: the local store, for an object read lately)
     is asked that first, as its own ``get`` does, so such a get costs one coroutine, not two."""
     tally = STORE.slot(op)
-    clock, bounds, first = _clock, DURATION_BUCKETS, DURATION_BUCKETS[0]
+    buckets, clock, bounds, first = tally.buckets, _clock, DURATION_BUCKETS, DURATION_BUCKETS[0]
     at_once = _answers_at_once(store, method)
 
     @wraps(method)
     async def timed_get(key: str) -> Any:
+        if at_once is not None:  # answered at once (no wait): counted in the first bucket, not timed
+            try:
+                blob = at_once(key)
+            except BaseException as exc:
+                _failed(tally, exc, 0.0)
+                raise
+            if not isinstance(blob, Later):
+                buckets[0] += 1
+                if blob is None:
+                    tally.missing += 1
+                else:
+                    tally.bytes += len(blob.data)
+                return blob
         start = clock()
         try:
-            blob = at_once(key) if at_once is not None else LATER
-            if isinstance(blob, Later):
-                blob = await method(key)
+            blob = await method(key)
         except BaseException as exc:
             _failed(tally, exc, clock() - start)
             raise
         seconds = clock() - start
-        tally.buckets[0 if seconds <= first else bisect_left(bounds, seconds)] += 1
+        buckets[0 if seconds <= first else bisect_left(bounds, seconds)] += 1
         tally.seconds += seconds
         if blob is None:
             tally.missing += 1
         else:
-            tally.ok += 1
             tally.bytes += len(blob.data)
         return blob
 
@@ -422,6 +445,7 @@ _SEEN: dict[str, int] = {}
 _CHILDREN: dict[tuple[str, tuple[str, ...]], Any] = {}
 _BOUNDS = np.array(DURATION_BUCKETS)
 _SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
+_EMPTY = [0] * _SLOTS
 _FEW = 32  # durations bucketed one by one below this many; with numpy from it
 
 
