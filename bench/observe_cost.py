@@ -14,7 +14,11 @@ on a shared machine; this measures the added work itself, in one process, with
 A group GET makes two storage operations (docs/operations.md): metrics add the difference
 "ids + metrics" minus "ids only" plus two storage wrappers to its server CPU.
 
+    python bench/observe_cost.py --fold
     python bench/observe_cost.py --scrape
+
+``--fold`` measures the once-a-second fold (`api/metrics.flush`) of 150 group GETs (each with
+two storage gets) into prometheus-client's values of multiprocess mode, per request folded.
 
 measures instead what the values a worker makes at start-up (`api/metrics.prepare`) cost: the
 time to make them, and the CPU of one scrape of a worker's multiprocess files (one request
@@ -98,6 +102,36 @@ async def main(n: int, rounds: int) -> None:
         print(f"{name:24s} {values[len(values) // 2]:6.2f} us CPU (median of {rounds}; min {values[0]:.2f})")
 
 
+def fold(requests: int = 150, folds: int = 300) -> None:
+    """CPU of `api/metrics.flush` after ``requests`` group GETs, per request (``PROMETHEUS_MULTIPROC_DIR``
+    set by the caller)."""
+    from h5lake.api import metrics
+    from h5lake.api.routes import domains, objects, values
+
+    tally = metrics.tally()
+    metrics.prepare([*domains.ROUTES, *values.ROUTES, *objects.ROUTES])
+    get = metrics.STORE.slot("get")
+    key = ("GET", "/groups/{id}", 200)
+
+    def answer() -> None:
+        for i in range(requests):
+            tally.answered.setdefault(key, []).append(0.0002 + i * 1e-6)
+            tally.started += 1
+            tally.bytes_out += 600
+            get.buckets[0] += 2
+            get.bytes += 1000
+
+    answer()
+    metrics.flush(tally, None)
+    spent = 0.0
+    for _ in range(folds):
+        answer()
+        start = time.process_time()
+        metrics.flush(tally, None)
+        spent += time.process_time() - start
+    print(f"fold of {requests} group GETs: {spent / folds * 1e6:.1f} us CPU, {spent / folds / requests * 1e6:.3f} us a request")
+
+
 def scrape_one(prepared: bool, scrapes: int = 20) -> None:
     """In this process (``PROMETHEUS_MULTIPROC_DIR`` set by the caller): make the values ahead
     or not, count one group GET, and time scrapes."""
@@ -128,8 +162,15 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scrape", action="store_true", help="the cost of values made at start-up, to scrapes")
     parser.add_argument("--scrape-one", choices=("prepared", "lazy"), help=argparse.SUPPRESS)
+    parser.add_argument("--fold", action="store_true", help="the once-a-second fold, per request")
     args = parser.parse_args()
-    if args.scrape_one:
+    if args.fold and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        with tempfile.TemporaryDirectory() as folder:
+            env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": folder}
+            subprocess.run([sys.executable, __file__, "--fold"], env=env, check=True)
+    elif args.fold:
+        fold()
+    elif args.scrape_one:
         scrape_one(args.scrape_one == "prepared")
     elif args.scrape:
         for mode in ("lazy", "prepared"):
