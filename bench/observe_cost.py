@@ -9,7 +9,7 @@ on a shared machine; this measures the added work itself, in one process, with
 * **request**: `api/observe.Observe` around an application that answers a 500-byte reply
   (start and body messages), with nothing (the bare application), request ids only
   (``--no-metrics``) and request ids with counting (metrics on);
-* **storage operation**: a store ``get`` with and without the wrapper of `api/metrics.metered`.
+* **storage operation**: a store ``get`` with and without the wrapper of `api/metering.metered`.
 
 A group GET makes two storage operations (docs/operations.md): metrics add the difference
 "ids + metrics" minus "ids only" plus two storage wrappers to its server CPU.
@@ -36,7 +36,7 @@ import tempfile
 import time
 from typing import Any
 
-from h5lake.api.metrics import _timed
+from h5lake.api.metering import _timed
 from h5lake.api.observe import Observe, Tally
 
 

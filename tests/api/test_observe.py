@@ -484,11 +484,11 @@ def test_metrics_report_what_gc_runs_reclaimed(tmp_path: Path) -> None:
     assert samples["h5lake_gc_last_run_duration_seconds"] >= 0
 
 
-# --- storage operations counted (api/metrics.metered) -----------------------------------------
+# --- storage operations counted (api/metering.metered) -----------------------------------------
 
 
 def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Path) -> None:
-    from h5lake.api import metrics
+    from h5lake.api import metering as metrics
 
     class Counting(LocalStore):
         calls = 0
@@ -523,7 +523,7 @@ def test_a_servers_metered_store_keeps_its_operations_on_its_class(tmp_path: Pat
     """The store a server opens with metrics is made as a counting subclass of its class: no
     operation is set on the instance (which took Python's attribute caches off every attribute
     of the store), and gets, puts and heads are counted with their bytes and outcomes."""
-    from h5lake.api import metrics
+    from h5lake.api import metering as metrics
     from h5lake.storage.configured import open_store
 
     async def run() -> None:

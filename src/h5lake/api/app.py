@@ -18,7 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from h5lake.api import connections, metrics
+from h5lake.api import connections, metering, metrics
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
@@ -188,10 +188,10 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if store is not None:
             backend = store
-        else:  # a metered store made so from the start (`metrics.metered`)
-            backend = open_store(settings, metrics.metered_class) if tally is not None else open_store(settings)
+        else:  # a metered store made so from the start (`metering.metered`)
+            backend = open_store(settings, metering.metered_class) if tally is not None else open_store(settings)
         if tally is not None:
-            backend = metrics.metered(backend)
+            backend = metering.metered(backend)
         if tracer is not None:
             backend = tracing.traced_store(backend, tracer)
         READINESS.store, READINESS.stopping = backend, False
