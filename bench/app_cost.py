@@ -4,6 +4,7 @@ uvicorn and no sockets, so the figures move less with a busy machine than bench/
     python bench/app_cost.py                          # group GETs and attribute PUTs
     python bench/app_cost.py --profile PUT            # and a cProfile of one case (CPU time)
     python bench/app_cost.py --gets 0 --puts 0 --objects 1000 --opens 50   # GET /?getobjs=1 only
+    python bench/app_cost.py --instructions --gets 300 --puts 100   # metrics on and off, instructions
 
 The app is the one `h5lake serve` runs (`create_app`, its lifespan, a local store in a temporary
 folder, Basic authentication with a passwd file), called with one request at a time. Cases, as in
@@ -14,6 +15,14 @@ others (the store's thread pool: the durable writes), and the collector's share.
 N``: ``GET /?getobjs=1`` (h5pyd's open) of a domain whose group ``many`` links N empty groups,
 ``--opens`` times. Add the HTTP
 floor of uvicorn (a bare ASGI app: ~0.13-0.16 ms here, see docs/performance.md) for a server.
+
+``--instructions`` runs this twice under valgrind's callgrind, with metrics on and with
+``--no-metrics``, at once, and prints the instructions each executed per request: counted only
+around a case's second pass (the first, under instrumentation too, warms it), independent of
+the machine's load. The metrics' fold (once a second natively, `api/metrics.FLUSH_SECONDS`)
+is left out: under callgrind the code runs ~50 times slower while the fold keeps to the clock,
+so it would count ~50 times over per request; ``python bench/observe_cost.py --fold`` measures
+it apart.
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ import cProfile
 import gc
 import os
 import pstats
+import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +47,7 @@ import orjson
 import uvloop
 from tests.support.server import USERS  # the test users (run with PYTHONPATH=src:. as the other benches)
 
+from h5lake.api import metrics
 from h5lake.api.app import create_app
 from h5lake.auth import hash_password
 from h5lake.config import Settings
@@ -57,10 +70,10 @@ def thread_cpu() -> dict[str, float]:
 
 
 class App:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, metrics: bool = True) -> None:
         passwd = folder / "passwd"
         passwd.write_text("".join(f"{u}:{hash_password(p)}\n" for u, p in USERS.items()))
-        self.app = create_app(Settings(data=folder / "data", passwd=passwd))
+        self.app = create_app(Settings(data=folder / "data", passwd=passwd, metrics=metrics))
         token = base64.b64encode(f"{USER}:{USERS[USER]}".encode())
         self.headers = [
             (b"host", b"127.0.0.1:5101"),
@@ -118,6 +131,16 @@ class App:
 async def measure(
     label: str, fn: Callable[[], Awaitable[None]], count: int, profile: bool, args: argparse.Namespace
 ) -> None:
+    if args.callgrind_out:
+        await _control("--instr=on")
+        await fn()  # warm, instrumented: caches, the first request's imports, code run once
+        await _control("--zero")
+        await fn()
+        await _control("--dump")
+        dumps = sorted(Path(args.callgrind_out).parent.glob(Path(args.callgrind_out).name + ".*"))
+        found = re.search(r"^totals:\s+(\d+)", max(dumps, key=lambda f: f.stat().st_mtime).read_text(), re.MULTILINE)
+        print(f"{label}\t{int(found.group(1)) / count:.0f}" if found else f"{label}\t?", flush=True)
+        return
     await fn()  # warm: caches, the first request's imports
     collected = [0.0, 0.0]
 
@@ -144,9 +167,35 @@ async def measure(
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
 
 
+async def _control(option: str) -> None:
+    """Tell the callgrind this process runs under (from a thread: the event loop keeps going)."""
+    command = ["callgrind_control", option, str(os.getpid())]
+    await asyncio.to_thread(subprocess.run, command, check=True, capture_output=True)
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """This script with metrics on and off, each under callgrind, at once; instructions per request."""
+    with tempfile.TemporaryDirectory(prefix="h5lake-app-cost-cg-") as tmp:
+        runs = {}
+        for mode in ("on", "off"):
+            out = f"{tmp}/{mode}.out"
+            command = [
+                "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                sys.executable, __file__, "--callgrind-out", out, "--gets", str(args.gets), "--puts", str(args.puts),
+                "--attrs", str(args.attrs), *(["--no-metrics"] if mode == "off" else []),
+            ]
+            runs[mode] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        found = {mode: dict(line.split("\t") for line in run.communicate()[0].splitlines() if "\t" in line) for mode, run in runs.items()}
+    print(f"  {'case':<14} {'k instructions per request':>27}: metrics on, off, on/off")
+    for label, on in found["on"].items():
+        off = found["off"].get(label, "?")
+        ratio = f"{float(on) / float(off):.4f}" if "?" not in (on, off) else "?"
+        print(f"  {label:<14} {float(on) / 1000:19.1f} {float(off) / 1000:9.1f}  {ratio}")
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="h5lake-app-cost-") as tmp:
-        app = App(Path(tmp))
+        app = App(Path(tmp), metrics=not args.no_metrics)
         await app.start()
         try:
             domain = f"domain=/home/{USER}/cost.h5"
@@ -215,7 +264,16 @@ def main() -> None:
     )
     parser.add_argument("--sort", default="tottime", help="cProfile order: tottime, cumtime, ... [tottime]")
     parser.add_argument("--lines", type=int, default=30, help="cProfile lines shown [30]")
-    uvloop.run(run(parser.parse_args()))
+    parser.add_argument("--no-metrics", action="store_true", help="the app as h5lake serve --no-metrics makes it")
+    parser.add_argument("--instructions", action="store_true", help="instructions per request, metrics on and off (callgrind)")
+    parser.add_argument("--callgrind-out", help=argparse.SUPPRESS)  # set by --instructions for the run under callgrind
+    args = parser.parse_args()
+    if args.callgrind_out:  # the once-a-second fold of the metrics is left out: see `instructions`
+        metrics.FLUSH_SECONDS = 3600.0
+    if args.instructions:
+        instructions(args)
+    else:
+        uvloop.run(run(args))
 
 
 if __name__ == "__main__":

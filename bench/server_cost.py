@@ -31,7 +31,7 @@ counts instead the instructions each server executes (valgrind's callgrind, swit
 requests only, read by ``callgrind_control``): about 30 times slower, but independent of the
 machine's load, so a few percent can be told apart on a busy shared machine:
 
-    python bench/server_cost.py --compare-metrics --instructions --skip-bulk --gets 150 --attrs 100 --clients '' --rounds 12 --settle 1
+    python bench/server_cost.py --compare-metrics --instructions --skip-bulk --gets 150 --attrs 100 --clients '' --rounds 20 --settle 1
 """
 
 from __future__ import annotations

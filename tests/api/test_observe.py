@@ -484,11 +484,11 @@ def test_metrics_report_what_gc_runs_reclaimed(tmp_path: Path) -> None:
     assert samples["h5lake_gc_last_run_duration_seconds"] >= 0
 
 
-# --- storage operations counted (api/metrics.metered) -----------------------------------------
+# --- storage operations counted (api/metering.metered) -----------------------------------------
 
 
 def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Path) -> None:
-    from h5lake.api import metrics
+    from h5lake.api import metering as metrics
 
     class Counting(LocalStore):
         calls = 0
@@ -504,13 +504,17 @@ def test_metered_gets_count_answers_at_once_and_keep_a_subclass_get(tmp_path: Pa
                 await store.put("k/one", b"x" * 100)
                 metrics.metered(store)
             metrics.STORE.take()
+            took = []
             for store in (plain, sub):
                 for _ in range(3):
                     blob = await store.get("k/one")  # a small object read lately: answered at once
                     assert blob is not None and blob.data == b"x" * 100
                     assert await store.get("k/none") is None
-            counted = metrics.STORE.take()["get"]
-            assert (counted.ok, counted.missing, counted.bytes, sum(counted.buckets)) == (6, 6, 600, 12)
+                took.append(metrics.STORE.take()["get"])
+            for counted in took:
+                assert (counted.ok, counted.missing, counted.bytes, sum(counted.buckets)) == (3, 3, 300, 6)
+            # answered at once: in the first bucket, the clock not read; the subclass's get is timed
+            assert took[0].buckets[0] == 6 and took[0].seconds == 0.0 and took[1].seconds > 0.0
             assert Counting.calls == 6  # the subclass's own get still runs
         finally:
             await plain.close()
@@ -523,7 +527,7 @@ def test_a_servers_metered_store_keeps_its_operations_on_its_class(tmp_path: Pat
     """The store a server opens with metrics is made as a counting subclass of its class: no
     operation is set on the instance (which took Python's attribute caches off every attribute
     of the store), and gets, puts and heads are counted with their bytes and outcomes."""
-    from h5lake.api import metrics
+    from h5lake.api import metering as metrics
     from h5lake.storage.configured import open_store
 
     async def run() -> None:
@@ -544,3 +548,46 @@ def test_a_servers_metered_store_keeps_its_operations_on_its_class(tmp_path: Pat
             await store.close()
 
     asyncio.run(run())
+
+
+def test_start_up_makes_the_usual_series_and_a_scrape_shows_only_those_counted(tmp_path: Path) -> None:
+    """A worker makes at start-up the prometheus-client values of the usual traffic (a route's
+    successes and duration, storage operations), so the flush makes none while requests wait;
+    those still at zero are not shown."""
+    from h5lake.api import metrics
+
+    metrics._CHILDREN.clear()  # the values stay registered; only the cache of them is emptied
+    app = create_app(Settings(data=tmp_path / "data", passwd=write_passwd(tmp_path / "passwd"), admin=("admin",)))
+    attributes = "/{collection}/{id}/attributes/{name:path}"
+    with TestClient(app) as c:
+        usual = {
+            ("requests", ("GET", "/groups/{id}", "200")), ("duration", ("GET", "/groups/{id}")),
+            ("requests", ("PUT", attributes, "201")), ("duration", ("PUT", attributes)),
+            ("storage_ops", ("get", "ok")), ("storage_duration", ("put",)), ("storage_bytes", ("written",)),
+        }
+        assert usual <= set(metrics._CHILDREN)
+        home(c.put)
+        domain = "/home/test_user1/made.h5"
+        assert c.put(f"/?domain={domain}", headers=basic(*USER)).status_code == 201
+        root = c.get(f"/?domain={domain}", headers=basic(*USER)).json()["root"]
+        metrics.flush(metrics.tally(), app.service)  # type: ignore[attr-defined]
+        made = set(metrics._CHILDREN)
+        assert c.get(f"/groups/{root}?domain={domain}", headers=basic(*USER)).status_code == 200
+        r = c.put(
+            f"/groups/{root}/attributes/a?domain={domain}", headers=basic(*USER),
+            json={"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 1},
+        )
+        assert r.status_code == 201, r.text
+        metrics.flush(metrics.tally(), app.service)  # type: ignore[attr-defined]
+        assert set(metrics._CHILDREN) == made  # nothing made while counting them
+        r = c.get("/metrics", headers=basic(*ADMIN))
+    assert r.status_code == 200
+    shown = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text) for s in family.samples
+    }
+    assert shown[("h5lake_http_requests_total", (("method", "GET"), ("route", "/groups/{id}"), ("status", "200")))] >= 1
+    for (name, _), v in shown.items():
+        if name in ("h5lake_http_requests_total", "h5lake_storage_operations_total", "h5lake_http_request_duration_seconds_count"):
+            assert v > 0, name
+    assert not any(dict(labels).get("route") == "/datasets/{id}/shape" for _, labels in shown)  # made, never counted

@@ -18,7 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from h5lake.api import connections, metrics
+from h5lake.api import connections, metering, metrics
 from h5lake.api.dispatch import IndexedRouter
 from h5lake.api.errors import HANDLERS, error_response, status_of
 from h5lake.api.fast import FastReads
@@ -188,10 +188,10 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if store is not None:
             backend = store
-        else:  # a metered store made so from the start (`metrics.metered`)
-            backend = open_store(settings, metrics.metered_class) if tally is not None else open_store(settings)
+        else:  # a metered store made so from the start (`metering.metered`)
+            backend = open_store(settings, metering.metered_class) if tally is not None else open_store(settings)
         if tally is not None:
-            backend = metrics.metered(backend)
+            backend = metering.metered(backend)
         if tracer is not None:
             backend = tracing.traced_store(backend, tracer)
         READINESS.store, READINESS.stopping = backend, False
@@ -206,6 +206,8 @@ def create_app(settings: Settings, store: Store | None = None, *, fast: bool = T
         # anyio imports its event-loop backend on first use, which is a streamed response's task
         # group: ~0.1 s of CPU (0.4 ms/MiB of a first 256 MiB read). Loaded here instead.
         anyio.get_cancelled_exc_class()
+        if tally is not None:  # before the freeze: they live as long as the process
+            metrics.prepare([*domain_routes.ROUTES, *value_routes.ROUTES, *object_routes.ROUTES])
         # What start-up made lives as long as the process: out of the collector's way, so the
         # full collections that requests with big documents trigger do not scan it every time.
         gc.freeze()

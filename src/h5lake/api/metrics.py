@@ -1,12 +1,14 @@
 """``GET /metrics``: the Prometheus text format, summed over every worker process.
 
 Requests are counted into plain per-process numbers (`api/observe.Tally`, storage operations
-into `StoreTally` by `metered`) and written into prometheus-client's values once a second
+into `api/metering.STORE`) and written into prometheus-client's values once a second
 (`FLUSH_SECONDS`) by a task of each worker, and at its end; a scrape first flushes the process
 that answers it. With several processes (``h5lake serve`` always sets it up) prometheus-client's
 multiprocess mode keeps each process's values in files of a folder of the server's own
 (``PROMETHEUS_MULTIPROC_DIR``, made empty at start-up by ``h5lake serve``) and a scrape sums
-them. Counters of other workers may so lag by up to `FLUSH_SECONDS`.
+them (`api/exposition.py`). Counters of other workers may so lag by up to `FLUSH_SECONDS`.
+The values of every label set the flush is likely to meet are made as a worker starts
+(`prepare`), so that no request pays for making them.
 
 Labels are bounded: methods, route templates (``/datasets/{id}/value``, never an id), statuses,
 storage operations and outcomes. No label carries a domain, a user or an id.
@@ -20,40 +22,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import os
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Iterable
-from functools import wraps
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
-from prometheus_client import REGISTRY as DEFAULT_REGISTRY
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.registry import Collector
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from h5lake import __version__
 from h5lake.api import connections
+from h5lake.api.exposition import exposition
+from h5lake.api.metering import _OPS, _SLOTS, OUTCOMES, STORE, OpTally
 from h5lake.api.observe import DURATION_BUCKETS, READY_TIMEOUT, Tally
 from h5lake.errors import Unauthorized
-from h5lake.storage import LATER, AnswersAtOnce, Later, PreconditionFailed, Store
 from h5lake.versions.gc import GcRecord, read_record
 
 FLUSH_SECONDS = 1.0
 _clock = time.perf_counter
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 #: Requests whose route tells what happened, counted as named operations (2xx replies only).
 VERSION_OPS = {
@@ -66,263 +55,6 @@ VERSION_OPS = {
 MAP_PREFIX = "/maps"
 
 
-OUTCOMES = ("ok", "missing", "conflict", "error")
-
-
-class OpTally:
-    """One storage operation's calls since the last flush: how many of each outcome, their
-    durations already bucketed (`buckets`, by index into `DURATION_BUCKETS`, +Inf last, not
-    cumulative) with their sum, and the bytes they moved. A call adds to these numbers (a
-    ``bisect`` and a few additions) rather than keeping its duration for the flush: that way
-    it costs less in all (the durations of a flush's many calls were a numpy conversion and
-    freed floats)."""
-
-    __slots__ = ("buckets", "bytes", "conflict", "error", "missing", "ok", "seconds")
-
-    def __init__(self) -> None:
-        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
-        self.buckets = [0] * _SLOTS
-        self.seconds = 0.0
-
-    def take(self) -> OpTally | None:
-        """The calls so far (None: none), this one emptied in place (the wrappers hold it)."""
-        if not (self.ok or self.missing or self.conflict or self.error):
-            return None
-        taken = OpTally()
-        for name in self.__slots__:
-            setattr(taken, name, getattr(self, name))
-        self.ok = self.missing = self.conflict = self.error = self.bytes = 0
-        self.buckets = [0] * _SLOTS
-        self.seconds = 0.0
-        return taken
-
-
-class StoreTally:
-    """Storage operations of this process since the last flush, by operation."""
-
-    __slots__ = ("ops",)
-
-    def __init__(self) -> None:
-        self.ops: dict[str, OpTally] = {}
-
-    def slot(self, op: str) -> OpTally:
-        found = self.ops.get(op)
-        if found is None:
-            found = self.ops[op] = OpTally()
-        return found
-
-    def take(self) -> dict[str, OpTally]:
-        taken = {}
-        for op, tally in self.ops.items():
-            got = tally.take()
-            if got is not None:
-                taken[op] = got
-        return taken
-
-
-def _size(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return len(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, list):
-        return sum(_size(v) for v in value)
-    data = getattr(value, "data", None)
-    return len(data) if data is not None else 0
-
-
-#: Store methods counted: the operation's name, and whether its bytes are read (from the
-#: result) or written (from the ``data`` argument, the second).
-_OPS = {
-    "get": "read", "get_mapped": "read", "get_range": "read", "get_ranges": "read", "read_into": "read",
-    "head": None, "delete": None, "copy": None,
-    "put": "written", "put_hashed": "written",
-}
-#: Operations whose None answer means "no such object" (outcome ``missing``).
-_FINDS = frozenset({"get", "get_mapped", "get_range", "get_ranges", "read_into", "head"})
-
-
-def metered(store: Store) -> Store:
-    """``store`` with each operation counted (by operation and outcome: ok, missing, conflict,
-    error), timed and its bytes added up into `STORE`: an instance of `metered_class` of its
-    class. A server makes its store one from the start (``open_store(settings, metered_class)``);
-    another store is changed to that class here, which costs it Python's attribute caches (its
-    attributes were laid out for its first class: a few thousand instructions a request). Its
-    capabilities (``isinstance`` checks) are unchanged either way. A store whose class cannot
-    change, or an operation the instance holds itself, is wrapped on the instance. Gets a store
-    answers at once (`AnswersAtOnce.get_at_once`, called directly by walks over many objects)
-    are not counted: the local store's ``get`` calls it too, through the same attribute."""
-    if getattr(store, "_h5lake_metered", False):
-        return store
-    own = {name: m for name, m in getattr(store, "__dict__", {}).items() if name in _OPS}
-    try:
-        store.__class__ = metered_class(type(store))
-    except TypeError:  # a class whose instances cannot change class: wrapped on the object
-        own = {name: getattr(store, name) for name in _OPS if hasattr(store, name)}
-        store._h5lake_metered = True  # type: ignore[attr-defined]
-    for name, direction in _OPS.items():
-        method = own.get(name)
-        if method is not None:
-            wrapped = _timed_get(name, direction, method, store) if name == "get" else _timed(name, direction, method)
-            setattr(store, name, wrapped)
-    return store
-
-
-_METERED: dict[type, type] = {}
-
-
-def metered_class(cls: type) -> type:
-    """A subclass of the store class ``cls`` (of the same name) whose operations are counted
-    into `STORE` (`_timed_method`): its methods wrap those of ``cls``. The wrappers are on the
-    class, not on the instance, so Python's attribute caches keep working for the store."""
-    found = _METERED.get(cls)
-    if found is None:
-        body: dict[str, Any] = {"__slots__": (), "_h5lake_metered": True, "__module__": cls.__module__}
-        for name, direction in _OPS.items():
-            function = getattr(cls, name, None)
-            if function is not None:
-                body[name] = _timed_method(name, direction, function, cls)
-        found = _METERED[cls] = type(cls.__name__, (cls,), body)
-        found.__qualname__ = cls.__qualname__
-    return found
-
-
-def _timed_method(
-    op: str, direction: str | None, function: Callable[..., Awaitable[Any]], cls: type
-) -> Callable[..., Awaitable[Any]]:
-    """``function`` (a method of ``cls``) counted into `STORE`, as a method: `_timed_get` for
-    ``get``, else `_timed` (whose ``args`` then start with the store)."""
-    if op != "get":
-        return _timed(op, direction, function, first=1)
-    tally = STORE.slot(op)
-    clock, bounds = _clock, DURATION_BUCKETS
-    at_once = _class_answers_at_once(cls, function)
-
-    @wraps(function)
-    async def timed_get(self: Any, key: str) -> Any:
-        start = clock()
-        try:
-            blob = self.get_at_once(key) if at_once else LATER
-            if isinstance(blob, Later):
-                blob = await function(self, key)
-        except BaseException as exc:
-            _failed(tally, exc, clock() - start)
-            raise
-        seconds = clock() - start
-        tally.buckets[bisect_left(bounds, seconds)] += 1
-        tally.seconds += seconds
-        if blob is None:
-            tally.missing += 1
-        else:
-            tally.ok += 1
-            tally.bytes += len(blob.data)
-        return blob
-
-    return timed_get
-
-
-def _class_answers_at_once(cls: type, get: Any) -> bool:
-    """Whether ``get`` is the ``get`` of the class of ``cls``'s that defines ``get_at_once``
-    (which answers so whenever it can), not one a subclass put in its place."""
-    if not issubclass(cls, AnswersAtOnce):
-        return False
-    owner = next((c for c in cls.__mro__ if "get_at_once" in vars(c)), None)
-    return owner is not None and get is vars(owner).get("get")
-
-
-def _failed(tally: OpTally, exc: BaseException, seconds: float) -> None:
-    tally.buckets[bisect_left(DURATION_BUCKETS, seconds)] += 1
-    tally.seconds += seconds
-    if isinstance(exc, PreconditionFailed):
-        tally.conflict += 1
-    else:
-        tally.error += 1
-
-
-def _timed(
-    op: str, direction: str | None, method: Callable[..., Awaitable[Any]], first: int = 0
-) -> Callable[..., Awaitable[Any]]:
-    """``method`` counted into `STORE`; ``first``: 1 when ``method`` is a class's function,
-    called with the store first."""
-    tally = STORE.slot(op)
-    bounds = DURATION_BUCKETS
-    finds = op in _FINDS
-    reads = direction == "read"
-    writes = direction == "written"
-    data_at = first + 1  # the written data's place in ``args``
-    clock = _clock
-
-    @wraps(method)
-    async def timed(*args: Any, **kwargs: Any) -> Any:
-        start = clock()
-        try:
-            result = await method(*args, **kwargs)
-        except BaseException as exc:
-            _failed(tally, exc, clock() - start)
-            raise
-        seconds = clock() - start
-        tally.buckets[bisect_left(bounds, seconds)] += 1
-        tally.seconds += seconds
-        if result is None and finds:
-            tally.missing += 1
-            return result
-        tally.ok += 1
-        if reads:
-            tally.bytes += _size(result)
-        elif writes and len(args) > data_at:
-            tally.bytes += _size(args[data_at])
-        return result
-
-    return timed
-
-
-def _timed_get(
-    op: str, direction: str | None, method: Callable[[str], Awaitable[Any]], store: Store
-) -> Callable[[str], Awaitable[Any]]:
-    """`_timed` for ``get(key)``, the most frequent operation, with its one argument. A store
-    that tells some answers at once (`AnswersAtOnce`: the local store, for an object read lately)
-    is asked that first, as its own ``get`` does, so such a get costs one coroutine, not two."""
-    tally = STORE.slot(op)
-    clock, bounds = _clock, DURATION_BUCKETS
-    at_once = _answers_at_once(store, method)
-
-    @wraps(method)
-    async def timed_get(key: str) -> Any:
-        start = clock()
-        try:
-            blob = at_once(key) if at_once is not None else LATER
-            if isinstance(blob, Later):
-                blob = await method(key)
-        except BaseException as exc:
-            _failed(tally, exc, clock() - start)
-            raise
-        seconds = clock() - start
-        tally.buckets[bisect_left(bounds, seconds)] += 1
-        tally.seconds += seconds
-        if blob is None:
-            tally.missing += 1
-        else:
-            tally.ok += 1
-            tally.bytes += len(blob.data)
-        return blob
-
-    return timed_get
-
-
-def _answers_at_once(store: Store, get: Callable[[str], Awaitable[Any]]) -> Callable[[str], Any] | None:
-    """The store's ``get_at_once`` when ``get`` is the one of the class that defines it (which
-    answers so whenever it can), not one a subclass or a wrapper put in its place."""
-    if not isinstance(store, AnswersAtOnce):
-        return None
-    owner = next((c for c in type(store).__mro__ if "get_at_once" in vars(c)), None)
-    if owner is None or getattr(get, "__func__", None) is not vars(owner).get("get"):
-        return None
-    return store.get_at_once
-
-
-STORE = StoreTally()
 _TALLY: Tally | None = None
 _METRICS: dict[str, Any] = {}
 
@@ -367,6 +99,39 @@ def _declare() -> None:
     m["build"].labels(__version__).set(1)
 
 
+#: The statuses of success whose request counts `prepare` makes for a route, by method.
+SUCCESS = {"GET": ("200",), "PUT": ("200", "201"), "POST": ("200", "201"), "DELETE": ("200",)}
+
+
+def prepare(routes: Iterable[BaseRoute]) -> None:
+    """Make, as a worker starts, the prometheus-client values the flush would otherwise make the
+    first time it meets their labels, for the traffic every client makes: each storage
+    operation's histogram, outcome counts and bytes, and for each route template of ``routes``
+    (the HDF REST API's) and method but HEAD its duration histogram and its counts of success
+    (`SUCCESS`). Making a value costs prometheus-client a JSON key and a slot in its file (a
+    histogram's 18: ~0.45 ms with several processes, a counter's ~0.04 ms), which the flush
+    would otherwise pay while requests wait. Other label sets (errors, HEAD, the viewer's and
+    Zarr's routes) are still made on first use: each value made costs every scrape ~20 us to
+    read back (prometheus-client parses its key each time), so making all of them (~3,800
+    values) would cost each scrape ~75 ms per worker. Series at zero are left out of a scrape
+    (`api/exposition.counted`)."""
+    _declare()
+    for route in routes:
+        path = getattr(route, "path", None)
+        for method in sorted(getattr(route, "methods", None) or ()):
+            if path is None or method not in SUCCESS:
+                continue
+            _child("duration", (method, path))
+            for status in SUCCESS[method]:
+                _child("requests", (method, path, status))
+    for op in _OPS:
+        _child("storage_duration", (op,))
+        for outcome in OUTCOMES:
+            _child("storage_ops", (op, outcome))
+    for direction in ("read", "written"):
+        _child("storage_bytes", (direction,))
+
+
 def flush(requests: Tally, service: Any | None) -> None:
     """Write what this process counted since the last flush into the Prometheus values. Each
     value written costs prometheus-client a lock, a ``getpid`` and, with several processes, a
@@ -397,7 +162,6 @@ def flush(requests: Tally, service: Any | None) -> None:
 _SEEN: dict[str, int] = {}
 _CHILDREN: dict[tuple[str, tuple[str, ...]], Any] = {}
 _BOUNDS = np.array(DURATION_BUCKETS)
-_SLOTS = len(DURATION_BUCKETS) + 1  # the buckets of `DURATION_BUCKETS`, then +Inf
 _FEW = 32  # durations bucketed one by one below this many; with numpy from it
 
 
@@ -509,43 +273,6 @@ async def stop_flushing(task: asyncio.Task[None], requests: Tally | None) -> Non
         await task
     if requests is not None:
         flush(requests, _SERVICE[0])
-
-
-def exposition(gc_record: GcRecord | None = None) -> bytes:
-    """The text of a scrape: every process's values when in multiprocess mode, else this one's;
-    and the store's record of ``h5lake gc`` runs when one was read."""
-    folder = os.environ.get(MULTIPROC_ENV)
-    if folder:
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=folder)
-    else:
-        registry = DEFAULT_REGISTRY
-    text = generate_latest(registry)
-    if gc_record is not None:
-        extra = CollectorRegistry()
-        extra.register(_GcCollector(gc_record))
-        text += generate_latest(extra)
-    return text
-
-
-class _GcCollector(Collector):
-    """The store's record of ``h5lake gc`` runs (`versions/gc.GcRecord`) as it was at the scrape:
-    it is the store's, not a process's, so it is read, not summed over workers."""
-
-    def __init__(self, record: GcRecord) -> None:
-        self.record = record
-
-    def collect(self) -> Iterable[Metric]:
-        r = self.record
-        yield CounterMetricFamily("h5lake_gc_runs", "h5lake gc runs that deleted (not --dry-run)", value=r.runs)
-        yield CounterMetricFamily("h5lake_gc_reclaimed_objects", "Chunks and manifests h5lake gc deleted", value=r.objects)
-        yield CounterMetricFamily("h5lake_gc_reclaimed_bytes", "Bytes h5lake gc deleted", value=r.bytes)
-        yield GaugeMetricFamily(
-            "h5lake_gc_last_run_timestamp_seconds", "When the last h5lake gc run that deleted ended (0: none)",
-            value=r.last_finished,
-        )
-        yield GaugeMetricFamily("h5lake_gc_last_run_duration_seconds", "How long it took", value=r.last_seconds)
-        yield GaugeMetricFamily("h5lake_gc_last_run_reclaimed_bytes", "Bytes it deleted", value=r.last_bytes)
 
 
 async def _gc_record(service: Any) -> GcRecord | None:

@@ -95,15 +95,17 @@ class Tally:
 
     def __init__(self) -> None:
         self.answered: dict[tuple[str, str | None, int], list[float]] = {}
-        self.count = 0  # requests answered, ever
+        self.count = 0  # requests answered, ever, up to the last `take`
         self.started = 0  # requests begun, ever: those in flight are this minus `count`
         self.auth_failures = 0  # ever
         self.bytes_in = 0  # ever
         self.bytes_out = 0  # ever
 
     def take(self) -> dict[tuple[str, str | None, int], list[float]]:
-        """The requests answered since the last call (the running totals stay)."""
+        """The requests answered since the last call (the running totals stay; `count` is
+        brought up to date here, not by each request)."""
         answered, self.answered = self.answered, {}
+        self.count += sum(len(durations) for durations in answered.values())
         return answered
 
 
@@ -263,8 +265,8 @@ class Observe:
                     tally.answered[key] = [seconds]
                 else:
                     durations.append(seconds)
-                tally.count += 1
-                tally.bytes_in += length
+                if length:
+                    tally.bytes_in += length
                 tally.bytes_out += reply[1]
                 if reply[0] == 401 and isinstance(scope.get("state", {}).get("identity"), Unauthorized):
                     tally.auth_failures += 1

@@ -88,7 +88,7 @@ def traced_app(app: ASGIApp, provider: Any) -> ASGIApp:
 
 def traced_store(store: Store, provider: Any) -> Store:
     """``store`` with each operation in a span of its own (wrapped on the object, as
-    `api/metrics.metered` does)."""
+    `api/metering.metered` does)."""
     tracer = provider.get_tracer("h5lake.storage", __version__)
     for name in _OPS:
         method = getattr(store, name, None)

@@ -11,7 +11,7 @@ from h5lake.storage import Store
 from h5lake.storage.local import LocalStore
 
 Kind = Callable[[type], type]
-"""What a store's class becomes before the store is made (e.g. ``api/metrics.metered_class``)."""
+"""What a store's class becomes before the store is made (e.g. ``api/metering.metered_class``)."""
 
 
 def _same(cls: type) -> type:
