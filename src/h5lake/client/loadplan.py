@@ -324,12 +324,8 @@ class Planner:
         gid = node.handle
         tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
         infos: list[tuple[bytes, int, int, int]] = []  # name, class, creation order, character set
-
-        def take(name: bytes, info: Any) -> None:
-            # h5py hands every call the same struct, valid during the call only: copy its fields
-            infos.append((name, info.type, info.corder, info.cset))
-
-        gid.links.iterate(take, idx_type=h5.INDEX_NAME, info=True)
+        # (h5py hands every call the same struct, valid during the call only: its fields are copied)
+        gid.links.iterate(lambda n, i: infos.append((n, i.type, i.corder, i.cset)), idx_type=h5.INDEX_NAME, info=True)
         if tracked:
             infos.sort(key=lambda item: item[2])
         base = node.path.rstrip("/")
@@ -368,12 +364,9 @@ class Planner:
     def _attributes(self, node: Node) -> None:
         oid = node.handle
         infos: list[tuple[bytes, bool, int, int]] = []  # name, creation order valid, creation order, character set
-
-        def take(name: bytes, info: Any) -> None:
-            # h5py hands every call the same struct, valid during the call only: copy its fields
-            infos.append((name, bool(info.corder_valid), info.corder, info.cset))
-
-        h5a.iterate(oid, take, index_type=h5.INDEX_NAME, info=True)
+        # (h5py hands every call the same struct, valid during the call only: its fields are copied)
+        h5a.iterate(oid, lambda n, i: infos.append((n, bool(i.corder_valid), i.corder, i.cset)),
+                    index_type=h5.INDEX_NAME, info=True)
         if any(valid for _, valid, _, _ in infos):
             infos.sort(key=lambda item: (not item[1], item[2]))
         inline = 0  # weight of the attributes read so far
