@@ -10,11 +10,13 @@ from typing import Any
 
 import h5py
 import numpy as np
+import orjson
 import pytest
 from h5py import h5t
 
 from h5lake.client import h5memory, h5types
 from h5lake.errors import InvalidInput
+from h5lake.model.directjson import direct_json
 from h5lake.model.fromjson import json_to_array
 from h5lake.model.types import TypeJson
 from h5lake.model.values import array_to_bytes, array_to_json, bytes_to_array
@@ -108,8 +110,29 @@ def _general(t: TypeJson, dims: tuple[int, ...], raw: bytes) -> dict[str, Any]:
     (F32BE, (2,), np.array([0.1, 3.4e38], ">f4").tobytes()),
     (F64, (2,), np.array([np.inf, 1.0]).tobytes()),
     (F64, (), struct.pack("<Q", 0x7FF8000000000123)),  # a NaN with a payload: its bytes kept
+    (F64, (), np.float64(-0.0).tobytes()),
+    (F64, (), np.float64(-np.inf).tobytes()),
+    (F32BE, (), np.float32(0.1).astype(">f4").tobytes()),
+    *[({"class": "H5T_INTEGER", "base": f"H5T_STD_{k}{o}"}, (), np.array(v, ("<" if o == "LE" else ">") + d).tobytes())
+      for k, d, v in (("I8", "i1", -128), ("U8", "u1", 255), ("I16", "i2", -2), ("U16", "u2", 65535),
+                      ("I32", "i4", -(2**31)), ("U32", "u4", 2**32 - 1), ("I64", "i8", -(2**63)), ("U64", "u8", 2**64 - 1))
+      for o in ("LE", "BE")],
 ])
 def test_attribute_shortcuts_keep_what_the_general_path_keeps(t: TypeJson, dims: tuple[int, ...], raw: bytes) -> None:
     body = {"type": t, "value_base64": base64.b64encode(raw).decode()}
     kept = attributes._parse_value({}, body, t, dims, False)
-    assert kept == _general(t, dims, raw)
+    assert orjson.dumps(kept, option=orjson.OPT_SORT_KEYS) == orjson.dumps(_general(t, dims, raw), option=orjson.OPT_SORT_KEYS)
+
+
+@pytest.mark.parametrize(("t", "raw"), [
+    (F64, np.float64(0.1).tobytes()),
+    (F32BE, np.float32(3.5).astype(">f4").tobytes()),
+    ({"class": "H5T_INTEGER", "base": "H5T_STD_U64BE"}, np.array(2**64 - 1, ">u8").tobytes()),
+    (VLEN_ASCII, _counted(b"counts")),
+])
+def test_scalar_numbers_and_ascii_strings_take_the_direct_way(t: TypeJson, raw: bytes) -> None:
+    """The shortcut is taken (no numpy) for these, and gives the value the general path gives."""
+    value = direct_json(raw, t, ())
+    assert value is not None
+    assert orjson.dumps(value) == orjson.dumps(_general(t, (), raw)["value"])
+    assert direct_json(raw, t, (1,)) is None and direct_json(raw + b"\0", t, ()) is None

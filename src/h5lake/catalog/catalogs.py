@@ -12,7 +12,12 @@ block a write. Chunk keys cannot be listed per dataset, so catalogs follow write
 Several processes may share a store. A catalog change reads the catalog, *then* HEADs the objects
 concerned, then writes if unchanged since the read (if-match / create-only), else retries from
 the read. So a line always reflects a HEAD made after the last flushed write of its object: no
-process loses another's lines or puts back an older one.
+process loses another's lines or puts back an older one. An object this process created and
+has not changed since takes its line from the create's answer (ETag, size) instead of a HEAD
+(`ChunkCatalog.note_made`), when the catalog read has no line for it: a change made by another
+process since is either flushed already (its line is there, so it is HEADed) or flushed later
+(that process HEADs after reading this line). Left open: another process deleting the object
+within the flush delay of its creation, and flushing first, leaves its line behind.
 
 Crash convergence: a process may die after acknowledging a write but before flushing its note,
 so the write path awaits `ChunkCatalog.begin` before writing chunks: a create-only intent
@@ -42,17 +47,16 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import math
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, cast
 
 import orjson
 
 from h5lake.catalog.changed import advance
+from h5lake.catalog.intents import Intent, Recording, region_indexes, region_json
 from h5lake.catalog.liveness import Liveness
 from h5lake.chunks.fanout import bounded
 from h5lake.errors import Conflict, InvalidInput, NotFound
@@ -79,47 +83,7 @@ loop (docs/security.md, "Wide objects")."""
 Index = tuple[int, ...]
 Lines = dict[str, str]  # first field -> whole line
 Known = dict[str, tuple[str | None, int, int]]  # dataset id -> (chunk catalog etag, count, bytes)
-
-
-# --- intents: the chunks a write may touch ----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Intent:
-    """A durable note that a write is under way (``key`` None: it touches no chunk)."""
-
-    key: str | None
-
-
-class Recording:
-    """One write of chunks between its intent and its note (`ChunkCatalog.recording`).
-    ``written`` is what the note records: the chunks the intent named, unless the write sets the
-    chunks it did touch, or None to note nothing."""
-
-    __slots__ = ("intent", "written")
-
-    def __init__(self, intent: Intent, written: Iterable[Index] | None) -> None:
-        self.intent = intent
-        self.written = written
-
-
-def region_json(indexes: Iterable[Index]) -> IntentRecord:
-    """Chunk indexes as an intent stores them: their bounding box ``lo <= i < hi`` when it holds
-    at most twice as many chunks (a hyperslab's chunks fill their box), else the list."""
-    found = sorted({tuple(i) for i in indexes})
-    if not found:
-        return {"chunks": []}
-    lo = [min(c) for c in zip(*found)]
-    hi = [max(c) + 1 for c in zip(*found)]
-    if math.prod(h - low for low, h in zip(lo, hi)) <= 2 * len(found):
-        return {"lo": lo, "hi": hi}
-    return {"chunks": [list(i) for i in found]}
-
-
-def region_indexes(doc: IntentRecord) -> Iterator[Index]:
-    if "chunks" in doc:
-        return (tuple(int(c) for c in ix) for ix in doc["chunks"])
-    return itertools.product(*(range(int(a), int(b)) for a, b in zip(doc["lo"], doc["hi"])))
+Made = dict[str, ObjectInfo]  # id -> what the store answered for its create (`ChunkCatalog.note_made`)
 
 
 # --- catalog text ---------------------------------------------------------------------------------
@@ -269,24 +233,32 @@ def _is_root(obj_id: str) -> bool:
 
 
 async def record_objects(store: Store, domain: str, obj_ids: Iterable[str],
-                         known: Known | None = None) -> None:
+                         known: Known | None = None, made: Made | None = None) -> None:
     """Bring the domain catalog lines of ``obj_ids`` up to date: a missing object loses its line,
-    the root group has none, a dataset's line carries its chunk totals."""
+    the root group has none, a dataset's line carries its chunk totals. ``made``: objects this
+    process created and has not changed since, with what the store answered for the create;
+    one the catalog has no line for takes its line from that, without a HEAD (and, with no
+    chunk write noted, without reading a chunk catalog: none is listed). One it has a line for
+    was recorded by another process since (a change made there): it is HEADed."""
     by_kind: dict[str, set[str]] = {}
     for obj_id in obj_ids:
         if ids.is_valid_id(obj_id) and not (ids.Collection.of(obj_id) is ids.Collection.GROUPS and _is_root(obj_id)):
             by_kind.setdefault(obj_id[0], set()).add(obj_id)
+    made, known = made or {}, known or {}
     for kind, group in sorted(by_kind.items()):
 
         async def edit(lines: Lines, group: set[str] = group) -> None:
-            infos = await _head_all(store, map(ids.object_key, group))
+            fresh = {o: made[o] for o in group if o in made and o not in lines}
+            infos = await _head_all(store, (ids.object_key(o) for o in group if o not in fresh))
             for obj_id in group:
-                if (info := infos[ids.object_key(obj_id)]) is None:
+                if (info := fresh.get(obj_id) or infos[ids.object_key(obj_id)]) is None:
                     lines.pop(obj_id, None)
                     continue
                 totals: tuple[int, ...] = ()
-                if obj_id[0] in "dm":  # datasets and maps: their chunks (a map's pair buckets)
-                    totals = await _chunk_totals(store, domain, obj_id, known or {})
+                if obj_id in fresh and obj_id not in known:
+                    totals = (0, 0) if obj_id[0] in "dm" else ()
+                elif obj_id[0] in "dm":  # datasets and maps: their chunks (a map's pair buckets)
+                    totals = await _chunk_totals(store, domain, obj_id, known)
                 lines[obj_id] = _line(obj_id, info, *totals)
 
         await _edit(store, ids.catalog_key(domain, _CATALOGS[kind]), edit)
@@ -304,6 +276,7 @@ class ChunkCatalog:
         self.stale_after, self.recover_every = stale_after, recover_every
         self._chunks: dict[tuple[str, str], set[Index]] = {}
         self._objects: dict[str, set[str]] = {}
+        self._made: dict[tuple[str, str], ObjectInfo] = {}  # (domain, id) -> its create's answer
         self._done: set[str] = set()  # intents to delete after the next flush
         self._changed: dict[str, float] = {}  # domain -> time of its newest write noted
         self._mine: set[str] = set()  # intents this process has begun and not yet deleted
@@ -366,7 +339,20 @@ class ChunkCatalog:
 
     def note_object(self, domain: str, obj_id: str) -> None:
         """A group, dataset or datatype was created, updated or deleted. Never blocks."""
+        self._made.pop((domain, obj_id), None)  # changed since made: HEADed
         self._objects.setdefault(domain, set()).add(obj_id)
+        self._changed[domain] = time.time()
+        self._kick()
+
+    def note_made(self, domain: str, obj_id: str, info: ObjectInfo) -> None:
+        """An object was created, and the store answered ``info``: its line needs no HEAD
+        unless something else is noted of it first (`record_objects`). Never blocks."""
+        pending = self._objects.setdefault(domain, set())
+        if obj_id in pending:
+            self._made.pop((domain, obj_id), None)
+        else:
+            self._made[(domain, obj_id)] = info
+        pending.add(obj_id)
         self._changed[domain] = time.time()
         self._kick()
 
@@ -398,11 +384,15 @@ class ChunkCatalog:
         """Merge everything noted so far (after a flush already under way)."""
         async with self._lock:
             chunks, objects, done, changed = self._chunks, self._objects, self._done, self._changed
-            self._chunks, self._objects, self._done, self._changed = {}, {}, set(), {}
+            made = self._made
+            self._chunks, self._objects, self._done, self._changed, self._made = {}, {}, set(), {}, {}
             try:
-                await self._merge(chunks, objects)
+                await self._merge(chunks, objects, made)
                 await bounded(changed.items(), lambda dc: advance(self.store, *dc), 8)
             except BaseException:  # put the batch back for the next try
+                for (d, obj_id), info in made.items():
+                    if obj_id not in self._objects.get(d, ()):  # else noted since: HEADed
+                        self._made[(d, obj_id)] = info
                 for k, v in chunks.items():
                     self._chunks.setdefault(k, set()).update(v)
                 for d, group in objects.items():
@@ -530,7 +520,7 @@ class ChunkCatalog:
             await self._pause(self.recover_every)
 
     async def _merge(self, chunks: dict[tuple[str, str], set[Index]],
-                     objects: dict[str, set[str]]) -> None:
+                     objects: dict[str, set[str]], made: dict[tuple[str, str], ObjectInfo] | None = None) -> None:
         touched: dict[str, set[str]] = {d: set(group) for d, group in objects.items()}
         known: Known = {}
 
@@ -541,7 +531,11 @@ class ChunkCatalog:
                 known[dataset_id] = await _merge_chunks(self.store, domain, dataset_id, indexes)
 
         await bounded(list(chunks.items()), one, 8)
-        await bounded(touched.items(), lambda d: record_objects(self.store, d[0], d[1], known), 8)
+        by_domain: dict[str, Made] = {}
+        for (domain, obj_id), info in (made or {}).items():
+            by_domain.setdefault(domain, {})[obj_id] = info
+        await bounded(touched.items(),
+                      lambda d: record_objects(self.store, d[0], d[1], known, by_domain.get(d[0])), 8)
 
 
 # --- datasets: deletion ----------------------------------------------------------

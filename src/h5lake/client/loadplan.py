@@ -323,33 +323,31 @@ class Planner:
     def _links(self, node: Node, gcpl: Any) -> None:
         gid = node.handle
         tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
-        names: list[bytes] = []
-        gid.links.iterate(names.append, idx_type=h5.INDEX_NAME)
-        # (not iterate's info=True: h5py hands the callback a view of HDF5's struct, which is
-        # gone once the callback returns)
-        infos = [(name, gid.links.get_info(name)) for name in names]
+        infos: list[tuple[bytes, int, int, int]] = []  # name, class, creation order, character set
+        # (h5py hands every call the same struct, valid during the call only: its fields are copied)
+        gid.links.iterate(lambda n, i: infos.append((n, i.type, i.corder, i.cset)), idx_type=h5.INDEX_NAME, info=True)
         if tracked:
-            infos.sort(key=lambda item: item[1].corder)
+            infos.sort(key=lambda item: item[2])
         base = node.path.rstrip("/")
-        for raw, info in infos:
+        for raw, link_type, _, link_cset in infos:
             name = _name(raw)
             _check_name_length("link", name)
             where = f"{base}/{name}"
             body: dict[str, Any]
             target = None
-            if info.type == h5l.TYPE_HARD:
+            if link_type == h5l.TYPE_HARD:
                 target = self._node(h5o.open(gid, raw), where)
                 body = {"class": LinkClass.HARD.value}
-            elif info.type == h5l.TYPE_SOFT:
+            elif link_type == h5l.TYPE_SOFT:
                 body = {"class": LinkClass.SOFT.value, "h5path": _name(gid.links.get_val(raw))}
-            elif info.type == h5l.TYPE_EXTERNAL:
+            elif link_type == h5l.TYPE_EXTERNAL:
                 filename, objpath = gid.links.get_val(raw)
                 body = {"class": LinkClass.EXTERNAL.value, "h5domain": _name(filename), "h5path": _name(objpath)}
             else:
-                body = self._user_defined(gid, raw, int(info.type), where)
-            cset = _CSETS.get(info.cset)
+                body = self._user_defined(gid, raw, int(link_type), where)
+            cset = _CSETS.get(link_cset)
             if cset is None:
-                raise Unrepresentable(f"link {name!r} with character set {info.cset}")
+                raise Unrepresentable(f"link {name!r} with character set {link_cset}")
             if cset != _default_cset(name):
                 body["nameCharSet"] = cset
             node.links.append(LinkPlan(name, body, target))
@@ -365,13 +363,14 @@ class Planner:
     # -- attributes --
     def _attributes(self, node: Node) -> None:
         oid = node.handle
-        names: list[bytes] = []
-        h5a.iterate(oid, names.append, index_type=h5.INDEX_NAME)
-        infos = [(name, h5a.get_info(oid, name)) for name in names]
-        if any(info.corder_valid for _, info in infos):
-            infos.sort(key=lambda item: (not item[1].corder_valid, item[1].corder))
+        infos: list[tuple[bytes, bool, int, int]] = []  # name, creation order valid, creation order, character set
+        # (h5py hands every call the same struct, valid during the call only: its fields are copied)
+        h5a.iterate(oid, lambda n, i: infos.append((n, bool(i.corder_valid), i.corder, i.cset)),
+                    index_type=h5.INDEX_NAME, info=True)
+        if any(valid for _, valid, _, _ in infos):
+            infos.sort(key=lambda item: (not item[1], item[2]))
         inline = 0  # weight of the attributes read so far
-        for raw, info in infos:
+        for raw, _, _, attr_cset in infos:
             name = _name(raw)
             _check_name_length("attribute", name)
             try:
@@ -382,7 +381,7 @@ class Planner:
                 space, dims = space_json(aid.get_space())
             except Unrepresentable as exc:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
-            cset = _CSETS.get(info.cset, CharSet.ASCII.value)
+            cset = _CSETS.get(attr_cset, CharSet.ASCII.value)
             plan = AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None)
             node.attrs.append(plan)
             if name == MAP_MARK and node.kind is Collection.DATASETS:

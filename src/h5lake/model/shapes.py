@@ -100,6 +100,12 @@ def _maxdims(value: Any, dims: tuple[int, ...], zero_unlimited: bool, capped: bo
     return tuple(out)
 
 
+# the enum's values as plain strings: ``SpaceClass.X.value`` is a descriptor call (~0.5 us), and
+# every attribute and dataset of a request is parsed here
+_SIMPLE, _SCALAR, _NULL = SpaceClass.SIMPLE.value, SpaceClass.SCALAR.value, SpaceClass.NULL.value
+_SCALAR_SPACE, _NULL_SPACE = Space(SpaceClass.SCALAR), Space(SpaceClass.NULL)  # frozen: shared
+
+
 def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False, capped: bool = True) -> Space:
     """Parse a dataspace as clients send it: absent (scalar), ``"H5S_NULL"``, ``[dims]``, an int,
     or the object form ``{"class": ..., "dims": ..., "maxdims": ...}``.
@@ -110,22 +116,22 @@ def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False
     ``H5S_UNLIMITED``, and a stored document keeps a fixed extent of 0 as 0). ``capped`` false
     takes extents past `MAX_EXTENT` (documents stored before that cap)."""
     if isinstance(shape, dict):
-        kind = shape.get("class", SpaceClass.SIMPLE.value if "dims" in shape else None)
+        kind = shape.get("class", _SIMPLE if "dims" in shape else None)
         if maxdims is None:
             maxdims = shape.get("maxdims")
-        if kind == SpaceClass.SCALAR.value:
-            return Space(SpaceClass.SCALAR)
-        if kind == SpaceClass.NULL.value:
-            return Space(SpaceClass.NULL)
-        if kind != SpaceClass.SIMPLE.value:
+        if kind == _SCALAR:
+            return _SCALAR_SPACE
+        if kind == _NULL:
+            return _NULL_SPACE
+        if kind != _SIMPLE:
             raise InvalidInput(f"unknown dataspace class {kind!r}")
         shape = shape.get("dims")
         if shape is None:
             raise InvalidInput("a simple dataspace needs dims")
-    if shape is None or shape == SpaceClass.SCALAR.value:
-        return Space(SpaceClass.SCALAR)
-    if shape == SpaceClass.NULL.value:
-        return Space(SpaceClass.NULL)
+    if shape is None or shape == _SCALAR:
+        return _SCALAR_SPACE
+    if shape == _NULL:
+        return _NULL_SPACE
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = [shape]
     if not isinstance(shape, list):
@@ -133,7 +139,7 @@ def parse_space(shape: Any, maxdims: Any = None, *, zero_unlimited: bool = False
     if len(shape) > MAX_RANK:
         raise InvalidInput(f"rank {len(shape)} exceeds the limit of {MAX_RANK}")
     if not shape:
-        return Space(SpaceClass.SCALAR)
+        return _SCALAR_SPACE
     dims = tuple(_dim(d, "dims", capped) for d in shape)
     return Space(SpaceClass.SIMPLE, dims, None if maxdims is None else _maxdims(maxdims, dims, zero_unlimited, capped))
 

@@ -97,6 +97,7 @@ class Service:
             self.store, stale_after=self.catalog_stale_after, recover_every=self.catalog_recover_every
         )
         self.docs.object_changed = self.catalog.note_object  # every object's change reaches the catalog
+        self.docs.object_made = self.catalog.note_made  # a new object's line from its create
         self._background: set[asyncio.Task[Any]] = set()
         # split markers of map bucket trees seen by this process (map id -> tree); a split is
         # never undone, so a stale entry only costs a read (h5lake.maps.buckets)

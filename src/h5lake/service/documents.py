@@ -39,6 +39,7 @@ import asyncio
 import enum
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar, cast
@@ -52,7 +53,7 @@ from h5lake.model.ids import meta_token_key, object_id_of_key, object_key
 from h5lake.model.slicedjson import NotSliceable, parse_in_slices
 from h5lake.model.stored import Doc
 from h5lake.storage import PreconditionFailed, Store
-from h5lake.storage.base import CreateMany
+from h5lake.storage.base import CreateMany, ObjectInfo
 
 #: serialized entries of a document's second-level dictionaries: by top-level key, the
 #: dictionary serialized and its entries' serializations, in its order
@@ -122,6 +123,9 @@ class Documents:
         # ``*_object`` methods below, after its document is written, whether or not the update
         # changed it: the catalog (`ChunkCatalog.note_object`, wired by `context.Service`)
         self.object_changed: Callable[[str, str], None] = _nobody
+        # told instead of ``object_changed`` of each object `create_objects` made: what the store
+        # answered for it (a catalog line without a HEAD: `ChunkCatalog.note_made`)
+        self.object_made: Callable[[str, str, ObjectInfo], None] = _nobody
 
     async def get(self, key: str) -> Versioned | None:
         blob = await self.store.get(key)
@@ -284,10 +288,14 @@ class Documents:
                 raise AlreadyExists(f"object {docs[i]['id']} already exists")
 
         await each([i for i, etag in enumerate(made) if etag is None], check)
-        for (key, _), etag, doc in zip(data, made, docs, strict=True):
+        at = time.time()
+        for (key, body), etag, doc in zip(data, made, docs, strict=True):
             if etag is not None:
                 self.written(key, etag)
-            self.object_changed(domain, doc["id"])
+            if etag:  # made by this request, as the store answered
+                self.object_made(domain, doc["id"], ObjectInfo(key, len(body), etag, at))
+            else:
+                self.object_changed(domain, doc["id"])
 
     async def put_object(self, domain: str, obj_id: str, doc: Mapping[str, Any], if_match: str | None = None) -> str:
         """Store ``doc`` as object ``obj_id`` of ``domain`` (``if_match``: only over that ETag,

@@ -28,13 +28,13 @@ import orjson
 
 from h5lake.errors import Gone, InvalidInput, NotFound, TooLarge
 from h5lake.model.acl import Permission
+from h5lake.model.directjson import direct_json
 from h5lake.model.fromjson import int_scalar, json_to_array
 from h5lake.model.ids import parse_id, strip_collection_prefix
 from h5lake.model.links import MAX_NAME_BYTES
 from h5lake.model.shapes import SpaceClass, parse_space
 from h5lake.model.stored import ObjectDoc
 from h5lake.model.types import (
-    VARIABLE,
     CharSet,
     TypeClass,
     client_type,
@@ -189,9 +189,9 @@ def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], ba
         return attr
     raw = _raw_bytes(body, base64_values)
     if raw is not None:
-        text = _ascii_string(raw, type_json, dims)
-        if text is not None:  # a scalar variable-length string of ASCII text: it is its JSON, exactly
-            attr["value"] = text
+        direct = direct_json(raw, type_json, dims)
+        if direct is not None:  # a scalar ASCII string or finite number: its JSON, exactly, without numpy
+            attr["value"] = direct
             return attr
         arr = bytes_to_array(raw, type_json, dims)
         attr["value"] = array_to_json(arr, type_json)
@@ -203,20 +203,6 @@ def _parse_value(attr: Doc, body: Doc, type_json: Doc, dims: tuple[int, ...], ba
         value = array_to_json(json_to_array(body["value"], type_json, dims), type_json)
     attr["value"] = value
     return attr
-
-
-def _ascii_string(raw: bytes, type_json: Doc, dims: tuple[int, ...]) -> str | None:
-    """The text of a scalar variable-length string's wire bytes (a little-endian uint32 byte
-    count, then the bytes) when it is ASCII without NUL; else None (the general path decides).
-    Most attributes of real files are such strings (units, names, descriptions)."""
-    if dims or type_class(type_json) is not TypeClass.STRING or type_json.get("length") != VARIABLE:
-        return None
-    if len(raw) < 4 or int.from_bytes(raw[:4], "little") != len(raw) - 4:
-        return None
-    text = raw[4:]
-    if not text.isascii() or b"\0" in text:
-        return None
-    return text.decode("ascii")
 
 
 def _finite_floats(arr: Any, type_json: Doc) -> bool:
