@@ -160,6 +160,31 @@ def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: s
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def logged(server: Server) -> tuple[int, int]:
+    """The requests the access log lists (the health routes, which are not counted, left out) and
+    the bytes they received."""
+    lines = [json.loads(line) for line in server.log.read_text().splitlines() if line.startswith("{")]
+    counted = [line for line in lines if not line["path"].startswith(("/healthz", "/readyz"))]
+    return len(counted), sum(line["bytes_in"] for line in counted)
+
+
+def settled(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """A scrape that counts every request answered so far. Each worker writes its figures once a
+    second, and counts a request in the same step as it logs it; so the scrape is taken once the
+    requests and bytes it reports are those the access log lists (the bytes read before and after
+    it: the scrape itself is logged once answered)."""
+    deadline = time.monotonic() + 30
+    while True:
+        requests_before, bytes_before = logged(server)
+        samples = scrape(server)
+        answered = sum(v for (name, _), v in samples.items() if name == "h5lake_http_requests_total")
+        if (answered, value(samples, "h5lake_http_bytes_received_total")) == (requests_before, bytes_before) \
+                and logged(server)[1] == bytes_before:
+            return samples
+        assert time.monotonic() < deadline, "the scrape never caught up with the access log"
+        time.sleep(0.1)
+
+
 def workers_in_log(server: Server) -> set[int]:
     return {json.loads(line)["worker"] for line in server.log.read_text().splitlines() if line.startswith("{")}
 
@@ -170,9 +195,7 @@ def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None
     home(requests.put, server.endpoint)
     assert requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).status_code == 201
     root = requests.get(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).json()["root"]
-    # each worker writes its figures once a second: let the requests above land before the baseline
-    time.sleep(2.5)
-    before = scrape(server)
+    before = settled(server)  # the requests above counted before the baseline
     gets = puts = 0
     body = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 7}).encode()
     sent = 0
@@ -193,15 +216,7 @@ def test_metrics_follow_traffic_through_two_workers(two_workers: Server) -> None
     assert bad.status_code == 401
 
     route = "/groups/{id}"
-    deadline = time.monotonic() + 30
-    while True:  # other workers write their figures once a second
-        after = scrape(server)
-        done = value(after, "h5lake_http_requests_total", method="GET", route=route, status="200") - value(
-            before, "h5lake_http_requests_total", method="GET", route=route, status="200"
-        )
-        if done >= gets + 1 or time.monotonic() > deadline:
-            break
-        time.sleep(0.3)
+    after = settled(server)  # every request above counted
 
     def delta(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
@@ -235,8 +250,7 @@ def test_chunked_request_bodies_are_counted_as_received(two_workers: Server) -> 
         f"{server.endpoint}/datasets?domain={domain}", headers=basic(*USER), timeout=30,
         json={"type": "H5T_STD_U8LE", "shape": [100000]},
     ).json()["id"]
-    time.sleep(2.5)  # each worker writes its figures once a second: the requests above land first
-    before = scrape(server)
+    before = settled(server)  # the requests above counted before the baseline
     attribute = json.dumps({"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 5}).encode()
     values = bytes(range(256)) * 390 + b"x" * 160  # 100000 bytes
 
@@ -358,8 +372,7 @@ def test_version_commits_and_map_requests_are_counted_and_the_dashboard_plots_on
     domain = "/home/test_user1/dashboard.h5"
     home(requests.put, server.endpoint)
     assert requests.put(f"{server.endpoint}/?domain={domain}", headers=basic(*USER), timeout=30).status_code == 201
-    time.sleep(2.5)  # each worker writes its figures once a second: the requests above land before the baseline
-    before = scrape(server)
+    before = settled(server)  # the requests above counted before the baseline
     r = requests.post(f"{server.endpoint}/versions?domain={domain}", json={"message": "one"}, headers=basic(*USER), timeout=30)
     assert r.status_code == 201, r.text
     r = requests.post(

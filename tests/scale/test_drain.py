@@ -106,12 +106,14 @@ def test_a_draining_server_loses_no_request_behind_haproxy(tmp_path: Path) -> No
         for t in threads:
             t.start()
         try:
-            time.sleep(1.5)  # load on both servers
+            # load on both servers (haproxy takes turns): writes acknowledged before the signal
+            assert wait_until(lambda: len(acknowledged) >= 2 * THREADS, 60), failures[:5]
             os.kill(going.process.pid, signal.SIGTERM)  # as a container runtime does: the main process
             assert wait_until(lambda: _status(going.endpoint + "/readyz") == 503, 5)
             going.process.wait(timeout=60)  # drained, finished, ended
             assert "Traceback" not in going.log.read_text()
-            time.sleep(1.0)  # load on the staying server alone
+            ended = len(acknowledged)  # then load on the staying server alone
+            assert wait_until(lambda: len(acknowledged) >= ended + 2 * THREADS, 60), failures[:5]
         finally:
             stop.set()
             for t in threads:

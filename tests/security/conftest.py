@@ -4,10 +4,16 @@ answers took a second or more, or if the server's process died. The server is fo
 test's fixtures (a ``Server``, or an object with one of ``endpoint``/``ep``).
 
 Those waits measure the machine as well as the server, so every test here is ``exclusive``: in a
-parallel run (pytest-xdist) no other test runs at the same time (tests/conftest.py)."""
+parallel run (pytest-xdist) no other test runs at the same time (tests/conftest.py).
+
+The modules whose server needs no option of its own share one (``shared_server``, through
+``module_on``): each keeps to domains of its own names, and each checks at its end that the
+server still runs and logged no traceback while it ran. Starting one per module cost ~2 s each
+of a block in which no other test runs."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +23,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support.server import Server
+from tests.support.server import Server, start_server
 
 PATIENCE = 1.0  # seconds another client may wait while an attack runs
 HERE = Path(__file__).parent
@@ -27,6 +33,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.exclusive)
+
+
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One ``h5lake serve`` of default options for the modules here that need nothing else."""
+    srv = start_server(tmp_path_factory.mktemp("shared"))
+    yield srv
+    assert srv.process.poll() is None
+    srv.stop()
+    assert "Traceback" not in srv.log.read_text()
+
+
+@contextlib.contextmanager
+def module_on(srv: Server) -> Iterator[Server]:
+    """The shared server for one module: at its end, the server still runs and logged no
+    traceback while the module's tests ran."""
+    start = srv.log.stat().st_size
+    yield srv
+    assert srv.process.poll() is None, "the server died"
+    with open(srv.log, "rb") as log:
+        log.seek(start)
+        assert b"Traceback" not in log.read()
 
 
 def _endpoint(value: Any) -> str | None:

@@ -10,7 +10,8 @@ import pytest
 import requests
 
 from h5lake.model.query import MAX_NESTING, query_mask
-from tests.support.server import Server, start_server
+from tests.security.conftest import module_on
+from tests.support.server import Server
 
 A = ("admin", "admin-pw")
 COMPOUND = {
@@ -45,12 +46,9 @@ class Target:
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    srv = start_server(tmp_path_factory.mktemp("hostile"))
-    yield Target(srv)
-    assert srv.process.poll() is None
-    srv.stop()
-    assert "Traceback" not in srv.log.read_text()
+def target(shared_server: Server) -> Iterator[Target]:
+    with module_on(shared_server) as srv:
+        yield Target(srv)
 
 
 def _query(t: Target, text: str) -> requests.Response:

@@ -15,6 +15,7 @@ import requests
 
 from h5lake.model.ids import object_key
 from h5lake.storage.local import LocalStore
+from tests.security.conftest import module_on
 from tests.support.server import Server, start_server
 
 A = ("admin", "admin-pw")
@@ -52,12 +53,9 @@ class Target:
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    srv = start_server(tmp_path_factory.mktemp("pass9"))
-    yield Target(srv)
-    assert srv.process.poll() is None
-    srv.stop()
-    assert "Traceback" not in srv.log.read_text()
+def target(shared_server: Server) -> Iterator[Target]:
+    with module_on(shared_server) as srv:
+        yield Target(srv)
 
 
 def _refused(reply: requests.Response, words: str, status: int = 400) -> None:

@@ -18,7 +18,8 @@ import requests
 
 from h5lake.api.connections import MAX_HEAD_BYTES, MAX_HEADERS
 from h5lake.api.http import NAN_JSON_MAX_BYTES
-from tests.support.server import Server, start_server
+from tests.security.conftest import module_on
+from tests.support.server import Server
 
 A = ("admin", "admin-pw")
 DOMAIN = "/home/admin/hostile2.h5"
@@ -56,12 +57,9 @@ class Target:
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    srv = start_server(tmp_path_factory.mktemp("hostile2"))
-    yield Target(srv)
-    assert srv.process.poll() is None
-    srv.stop()
-    assert "Traceback" not in srv.log.read_text()
+def target(shared_server: Server) -> Iterator[Target]:
+    with module_on(shared_server) as srv:
+        yield Target(srv)
 
 
 def _raw(t: Target, request: bytes) -> tuple[int, dict[str, object]]:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support.server import Server, start_server
+from tests.security.conftest import module_on
+from tests.support.server import Server
 
 ADMIN = ("admin", "admin-pw")
 USER1 = ("test_user1", "test1-pw")
@@ -16,10 +17,9 @@ USER2 = ("test_user2", "test2-pw")
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = start_server(tmp_path_factory.mktemp("leaks"))
-    yield server
-    server.stop()
+def srv(shared_server: Server) -> Iterator[Server]:
+    with module_on(shared_server) as server:
+        yield server
 
 
 def put(srv: Server, domain: str, auth: tuple[str, str] | None, body: dict[str, object] | None = None) -> requests.Response:

@@ -17,7 +17,8 @@ import orjson
 import pytest
 import requests
 
-from tests.support.server import Server, start_server
+from tests.security.conftest import module_on
+from tests.support.server import Server
 
 A = ("admin", "admin-pw")
 DOMAIN = "/home/admin/wide.h5"
@@ -47,12 +48,9 @@ class Target:
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    srv = start_server(tmp_path_factory.mktemp("wide"))
-    yield Target(srv)
-    assert srv.process.poll() is None
-    srv.stop()
-    assert "Traceback" not in srv.log.read_text()
+def target(shared_server: Server) -> Iterator[Target]:
+    with module_on(shared_server) as srv:
+        yield Target(srv)
 
 
 @pytest.fixture(scope="module")
