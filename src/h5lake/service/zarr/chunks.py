@@ -228,7 +228,7 @@ async def _writable(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     return OpenDataset(domain, node.dataset, view.layout, node.etag), view, index
 
 
-async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes | bytearray, core: bool,
+async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes | bytearray | memoryview, core: bool,
                       conditions: Conditions = NO_CONDITIONS) -> None:
     """Replace one chunk with ``body`` (its Zarr encoding under the array's codecs): checked to
     decode to the chunk's shape and type first; stored as sent when the codecs are the stored
@@ -284,7 +284,7 @@ def _plain(codec: ChunkCodec) -> bool:
     return not codec.pipeline.filters and not codec.variable and not codec.reduced
 
 
-async def _decoded_as_stored(svc: Service, layout: DatasetLayout, body: bytes | bytearray, own: bool) -> np.ndarray | None:
+async def _decoded_as_stored(svc: Service, layout: DatasetLayout, body: bytes | bytearray | memoryview, own: bool) -> np.ndarray | None:
     """Check that a body stored as sent decodes to the chunk (else `InvalidInput`); the decoded
     chunk when the write needs it (not a chunk object of its own). A plain chunk (`_plain`) is
     checked by its length alone: decoding it would only view the same bytes."""
