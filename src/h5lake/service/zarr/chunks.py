@@ -113,6 +113,19 @@ async def current(layout: DatasetLayout, index: tuple[int, ...], mapped: bool = 
     return Current(await engine.fetch(ref), None, ref.filter_mask)
 
 
+async def _as_stored_now(layout: DatasetLayout, index: tuple[int, ...]) -> Current:
+    """What a conditional write checks: whether the chunk exists and its ETag. A chunk object of
+    its own is asked its ETag alone (``head``: its bytes are not read; ``stored`` is then empty
+    bytes, standing for "exists"); others as `current`."""
+    locator = layout.locator
+    if isinstance(locator, NativeChunks) and not isinstance(locator.store, DocumentChunks):
+        ref = await locator.locate(index)
+        if ref is not None and ref.offset is None and ref.key == locator.key(index):
+            info = await locator.store.head(ref.key)
+            return Current(None, None) if info is None else Current(b"", info.etag, ref.filter_mask)
+    return await current(layout, index)
+
+
 def chunk_index(layout: DatasetLayout, rest: tuple[str, ...], writing: bool) -> tuple[int, ...]:
     """The chunk index a key's tail names (``c`` then one index per dimension, inside the grid)."""
     bad = InvalidInput if writing else NotFound
@@ -244,7 +257,7 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes 
     own = isinstance(layout.locator, NativeChunks) and not compact.is_compact(ds.doc)
     expected: Current | None = None
     if conditions.given:
-        expected = await current(layout, index)
+        expected = await _as_stored_now(layout, index)
         conditions.check(expected.etag(core), expected.stored is not None, f"chunk {list(index)} of {ds.id}")
         if not own:
             expected = None  # checked, not held: no chunk object of its own to put conditionally
