@@ -92,9 +92,9 @@ def test_body_buffers_are_aligned_and_used_again_only_when_free() -> None:
     pool = BodyPool(kept=2)
     with pool.using():
         first = pool.view(1_000_000)
-        assert direct.address(first) is not None and direct.address(first) % BODY_ALIGN == 0
-        held = first[10:20]  # a view still alive (a store thread still writing it)
         at = direct.address(first)
+        assert at is not None and at % BODY_ALIGN == 0
+        held = first[10:20]  # a view still alive (a store thread still writing it)
         del first
         second = pool.view(1_000_000)
         assert direct.address(second) != at  # the first block is still referenced

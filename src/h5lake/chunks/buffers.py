@@ -91,7 +91,7 @@ def _unused(block: bytearray) -> bool:
 
 BODY_ALIGN = 4096  # a body's first byte on a page boundary: it can be written with O_DIRECT
 BODY_KEPT = 8  # request bodies kept per process (10 chunk PUTs at once from one zarr-python client)
-BODY_MAX = 64 * 1024 * 1024  # larger bodies are fresh memory
+BODY_MAX = 16 * 1024 * 1024  # larger bodies are fresh memory (kept blocks: at most 8 x 16 MiB while PUTs run)
 
 
 class BodyPool:
