@@ -5,6 +5,7 @@ data in one run.
     python bench/zarr.py --mib 256 --rounds 1 # a quicker look
     python bench/zarr.py --only open10k       # the open figures alone (seconds)
     python bench/zarr.py --only read          # the two reads alone (data written by h5pyd, untimed)
+    python bench/zarr.py --only write         # the writes alone
 
 Starts an h5lake (``h5lake serve``'s default workers; or ``--endpoint``) and measures, per round,
 median over the rounds, wall seconds, GB/s (of the float32 values, 10^9 bytes) and the CPU
@@ -52,7 +53,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import zarr
 
 sys.path.append(str(_HERE))
-from common import CpuMeter, Target, add_target_args, describe, target
+from common import CpuMeter, Target, add_target_args, describe, maybe_pause, target
 
 CHUNK = (1024, 1024)  # 4 MiB of float32
 
@@ -186,13 +187,16 @@ def one_round(t: Target, big: str, many: str, data: np.ndarray, rnd: int, only: 
                 f.flush()
 
             _measure(t, times, "write", "h5pyd", write_h5pyd)
-        f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
-    if only is None:
+        if only != "write":
+            f.create_dataset(f"gz{rnd}", data=data, chunks=CHUNK, compression="gzip", compression_opts=4, shuffle=True)
+    if only in (None, "write"):
         for kind in ZARR_STORES:
             a = zarr.create_array(_store(t, big, f"/z{rnd}{kind}", read_only=False, kind=kind), shape=data.shape,
                                   chunks=CHUNK, dtype="f4", compressors=None, fill_value=0, zarr_format=3)
             _measure(t, times, "write", kind, partial(a.__setitem__, Ellipsis, data))
             _check(zarr.open_array(_store(t, big, f"/z{rnd}{kind}"), mode="r", zarr_format=3)[...], data)
+    if only == "write":
+        return
     for op, name in (("read", f"h{rnd}"), ("gzip_read", f"gz{rnd}")):
         _reads(t, times, op, big, name, data)
 
@@ -246,19 +250,21 @@ def run(args: argparse.Namespace) -> None:
             pass
         with _h5pyd_file(t, many, "w"):
             pass
-        if args.only != "read":
+        if args.only not in ("read", "write"):
             _many(t, many)
             first_get = _timed(lambda: _get_root(t, many))  # made from the 10,000 documents
             first = _timed(lambda: _open_zarr(t, many))
+        maybe_pause(args, t)
         times: Times = {}
         for rnd in range(args.rounds):
             one_round(t, big, many, data, rnd, args.only, times)
             if args.progress:
                 print(f"  round {rnd}: " + ", ".join(f"{k[0]}/{k[1]} {v[-1].wall:.2f} s" for k, v in times.items()), flush=True)
         what = "opening 10,000 objects" if args.only == "open10k" else f"{data.nbytes / 2**20:.0f} MiB float32 in {CHUNK[0]}x{CHUNK[1]} chunks"
-        ops = {None: ("read", "gzip_read", "write", "open10k"), "read": ("read", "gzip_read"), "open10k": ("open10k",)}[args.only]
+        ops = {None: ("read", "gzip_read", "write", "open10k"), "read": ("read", "gzip_read"), "write": ("write",),
+               "open10k": ("open10k",)}[args.only]
         _report(times, what, args.rounds, gb, ops)
-        if args.only == "read":
+        if args.only in ("read", "write"):
             return
         root_get = statistics.median(m.wall for m in times[("root_get", "server")])
         print(f"open10k first (zarr-python over fsspec, the consolidated metadata kept by then): {first:.2f} s")
@@ -274,7 +280,7 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=1024, help="size of the float32 dataset (MiB)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--progress", action="store_true", help="print each round's figures")
-    parser.add_argument("--only", choices=["open10k", "read"], help="measure this operation alone")
+    parser.add_argument("--only", choices=["open10k", "read", "write"], help="measure this operation alone")
     run(parser.parse_args())
 
 

@@ -4,8 +4,11 @@ stores nothing (docs/zarr.md, "Writes")."""
 
 from __future__ import annotations
 
+import hashlib
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import h5pyd
 import numcodecs.zarr3 as nz
@@ -16,7 +19,7 @@ import requests
 import zarr
 from tests.conftest import Backing, auth
 from tests.support.server import Server
-from tests.zarr.conftest import USER, Zarr, new_domain
+from tests.zarr.conftest import USER, Zarr, basic, new_domain
 
 
 def h5pyd_file(z: Zarr, mode: str = "r") -> Any:
@@ -237,3 +240,33 @@ def test_chunk_puts_whole_or_in_pieces_and_the_root_etag(zserver: Server) -> Non
     assert z.get("zarr.json", headers={"If-None-Match": root.headers["ETag"]}).status_code == 304
     assert z.put("arr/zarr.json", json={**meta, "attributes": {"a": 1}}).status_code == 200
     assert z.get("zarr.json", headers={"If-None-Match": root.headers["ETag"]}).status_code == 200
+
+
+def test_large_chunk_puts_store_whole_bodies_and_a_cut_short_one_stores_nothing(zserver: Server) -> None:
+    """Chunks of more than 1 MiB (their bodies read past the HTTP parser into kept, page-aligned
+    buffers and written past the page cache on the local store): each PUT stores its own body
+    whole, buffers used again do not mix bodies, and a body that ends before its
+    ``Content-Length`` (the client went away) leaves the chunk as it was."""
+    z = new_domain(zserver)
+    shape = 300_000  # 1.2 MB of int32 a chunk: whole pages and a partial last one
+    assert z.put("arr/zarr.json", json=_with(shape=[shape * 3], data_type="int32",
+                                             chunk_grid={"name": "regular", "configuration": {"chunk_shape": [shape]}})).status_code == 201
+    bodies = [(np.arange(shape, dtype="<i4") * (i + 2)).tobytes() for i in range(3)]
+    for i, body in enumerate(bodies):
+        assert z.put(f"arr/c/{i}", data=body).status_code == 200
+    for i, body in enumerate(bodies):
+        got = z.get(f"arr/c/{i}")
+        assert got.content == body and got.headers["ETag"].strip('"') == hashlib.md5(body).hexdigest()
+    host, port = urlsplit(z.url).hostname, urlsplit(z.url).port
+    path = urlsplit(z.url).path
+    cut = (np.full(shape, -1, dtype="<i4")).tobytes()
+    with socket.create_connection((host, port), timeout=30) as s:
+        s.sendall(f"PUT {path}/arr/c/1 HTTP/1.1\r\nHost: {host}\r\nAuthorization: {basic()}\r\n"
+                  f"Content-Length: {len(cut)}\r\n\r\n".encode() + cut[: len(cut) // 2])
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):  # until the server closes the connection (no reply can go to it)
+            pass
+    assert z.put("arr/c/2", data=bodies[0]).status_code == 200  # the server went on
+    assert z.get("arr/c/1").content == bodies[1]
+    with h5pyd_file(z) as f:
+        assert np.array_equal(f["arr"][...], np.concatenate([np.frombuffer(b, "<i4") for b in (bodies[0], bodies[1], bodies[0])]))

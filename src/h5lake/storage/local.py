@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from h5lake.errors import StorageError
+from h5lake.storage import direct
 from h5lake.storage.base import (
     LATER,
     RESERVED_SEGMENT_PREFIX,
@@ -140,6 +141,7 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
         # write never queues behind them
         self._bulk_threads = ThreadLane(max_threads, "h5lake-bulk")
         self._xattrs = hasattr(os, "getxattr")  # Linux; until the file system says otherwise
+        self._direct = bool(direct.O_DIRECT)  # large aligned writes past the page cache (storage/direct.py)
         self._folder_syncs = FolderSyncs()
         self._folders = DurableFolders(self._root, self._folder_syncs)
         self._nowait = hasattr(os, "RWF_NOWAIT")  # reads from the page cache only (Linux)
@@ -502,7 +504,15 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
             try:
                 if not self._folders.known(folder):
                     self._make_folder(key, folder)
-                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                use_direct = self._direct and direct.wanted(data)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                try:
+                    fd = os.open(name, flags | (direct.O_DIRECT if use_direct else 0), 0o644)
+                except OSError as exc:
+                    if not use_direct or exc.errno != errno.EINVAL:
+                        raise
+                    self._direct = use_direct = False  # the file system has no O_DIRECT
+                    fd = os.open(name, flags, 0o644)
                 break
             except FileNotFoundError:
                 # a delete removed the emptied folder (or a parent) under our feet, which can
@@ -513,9 +523,8 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
         else:
             raise OSError(f"could not create the folder of {key!r}")
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            if not direct.write_all(fd, data, use_direct):
+                self._direct = False
             if self._xattrs:  # before the fsync, which makes the stamp durable with the bytes
                 st = os.fstat(fd)
                 stamp = f"{etag}:{st.st_size}:{st.st_mtime_ns}".encode()

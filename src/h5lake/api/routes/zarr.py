@@ -21,11 +21,13 @@ from starlette.routing import Route
 
 from h5lake.api.connections import READINTO
 from h5lake.api.http import JSON, OCTET, body_bytes, caller, check_content_coding, ok, parse_json, service
+from h5lake.chunks.buffers import BodyPool
 from h5lake.errors import Forbidden, InvalidInput, NotFound
 from h5lake.service.zarr import chunks, consolidated, create, listing, nodes
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
 META_BODY_LIMIT = 1 << 20  # a zarr.json PUT
+BODIES = BodyPool()  # the buffers chunk PUT bodies are read into
 IMMUTABLE = "private, max-age=31536000, immutable"
 REVALIDATE = "private, no-cache"
 
@@ -168,26 +170,29 @@ async def put_key(request: Request) -> Response:
 
         created = await put_meta()
         return Response(status_code=201 if created else 200)
-    data = await _chunk_body(request, svc.limits.max_chunk_size * 4 + 4096)
+    with BODIES.using():
+        data = await _chunk_body(request, svc.limits.max_chunk_size * 4 + 4096)
 
-    async def put_chunk(key: nodes.Key) -> Response:
-        await chunks.write_chunk(svc, who, key, data, core, conditions)
-        return Response(status_code=200)
+        async def put_chunk(key: nodes.Key) -> Response:
+            await chunks.write_chunk(svc, who, key, data, core, conditions)
+            return Response(status_code=200)
 
-    return await _resolved(request, put_chunk)
+        return await _resolved(request, put_chunk)
 
 
-async def _chunk_body(request: Request, limit: int) -> bytes | bytearray:
+async def _chunk_body(request: Request, limit: int) -> bytes | memoryview:
     """A chunk PUT's body. With a ``Content-Length`` it is read straight into one buffer of that
     size (the socket's bytes copied once, by the kernel: api/connections.py), not gathered in
-    pieces and joined (two more copies of every byte, on the event loop); else in pieces."""
+    pieces and joined (two more copies of every byte, on the event loop); else in pieces. The
+    buffer is a kept, page-aligned one (``BODIES``): no page faults, and the local store writes
+    it past the page cache (storage/direct.py)."""
     readinto = request.scope.get("extensions", {}).get(READINTO)
     length = request.headers.get("content-length")
     if readinto is None or length is None or not length.isdigit() or int(length) > limit or "transfer-encoding" in request.headers:
         return await body_bytes(request, limit, " (a chunk)")
     check_content_coding(request)
-    body = bytearray(int(length))
-    got = await readinto(memoryview(body)) if body else 0
+    body = BODIES.view(int(length))
+    got = await readinto(body) if body else 0
     if got < len(body):
         raise InvalidInput(f"the body ended after {got} of its {len(body)} bytes")
     return body

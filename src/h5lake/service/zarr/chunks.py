@@ -113,6 +113,19 @@ async def current(layout: DatasetLayout, index: tuple[int, ...], mapped: bool = 
     return Current(await engine.fetch(ref), None, ref.filter_mask)
 
 
+async def _as_stored_now(layout: DatasetLayout, index: tuple[int, ...]) -> Current:
+    """What a conditional write checks: whether the chunk exists and its ETag. A chunk object of
+    its own is asked its ETag alone (``head``: its bytes are not read; ``stored`` is then empty
+    bytes, standing for "exists"); others as `current`."""
+    locator = layout.locator
+    if isinstance(locator, NativeChunks) and not isinstance(locator.store, DocumentChunks):
+        ref = await locator.locate(index)
+        if ref is not None and ref.offset is None and ref.key == locator.key(index):
+            info = await locator.store.head(ref.key)
+            return Current(None, None) if info is None else Current(b"", info.etag, ref.filter_mask)
+    return await current(layout, index)
+
+
 def chunk_index(layout: DatasetLayout, rest: tuple[str, ...], writing: bool) -> tuple[int, ...]:
     """The chunk index a key's tail names (``c`` then one index per dimension, inside the grid)."""
     bad = InvalidInput if writing else NotFound
@@ -228,7 +241,7 @@ async def _writable(svc: Service, caller: Caller, key: nodes.Key, core: bool) ->
     return OpenDataset(domain, node.dataset, view.layout, node.etag), view, index
 
 
-async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes | bytearray, core: bool,
+async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes | bytearray | memoryview, core: bool,
                       conditions: Conditions = NO_CONDITIONS) -> None:
     """Replace one chunk with ``body`` (its Zarr encoding under the array's codecs): checked to
     decode to the chunk's shape and type first; stored as sent when the codecs are the stored
@@ -244,7 +257,7 @@ async def write_chunk(svc: Service, caller: Caller, key: nodes.Key, body: bytes 
     own = isinstance(layout.locator, NativeChunks) and not compact.is_compact(ds.doc)
     expected: Current | None = None
     if conditions.given:
-        expected = await current(layout, index)
+        expected = await _as_stored_now(layout, index)
         conditions.check(expected.etag(core), expected.stored is not None, f"chunk {list(index)} of {ds.id}")
         if not own:
             expected = None  # checked, not held: no chunk object of its own to put conditionally
@@ -284,7 +297,7 @@ def _plain(codec: ChunkCodec) -> bool:
     return not codec.pipeline.filters and not codec.variable and not codec.reduced
 
 
-async def _decoded_as_stored(svc: Service, layout: DatasetLayout, body: bytes | bytearray, own: bool) -> np.ndarray | None:
+async def _decoded_as_stored(svc: Service, layout: DatasetLayout, body: bytes | bytearray | memoryview, own: bool) -> np.ndarray | None:
     """Check that a body stored as sent decodes to the chunk (else `InvalidInput`); the decoded
     chunk when the write needs it (not a chunk object of its own). A plain chunk (`_plain`) is
     checked by its length alone: decoding it would only view the same bytes."""
