@@ -171,14 +171,16 @@ def logged(server: Server) -> tuple[int, int]:
 def settled(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """A scrape that counts every request answered so far. Each worker writes its figures once a
     second, and counts a request in the same step as it logs it; so the scrape is taken once the
-    requests and bytes it reports are those the access log lists (the bytes read before and after
-    it: the scrape itself is logged once answered)."""
+    requests, their durations and the bytes it reports are those the access log lists (the bytes
+    read before and after it: the scrape itself is logged once answered)."""
     deadline = time.monotonic() + 30
     while True:
         requests_before, bytes_before = logged(server)
         samples = scrape(server)
         answered = sum(v for (name, _), v in samples.items() if name == "h5lake_http_requests_total")
-        if (answered, value(samples, "h5lake_http_bytes_received_total")) == (requests_before, bytes_before) \
+        timed = sum(v for (name, _), v in samples.items() if name == "h5lake_http_request_duration_seconds_count")
+        # a scrape may fall between a worker's writing of its counters and of its histogram
+        if (answered, timed, value(samples, "h5lake_http_bytes_received_total")) == (requests_before, requests_before, bytes_before) \
                 and logged(server)[1] == bytes_before:
             return samples
         assert time.monotonic() < deadline, "the scrape never caught up with the access log"
