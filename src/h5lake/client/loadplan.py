@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
 
-from h5lake.client import h5native, h5values
+from h5lake.client import h5fast, h5native, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
     MIB,
@@ -373,6 +373,15 @@ class Planner:
         for raw, _, _, attr_cset in infos:
             name = _name(raw)
             _check_name_length("attribute", name)
+            cset = _CSETS.get(attr_cset, CharSet.ASCII.value)
+            fast = h5fast.attribute(oid, raw, INLINE_ATTR_BYTES - inline)
+            if fast is not None:  # the common kinds, read without an h5py object per call
+                t, space, dims, weight, wire = fast
+                node.attrs.append(AttrPlan(name, t, None, space, dims, cset if cset != CharSet.ASCII.value else None, wire))
+                if name == MAP_MARK and node.kind is Collection.DATASETS:
+                    self.marked.append(node.path)
+                inline += weight
+                continue
             try:
                 aid = h5a.open(oid, raw)
                 tid = aid.get_type()
@@ -381,7 +390,6 @@ class Planner:
                 space, dims = space_json(aid.get_space())
             except Unrepresentable as exc:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
-            cset = _CSETS.get(attr_cset, CharSet.ASCII.value)
             plan = AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None)
             node.attrs.append(plan)
             if name == MAP_MARK and node.kind is Collection.DATASETS:
