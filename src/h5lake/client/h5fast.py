@@ -84,6 +84,7 @@ def _declare() -> Any:
         ("H5Tget_size", [hid_t], _SIZE),
         ("H5Sget_simple_extent_type", [hid_t], ctypes.c_int),
         ("H5Sget_simple_extent_dims", [hid_t, ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int),
+        ("H5Pencode2", [hid_t, ctypes.c_void_p, ctypes.POINTER(_SIZE), hid_t], ctypes.c_int),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -214,3 +215,46 @@ def _strings(lib: Any, aid: int, sid: int, memory: Any, count: int) -> bytes | N
         return bytes(out)
     finally:
         lib.H5Dvlen_reclaim(memory.id, sid, 0, pointers)
+
+
+# -- property lists --------------------------------------------------------------------------
+
+_PLIST_KEY_BYTES = 64 * 1024  # encodings longer than this are not remembered
+
+
+def plist_key(plist: Any) -> bytes | None:
+    """A property list's encoding (``H5Pencode2``): equal lists encode alike. None when it
+    cannot be had."""
+    c = _get_calls()
+    if c is None:
+        return None
+    lib, nalloc = c.lib, _SIZE(0)
+    with phil:
+        if lib.H5Pencode2(plist.id, None, ctypes.byref(nalloc), 0) < 0 or not 0 < nalloc.value <= _PLIST_KEY_BYTES:
+            return None
+        buf = ctypes.create_string_buffer(nalloc.value)  # HDF5 writes as much as it said it needs
+        if lib.H5Pencode2(plist.id, buf, ctypes.byref(nalloc), 0) < 0:
+            return None
+        return buf.raw[: nalloc.value]
+
+
+class PlistMemo:
+    """What was worked out from a property list, found again for an equal one: looked up by its
+    encoding (`plist_key`) and given only if HDF5 finds the two lists equal (``H5Pequal``, each
+    property's own comparison), so an encoding that leaves something out never mixes two lists.
+    Holds at most ``entries`` lists (then starts again)."""
+
+    def __init__(self, entries: int = 256) -> None:
+        self.entries = entries
+        self.table: dict[Any, tuple[Any, Any]] = {}
+
+    def find(self, key: Any, plist: Any) -> Any:
+        hit = self.table.get(key)
+        if hit is None or not hit[0].equal(plist):
+            return None
+        return hit[1]
+
+    def keep(self, key: Any, plist: Any, value: Any) -> None:
+        if len(self.table) >= self.entries:
+            self.table.clear()
+        self.table[key] = (plist, value)
