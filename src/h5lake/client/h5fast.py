@@ -134,6 +134,21 @@ def _type_facts(c: _Calls, tid: int) -> TypeFacts | None:
     return facts
 
 
+def raw_size(tid: Any) -> int | None:
+    """HDF5's bytes per element of the type ``tid`` (h5py TypeID) when its values are the file's
+    bytes as they are (read with ``tid`` itself, nothing converted), else None."""
+    key = tid.encode()
+    facts = _FACTS.get(key)
+    if facts is None:
+        t = remembered(key)
+        if t is None:
+            return None
+        if len(_FACTS) >= FACTS_ENTRIES:
+            _FACTS.clear()
+        facts = _FACTS[key] = facts_of(t, int(tid.get_size()))
+    return facts.size if facts.kind == RAW else None
+
+
 Read = tuple[TypeJson, dict[str, Any], tuple[int, ...], int, "bytes | None"]
 
 

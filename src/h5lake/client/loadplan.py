@@ -44,7 +44,7 @@ from h5lake.client.loadrefs import (  # noqa: F401  (DANGLING_NOTE: imported fro
 )
 from h5lake.client.mapfiles import MARK as MAP_MARK
 from h5lake.model.fromjson import EXACT_FILL
-from h5lake.model.ids import Collection, object_id_with
+from h5lake.model.ids import Collection, IdsWith
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import CharSet, TypeJson, is_variable, item_size
@@ -216,6 +216,7 @@ class Planner:
         self.ready: list[Node] = []  # committed datatypes read ahead of their turn (`_committed`)
         self.by_addr: dict[int, Node | None] = {}  # objects that may be met again: pending node, or None once read
         self.root_id = ""
+        self._ids: IdsWith | None = None  # ids of this root (`id_at`)
         self.root_addr = h5o.get_info(h5o.open(f.id, b"/")).addr
         self.notes: list[str] = []
         self.dangling = False  # a reference to an object that no longer exists was met
@@ -243,7 +244,9 @@ class Planner:
         first half and the address (unique in the file, so in the new domain)."""
         if addr == self.root_addr:
             return self.root_id
-        return object_id_with(kind, self.root_id, addr)
+        if self._ids is None or self._ids.root_id != self.root_id:
+            self._ids = IdsWith(self.root_id)
+        return self._ids(kind, addr)
 
     def id_of(self, oid: Any) -> str:
         info = h5o.get_info(oid)
@@ -391,6 +394,7 @@ class Planner:
         if any(valid for _, valid, _, _ in infos):
             infos.sort(key=lambda item: (not item[1], item[2]))
         inline = 0  # weight of the attributes read so far
+        total, references = 0, False  # of all of them (`upload._inline_attributes`)
         for raw, _, _, attr_cset in infos:
             name = _name(raw)
             _check_name_length("attribute", name)
@@ -402,6 +406,7 @@ class Planner:
                 if name == MAP_MARK and node.kind is Collection.DATASETS:
                     self.marked.append(node.path)
                 inline += weight
+                total += weight
                 continue
             try:
                 aid = h5a.open(oid, raw)
@@ -413,6 +418,8 @@ class Planner:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
             plan = AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None)
             node.attrs.append(plan)
+            total += attr_weight(plan)
+            references = references or h5values.has_reference(t)
             if name == MAP_MARK and node.kind is Collection.DATASETS:
                 self.marked.append(node.path)
             if h5values.has_reference(t):
@@ -421,6 +428,8 @@ class Planner:
                 inline += attr_weight(plan)
                 if inline <= INLINE_ATTR_BYTES:  # read now, while open: the POST takes it
                     plan.wire = _read_quietly(aid, tid, plan)
+        node.attrs_weight = total
+        node.inline_attrs = bool(node.attrs) and total <= INLINE_ATTR_BYTES and not references
 
     def _committed(self, tid: Any) -> str | None:
         """The id of a committed datatype ``tid`` is, read now if it was not (it is sent
