@@ -323,8 +323,7 @@ class Planner:
         oid = node.handle
         if node.kind is Collection.GROUPS:
             gcpl = oid.get_create_plist()
-            key = h5fast.plist_key(gcpl)
-            known = None if key is None else self.gcpls.find(key, gcpl)
+            key, known = self.gcpls.find(gcpl)
             if known is None:
                 props = group_properties(oid, gcpl)
                 tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
@@ -461,9 +460,7 @@ class Planner:
         node.space, dims = space_json(dsid.get_space())
         memo = None  # a dataset copied whose values hold no references: its properties may be known
         if isinstance(self.link_step, CopyAll) and not h5values.has_reference(node.type):
-            key = h5fast.plist_key(dcpl)
-            memo = None if key is None else (tid.encode(), key)
-            known = None if memo is None else self.dcpls.find(memo, dcpl)
+            memo, known = self.dcpls.find(dcpl, tid.encode())
             if known is not None:
                 self._known_dataset(node, dcpl, *known)
                 return
