@@ -20,7 +20,17 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake.api.connections import READINTO
-from h5lake.api.http import BODIES, JSON, OCTET, body_bytes, caller, check_content_coding, ok, parse_json, service
+from h5lake.api.http import (
+    BODIES,
+    JSON,
+    OCTET,
+    body_bytes,
+    caller,
+    check_content_coding,
+    ok,
+    parse_json,
+    service,
+)
 from h5lake.errors import Forbidden, InvalidInput, NotFound
 from h5lake.service.zarr import chunks, consolidated, create, listing, nodes
 
