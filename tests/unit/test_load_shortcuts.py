@@ -175,3 +175,42 @@ def test_kept_read_memory_is_the_threads_own_and_used_again() -> None:
     thread.join()
     assert not np.shares_memory(other[0], first)
     assert not np.shares_memory(h5bulk.scratch(h5bulk.KEEP_BYTES + 1), first)
+
+
+class _Counting:
+    """A dataset id whose ``read_direct_chunk`` calls are counted."""
+
+    def __init__(self, dsid: Any) -> None:
+        self.dsid, self.direct = dsid, 0
+
+    def read_direct_chunk(self, *args: Any, **kw: Any) -> Any:
+        self.direct += 1
+        return self.dsid.read_direct_chunk(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dsid, name)
+
+
+@pytest.mark.parametrize(("name", "box", "direct"), [
+    ("plain", (slice(16, 48), slice(0, 50)), 2),  # whole chunks one after another: their stored bytes
+    ("plain", (slice(16, 48), slice(0, 40)), 0),  # narrower than a chunk
+    ("plain", (slice(48, 70), slice(0, 50)), 0),  # the edge chunk (rows past the extent stored too)
+    ("sparse", (slice(0, 32), slice(0, 50)), 2),  # the second chunk never written: read again, fill
+    ("gzip", (slice(16, 48), slice(0, 50)), 0),  # stored compressed
+    ("be", (slice(0, 32), slice(0, 50)), 2),  # big-endian in the file and on the wire
+])
+def test_boxes_of_whole_chunks_are_read_from_their_stored_bytes(tmp_path: Any, name: str, box: Any, direct: int) -> None:
+    path = tmp_path / "c.h5"
+    values = np.arange(70 * 50, dtype="<f8").reshape(70, 50) / 7
+    with h5py.File(path, "w") as f:
+        f.create_dataset("plain", data=values, chunks=(16, 50))
+        f.create_dataset("sparse", shape=(70, 50), dtype="<f8", chunks=(16, 50), fillvalue=-1.5)[0:16] = values[0:16]
+        f.create_dataset("gzip", data=values, chunks=(16, 50), compression="gzip")
+        f.create_dataset("be", data=values.astype(">i4"), chunks=(16, 50))
+    with h5py.File(path, "r") as f:
+        counting = _Counting(f[name].id)
+        tid = counting.get_type()
+        t = h5types.type_json(tid)
+        got = h5bulk.read_box(counting, tid, t, box, NullReferencesOnly())
+        assert bytes(got) == h5values.read_dataset(f[name].id, tid, t, box, NullReferencesOnly())
+        assert counting.direct == direct
