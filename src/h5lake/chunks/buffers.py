@@ -34,7 +34,7 @@ import numpy as np
 
 BLOCK_SIZES = 32 * 1024 * 1024  # blocks of up to this many bytes are kept
 KEPT = 4  # at most this many blocks kept per process (idle ones cost resident memory)
-MIN_BYTES = 1024 * 1024  # smaller arrays are fresh memory: a kept block is zero-filled whole when made
+MIN_BYTES = 1024 * 1024  # smaller arrays are fresh memory: a kept block is 32 MiB of pages, kept while streams run
 BODY_ALIGN = 4096  # a buffer's first byte on a page boundary: it can be written with O_DIRECT
 
 
@@ -67,7 +67,7 @@ class BufferPool:
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free.
         An array under ``min_bytes`` never takes one: a small read alone in its process would
-        otherwise make (and zero-fill) a whole block, dropped when its stream ends."""
+        otherwise make a whole block, dropped when its stream ends."""
         nbytes = math.prod(shape) * dtype.itemsize
         if not self.min_bytes <= nbytes <= self.max_bytes or nbytes == 0 or dtype.hasobject or dtype.subdtype is not None or not self._streams:
             return np.empty(shape, dtype=dtype)  # (an array type's dims add to the shape)
@@ -76,7 +76,7 @@ class BufferPool:
             if found is None:
                 if len(self._blocks) >= self.kept:
                     return _fresh_aligned(shape, dtype)  # all busy: fresh memory
-                _, block, at = _aligned(self.max_bytes)  # zero-filled once, here
+                _, block, at = _aligned(self.max_bytes)  # its pages fault in once, as used
                 found = (block, at)
                 self._blocks.append(found)
             block, at = found
@@ -157,11 +157,18 @@ class BodyPool:
             return view
 
 
+_uninitialised = ctypes.pythonapi.PyByteArray_FromStringAndSize
+_uninitialised.restype = ctypes.py_object
+_uninitialised.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+
+
 def _aligned(nbytes: int) -> tuple[memoryview, bytearray, int]:
     """A view of ``nbytes`` starting on a page boundary of a new block (one spare byte past
-    its end, so the test of ``_unused`` never moves it)."""
+    its end, so the test of ``_unused`` never moves it). The block is not zero-filled
+    (``bytearray(n)`` writes every byte, with the GIL held: 10% of the server's GIL time in a
+    bulk load); it is filled before it is read (a body received into it, values written)."""
     size = -(-nbytes // BODY_ALIGN) * BODY_ALIGN
-    block = bytearray(size + BODY_ALIGN + 1)
+    block: bytearray = _uninitialised(None, size + BODY_ALIGN + 1)
     del block[-1]
     held = ctypes.c_char.from_buffer(block)
     at = -ctypes.addressof(held) % BODY_ALIGN
