@@ -172,9 +172,9 @@ class CpuMeter:
         return self
 
     def stop(self) -> CpuMeter:
+        self.wall += time.perf_counter() - self._w
         self.client += time.process_time() - self._c
         self.server += self._server_cpu() - self._s
-        self.wall += time.perf_counter() - self._w
         return self
 
     def note(self, ops: int = 1, unit: str = "op") -> str:
