@@ -114,13 +114,17 @@ def test_body_buffers_are_aligned_and_used_again_only_when_free() -> None:
         assert pool.made == 3  # the last user left: the kept blocks were dropped
 
 
-async def test_whole_chunks_of_a_streamed_value_write_are_written_direct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("shape", "chunks"), [((4 * 512, 256), (512, 256)), ((1024, 512), (512, 256))],
+                         ids=["views", "gathered"])
+async def test_whole_chunks_of_a_streamed_value_write_are_written_direct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, int], chunks: tuple[int, int]
+) -> None:
     """A binary value PUT receives its body into a kept block (``engine.BLOCKS``) and stores its
-    whole raw chunks as views of it: each chunk of 1 MiB or more goes past the page cache, and
+    whole raw chunks as views of it, or, when a chunk is narrower than the body's rows, as one
+    copy into page-aligned memory: each chunk of 1 MiB or more goes past the page cache, and
     reads back whole."""
     store = LocalStore(tmp_path / "root")
-    flags = _spy_open(monkeypatch)
-    shape, chunks = (4 * 512, 256), (512, 256)  # four chunks of 1 MiB (float64)
+    flags = _spy_open(monkeypatch)  # four chunks of 1 MiB (float64)
     codec, fill = codec_and_fill({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}, chunks, None, 0)
     layout = DatasetLayout("d-test", "/t.h5", shape, codec, fill, NativeChunks(store, "d-00000000-0000-0000-0000-000000000000"))
     try:
@@ -130,7 +134,7 @@ async def test_whole_chunks_of_a_streamed_value_write_are_written_direct(tmp_pat
             written = await writes.write_selection(layout, Selection.all(shape), values, Workers(4, cpu_pool()))
             want = values.copy()
             del values
-        assert sorted(written) == [(i, 0) for i in range(4)]
+        assert len(set(written)) == 4
         assert [bool(f & direct.O_DIRECT) for f in flags] == [True] * 4
         np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), Workers(4, cpu_pool())), want)
     finally:

@@ -75,7 +75,7 @@ class BufferPool:
             found = next(((b, at) for b, at in self._blocks if _unused(b)), None)
             if found is None:
                 if len(self._blocks) >= self.kept:
-                    return _fresh_aligned(shape, dtype)  # all busy: fresh memory
+                    return aligned_empty(shape, dtype)  # all busy: fresh memory
                 _, block, at = _aligned(self.max_bytes)  # its pages fault in once, as used
                 found = (block, at)
                 self._blocks.append(found)
@@ -85,8 +85,9 @@ class BufferPool:
             return np.frombuffer(block, dtype=dtype, count=math.prod(shape), offset=at).reshape(shape)
 
 
-def _fresh_aligned(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
-    """``np.empty(shape, dtype)`` starting on a page boundary (its pages untouched until used)."""
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """``np.empty(shape, dtype)`` starting on a page boundary (its pages untouched until used):
+    a store may write it past the page cache (storage/direct.py)."""
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + BODY_ALIGN, dtype=np.uint8)
     at = -raw.__array_interface__["data"][0] % BODY_ALIGN
