@@ -161,3 +161,11 @@ def test_known_differences_stay_narrow() -> None:
     assert differential._emptied(empty) == empty
     assert differential._emptied(("nd", ("vlen", "|u1"), (1,), [("nd", "|u1", (0,), [])])) == (
         "nd", ("vlen", "|u1"), (1,), [0])
+    # h5json misreads a compound attribute holding a vlen string; any other attribute still counts
+    vstr = ("nd", ("compound", (("f0", ("vstr", "bytes")),)), (1,), [("void", None, (b"x",))])
+    misread = ("nd", ("compound", (("f0", ("vstr", "bytes")),)), (1,), [("void", None, (b"y",))])
+    assert known("tree attrs", outcome({"b": vstr, "a": 1}), outcome({"b": misread, "a": 1}))
+    assert not known("tree attrs", outcome({"b": vstr, "a": 1}), outcome({"b": misread, "a": 2}))
+    # a region reference to a deleted dataset reads it (unlinked: no name) where HDF5 reused its address
+    assert known("dereference r6[0] and read its region", outcome(["/n11", ("nd", "<i4", (0,), []), [3]]),
+                 outcome([None, ("nd", ">f2", (2, 0), []), [2, 0]]))

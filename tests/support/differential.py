@@ -1202,6 +1202,15 @@ def _resync(a: Any, b: Any, name: str) -> bool:
         return False
 
 
+def _vstr_compounds_dropped(v: Any, by: Any = None) -> Any:
+    """Attributes (a dict by name) without those whose value (in ``by``, else ``v``) is a
+    compound holding a vlen string, which h5json 2.0 misreads."""
+    by = v if by is None else by
+    if not isinstance(v, dict) or not isinstance(by, dict):
+        return v
+    return {k: x for k, x in v.items() if not ("'compound'" in repr(by.get(k)) and "'vstr'" in repr(by.get(k)))}
+
+
 def _emptied(v: Any) -> Any:
     """Empty vlen elements as the 0 h5pyd 1.0 reads (an empty array of vlens, as an empty
     region of a vlen dataset reads, stays an array)."""
@@ -1363,6 +1372,8 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
             return "h5py 3.16 reads a big-endian vlen's elements as native numbers of swapped bytes"
         if "attrs" in text and "vstr" in text and "compound" in text:
             return "h5json 2.0 misreads compound attributes with a vlen string field (the JSON is right)"
+        if text == "tree attrs" and _vstr_compounds_dropped(local.value) == _vstr_compounds_dropped(remote.value, local.value):
+            return "h5json 2.0 misreads compound attributes with a vlen string field (the JSON is right; final tree)"
     if "(null space)" in text or (not local.error and not remote.error and _null_space(local.value, remote.value)):
         return "h5pyd 1.0 sends no shape for a null-space dataset, which HSDS (as h5lake) makes scalar"
     if not local.error and not remote.error and ("RegionReference" in repr(local.value) or "region" in text) and (
@@ -1423,8 +1434,12 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
             set(remote.value or []) | scale_names):
         return ("an attribute assigned again keeps its place in creation order, as HSDS keeps its created time "
                 "(h5pyd 1.0 sends modify() and assignment alike; h5py's assignment makes it anew, last)")
+    unlinked_region = "('ref', (None, " in repr(remote.value) or (
+        "dereference" in text and isinstance(remote.value, list) and remote.value[:1] == [None])
     if not local.error and not remote.error and (("'dangling'" in repr(local.value) and "'dangling'" not in repr(
-            remote.value)) or ("'unlinked'" in repr(remote.value) and "'unlinked'" not in repr(local.value))):
+            remote.value)) or ("'unlinked'" in repr(remote.value) and "'unlinked'" not in repr(local.value)) or (
+            unlinked_region and "('ref', (None, " not in repr(local.value) and not (
+                isinstance(local.value, list) and local.value[:1] == [None]))):
         return ("an unlinked object lives on, so references to it resolve (h5pyd 1.0 deletes the link only and "
                 "HSDS keeps the object; HDF5 frees it, and may put a new object at its address)")
     if "dtype=f[" in text and not local.error and not remote.error and _texts(local.value) == _texts(remote.value):
@@ -1472,5 +1487,8 @@ KNOWN = [
      "h5pyd 1.0's attrs.create refuses every committed type but a complex one (its test is inverted)"),
     ("No dimension scale with name", "h5pyd 1.0 raises KeyError for a scale name not attached (h5py: RuntimeError)"),
     ("No dimension scale found for index", "h5pyd 1.0 raises IndexError for a scale index past the last (h5py: RuntimeError)"),
+    ("Region reference shape does not match dataset shape",
+     ("h5pyd 1.0 cannot read a region whose dataset's extent changed since it was made (h5json compares the "
+      "shapes; h5py reads what is left, or refuses a selection past the extent)")),
     ("Dataset is not resizable", "h5pyd sends no maxdims without maxshape; HSDS answers none, h5json refuses"),
 ]
