@@ -35,6 +35,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Self
 
 import h5py
 import numpy as np
@@ -225,7 +226,7 @@ class Metered:
                 out[key] = out.get(key, 0.0) + sample.value
         return out
 
-    def __enter__(self) -> Metered:
+    def __enter__(self) -> Self:
         self._ops0 = self._scrape()
         self._weed0 = group_cpu(self.args.s3_pid) if self.args.s3_pid else 0.0
         return self

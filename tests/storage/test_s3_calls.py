@@ -11,6 +11,9 @@ import pytest
 from tests.storage.conftest import s3_store
 from tests.support.s3server import S3Server
 
+from h5lake.storage import lanes
+from h5lake.storage.s3 import S3Store
+
 
 @pytest.mark.slow
 async def test_s3_requests_make_no_task(s3_server: S3Server) -> None:
@@ -57,3 +60,38 @@ async def test_s3_a_cancelled_get_finishes_and_is_dropped(s3_server: S3Server) -
     finally:
         await store.close()
     assert not store._in_flight  # close() waited for the cancelled requests
+
+
+@pytest.mark.slow
+async def test_s3_a_bulk_get_reads_its_body_inside_its_slot(s3_server: S3Server) -> None:
+    """A chunk GET holds its bulk slot until its body is read: the slots bound the bodies in
+    flight, not only the requests waiting for headers."""
+    plain = s3_store(s3_server)
+    store = _Watched(plain.bucket, plain.prefix, s3_server.endpoint, bulk_concurrency=1, **s3_server.credentials)  # type: ignore[arg-type]
+    try:
+        await store.put("chunk", b"c" * 10_000)
+        with lanes.bulk():
+            got = await store.get("chunk")
+        assert got is not None and got.data == b"c" * 10_000
+        assert store.slot_taken_at_body == [True]
+    finally:
+        await store.close()
+        await plain.close()
+
+
+class _Watched(S3Store):
+    """Notes whether the (one) bulk slot is taken when a GET's body is asked for."""
+
+    slot_taken_at_body: list[bool]
+
+    async def _call(self, request: Any, kind: str, then: Any = None) -> Any:
+        if then is None:
+            return await super()._call(request, kind)
+        self.slot_taken_at_body = getattr(self, "slot_taken_at_body", [])
+
+        def watched(answer: Any) -> Any:
+            slots = self.bulk._slots
+            self.slot_taken_at_body.append(slots is not None and slots.locked())
+            return then(answer)
+
+        return await super()._call(request, kind, watched)
