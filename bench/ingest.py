@@ -165,11 +165,13 @@ def run(args: argparse.Namespace) -> None:
             print(f"# client peak RSS so far: {peak:.0f} MiB (this process; making the file, when it did, included)")
 
             for _ in range(args.pages):
-                meter = CpuMeter(t.server_pid).start()
-                listed = read_pages(client)
-                meter.stop()
+                with Metered(args, t) as metered:
+                    meter = CpuMeter(t.server_pid).start()
+                    listed = read_pages(client)
+                    meter.stop()
                 report(f"getobjs pages ({listed} listed)", meter.wall, objects, nbytes)
                 cpu_row(meter, objects, "object")
+                metered.print(objects)
             if args.hsload:
                 hsload(args, t, folder, source, objects, nbytes, Path(tmp))
             if args.bulk_mib:
