@@ -64,6 +64,7 @@ class _Frame:
     listed: int = 0
     entered: int = -1  # -1: still listing
     docs: dict[str, Doc] = field(default_factory=dict)  # groups listed in this page, to enter
+    batch: int = 2  # groups `_Walk._read_groups` reads next, doubling up to BATCH
 
     @classmethod
     def of(cls, doc: Doc, path: str) -> _Frame:
@@ -138,12 +139,14 @@ class _Walk:
         self.ahead.update(zip(wanted, docs, strict=True))
 
     async def _read_groups(self, f: _Frame, start: int) -> None:
-        """Read the groups ``f`` enters from its ``start``-th name on, up to `BATCH` together,
-        into ``f.docs``. A page resumed in a group that the page before listed has not read
+        """Read the groups ``f`` enters from its ``start``-th name on into ``f.docs``, together:
+        2, then twice as many each time up to `BATCH` (a page that ends after a few groups
+        wastes few reads). A page resumed in a group that the page before listed has not read
         them (the server keeps nothing between pages): one by one, each would be a round trip,
         and `_read_ahead` would find no next groups to read the targets of together."""
         room = self.limit - len(self.out)
-        budget = min(BATCH, max(1, room), self.reads_left - room)
+        budget = min(f.batch, room, self.reads_left - room)
+        f.batch = min(BATCH, 2 * f.batch)  # a group may list many objects: the page may end soon
         wanted: list[str] = []
         for name in f.names[start:]:
             if len(wanted) >= budget:
