@@ -166,13 +166,15 @@ class CpuMeter:
         return group_cpu(self.server_pid)
 
     def start(self) -> CpuMeter:
-        self._c, self._s, self._w = time.process_time(), self._server_cpu(), time.perf_counter()
+        # the server's first: reading /proc for its process group is this process's CPU, not the run's
+        self._s = self._server_cpu()
+        self._c, self._w = time.process_time(), time.perf_counter()
         return self
 
     def stop(self) -> CpuMeter:
+        self.wall += time.perf_counter() - self._w
         self.client += time.process_time() - self._c
         self.server += self._server_cpu() - self._s
-        self.wall += time.perf_counter() - self._w
         return self
 
     def note(self, ops: int = 1, unit: str = "op") -> str:

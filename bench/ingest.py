@@ -35,11 +35,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Self
 
 import h5py
 import numpy as np
 from common import CpuMeter, add_target_args, cpu_row, maybe_pause, row, target
-from tests.support.s3server import start_s3_server
+from tests.support.procgroup import group_cpu
+from tests.support.s3server import free_ports, start_s3_server
 
 from h5lake.client.export import export_domain
 from h5lake.client.load import load_file
@@ -105,6 +107,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8, help="concurrent requests of load and export (default 8)")
     parser.add_argument("--file", type=Path, help="keep the bench file here (made if missing)")
     parser.add_argument("--s3", action="store_true", help="run the h5lake it starts on S3 (SeaweedFS started here)")
+    parser.add_argument("--weed-arg", action="append", default=[], metavar="FLAG",
+                        help="extra flag of the SeaweedFS (weed mini) started with --s3 (repeatable)")
     parser.add_argument("--hsload", action="store_true", help="also time h5pyd's hsload into the same server")
     parser.add_argument("--no-export", action="store_true", help="time the load only")
     parser.add_argument("--pages", type=int, default=0, metavar="N",
@@ -112,6 +116,7 @@ def main() -> None:
     parser.add_argument("--h5py-floor", action="store_true", help="only time h5py's low-level calls making the same file from memory")
     parser.add_argument("--bulk-mib", type=int, default=0, help="also load a file of one uncompressed dataset of this many MiB")
     args = parser.parse_args()
+    args.s3_pid = args.s3_metrics = None
     if args.h5py_floor:
         top = max(1, round((args.objects - 1) / (1 + 2 * PER_TOP)))
         with tempfile.TemporaryDirectory(prefix="h5lake-floor-") as tmp:
@@ -120,8 +125,10 @@ def main() -> None:
         return
     with contextlib.ExitStack() as stack:
         if args.s3 and not args.endpoint:
-            s3 = start_s3_server()
+            (metrics_port,) = free_ports(1)
+            s3 = start_s3_server(extra=[f"-metricsPort={metrics_port}", *args.weed_arg])
             stack.callback(s3.stop)
+            args.s3_pid, args.s3_metrics = s3.process.pid, f"http://127.0.0.1:{metrics_port}/metrics"
             args.server_arg += ["--storage", f"s3://{s3.bucket}/ingest-{uuid.uuid4().hex[:8]}",
                                 "--s3-endpoint", s3.endpoint, "--s3-region", "us-east-1"]
             args.server_env += [f"AWS_ACCESS_KEY_ID={s3.access_key_id}", f"AWS_SECRET_ACCESS_KEY={s3.secret_access_key}"]
@@ -147,20 +154,24 @@ def run(args: argparse.Namespace) -> None:
             client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "ingest.h5", pool_size=args.workers)
             print(f"# {t.endpoint}, {args.workers} workers")
 
-            meter = CpuMeter(t.server_pid).start()
-            load_file(source, client, workers=args.workers)
-            meter.stop()
+            with Metered(args, t) as metered:
+                meter = CpuMeter(t.server_pid).start()
+                load_file(source, client, workers=args.workers)
+                meter.stop()
             report("h5lake load", meter.wall, objects, nbytes)
             cpu_per_object(meter, objects)
+            metered.print(objects)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"# client peak RSS so far: {peak:.0f} MiB (this process; making the file, when it did, included)")
 
             for _ in range(args.pages):
-                meter = CpuMeter(t.server_pid).start()
-                listed = read_pages(client)
-                meter.stop()
+                with Metered(args, t) as metered:
+                    meter = CpuMeter(t.server_pid).start()
+                    listed = read_pages(client)
+                    meter.stop()
                 report(f"getobjs pages ({listed} listed)", meter.wall, objects, nbytes)
                 cpu_per_object(meter, objects)
+                metered.print(objects)
             if args.hsload:
                 hsload(args, t, folder, source, objects, nbytes, Path(tmp))
             if args.bulk_mib:
@@ -168,17 +179,78 @@ def run(args: argparse.Namespace) -> None:
             if args.no_export:
                 return
             exported = Path(tmp) / "exported.h5"
-            meter = CpuMeter(t.server_pid).start()
-            export_domain(client, exported, workers=args.workers)
-            meter.stop()
+            with Metered(args, t) as metered:
+                meter = CpuMeter(t.server_pid).start()
+                export_domain(client, exported, workers=args.workers)
+                meter.stop()
             report("h5lake export", meter.wall, objects, nbytes)
             cpu_per_object(meter, objects)
+            metered.print(objects)
             same(source, exported)
             if args.hsload:
                 client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "hsload.h5", pool_size=args.workers)
                 exported = Path(tmp) / "hsload-exported.h5"
                 export_domain(client, exported, workers=args.workers)
                 same(source, exported, "hsload's domain")
+
+
+class Metered:
+    """What one step cost beside ``CpuMeter``'s figures: the S3 server's CPU (when started here)
+    and the storage operations and HTTP requests the server counted (``/metrics``, as admin)."""
+
+    def __init__(self, args: argparse.Namespace, t) -> None:  # type: ignore[no-untyped-def]
+        self.args, self.t = args, t
+        self.weed = 0.0
+        self.ops: dict[str, float] = {}
+
+    def _scrape(self) -> dict[str, float]:
+        import requests
+        from prometheus_client.parser import text_string_to_metric_families
+
+        if self.t.server_pid is None:
+            return {}
+        from tests.support.server import USERS
+
+        text = requests.get(self.t.endpoint + "/metrics", auth=("admin", USERS["admin"]), timeout=60).text
+        if self.args.s3_metrics:
+            text += requests.get(self.args.s3_metrics, timeout=60).text
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "h5lake_storage_operations_total":
+                    key = f"{sample.labels['op']}"
+                elif sample.name == "h5lake_http_requests_total":
+                    key = f"HTTP {sample.labels['method']}"
+                elif sample.name == "SeaweedFS_s3_request_total":  # HEAD counts as GET
+                    key = f"S3 {sample.labels['type']} {sample.labels['code']}"
+                else:
+                    continue
+                out[key] = out.get(key, 0.0) + sample.value
+        return out
+
+    def __enter__(self) -> Self:
+        self._ops0 = self._scrape()
+        self._weed0 = group_cpu(self.args.s3_pid) if self.args.s3_pid else 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.weed = (group_cpu(self.args.s3_pid) if self.args.s3_pid else 0.0) - self._weed0
+        after = self._scrape()
+        self.ops = {k: v - self._ops0.get(k, 0.0) for k, v in after.items() if v - self._ops0.get(k, 0.0)}
+
+    def print(self, objects: int) -> None:
+        if self.ops:
+            storage = {k: v for k, v in self.ops.items() if not k.startswith(("HTTP", "S3"))}
+            http = {k: v for k, v in self.ops.items() if k.startswith("HTTP")}
+            s3 = {k: v for k, v in self.ops.items() if k.startswith("S3")}
+            per = ", ".join(f"{k} {v / objects:.3f}" for k, v in sorted(storage.items()))
+            print(f"  {'':<52} {'':>18}  storage ops/object: {sum(storage.values()) / objects:.3f} ({per})")
+            if s3:
+                per = ", ".join(f"{k[3:]} {v / objects:.3f}" for k, v in sorted(s3.items()))
+                print(f"  {'':<52} {'':>18}  S3 requests/object (SeaweedFS's count, HEAD as GET): {sum(s3.values()) / objects:.3f} ({per})")
+            print(f"  {'':<52} {'':>18}  HTTP requests: {', '.join(f'{k[5:]} {v:.0f}' for k, v in sorted(http.items()))}")
+        if self.args.s3_pid:
+            print(f"  {'':<52} {'':>18}  S3 server (weed) cpu: {self.weed * 1000 / objects:.2f} ms/object")
 
 
 def read_pages(client: RestClient) -> int:

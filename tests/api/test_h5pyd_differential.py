@@ -141,3 +141,31 @@ def test_a_null_object_reference_in_an_attribute(endpoint: str, domain: str) -> 
         assert f[got[0]].name == "/g" and f[got[2]].name == "/"
         assert not got[1]  # the null reference (h5pyd reads it as b"")
         assert f["g"].attrs["one"] == 5
+
+
+def test_known_differences_stay_narrow() -> None:
+    """The classifier names h5pyd's own differences, and only those: the same reading with a
+    value changed, or a name that is not the client's slip, stays a difference to look at."""
+    known, outcome = differential.known_difference, differential.Outcome
+    # h5pyd's create_group("a/b/c") with a missing parent names the group "/c"
+    assert known("create_group('n7/n18/n39', track_order=True)", outcome("/n7/n18/n39"), outcome("/n39"))
+    assert not known("create_group('n7/n18/n39', track_order=True)", outcome("/n7/n18/n39"), outcome("/n7/x39"))
+    # a region's dataset named by another of its hard links, with the same values
+    region = ("nd", ("ref", "RegionReference"), (1,), [("ref", ("/hard2", ("nd", "<i4", (1,), [0])))])
+    assert known("r = region references of n1", outcome(region),
+                 outcome(("nd", ("ref", "RegionReference"), (1,), [("ref", ("/n1", ("nd", "<i4", (1,), [0])))])))
+    assert not known("r = region references of n1", outcome(region),
+                     outcome(("nd", ("ref", "RegionReference"), (1,), [("ref", ("/n1", ("nd", "<i4", (1,), [5])))])))
+    # an empty region of a vlen dataset is an empty array, not the 0 of an empty element
+    empty = ("nd", ("vlen", "|u1"), (0,), [])
+    assert differential._emptied(empty) == empty
+    assert differential._emptied(("nd", ("vlen", "|u1"), (1,), [("nd", "|u1", (0,), [])])) == (
+        "nd", ("vlen", "|u1"), (1,), [0])
+    # h5json misreads a compound attribute holding a vlen string; any other attribute still counts
+    vstr = ("nd", ("compound", (("f0", ("vstr", "bytes")),)), (1,), [("void", None, (b"x",))])
+    misread = ("nd", ("compound", (("f0", ("vstr", "bytes")),)), (1,), [("void", None, (b"y",))])
+    assert known("tree attrs", outcome({"b": vstr, "a": 1}), outcome({"b": misread, "a": 1}))
+    assert not known("tree attrs", outcome({"b": vstr, "a": 1}), outcome({"b": misread, "a": 2}))
+    # a region reference to a deleted dataset reads it (unlinked: no name) where HDF5 reused its address
+    assert known("dereference r6[0] and read its region", outcome(["/n11", ("nd", "<i4", (0,), []), [3]]),
+                 outcome([None, ("nd", ">f2", (2, 0), []), [2, 0]]))

@@ -222,9 +222,13 @@ def test_a_waiter_whose_client_hangs_up_is_dropped(bounded: Server) -> None:
         loop = asyncio.get_running_loop()
         _, writer = await send_wait(port, c, first, etag_first)
         seen = []
-        while (status := await loop.run_in_executor(None, second_wait)) != 503:  # until the first is watched
+        for _ in range(1200):  # until the first is watched (bounded: a wait never watched fails, not hangs)
+            if (status := await loop.run_in_executor(None, second_wait)) == 503:
+                break
             seen.append(status)
             await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"the first wait was never watched: {seen[-5:]}")
         writer.close()  # hang up: the one watched dataset is let go
         await writer.wait_closed()
         for _ in range(200):  # the waiter asked for 60 s: this is well before

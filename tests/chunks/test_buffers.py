@@ -6,7 +6,8 @@ import gc
 
 import numpy as np
 
-from h5lake.chunks.buffers import BufferPool
+from h5lake.chunks.buffers import BODY_ALIGN, BufferPool
+from h5lake.storage import direct
 
 
 def test_a_block_in_use_is_never_handed_out_twice() -> None:
@@ -82,5 +83,38 @@ def test_a_small_array_takes_no_block() -> None:
         small[...] = 7
         assert pool.kept_bytes == 0
         big = pool.array((pool.min_bytes // 8,), np.dtype(np.float64))
-        assert pool.kept_bytes == pool.max_bytes and np.shares_memory(big, np.frombuffer(pool._blocks[0], np.uint8))
+        assert pool.kept_bytes == pool.max_bytes and np.shares_memory(big, np.frombuffer(pool._blocks[0][0], np.uint8))
         assert (small == 7).all()
+
+
+def test_arrays_on_kept_blocks_start_on_a_page_boundary() -> None:
+    """A streamed write's whole chunks are views of its block: aligned, the local store writes
+    them past the page cache (storage/direct.py wants a page-aligned, writable buffer)."""
+    pool = BufferPool(max_bytes=4 << 20, min_bytes=1, kept=2)
+    with pool.streaming():
+        a = pool.array((2 << 20,), np.dtype(np.uint8))
+        b = pool.array((1 << 18,), np.dtype(np.float64))
+        for arr in (a, b):
+            assert arr.__array_interface__["data"][0] % BODY_ALIGN == 0
+            assert direct.wanted(arr.data)
+        base = a.__array_interface__["data"][0]
+        del a
+        gc.collect()
+        again = pool.array((3 << 20,), np.dtype(np.uint8))
+        assert again.__array_interface__["data"][0] == base  # the same block, the same aligned start
+        again[-1] = 1  # the whole array lies inside its block
+        assert pool.kept_bytes == 8 << 20
+
+
+def test_arrays_beyond_the_kept_blocks_start_on_a_page_boundary_too() -> None:
+    """With every kept block busy (more streams than blocks) the array is fresh memory, still
+    aligned, and shares nothing with the blocks."""
+    pool = BufferPool(max_bytes=2 << 20, min_bytes=1, kept=1)
+    with pool.streaming():
+        a = pool.array((1 << 20,), np.dtype(np.uint8))
+        b = pool.array((512, 256), np.dtype(np.float64))
+        assert b.shape == (512, 256) and b.flags.c_contiguous and b.flags.writeable
+        assert b.__array_interface__["data"][0] % BODY_ALIGN == 0 and direct.wanted(b.data)
+        a[...] = 1
+        b[...] = 2
+        assert (a == 1).all() and not np.shares_memory(a, b)

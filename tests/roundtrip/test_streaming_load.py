@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from h5lake.client import loadplan
+from h5lake.client import loadplan, upload
 from h5lake.client.common import ToolError
 from h5lake.client.export import export_domain
 from h5lake.client.load import load_file
@@ -97,3 +97,32 @@ def test_overwrite_with_a_refused_file_leaves_the_domain(
     client = RestClient(settings, domain)
     root = client.get_json("/")["root"]
     assert [link["title"] for link in client.get_json(f"/groups/{root}/links")["links"]] == ["kept"]
+
+
+def test_values_sent_from_each_workers_kept_buffer_arrive_whole(
+    tmp_path: Path, settings: Settings, new_domain: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values are read into a buffer each load worker keeps and sent from it (client/h5bulk.py):
+    with boxes of 64 KiB, many per worker, every box arrives as read, whatever its type's path
+    (memory bytes the wire's, or converted), and a view of a wider type is sent whole."""
+    monkeypatch.setattr(upload, "BLOCK_BYTES", 64 * 1024)
+    source = tmp_path / "boxes.h5"
+    rng = np.random.default_rng(5)
+    with h5py.File(source, "w") as f:
+        f.create_dataset("f8", data=rng.random((1000, 300)), chunks=(50, 300))
+        f.create_dataset("i4be", data=rng.integers(-9, 9, (700, 100)).astype(">i4"), chunks=(64, 100))
+        pair = np.dtype([("x", "<i2"), ("y", "<f8")])
+        f.create_dataset("pairs", data=np.zeros(20000, dtype=pair), chunks=(3000,))
+        f["pairs"]["x"] = np.arange(20000) % 100
+        f.create_dataset("flat", data=rng.random(50000).astype("<f4"))  # contiguous: blocks of the extent
+    client = RestClient(settings, new_domain("boxes"))
+    stats, _ = load_file(source, client, workers=2)
+    assert stats.value_bytes == 1000 * 300 * 8 + 700 * 100 * 4 + 20000 * (2 + 8) + 50000 * 4  # packed wire bytes
+    exported = tmp_path / "out.h5"
+    export_domain(client, exported, workers=2)
+    assert compare_files(str(source), str(exported)) == []
+    view = np.arange(12.0).data  # a view of float64: its 96 bytes, not its 12 elements
+    root = client.get_json("/")["root"]
+    made = client.post_json("/datasets", {"type": "H5T_IEEE_F64LE", "shape": [12], "link": {"id": root, "name": "v"}})
+    client.put_bytes(f"/datasets/{made['id']}/value", view)
+    assert np.frombuffer(client.get_bytes(f"/datasets/{made['id']}/value"), "<f8").tolist() == list(np.arange(12.0))

@@ -11,9 +11,15 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from h5lake.chunks import engine, writes
 from h5lake.chunks.buffers import BODY_ALIGN, BodyPool
+from h5lake.chunks.dataset import DatasetLayout, codec_and_fill
+from h5lake.chunks.fanout import Workers, cpu_pool
+from h5lake.chunks.locate import NativeChunks
+from h5lake.model.selection import Selection
 from h5lake.storage import direct
 from h5lake.storage import local as local_module
 from h5lake.storage.local import LocalStore
@@ -106,3 +112,30 @@ def test_body_buffers_are_aligned_and_used_again_only_when_free() -> None:
     with pool.using():
         pool.view(1_000_000)
         assert pool.made == 3  # the last user left: the kept blocks were dropped
+
+
+@pytest.mark.parametrize(("shape", "chunks"), [((4 * 512, 256), (512, 256)), ((1024, 512), (512, 256))],
+                         ids=["views", "gathered"])
+async def test_whole_chunks_of_a_streamed_value_write_are_written_direct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, int], chunks: tuple[int, int]
+) -> None:
+    """A binary value PUT receives its body into a kept block (``engine.BLOCKS``) and stores its
+    whole raw chunks as views of it, or, when a chunk is narrower than the body's rows, as one
+    copy into page-aligned memory: each chunk of 1 MiB or more goes past the page cache, and
+    reads back whole."""
+    store = LocalStore(tmp_path / "root")
+    flags = _spy_open(monkeypatch)  # four chunks of 1 MiB (float64)
+    codec, fill = codec_and_fill({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}, chunks, None, 0)
+    layout = DatasetLayout("d-test", "/t.h5", shape, codec, fill, NativeChunks(store, "d-00000000-0000-0000-0000-000000000000"))
+    try:
+        with engine.BLOCKS.streaming():
+            values = engine.BLOCKS.array(shape, np.dtype("<f8"))
+            values[...] = np.arange(shape[0] * shape[1], dtype="<f8").reshape(shape)
+            written = await writes.write_selection(layout, Selection.all(shape), values, Workers(4, cpu_pool()))
+            want = values.copy()
+            del values
+        assert len(set(written)) == 4
+        assert [bool(f & direct.O_DIRECT) for f in flags] == [True] * 4
+        np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), Workers(4, cpu_pool())), want)
+    finally:
+        await store.close()

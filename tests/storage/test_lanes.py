@@ -60,8 +60,8 @@ class _ReplacedAfterFirstGet(S3Store):
     new = b""
     replaced = False
 
-    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T:
-        result = await super()._call(request, kind)
+    async def _call(self, request: Callable[[], Awaitable[T]], kind: str, then: Any = None) -> Any:
+        result = await super()._call(request, kind, then)
         if kind == "range" and not self.replaced:
             self.replaced = True
             await self.put("obj", self.new)
@@ -95,16 +95,16 @@ class _HeldBulkReads(S3Store):
     release: asyncio.Event
     held = 0
 
-    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T:
+    async def _call(self, request: Callable[[], Awaitable[T]], kind: str, then: Any = None) -> Any:
         if kind != "range" or not lanes.in_bulk():
-            return await super()._call(request, kind)
+            return await super()._call(request, kind, then)
 
         async def held() -> Any:
             self.held += 1
             await self.release.wait()
             return await request()
 
-        return await super()._call(held, kind)
+        return await super()._call(held, kind, then)
 
 
 @pytest.mark.slow

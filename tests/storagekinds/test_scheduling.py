@@ -48,16 +48,16 @@ class HeldChunkGets(S3Store):
         self.release = threading.Event()
         self.held = threading.Semaphore(0)
 
-    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T:
+    async def _call(self, request: Callable[[], Awaitable[T]], kind: str, then: Any = None) -> Any:
         if not (self.hold and kind == "get" and lanes.in_bulk()):
-            return await super()._call(request, kind)
+            return await super()._call(request, kind, then)
 
         async def held() -> Any:
             self.held.release()
             await asyncio.to_thread(self.release.wait, 60)
             return await request()
 
-        return await super()._call(held, kind)
+        return await super()._call(held, kind, then)
 
 
 @pytest.mark.slow

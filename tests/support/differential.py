@@ -1202,8 +1202,20 @@ def _resync(a: Any, b: Any, name: str) -> bool:
         return False
 
 
+def _vstr_compounds_dropped(v: Any, by: Any = None) -> Any:
+    """Attributes (a dict by name) without those whose value (in ``by``, else ``v``) is a
+    compound holding a vlen string, which h5json 2.0 misreads."""
+    by = v if by is None else by
+    if not isinstance(v, dict) or not isinstance(by, dict):
+        return v
+    return {k: x for k, x in v.items() if not ("'compound'" in repr(by.get(k)) and "'vstr'" in repr(by.get(k)))}
+
+
 def _emptied(v: Any) -> Any:
-    if isinstance(v, tuple) and len(v) == 4 and v[0] == "nd" and v[2] == (0,):
+    """Empty vlen elements as the 0 h5pyd 1.0 reads (an empty array of vlens, as an empty
+    region of a vlen dataset reads, stays an array)."""
+    if isinstance(v, tuple) and len(v) == 4 and v[0] == "nd" and v[2] == (0,) and not (
+            isinstance(v[1], tuple) and v[1][:1] == ("vlen",)):
         return 0
     if isinstance(v, (list, tuple)):
         return type(v)(_emptied(x) for x in v)
@@ -1306,6 +1318,9 @@ def _paths(v: Any) -> Any:
     """References with the path they were resolved to left out."""
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "ref" and isinstance(v[1], str):
         return ("ref", "(a path)")
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == "ref" and isinstance(v[1], tuple) and len(v[1]) == 2 and (
+            isinstance(v[1][0], str) and v[1][0] != "dangling"):
+        return ("ref", ("(a path)", _paths(v[1][1])))  # (a region reference: its dataset's path, its values)
     if isinstance(v, (list, tuple)):
         return type(v)(_paths(x) for x in v)
     if isinstance(v, dict):
@@ -1357,6 +1372,8 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
             return "h5py 3.16 reads a big-endian vlen's elements as native numbers of swapped bytes"
         if "attrs" in text and "vstr" in text and "compound" in text:
             return "h5json 2.0 misreads compound attributes with a vlen string field (the JSON is right)"
+        if text == "tree attrs" and _vstr_compounds_dropped(local.value) == _vstr_compounds_dropped(remote.value, local.value):
+            return "h5json 2.0 misreads compound attributes with a vlen string field (the JSON is right; final tree)"
     if "(null space)" in text or (not local.error and not remote.error and _null_space(local.value, remote.value)):
         return "h5pyd 1.0 sends no shape for a null-space dataset, which HSDS (as h5lake) makes scalar"
     if not local.error and not remote.error and ("RegionReference" in repr(local.value) or "region" in text) and (
@@ -1385,8 +1402,9 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
         return ("h5pyd 1.0's attach_scale makes a dataset that is not a scale one with NAME '' (_hl/dims.py "
                 "attach_scale -> create_scale -> h5ds.set_scale -> set_obj_name); HDF5's H5DSattach_scale writes "
                 "CLASS alone")
-    if "attrs" in text and not local.error and not remote.error and (
-            _scale_text(local.value, paths) == _scale_text(remote.value, paths)):
+    if "attrs" in text and not local.error and not remote.error and any(
+            _scale_text(v, paths) == _scale_text(w, paths)
+            for v, w in ((local.value, remote.value), (_squeezed(local.value), _squeezed(remote.value)))):
         return ("h5pyd 1.0 writes a scale's NAME and DIMENSION_LABELS as variable UTF-8 strings (HDF5: fixed, "
                 "ASCII), REFERENCE_LIST as (dataset, index i4) (HDF5: dimension u4), DIMENSION_LIST's rows as refs")
     scale_names = {"NAME", "DIMENSION_LIST", "REFERENCE_LIST"}  # (h5pyd keeps a REFERENCE_LIST of no dataset)
@@ -1395,16 +1413,33 @@ def known_difference(text: str, local: Outcome, remote: Outcome) -> str | None:
             for v in (local.value, _emptied(local.value))):
         return ("a scale's attributes as h5pyd 1.0 writes them, regions read in the shape of their selection "
                 "(and empty vlen elements read as 0; all above)")
-    if "attrs" in text and not local.error and not remote.error and "('dangling', 'TypeError')" in repr(remote.value) and (
+    if local.error and remote.error == "error" and "format requires 0 <=" in remote.detail:
+        return "h5json 2.0 fails to pack a region selection h5py refuses (struct.error, before any request)"
+    if not local.error and not remote.error and "('dangling', 'TypeError')" in repr(remote.value) and (
+            "RegionReference" in repr(local.value)) and (
             _scale_text(_regions_hidden(local.value), paths) == _scale_text(_regions_hidden(remote.value), paths)):
         return ("h5pyd 1.0 cannot read a region reaching past its dataset's extent, as after a shrink (h5json: "
                 "'Region reference shape does not match dataset shape'; h5py reads what is left)")
+    if not local.error and not remote.error and "('dangling', 'AttributeError')" in repr(remote.value) and (
+            "'compound'" in repr(local.value) and "'vstr'" in repr(local.value)) and (
+            _regions_hidden(local.value) == _regions_hidden(remote.value)):
+        return ("h5json 2.0 cannot unpack a compound with a vlen string field (readElement: 'NoneType' object has "
+                "no attribute 'get'), also where a region reference reads it; the server's values are right")
+    if "create_group(" in text and isinstance(local.value, str) and isinstance(remote.value, str) and (
+            local.value != remote.value and local.value.rsplit("/", 1)[-1] == remote.value.rsplit("/", 1)[-1]
+            and set(remote.value.split("/")) <= set(local.value.split("/"))):
+        return ("h5pyd 1.0's create_group('a/b/c') makes the missing groups on the way but names the new group "
+                "from the last parent that existed (_hl/group.py: parent_name is not advanced)")
     if text == "tree attr order" and sorted(set(local.value or []) | scale_names) == sorted(
             set(remote.value or []) | scale_names):
         return ("an attribute assigned again keeps its place in creation order, as HSDS keeps its created time "
                 "(h5pyd 1.0 sends modify() and assignment alike; h5py's assignment makes it anew, last)")
+    unlinked_region = "('ref', (None, " in repr(remote.value) or (
+        "dereference" in text and isinstance(remote.value, list) and remote.value[:1] == [None])
     if not local.error and not remote.error and (("'dangling'" in repr(local.value) and "'dangling'" not in repr(
-            remote.value)) or ("'unlinked'" in repr(remote.value) and "'unlinked'" not in repr(local.value))):
+            remote.value)) or ("'unlinked'" in repr(remote.value) and "'unlinked'" not in repr(local.value)) or (
+            unlinked_region and "('ref', (None, " not in repr(local.value) and not (
+                isinstance(local.value, list) and local.value[:1] == [None]))):
         return ("an unlinked object lives on, so references to it resolve (h5pyd 1.0 deletes the link only and "
                 "HSDS keeps the object; HDF5 frees it, and may put a new object at its address)")
     if "dtype=f[" in text and not local.error and not remote.error and _texts(local.value) == _texts(remote.value):
@@ -1452,5 +1487,8 @@ KNOWN = [
      "h5pyd 1.0's attrs.create refuses every committed type but a complex one (its test is inverted)"),
     ("No dimension scale with name", "h5pyd 1.0 raises KeyError for a scale name not attached (h5py: RuntimeError)"),
     ("No dimension scale found for index", "h5pyd 1.0 raises IndexError for a scale index past the last (h5py: RuntimeError)"),
+    ("Region reference shape does not match dataset shape",
+     ("h5pyd 1.0 cannot read a region whose dataset's extent changed since it was made (h5json compares the "
+      "shapes; h5py reads what is left, or refuses a selection past the extent)")),
     ("Dataset is not resizable", "h5pyd sends no maxdims without maxshape; HSDS answers none, h5json refuses"),
 ]

@@ -27,7 +27,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -76,6 +76,7 @@ class S3Server:
     ports: dict[str, int] = field(default_factory=dict)
     _own_workdir: bool = False
     args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
 
     @property
     def credentials(self) -> dict[str, str]:
@@ -110,7 +111,7 @@ class S3Server:
         credentials (an outage of the store, over)."""
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.args, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                self.args, env=self.env, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
         _wait_ready(self, timeout)
@@ -123,14 +124,20 @@ class S3Server:
 
 
 def start_s3_server(
-    workdir: Path | None = None, *, bucket: str = "h5lake-test", timeout: float = 30.0
+    workdir: Path | None = None,
+    *,
+    bucket: str = "h5lake-test",
+    timeout: float = 30.0,
+    extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> S3Server:
     """Start ``weed mini`` and return once its S3 endpoint answers (or raise RuntimeError).
 
     ``workdir`` holds the data, the identities file and ``weed.log``; without one a temporary
-    directory is made and removed by ``stop``. Tests run in parallel (pytest-xdist): a port picked
-    free may be taken by another worker before weed binds it, so a start that failed on a port in
-    use is tried again, afresh, on other ports.
+    directory is made and removed by ``stop``. ``extra``: more flags for ``weed mini`` (e.g.
+    ``-filer.saveToFilerLimit=65536``); ``env``: more environment (e.g. ``GOGC``). Tests run in
+    parallel (pytest-xdist): a port picked free may be taken by another worker before weed binds
+    it, so a start that failed on a port in use is tried again, afresh, on other ports.
     """
     weed = weed_binary()
     if weed is None:
@@ -139,7 +146,7 @@ def start_s3_server(
     workdir = Path(tempfile.mkdtemp(prefix="h5lake-s3-")) if workdir is None else workdir
     for attempt in range(3):
         try:
-            return _start_once(weed, workdir, own, bucket, timeout)
+            return _start_once(weed, workdir, own, bucket, timeout, extra, env)
         except RuntimeError as exc:
             if attempt == 2 or "already in use" not in str(exc):
                 if own:
@@ -149,7 +156,15 @@ def start_s3_server(
     raise AssertionError("unreachable")
 
 
-def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float) -> S3Server:
+def _start_once(
+    weed: str,
+    workdir: Path,
+    own: bool,
+    bucket: str,
+    timeout: float,
+    extra: Sequence[str],
+    env: dict[str, str] | None,
+) -> S3Server:
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
     key_id, secret = "h5lake-" + secrets.token_hex(6), secrets.token_hex(20)
@@ -185,6 +200,7 @@ def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float
         f"-filer.localSocket={workdir / 'filer.sock'}",
         f"-s3.localSocket={workdir / 's3.sock'}",
         *(f"-{flag}={port}" for flag, port in ports.items()),
+        *extra,
     ]
     # setpriv (util-linux) makes the kernel send SIGTERM to weed when the thread that started it
     # dies, so a killed test run leaves no server behind.
@@ -195,6 +211,7 @@ def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float
     with log.open("wb") as out:
         process = subprocess.Popen(
             args,
+            env=None if env is None else {**os.environ, **env},
             cwd=workdir,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -212,6 +229,7 @@ def _start_once(weed: str, workdir: Path, own: bool, bucket: str, timeout: float
         ports=ports,
         _own_workdir=own,
         args=args,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         _wait_ready(server, timeout)

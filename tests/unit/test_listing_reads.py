@@ -43,3 +43,51 @@ def test_a_page_reads_a_batch_of_documents_at_once() -> None:
     page = asyncio.run(listing.objects_page(svc, domain, 1000, None))  # type: ignore[arg-type]
     assert set(page.objects) == {root, *children} and page.next_marker is None
     assert view.most == listing.DOCUMENT_READS > 16
+
+
+def test_a_resumed_page_reads_the_groups_it_enters_together() -> None:
+    """A page that resumes inside a group whose groups the page before listed reads their
+    documents (and then their targets) a batch at a time, not one round trip per group."""
+    root = new_root_id()
+    top = new_object_id(Collection.GROUPS, root)
+    groups = [new_object_id(Collection.GROUPS, root) for _ in range(150)]
+    datasets = [new_object_id(Collection.DATASETS, root) for _ in groups]
+    docs: dict[str, dict[str, Any]] = {
+        root: {"id": root, "root": root, "links": {"top": {"class": "H5L_TYPE_HARD", "id": top}}},
+        top: {"id": top, "root": root, "links": {
+            f"g{i:03d}": {"class": "H5L_TYPE_HARD", "id": g} for i, g in enumerate(groups)}},
+    }
+    for g, d in zip(groups, datasets, strict=True):
+        docs[g] = {"id": g, "root": root, "links": {"values": {"class": "H5L_TYPE_HARD", "id": d}}}
+        docs[d] = {"id": d, "root": root}
+    svc = SimpleNamespace(workers=Workers(16, None))
+    listed: set[str] = set()
+    marker = None
+    pages = []
+    while True:
+        view = _SlowView(docs)
+        domain = Domain("/d.h5", {"root": root}, "etag", view)  # type: ignore[arg-type]
+        reads = _counted(view)
+        page = asyncio.run(listing.objects_page(svc, domain, 200, marker))  # type: ignore[arg-type]
+        pages.append((len(page.objects), reads[0], view.most))
+        listed |= set(page.objects)
+        marker = page.next_marker
+        if marker is None:
+            break
+    assert listed == set(docs)
+    assert len(pages) == 2
+    count, reads, most = pages[1]  # resumed in /top, its groups listed by the first page
+    assert most > 16  # the groups and their datasets read a batch at a time
+    assert reads <= count + 150 + 2  # each object listed once, each group it enters once, the path
+
+
+def _counted(view: _SlowView) -> list[int]:
+    reads = [0]
+    read = view.object
+
+    async def counting(obj_id: str) -> Versioned | None:
+        reads[0] += 1
+        return await read(obj_id)
+
+    view.object = counting  # type: ignore[method-assign]
+    return reads

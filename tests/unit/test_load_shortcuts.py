@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import threading
 from typing import Any
 
 import h5py
@@ -14,7 +15,8 @@ import orjson
 import pytest
 from h5py import h5t
 
-from h5lake.client import h5memory, h5types
+from h5lake.client import h5bulk, h5memory, h5types, h5values
+from h5lake.client.loadplan import NullReferencesOnly
 from h5lake.errors import InvalidInput
 from h5lake.model.directjson import direct_json
 from h5lake.model.fromjson import json_to_array
@@ -136,3 +138,79 @@ def test_scalar_numbers_and_ascii_strings_take_the_direct_way(t: TypeJson, raw: 
     assert value is not None
     assert orjson.dumps(value) == orjson.dumps(_general(t, (), raw)["value"])
     assert direct_json(raw, t, (1,)) is None and direct_json(raw + b"\0", t, ()) is None
+
+
+@pytest.mark.parametrize("dtype", ["<f8", ">f4", "<u2", np.dtype([("x", "<i4"), ("y", ">f8")]),
+                                   np.dtype([("a", "<i2"), ("b", "<f4")], align=True), "S7"])
+def test_values_read_into_kept_memory_are_what_the_general_path_reads(tmp_path: Any, dtype: Any) -> None:
+    """``h5bulk.read_box`` (load's values, into the thread's kept buffer when memory and wire
+    bytes agree) gives the bytes ``h5values.read_dataset`` gives, for whole and partial boxes."""
+    path = tmp_path / "b.h5"
+    data = np.zeros((37, 50), dtype=dtype)
+    for i, name in enumerate(data.dtype.names or [None]):
+        part = data if name is None else data[name]
+        part[...] = (np.arange(37 * 50).reshape(37, 50) * (i + 3) % 100).astype(part.dtype)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=data, chunks=(16, 20))
+    refs = NullReferencesOnly()
+    with h5py.File(path, "r") as f:
+        dsid = f["d"].id
+        tid = dsid.get_type()
+        t = h5types.type_json(tid)
+        for sel in (None, (slice(0, 16), slice(0, 50)), (slice(5, 37), slice(3, 41))):
+            got = h5bulk.read_box(dsid, tid, t, sel, refs)
+            assert bytes(got) == h5values.read_dataset(dsid, tid, t, sel, refs)
+            assert isinstance(got, memoryview) == h5bulk.wire_is_memory(t)
+
+
+def test_kept_read_memory_is_the_threads_own_and_used_again() -> None:
+    """A thread's boxes share its one buffer (each is sent before the next is read); another
+    thread's never do; a box over ``KEEP_BYTES`` is fresh memory."""
+    first = h5bulk.scratch(1000)
+    second = h5bulk.scratch(500)
+    assert np.shares_memory(first, second)
+    other: list[np.ndarray] = []
+    thread = threading.Thread(target=lambda: other.append(h5bulk.scratch(1000)))
+    thread.start()
+    thread.join()
+    assert not np.shares_memory(other[0], first)
+    assert not np.shares_memory(h5bulk.scratch(h5bulk.KEEP_BYTES + 1), first)
+
+
+class _Counting:
+    """A dataset id whose ``read_direct_chunk`` calls are counted."""
+
+    def __init__(self, dsid: Any) -> None:
+        self.dsid, self.direct = dsid, 0
+
+    def read_direct_chunk(self, *args: Any, **kw: Any) -> Any:
+        self.direct += 1
+        return self.dsid.read_direct_chunk(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dsid, name)
+
+
+@pytest.mark.parametrize(("name", "box", "direct"), [
+    ("plain", (slice(16, 48), slice(0, 50)), 2),  # whole chunks one after another: their stored bytes
+    ("plain", (slice(16, 48), slice(0, 40)), 0),  # narrower than a chunk
+    ("plain", (slice(48, 70), slice(0, 50)), 0),  # the edge chunk (rows past the extent stored too)
+    ("sparse", (slice(0, 32), slice(0, 50)), 2),  # the second chunk never written: read again, fill
+    ("gzip", (slice(16, 48), slice(0, 50)), 0),  # stored compressed
+    ("be", (slice(0, 32), slice(0, 50)), 2),  # big-endian in the file and on the wire
+])
+def test_boxes_of_whole_chunks_are_read_from_their_stored_bytes(tmp_path: Any, name: str, box: Any, direct: int) -> None:
+    path = tmp_path / "c.h5"
+    values = np.arange(70 * 50, dtype="<f8").reshape(70, 50) / 7
+    with h5py.File(path, "w") as f:
+        f.create_dataset("plain", data=values, chunks=(16, 50))
+        f.create_dataset("sparse", shape=(70, 50), dtype="<f8", chunks=(16, 50), fillvalue=-1.5)[0:16] = values[0:16]
+        f.create_dataset("gzip", data=values, chunks=(16, 50), compression="gzip")
+        f.create_dataset("be", data=values.astype(">i4"), chunks=(16, 50))
+    with h5py.File(path, "r") as f:
+        counting = _Counting(f[name].id)
+        tid = counting.get_type()
+        t = h5types.type_json(tid)
+        got = h5bulk.read_box(counting, tid, t, box, NullReferencesOnly())
+        assert bytes(got) == h5values.read_dataset(f[name].id, tid, t, box, NullReferencesOnly())
+        assert counting.direct == direct

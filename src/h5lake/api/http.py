@@ -16,11 +16,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from h5lake.api.hrefs import Hrefs
 from h5lake.auth import Authenticator, Identity
+from h5lake.chunks.buffers import BodyPool
 from h5lake.errors import InvalidInput, TooLarge, Unauthorized
 from h5lake.service.budget import Reservation
 from h5lake.service.context import Caller, Service
 
 OCTET = "application/octet-stream"
+BODIES = BodyPool()  # the kept, page-aligned buffers binary bodies read whole are read into
 JSON = "application/json; charset=utf-8"
 # Flag spellings, compared lower-cased: h5pyd before 1.0 sends ``T`` (``include_attrs=T``), and
 # HSDS reads any integer as a flag (non-zero: set).

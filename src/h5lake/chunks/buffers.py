@@ -10,6 +10,10 @@ blocks and hands them out again once nothing uses them any more.
 every ``memoryview`` of them, including the slices a transport still holds to send). So a
 block is free exactly when it can be resized; no caller has to give it back.
 
+A block's arrays start on a page boundary (``BODY_ALIGN``), so a streamed write's whole chunks,
+views of its block, can be written past the page cache (storage/direct.py): a ``bytearray`` of
+this size is ``mmap``'ed memory whose first byte sits 16 bytes past a page boundary.
+
 Blocks are kept only while some stream uses the pool (``with pool.streaming():``): when the
 last one ends, the free blocks are dropped, so an idle server process holds none (four kept
 blocks are 128 MiB; with several workers, one worker's kept blocks would add to another's
@@ -30,7 +34,8 @@ import numpy as np
 
 BLOCK_SIZES = 32 * 1024 * 1024  # blocks of up to this many bytes are kept
 KEPT = 4  # at most this many blocks kept per process (idle ones cost resident memory)
-MIN_BYTES = 1024 * 1024  # smaller arrays are fresh memory: a kept block is zero-filled whole when made
+MIN_BYTES = 1024 * 1024  # smaller arrays are fresh memory: a kept block is 32 MiB of pages, kept while streams run
+BODY_ALIGN = 4096  # a buffer's first byte on a page boundary: it can be written with O_DIRECT
 
 
 class BufferPool:
@@ -38,7 +43,7 @@ class BufferPool:
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.kept = kept
-        self._blocks: list[bytearray] = []
+        self._blocks: list[tuple[bytearray, int]] = []  # (block, offset of its aligned start)
         self._lock = threading.Lock()
         self._streams = 0  # streams using the pool now
 
@@ -57,26 +62,36 @@ class BufferPool:
 
     @property
     def kept_bytes(self) -> int:
-        return sum(len(b) for b in self._blocks)
+        return self.max_bytes * len(self._blocks)
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         """An uninitialised C-ordered array (as ``np.empty``), on a kept block when one is free.
         An array under ``min_bytes`` never takes one: a small read alone in its process would
-        otherwise make (and zero-fill) a whole block, dropped when its stream ends."""
+        otherwise make a whole block, dropped when its stream ends."""
         nbytes = math.prod(shape) * dtype.itemsize
         if not self.min_bytes <= nbytes <= self.max_bytes or nbytes == 0 or dtype.hasobject or dtype.subdtype is not None or not self._streams:
             return np.empty(shape, dtype=dtype)  # (an array type's dims add to the shape)
         with self._lock:  # the array's view of the block is made before another caller looks
-            block = next((b for b in self._blocks if _unused(b)), None)
-            if block is None:
+            found = next(((b, at) for b, at in self._blocks if _unused(b)), None)
+            if found is None:
                 if len(self._blocks) >= self.kept:
-                    return np.empty(shape, dtype=dtype)  # all busy: fresh memory
-                block = bytearray(self.max_bytes + 1)  # zero-filled once, here
-                del block[-1]  # one spare byte: the test in ``_unused`` never moves the block
-                self._blocks.append(block)
+                    return aligned_empty(shape, dtype)  # all busy: fresh memory
+                _, block, at = _aligned(self.max_bytes)  # its pages fault in once, as used
+                found = (block, at)
+                self._blocks.append(found)
+            block, at = found
             # frombuffer holds a view (an export) of the block for as long as the array or any
             # array or memoryview made from it lives; np.ndarray(buffer=...) would not
-            return np.frombuffer(block, dtype=dtype, count=math.prod(shape)).reshape(shape)
+            return np.frombuffer(block, dtype=dtype, count=math.prod(shape), offset=at).reshape(shape)
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """``np.empty(shape, dtype)`` starting on a page boundary (its pages untouched until used):
+    a store may write it past the page cache (storage/direct.py)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + BODY_ALIGN, dtype=np.uint8)
+    at = -raw.__array_interface__["data"][0] % BODY_ALIGN
+    return raw[at : at + nbytes].view(dtype).reshape(shape)
 
 
 def _unused(block: bytearray) -> bool:
@@ -89,7 +104,6 @@ def _unused(block: bytearray) -> bool:
     return True
 
 
-BODY_ALIGN = 4096  # a body's first byte on a page boundary: it can be written with O_DIRECT
 BODY_KEPT = 8  # request bodies kept per process (10 chunk PUTs at once from one zarr-python client)
 BODY_MAX = 16 * 1024 * 1024  # larger bodies are fresh memory (kept blocks: at most 8 x 16 MiB while PUTs run)
 
@@ -144,11 +158,18 @@ class BodyPool:
             return view
 
 
+_uninitialised = ctypes.pythonapi.PyByteArray_FromStringAndSize
+_uninitialised.restype = ctypes.py_object
+_uninitialised.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+
+
 def _aligned(nbytes: int) -> tuple[memoryview, bytearray, int]:
     """A view of ``nbytes`` starting on a page boundary of a new block (one spare byte past
-    its end, so the test of ``_unused`` never moves it)."""
+    its end, so the test of ``_unused`` never moves it). The block is not zero-filled
+    (``bytearray(n)`` writes every byte, with the GIL held: 10% of the server's GIL time in a
+    bulk load); it is filled before it is read (a body received into it, values written)."""
     size = -(-nbytes // BODY_ALIGN) * BODY_ALIGN
-    block = bytearray(size + BODY_ALIGN + 1)
+    block: bytearray = _uninitialised(None, size + BODY_ALIGN + 1)
     del block[-1]
     held = ctypes.c_char.from_buffer(block)
     at = -ctypes.addressof(held) % BODY_ALIGN

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from h5lake.chunks.buffers import aligned_empty
 from h5lake.chunks.codecs import precision
 from h5lake.chunks.filters import FilterPipeline, codec_filters
 from h5lake.chunks.locate import ChunkLocator
@@ -17,6 +18,8 @@ from h5lake.errors import DataCorruption, InvalidInput
 from h5lake.model.fromjson import fill_value_array
 from h5lake.model.types import is_variable, reduced_precision, to_dtype
 from h5lake.model.values import array_to_bytes, bytes_to_array
+
+ALIGNED_COPY = 1024 * 1024  # a gathered chunk this large is copied into page-aligned memory (storage/direct.DIRECT_MIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,14 @@ class ChunkCodec:
             return self.pipeline.encode(array_to_bytes(chunk, self.type_json))
         if self.reduced:  # stored as HDF5 stores it: each value shifted to its bit offset
             chunk = precision.to_stored(np.asarray(chunk, dtype=self.dtype.base), self.type_json)
-        raw = np.ascontiguousarray(chunk, dtype=self.dtype.base).reshape(-1).view(np.uint8).data
+        base = self.dtype.base
+        if not self.pipeline.filters and chunk.dtype == base and not chunk.flags.c_contiguous and chunk.nbytes >= ALIGNED_COPY:
+            # a chunk gathered from a wider selection: copied once, into page-aligned memory, so
+            # the local store writes it past the page cache (storage/direct.py)
+            contiguous = aligned_empty(chunk.shape, base)
+            contiguous[...] = chunk
+            return contiguous.reshape(-1).view(np.uint8).data
+        raw = np.ascontiguousarray(chunk, dtype=base).reshape(-1).view(np.uint8).data
         return self.pipeline.encode(raw) if self.pipeline.filters else raw
 
 

@@ -303,7 +303,7 @@ def from_model(arr: np.ndarray, t: TypeJson, refs: References) -> np.ndarray:
 # -- datasets --------------------------------------------------------------------------------------
 
 
-def _spaces(dsid: Any, sel: Selection | None) -> tuple[Any, Any, tuple[int, ...]]:
+def spaces(dsid: Any, sel: Selection | None) -> tuple[Any, Any, tuple[int, ...]]:
     fspace = dsid.get_space()
     if sel is None or fspace.get_simple_extent_type() != h5s.SIMPLE:
         shape = tuple(fspace.shape) if fspace.get_simple_extent_type() == h5s.SIMPLE else ()
@@ -316,7 +316,7 @@ def _spaces(dsid: Any, sel: Selection | None) -> tuple[Any, Any, tuple[int, ...]
 
 def read_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, refs: References) -> bytes:
     """The wire bytes of a box ``sel`` (None: everything) of a dataset."""
-    mspace, fspace, shape = _spaces(dsid, sel)
+    mspace, fspace, shape = spaces(dsid, sel)
     if is_raw(t):
         tid = memory_type_id(tid, t)
         buf = np.empty(raw_size(tid, shape), dtype=np.uint8)
@@ -331,7 +331,7 @@ def read_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, refs: 
 
 
 def write_dataset(dsid: Any, tid: Any, t: TypeJson, sel: Selection | None, data: bytes, refs: References) -> None:
-    mspace, fspace, shape = _spaces(dsid, sel)
+    mspace, fspace, shape = spaces(dsid, sel)
     if is_raw(t):
         buf = np.frombuffer(wire_to_raw(data, t), dtype=np.uint8).copy()
         dsid.write(mspace, fspace, buf, mtype=memory_type_id(tid, t))

@@ -143,7 +143,7 @@ class RestClient:
         *,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-        data: bytes | None = None,
+        data: bytes | memoryview | None = None,
         binary_reply: bool = False,
         ok: tuple[int, ...] = (200, 201),
     ) -> requests.Response:
@@ -152,7 +152,9 @@ class RestClient:
             query["bucket"] = self.settings.bucket
         query.update(params or {})
         headers = {"Accept": OCTET if binary_reply else "application/json"}
-        body: bytes | None = data
+        body: bytes | memoryview | None = data
+        if isinstance(body, memoryview):
+            body = body.cast("B")  # sent as it is (one ``sendall``, no copy); its length in bytes
         if json is not None:
             body = orjson.dumps(json, option=orjson.OPT_SERIALIZE_NUMPY)
             headers["Content-Type"] = "application/json"
@@ -201,7 +203,8 @@ class RestClient:
             raise RestError("GET", path, response.status_code, "expected a binary reply, got JSON")
         return response.content
 
-    def put_bytes(self, path: str, data: bytes, **params: Any) -> None:
+    def put_bytes(self, path: str, data: bytes | memoryview, **params: Any) -> None:
+        """PUT a binary body; a (C-contiguous) view is sent from its memory, not copied."""
         self.request("PUT", path, params=params, data=data)
 
     # -- the domain ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 from h5py import h5a, h5d, h5r, h5s
 
-from h5lake.client import h5fast, h5values
+from h5lake.client import h5bulk, h5fast, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
     MIB,
@@ -468,14 +468,14 @@ def put_box(
     assert node.type is not None
     tid = node.type_id()
     try:
-        data = h5values.read_dataset(node.handle, tid, node.type, sel, refs)
+        data = h5bulk.read_box(node.handle, tid, node.type, sel, refs)  # this thread's memory: sent before the next read
     except (OSError, ValueError, TypeError) as exc:
         raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
     try:
         client.put_bytes(f"/datasets/{dataset_id}/value", data, **h5values.select_text(sel if at is None else at))
     except RestError as exc:
         raise ToolError(f"dataset {node.path}: writing values failed: {exc.message}") from None
-    return len(data)
+    return memoryview(data).nbytes
 
 
 def table_item(table_id: str | None, table: linking.ChunkTable) -> dict[str, Any]:

@@ -63,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import obstore
 from obstore.exceptions import (
@@ -84,14 +84,15 @@ from h5lake.storage.base import (
     check_prefix,
 )
 from h5lake.storage.coalesce import Span, coalesce
-from h5lake.storage.lanes import BulkSlots
+from h5lake.storage.lanes import BulkSlots, in_bulk
 
 if TYPE_CHECKING:
-    from obstore import ObjectMeta
+    from obstore import GetResult, ObjectMeta
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 _THROTTLED = re.compile(r"status code: 429\b")  # object_store's wording
 _THROTTLE_TRIES = 6
@@ -198,15 +199,11 @@ class S3Store:
         check_key(key)
         store = self._client()
 
-        async def fetch() -> Blob:
-            result = await obstore.get_async(store, key)
-            data = await result.bytes_async()
-            return _blob(bytes(data), result.meta)
-
         try:
-            return await self._call(fetch, "get")
+            result, data = await self._call(lambda: obstore.get_async(store, key), "get", _body)
         except FileNotFoundError:
             return None
+        return _blob(bytes(data), result.meta)
 
     async def head(self, key: str) -> ObjectInfo | None:
         check_key(key)
@@ -277,11 +274,10 @@ class S3Store:
             if etag:
                 options["if_match"] = f'"{etag}"'
 
-            async def fetch() -> tuple[Any, ObjectMeta]:
-                result = await obstore.get_async(store, key, options=options)  # type: ignore[arg-type]
-                return await result.bytes_async(), result.meta
-
-            return await self._call(fetch, "range")
+            result, data = await self._call(
+                lambda: obstore.get_async(store, key, options=options), "range", _body  # type: ignore[arg-type]
+            )
+            return data, result.meta
 
         first = spans[0]
         try:
@@ -387,31 +383,65 @@ class S3Store:
             raise RuntimeError(f"{self!r} is closed")
         return self._store
 
-    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T:
+    @overload
+    async def _call(self, request: Callable[[], Awaitable[T]], kind: str) -> T: ...
+
+    @overload
+    async def _call(
+        self, request: Callable[[], Awaitable[T]], kind: str, then: Callable[[T], Awaitable[U]]
+    ) -> tuple[T, U]: ...
+
+    async def _call(
+        self,
+        request: Callable[[], Awaitable[T]],
+        kind: str,
+        then: Callable[[T], Awaitable[U]] | None = None,
+    ) -> T | tuple[T, U]:
         """Run one obstore request: throttling retried, errors mapped, shielded from cancel.
 
-        A request on the bulk lane waits for one of the store's bulk slots first; others never
-        wait (h5lake.storage.lanes). A caller's cancellation does not cancel the request under
-        way; ``close()`` waits for it. Cancelling obstore's own future would leave a Tokio task
-        to answer into a cancelled future, possibly while the interpreter shuts down.
+        ``then`` (a GET's body, `_body`) is awaited on the request's answer in the same way and
+        in the same bulk slot; the result is then ``(answer, then's result)``. A request on the
+        bulk lane waits for one of the store's bulk slots first; others never wait
+        (h5lake.storage.lanes). A caller's cancellation does not cancel the request under way;
+        ``close()`` waits for it. Cancelling obstore's own future would leave a Tokio task to
+        answer into a cancelled future, possibly while the interpreter shuts down. obstore's
+        calls return futures, which are shielded as they are: no task per request.
         """
         for attempt in range(_THROTTLE_TRIES):
-            async with self.bulk.slot():
-                self.requests[kind] += 1
-                future = asyncio.ensure_future(request())
-                self._in_flight.add(future)
-                future.add_done_callback(self._settled)
-                try:
-                    return await asyncio.shield(future)
-                except (FileNotFoundError, AlreadyExistsError, PreconditionError):
-                    raise
-                except GenericError as e:
-                    if not (attempt + 1 < _THROTTLE_TRIES and _THROTTLED.search(str(e))):
-                        raise StorageError(f"S3: {e}") from e
-                except BaseError as e:
-                    raise StorageError(f"S3: {e}") from e
+            try:
+                if in_bulk():
+                    async with self.bulk.slot():
+                        return await self._send(request, kind, then)
+                return await self._send(request, kind, then)
+            except _Throttled as e:
+                if attempt + 1 == _THROTTLE_TRIES:
+                    raise StorageError(f"S3: {e.__cause__}") from e.__cause__
             await asyncio.sleep(random.uniform(0, 0.1 * 2**attempt))  # throttled: the slot is free meanwhile
         raise AssertionError("unreachable")
+
+    async def _send(
+        self, request: Callable[[], Awaitable[T]], kind: str, then: Callable[[T], Awaitable[U]] | None
+    ) -> T | tuple[T, U]:
+        self.requests[kind] += 1
+        answer = await self._shielded(request())
+        if then is None:
+            return answer
+        return answer, await self._shielded(then(answer))
+
+    async def _shielded(self, awaitable: Awaitable[T]) -> T:
+        future = asyncio.ensure_future(awaitable)  # obstore's futures as they are; a coroutine as a task
+        self._in_flight.add(future)
+        future.add_done_callback(self._settled)
+        try:
+            return await asyncio.shield(future)
+        except (FileNotFoundError, AlreadyExistsError, PreconditionError):
+            raise
+        except GenericError as e:
+            if _THROTTLED.search(str(e)):
+                raise _Throttled() from e
+            raise StorageError(f"S3: {e}") from e
+        except BaseError as e:
+            raise StorageError(f"S3: {e}") from e
 
     def _settled(self, future: asyncio.Future[Any]) -> None:
         self._in_flight.discard(future)
@@ -470,6 +500,15 @@ class S3Store:
         entries = [e for e in entries if e[0] and e[0].startswith(partial) and "/" not in e[0]]
         entries.sort(key=lambda e: e[0] + "/" if e[1] else e[0])
         return entries
+
+
+class _Throttled(Exception):
+    """A 429 answer (its error is the cause): `S3Store._call` sends the request again."""
+
+
+def _body(result: GetResult) -> Awaitable[Any]:
+    """A GET's body, read after its answer's headers (obstore's ``bytes_async``)."""
+    return result.bytes_async()
 
 
 def _etag(raw: str | None) -> str:

@@ -20,14 +20,22 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from h5lake.api.connections import READINTO
-from h5lake.api.http import JSON, OCTET, body_bytes, caller, check_content_coding, ok, parse_json, service
-from h5lake.chunks.buffers import BodyPool
+from h5lake.api.http import (
+    BODIES,
+    JSON,
+    OCTET,
+    body_bytes,
+    caller,
+    check_content_coding,
+    ok,
+    parse_json,
+    service,
+)
 from h5lake.errors import Forbidden, InvalidInput, NotFound
 from h5lake.service.zarr import chunks, consolidated, create, listing, nodes
 
 CODECS_HEADER = "x-h5lake-zarr-codecs"
 META_BODY_LIMIT = 1 << 20  # a zarr.json PUT
-BODIES = BodyPool()  # the buffers chunk PUT bodies are read into
 IMMUTABLE = "private, max-age=31536000, immutable"
 REVALIDATE = "private, no-cache"
 

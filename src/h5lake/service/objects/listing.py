@@ -64,6 +64,7 @@ class _Frame:
     listed: int = 0
     entered: int = -1  # -1: still listing
     docs: dict[str, Doc] = field(default_factory=dict)  # groups listed in this page, to enter
+    batch: int = 2  # groups `_Walk._read_groups` reads next, doubling up to BATCH
 
     @classmethod
     def of(cls, doc: Doc, path: str) -> _Frame:
@@ -137,6 +138,27 @@ class _Walk:
         docs = await bounded_map(wanted, self.read, DOCUMENT_READS)
         self.ahead.update(zip(wanted, docs, strict=True))
 
+    async def _read_groups(self, f: _Frame, start: int) -> None:
+        """Read the groups ``f`` enters from its ``start``-th name on into ``f.docs``, together:
+        2, then twice as many each time up to `BATCH` (a page that ends after a few groups
+        wastes few reads). A page resumed in a group that the page before listed has not read
+        them (the server keeps nothing between pages): one by one, each would be a round trip,
+        and `_read_ahead` would find no next groups to read the targets of together."""
+        room = self.limit - len(self.out)
+        budget = min(f.batch, room, self.reads_left - room)
+        f.batch = min(BATCH, 2 * f.batch)  # a group may list many objects: the page may end soon
+        wanted: list[str] = []
+        for name in f.names[start:]:
+            if len(wanted) >= budget:
+                break
+            target = f.targets[name]
+            if _is_group(target) and name not in f.docs and target not in self.on_path and target not in self.entered:
+                wanted.append(name)
+        if len(wanted) < 2:
+            return  # one group: read where it is entered
+        docs = await bounded_map([f.targets[n] for n in wanted], self.read, DOCUMENT_READS)
+        f.docs.update((n, d) for n, d in zip(wanted, docs, strict=True) if d is not None)
+
     def push(self, doc: Doc, path: str) -> None:
         if len(self.stack) < MAX_PATH_STEPS:  # deeper groups are listed, not entered
             self.stack.append(_Frame.of(doc, path))
@@ -157,6 +179,8 @@ class _Walk:
                 target = f.targets[name]
                 f.entered += 1
                 if _is_group(target) and target not in self.on_path and target not in self.entered:
+                    if name not in f.docs:
+                        await self._read_groups(f, f.entered - 1)
                     doc = f.docs.pop(name, None) or await self.read(target)
                     if doc is not None:
                         self.last = f.child_path(name) + "/"

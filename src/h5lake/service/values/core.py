@@ -348,7 +348,7 @@ def json_values(ds: OpenDataset, body: JsonValues, shape: tuple[int, ...], field
     return json_to_array(body.value, field_type(ds.type_json, fields), shape, broadcast=True)
 
 
-def values_from_bytes(ds: OpenDataset, data: bytes, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
+def values_from_bytes(ds: OpenDataset, data: bytes | memoryview, shape: tuple[int, ...], fields: list[str] | None) -> np.ndarray:
     type_json = field_type(ds.type_json, fields)
     layout = ds.require_layout()
     count = 1

@@ -94,7 +94,7 @@ class PackedBody(Protocol):
         """The body as it arrives, in pieces of any size (for writes of any size)."""
         ...
 
-    async def read(self) -> bytes:
+    async def read(self) -> bytes | memoryview:
         """The whole body (bounded by the request-size limit)."""
         ...
 
