@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> None:
                 load_file(source, client, workers=args.workers)
                 meter.stop()
             report("h5lake load", meter.wall, objects, nbytes)
-            cpu_row(meter, objects, "object")
+            cpu_per_object(meter, objects)
             metered.print(objects)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"# client peak RSS so far: {peak:.0f} MiB (this process; making the file, when it did, included)")
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> None:
                     listed = read_pages(client)
                     meter.stop()
                 report(f"getobjs pages ({listed} listed)", meter.wall, objects, nbytes)
-                cpu_row(meter, objects, "object")
+                cpu_per_object(meter, objects)
                 metered.print(objects)
             if args.hsload:
                 hsload(args, t, folder, source, objects, nbytes, Path(tmp))
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> None:
                 export_domain(client, exported, workers=args.workers)
                 meter.stop()
             report("h5lake export", meter.wall, objects, nbytes)
-            cpu_row(meter, objects, "object")
+            cpu_per_object(meter, objects)
             metered.print(objects)
             same(source, exported)
             if args.hsload:
@@ -312,7 +312,7 @@ def hsload(args: argparse.Namespace, t, folder: str, source: Path, objects: int,
     subprocess.run([exe, str(source), domain], env=env, check=True, stdout=subprocess.DEVNULL)
     meter.stop()
     report("h5pyd hsload", meter.wall, objects, nbytes)
-    cpu_row(meter, objects, "object")
+    cpu_per_object(meter, objects)
 
 
 def same(source: Path, exported: Path, what: str = "the export") -> None:
@@ -325,6 +325,13 @@ def same(source: Path, exported: Path, what: str = "the export") -> None:
         print(f"# {what} DIFFERS from the source (h5diff):\n{done.stdout[-2000:]}", file=sys.stderr)
         raise SystemExit(1)
     print(f"# {what} matches the source (h5diff)")
+
+
+def cpu_per_object(meter: CpuMeter, objects: int) -> None:
+    """The CPU row, and the same in microseconds an object (the row rounds to 0.1 ms)."""
+    cpu_row(meter, objects, "object")
+    server = f"server {meter.server * 1e6 / objects:.0f} us, " if meter.server_pid is not None else ""
+    print(f"  {'':<52} {'':>18}  cpu: {server}client {meter.client * 1e6 / objects:.0f} us an object")
 
 
 def report(what: str, seconds: float, objects: int, nbytes: int) -> None:

@@ -38,6 +38,7 @@ TypeID = Any
 _POINTER = struct.Struct("=Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "=I")
 _HVL = struct.Struct("=QQ" if ctypes.sizeof(ctypes.c_size_t) == 8 else "=II")
 _COUNT = struct.Struct("<I")
+COUNT = _COUNT  # the length before each variable-length element on the wire
 
 
 _MEMORY_TYPES: dict[bytes, TypeID] = {}

@@ -117,6 +117,11 @@ def _lib() -> Any:
     return lib
 
 
+def library() -> Any:
+    """The HDF5 library h5py uses, as a ctypes library (raises :class:`NativeUnavailable`)."""
+    return _lib()
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

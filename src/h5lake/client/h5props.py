@@ -78,9 +78,13 @@ def _common(plist: Any, props: Doc) -> None:
 
 
 def _comment(obj_id: Any, props: Doc) -> None:
+    """Add an object's comment to its ``props`` (last), if it has one."""
     comment = h5native.comment(obj_id)
     if comment:
         props["comment"] = comment.decode("utf-8", "surrogateescape")
+
+
+add_comment = _comment
 
 
 def group_properties(gid: Any, gcpl: Any = None) -> Doc:

@@ -227,6 +227,11 @@ def type_json(tid: TypeID) -> TypeJson:
     return made
 
 
+def remembered(key: bytes) -> TypeJson | None:
+    """The type JSON :func:`type_json` remembered for a type encoding (``H5Tencode``), if any."""
+    return _TYPE_CACHE.get(key)
+
+
 def _raw_json(tid: TypeID) -> TypeJson:
     cls = tid.get_class()
     if cls == h5t.INTEGER and tid.get_size() not in (1, 2, 4, 8):

@@ -115,6 +115,12 @@ def _leaf_dtypes(t: TypeJson) -> tuple[np.dtype[Any], np.dtype[Any]]:
     return to_dtype(leaf), wire_dtype(leaf)
 
 
+def leaf_dtypes_match(t: TypeJson) -> bool:
+    """Whether :func:`raw_to_wire` gives the memory bytes of ``t`` as they are."""
+    memory, wire = _leaf_dtypes(t)
+    return bool(memory == wire)
+
+
 def raw_size(tid: Any, shape: tuple[int, ...]) -> int:
     return int(tid.get_size()) * math.prod(shape)
 

@@ -14,14 +14,15 @@ from typing import Any, Protocol
 
 import h5py
 import numpy as np
-from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t
+from h5py import h5, h5a, h5d, h5l, h5o, h5r, h5s, h5t, h5z
 
-from h5lake.client import h5native, h5values
+from h5lake.client import h5fast, h5native, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
     MIB,
 )
 from h5lake.client.h5props import (
+    add_comment,
     dataset_properties,
     datatype_properties,
     group_properties,
@@ -34,9 +35,16 @@ from h5lake.client.loadchecks import (
     fill_json_is_exact,
     nullterm_cut,
 )
+from h5lake.client.loadrefs import (  # noqa: F401  (DANGLING_NOTE: imported from here by others)
+    DANGLING_NOTE,
+    FillReferences,
+    NullReferencesOnly,
+    Scanner,
+    dereference,
+)
 from h5lake.client.mapfiles import MARK as MAP_MARK
 from h5lake.model.fromjson import EXACT_FILL
-from h5lake.model.ids import Collection, object_id_with
+from h5lake.model.ids import Collection, IdsWith
 from h5lake.model.links import MAX_NAME_BYTES, LinkClass
 from h5lake.model.shapes import UNLIMITED
 from h5lake.model.types import CharSet, TypeJson, is_variable, item_size
@@ -208,11 +216,14 @@ class Planner:
         self.ready: list[Node] = []  # committed datatypes read ahead of their turn (`_committed`)
         self.by_addr: dict[int, Node | None] = {}  # objects that may be met again: pending node, or None once read
         self.root_id = ""
+        self._ids: IdsWith | None = None  # ids of this root (`id_at`)
         self.root_addr = h5o.get_info(h5o.open(f.id, b"/")).addr
         self.notes: list[str] = []
         self.dangling = False  # a reference to an object that no longer exists was met
         self.marked: list[str] = []  # datasets marked as maps (client/mapfiles.py)
         self.found = 0  # objects found so far, the root included
+        self.gcpls = h5fast.PlistMemo()  # group creation properties by property list
+        self.dcpls = h5fast.PlistMemo()  # dataset creation properties by type and property list
 
     def external_path(self, name: str) -> Path:
         """Where HDF5 finds an external raw data file: an absolute name as it is, a relative one
@@ -233,7 +244,9 @@ class Planner:
         first half and the address (unique in the file, so in the new domain)."""
         if addr == self.root_addr:
             return self.root_id
-        return object_id_with(kind, self.root_id, addr)
+        if self._ids is None or self._ids.root_id != self.root_id:
+            self._ids = IdsWith(self.root_id)
+        return self._ids(kind, addr)
 
     def id_of(self, oid: Any) -> str:
         info = h5o.get_info(oid)
@@ -310,8 +323,18 @@ class Planner:
         oid = node.handle
         if node.kind is Collection.GROUPS:
             gcpl = oid.get_create_plist()
-            node.props = group_properties(oid, gcpl)
-            self._links(node, gcpl)
+            key, known = self.gcpls.find(gcpl)
+            if known is None:
+                props = group_properties(oid, gcpl)
+                tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
+                if key is not None:  # an equal list gives the same (but the comment: the object's own)
+                    self.gcpls.keep(key, gcpl, ({k: v for k, v in props.items() if k != "comment"}, tracked))
+            else:
+                base, tracked = known
+                props = dict(base)
+                add_comment(oid, props)
+            node.props = props
+            self._links(node, tracked)
         elif node.kind is Collection.DATATYPES:
             node.type = type_json(oid)
             node.props = datatype_properties(oid)
@@ -320,9 +343,9 @@ class Planner:
         self._attributes(node)
 
     # -- links --
-    def _links(self, node: Node, gcpl: Any) -> None:
+    def _links(self, node: Node, tracked: bool) -> None:
+        """A group's links (``tracked``: in creation order, else by name)."""
         gid = node.handle
-        tracked = bool(gcpl.get_link_creation_order() & h5py.h5p.CRT_ORDER_TRACKED)
         infos: list[tuple[bytes, int, int, int]] = []  # name, class, creation order, character set
         # (h5py hands every call the same struct, valid during the call only: its fields are copied)
         gid.links.iterate(lambda n, i: infos.append((n, i.type, i.corder, i.cset)), idx_type=h5.INDEX_NAME, info=True)
@@ -370,9 +393,20 @@ class Planner:
         if any(valid for _, valid, _, _ in infos):
             infos.sort(key=lambda item: (not item[1], item[2]))
         inline = 0  # weight of the attributes read so far
+        total, references = 0, False  # of all of them (`upload._inline_attributes`)
         for raw, _, _, attr_cset in infos:
             name = _name(raw)
             _check_name_length("attribute", name)
+            cset = _CSETS.get(attr_cset, CharSet.ASCII.value)
+            fast = h5fast.attribute(oid, raw, INLINE_ATTR_BYTES - inline)
+            if fast is not None:  # the common kinds, read without an h5py object per call
+                t, space, dims, weight, wire = fast
+                node.attrs.append(AttrPlan(name, t, None, space, dims, cset if cset != CharSet.ASCII.value else None, wire))
+                if name == MAP_MARK and node.kind is Collection.DATASETS:
+                    self.marked.append(node.path)
+                inline += weight
+                total += weight
+                continue
             try:
                 aid = h5a.open(oid, raw)
                 tid = aid.get_type()
@@ -381,17 +415,20 @@ class Planner:
                 space, dims = space_json(aid.get_space())
             except Unrepresentable as exc:
                 raise Unrepresentable(f"attribute {name!r}: {exc.feature}") from None
-            cset = _CSETS.get(attr_cset, CharSet.ASCII.value)
             plan = AttrPlan(name, t, committed, space, dims, cset if cset != CharSet.ASCII.value else None)
             node.attrs.append(plan)
+            total += attr_weight(plan)
+            references = references or h5values.has_reference(t)
             if name == MAP_MARK and node.kind is Collection.DATASETS:
                 self.marked.append(node.path)
             if h5values.has_reference(t):
-                h5values.read_attribute(aid, t, dims, _Scanner(self))  # finds what it references
+                h5values.read_attribute(aid, t, dims, Scanner(self))  # finds what it references
             elif space["class"] != "H5S_NULL":
                 inline += attr_weight(plan)
                 if inline <= INLINE_ATTR_BYTES:  # read now, while open: the POST takes it
                     plan.wire = _read_quietly(aid, tid, plan)
+        node.attrs_weight = total
+        node.inline_attrs = bool(node.attrs) and total <= INLINE_ATTR_BYTES and not references
 
     def _committed(self, tid: Any) -> str | None:
         """The id of a committed datatype ``tid`` is, read now if it was not (it is sent
@@ -421,6 +458,13 @@ class Planner:
         node.type = type_json(tid)
         node.committed = self._committed(tid)
         node.space, dims = space_json(dsid.get_space())
+        memo = None  # a dataset copied whose values hold no references: its properties may be known
+        if isinstance(self.link_step, CopyAll) and not h5values.has_reference(node.type):
+            memo, known = self.dcpls.find(dcpl, tid.encode())
+            if known is not None:
+                self._known_dataset(node, dcpl, *known)
+                return
+        notes = len(self.notes)
         fill_json, fill_bytes = self._fill_value(dcpl, tid, node)
         node.props = dataset_properties(dsid, fill_json, self.notes, dcpl)
         if fill_bytes is not None:
@@ -442,6 +486,11 @@ class Planner:
             return
         check_filters_kept(dsid, dcpl)
         check_filters_readable(dsid, dcpl)
+        if memo is not None and "externalStorage" not in node.props["layout"] and dcpl.get_layout() != h5d.VIRTUAL:
+            # what an equal property list gives again: all but the comment (the object's own)
+            readable = all(h5z.filter_avail(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters()))
+            base = {k: v for k, v in node.props.items() if k not in ("comment", EXACT_FILL)}
+            self.dcpls.keep(memo, dcpl, (base, fill_bytes, self.notes[notes:], readable))
         axis = None if dset is None else self.link_step.axis(dset)
         if axis is not None:  # copied, and later files append values along axis
             maxdims = list(node.space.get("maxdims", dims))
@@ -453,7 +502,20 @@ class Planner:
         ):
             # read once to find what the values reference: an object reached only that way is
             # found (and created) too
-            h5values.read_dataset(dsid, tid, node.type, None, _Scanner(self))
+            h5values.read_dataset(dsid, tid, node.type, None, Scanner(self))
+
+    def _known_dataset(self, node: Node, dcpl: Any, base: dict[str, Any], fill_bytes: str | None, notes: list[str],
+                       readable: bool) -> None:
+        """A dataset whose creation property list (and type) equals one read before: its
+        properties are that one's, with its own comment, and the notes that one gave."""
+        props = dict(base)
+        add_comment(node.handle, props)
+        if fill_bytes is not None:
+            props[EXACT_FILL] = fill_bytes
+        node.props = props
+        self.notes.extend(notes)
+        if not readable:
+            check_filters_readable(node.handle, dcpl)
 
     def _fill_value(self, dcpl: Any, tid: Any, node: Node) -> tuple[Any, str | None]:
         """The fill value's JSON form, and its packed bytes in base64 where that form does not
@@ -475,7 +537,7 @@ class Planner:
             arr = np.empty((1,), dtype=h5values.h5py_dtype(t))  # h5py wants one element, not 0-d
             dcpl.get_fill_value(arr)
             if h5values.has_reference(t):
-                fill = _FillReferences(self)
+                fill = FillReferences(self)
                 value = array_to_json(h5values.to_model(arr, t, fill).reshape(()), t)
                 if fill.found:  # the ids are chosen by the upload: it makes the JSON again with them
                     node.fill_refs = arr
@@ -517,80 +579,6 @@ def read_user_block(f: h5py.File) -> dict[str, Any] | None:
             f"a user block holding {len(content)} bytes (h5lake keeps up to {USER_BLOCK_KEPT} bytes of a user block)"
         )
     return {"size": size, "value_base64": base64.b64encode(content).decode()}
-
-
-class NullReferencesOnly:
-    """References in a fill value: only null ones can be kept (ids are chosen later)."""
-
-    def to_wire(self, ref: Any, region: bool) -> bytes:
-        if ref:
-            raise Unrepresentable("a fill value holding a non-null reference")
-        return b""
-
-    def from_wire(self, value: bytes, region: bool) -> Any:
-        raise AssertionError("not used while loading")
-
-
-class _FillReferences:
-    """Object references in a fill value while planning (MATLAB v7.3 fills every cell array with
-    a reference to ``/#refs#/a``): their targets are planned, so they get ids the upload writes.
-    A region reference, or one to an object that no longer exists, cannot be kept."""
-
-    def __init__(self, planner: Planner) -> None:
-        self.planner = planner
-        self.found = False
-
-    def to_wire(self, ref: Any, region: bool) -> bytes:
-        if not ref:
-            return b""
-        if region:
-            raise Unrepresentable("a fill value holding a non-null region reference")
-        target = dereference(ref, self.planner.file)
-        if target is None:
-            raise Unrepresentable("a fill value holding a reference to an object that no longer exists")
-        self.planner._node(target, "(reached only by a reference)", linked=False)
-        self.found = True
-        return b"groups/g-00000000-00000000-0000-000000-000000"  # a placeholder: the upload writes the id
-
-    def from_wire(self, value: bytes, region: bool) -> Any:
-        raise AssertionError("not used while loading")
-
-
-class _Scanner:
-    """References while planning: finds their targets; the bytes produced are thrown away."""
-
-    def __init__(self, planner: Planner) -> None:
-        self.planner = planner
-
-    def to_wire(self, ref: Any, region: bool) -> bytes:
-        if not ref:
-            return b""
-        target = dereference(ref, self.planner.file)
-        if target is None:
-            if not self.planner.dangling:
-                self.planner.notes.append(DANGLING_NOTE)
-            self.planner.dangling = True
-        else:
-            self.planner._node(target, "(reached only by a reference)", linked=False)
-        return b"g-00000000-00000000-0000-000000-000000" if not region else b"{}"
-
-    def from_wire(self, value: bytes, region: bool) -> Any:
-        raise AssertionError("not used while loading")
-
-
-DANGLING_NOTE = (
-    "references to objects that no longer exist (dangling references) are kept as references to ids no "
-    "object in the domain has; export writes them dangling again"
-)
-
-
-def dereference(ref: Any, f: h5py.File) -> Any:
-    """The object a non-null reference points at, or None when it no longer exists (HDF5 then
-    finds no valid object header at the reference's address)."""
-    try:
-        return h5r.dereference(ref, f.id)
-    except (KeyError, ValueError, RuntimeError, OSError):
-        return None
 
 
 def parse_collection(obj_id: str) -> str:

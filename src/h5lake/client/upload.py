@@ -15,10 +15,11 @@ from functools import partial
 from typing import Any
 
 import h5py
+import numpy as np
 import orjson
-from h5py import h5a, h5d, h5r
+from h5py import h5a, h5d, h5r, h5s
 
-from h5lake.client import h5bulk, h5values
+from h5lake.client import h5bulk, h5fast, h5values
 from h5lake.client import load_link as linking
 from h5lake.client.common import (
     MIB,
@@ -321,6 +322,12 @@ class Uploader:
         size = item_size(node.type)
         if not size or node.space is None or size * math.prod(node.space.get("dims", [])) > INLINE_VALUE_BYTES:
             return False
+        quick = _whole_raw_value(node)
+        if quick is not None:  # read in one call
+            if quick:
+                item["value_base64"] = base64.b64encode(quick).decode()
+                self.stats.value_bytes += len(quick)
+            return True
         boxes = list(value_boxes(node))
         shape = node.space.get("dims", [])
         if len(boxes) != 1 or (boxes[0][0] is not None and [s.stop - s.start for s in boxes[0][0]] != list(shape)):
@@ -374,6 +381,32 @@ class Uploader:
 
     def _put_values(self, node: Node, sel: h5values.Selection | None) -> int:
         return put_box(self.client, node, node.id, sel, self.refs)
+
+
+def _whole_raw_value(node: Node) -> bytes | None:
+    """What `Uploader._inline_value` reads of a small contiguous or compact dataset whose values
+    are the file's bytes as they are (`h5fast.raw_size`), read whole in one call: its bytes (b""
+    when nothing is stored); None when the general way reads it."""
+    assert node.space is not None
+    layout = node.props.get("layout", {})
+    if layout.get("class") not in ("H5D_CONTIGUOUS", "H5D_COMPACT") or "externalStorage" in layout:
+        return None
+    if node.space["class"] not in ("H5S_SIMPLE", "H5S_SCALAR"):
+        return None
+    tid = node.type_id()
+    size = h5fast.raw_size(tid)
+    if size is None:
+        return None
+    count = math.prod(node.space.get("dims", ()))
+    dsid = node.handle
+    if not count or dsid.get_space_status() == h5d.SPACE_STATUS_NOT_ALLOCATED:
+        return b""  # nothing stored: nothing to send
+    buf = np.empty(size * count, dtype=np.uint8)
+    try:
+        dsid.read(h5s.ALL, h5s.ALL, buf, mtype=tid)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ToolError(f"dataset {node.path}: cannot read its values: {exc}") from None
+    return buf.tobytes()
 
 
 def _link_items(links: list[LinkPlan], first: int = 0) -> dict[str, Any]:

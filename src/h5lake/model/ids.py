@@ -82,6 +82,19 @@ def object_id_with(collection: Collection, root_id: str, number: int) -> str:
     return _format(collection.value, hex_digits(root_id)[:16] + f"{number:016x}")
 
 
+class IdsWith:
+    """:func:`object_id_with` for one root, its fixed part made once: ``ids(collection, number)``."""
+
+    def __init__(self, root_id: str) -> None:
+        first = hex_digits(root_id)[:16]
+        self.root_id = root_id
+        self.prefixes = {c: f"{c.value}-{first[:8]}-{first[8:16]}-" for c in Collection}
+
+    def __call__(self, collection: Collection, number: int) -> str:
+        tail = f"{number:016x}"
+        return f"{self.prefixes[collection]}{tail[:4]}-{tail[4:10]}-{tail[10:]}"
+
+
 def derived_object_id(collection: Collection, root_id: str, seed: str) -> str:
     """An id of the domain of ``root_id`` that is the same every time for the same ``seed`` (a
     merge gives an object a fork made the same id in the target at every merge)."""
