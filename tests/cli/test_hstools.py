@@ -25,7 +25,7 @@ import h5pyd
 import numpy as np
 import pytest
 import requests
-from tests.support.forkrun import ForkRunner, is_python_script
+from tests.support.forkrun import ForkRunner
 from tests.support.server import USERS
 
 pytestmark = pytest.mark.one_backend  # h5pyd's command-line tools' behaviour; stored values on every store are tests/roundtrip's
@@ -65,11 +65,7 @@ def hs(endpoint: str, tool_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HS_")}
         env.update(HS_ENDPOINT=endpoint, HS_USERNAME=user, HS_PASSWORD=password or USERS[user])
-        tool = _tool(name)
-        if not is_python_script(tool):  # not a console script of this interpreter's: run it as it is
-            return subprocess.run([tool, *args], check=False, cwd=tool_dir, env=env, capture_output=True,
-                                  text=True, timeout=300)
-        return runner.run([tool, *args], cwd=tool_dir, env=env, timeout=300)
+        return runner.run([_tool(name), *args], cwd=tool_dir, env=env, timeout=300)
 
     yield run
     runner.close()

@@ -10,6 +10,13 @@ tool's own modules are imported in the fork, after its environment is set, so mo
 settings (h5pyd's ``cfg = Config()``) read that run's environment. The run ends as an interpreter
 does (its ``sys.exit`` code, a traceback and status 1 for an uncaught exception, a negative
 status for a signal) and is returned as ``subprocess.run`` returns it.
+
+A run is an ordinary ``subprocess.run`` instead where a fork could differ from a fresh
+interpreter or would change what the caller does: a command that is not a Python script, an
+environment whose ``PYTHON*`` variables differ from the zygote's (they shape ``sys.path`` and the
+interpreter at start-up, e.g. a folder of stub packages first on ``PYTHONPATH``), input to send on
+stdin (a pipe, as the caller asked), or a run while another is under way from another thread
+(runs of one zygote take turns; concurrent callers stay concurrent).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 # The zygote: imports what it is given, then forks once per request line (JSON) read from fd 0.
@@ -78,12 +87,15 @@ def is_python_script(path: str) -> bool:
 
 
 class ForkRunner:
-    """One zygote; :meth:`run` is ``subprocess.run(argv, cwd=, env=, capture_output=True,
-    text=True, timeout=)`` for a Python console script ``argv[0]``."""
+    """One zygote; :meth:`run` is ``subprocess.run(argv, cwd=, env=, input=, capture_output=True,
+    text=True, timeout=)``."""
 
     def __init__(self, preload: list[str], workdir: Path) -> None:
         self.workdir = workdir
         self.count = 0
+        self.forked = 0
+        self._python_env = _python_env(os.environ)
+        self._turn = threading.Lock()
         self.zygote = subprocess.Popen(
             [sys.executable, "-c", _ZYGOTE, *preload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None, cwd=workdir,
@@ -95,7 +107,19 @@ class ForkRunner:
         assert line, f"the tool zygote exited ({self.zygote.poll()})"
         return dict(json.loads(line))
 
-    def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        forkable = (input is None and _python_env(env) == self._python_env and is_python_script(argv[0])
+                    and self.zygote.poll() is None)
+        if not (forkable and self._turn.acquire(blocking=False)):
+            return subprocess.run(argv, cwd=cwd, env=env, input=input, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        try:
+            return self._forked(argv, cwd=cwd, env=env, timeout=timeout)
+        finally:
+            self._turn.release()
+
+    def _forked(self, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
         assert self.zygote.stdin is not None
         self.count += 1
         out, err = (self.workdir / f"run-{self.count}.{n}" for n in ("out", "err"))
@@ -110,19 +134,29 @@ class ForkRunner:
             status = self._reply()["status"]
         finally:
             timer.cancel()
-        if timer.fired:
-            raise subprocess.TimeoutExpired(argv, timeout)
+        self.forked += 1
         encoding = locale.getpreferredencoding(False)
-        return subprocess.CompletedProcess(argv, status, _text(out.read_bytes(), encoding), _text(err.read_bytes(), encoding))
+        stdout, stderr = _text(out.read_bytes(), encoding), _text(err.read_bytes(), encoding)
+        out.unlink()
+        err.unlink()
+        if timer.fired:
+            raise subprocess.TimeoutExpired(argv, timeout, stdout, stderr)
+        return subprocess.CompletedProcess(argv, status, stdout, stderr)
 
     def close(self) -> None:
-        if self.zygote.stdin is not None:
+        if self.zygote.stdin is not None and not self.zygote.stdin.closed:
             self.zygote.stdin.close()
         try:
             self.zygote.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.zygote.kill()
             self.zygote.wait()
+        if self.zygote.stdout is not None:
+            self.zygote.stdout.close()
+
+
+def _python_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("PYTHON")}
 
 
 def _text(data: bytes, encoding: str) -> str:
@@ -134,8 +168,6 @@ class _Killer:
     """SIGKILL ``pid`` after ``timeout`` seconds unless cancelled."""
 
     def __init__(self, pid: int, timeout: float) -> None:
-        import threading
-
         self.fired = False
         self._pid = pid
         self._timer = threading.Timer(timeout, self._kill)
