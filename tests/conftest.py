@@ -13,9 +13,10 @@
   that received a response breaking it fails (``tests/support/conformance.py``).
 
 Tests run in parallel: ``addopts`` in pyproject.toml runs pytest-xdist with one worker more than
-the usable cores (at most ``MAX_WORKERS``), handing out whole modules (``--dist loadscope``), so a module's
-fixtures are made once (whole folders for those in ``ONE_WORKER``), the longest first
-(``tests/durations.json``, written by ``dev/suite_durations.py``). Every worker has its own
+the usable cores (at most ``MAX_WORKERS``), handing out whole modules, a store kind at a time
+(``--dist loadscope``, ``ScopeScheduling``), so a module's fixtures are made once per kind (whole
+folders for those in ``ONE_WORKER``), the longest first (``tests/durations.json``, written by
+``dev/suite_durations.py``), every ``[local]`` one before the ``[s3]`` ones. Every worker has its own
 session fixtures (servers, SeaweedFS, temporary directories, ``HS_*`` variables), and every
 server its own free port. A test marked
 ``exclusive`` (its assertions compare how long other clients wait) runs with no other test at the
@@ -84,22 +85,50 @@ UNKNOWN_TEST_SECONDS = 0.5  # a module not in DURATIONS: its tests weighed at th
 
 
 class ScopeScheduling(LoadScopeScheduling):
-    """``--dist loadscope``, with each folder of ONE_WORKER as one scope, and the scopes handed out
+    """``--dist loadscope``, with each folder of ONE_WORKER as one scope, a module's tests on one
+    store kind as another (``[local]``, ``[s3]``: ``backend_of``), and the scopes handed out
     longest first (by DURATIONS) rather than by number of tests: a long module of few tests (the
-    fuzzer, mypy, the process and crash tests) started last would leave the other cores idle."""
+    fuzzer, mypy, the process and crash tests) started last would leave the other cores idle.
+
+    The scopes of the first backend (and those of none) go out before those of the others: the
+    session's ``server`` is one fixture parametrized by backend, so a worker that ran a module's
+    ``[local]`` tests, then its ``[s3]`` ones, then the next module's ``[local]`` ones stopped and
+    started both servers again (with everything made on them: the home folder, the web view's
+    domains) at every module, ~100 server starts in a run; in this order a worker changes backend
+    about once."""
 
     def _split_scope(self, nodeid: str) -> str:
         folder = next((f for f in ONE_WORKER if nodeid.startswith(f)), None)
-        return folder if folder is not None else super()._split_scope(nodeid)
+        if folder is not None:
+            return folder
+        scope, kind = super()._split_scope(nodeid), backend_of(nodeid)
+        return scope if kind is None else f"{scope}::[{kind}]"
 
     def _assign_work_unit(self, node: WorkerController) -> None:
         if not getattr(self, "_longest_first", False):
             self._longest_first = True
             weights = _test_weights([nodeid for unit in self.workqueue.values() for nodeid in unit])
             order = sorted(self.workqueue.items(), key=lambda unit: (
-                unit[0].startswith(LAST), -sum(weights[nodeid] for nodeid in unit[1])))
+                unit[0].startswith(LAST), _backend_rank(unit[0]), -sum(weights[nodeid] for nodeid in unit[1])))
             self.workqueue = OrderedDict(order)
         super()._assign_work_unit(node)
+
+
+def backend_of(nodeid: str) -> str | None:
+    """The store kind among a test's parameter ids (``test_x[s3-60]`` -> ``s3``), if any."""
+    name = nodeid.rsplit("::", 1)[-1]
+    if "[" not in name or not name.endswith("]"):
+        return None
+    ids = name[name.index("[") + 1 : -1].split("-")
+    return next((kind for kind in BACKENDS if kind in ids), None)
+
+
+def _backend_rank(scope: str) -> int:
+    """0 for a scope of the first backend or of none, else the backend's place."""
+    for rank, kind in enumerate(BACKENDS):
+        if scope.endswith(f"::[{kind}]"):
+            return rank
+    return 0
 
 
 def _test_weights(nodeids: list[str]) -> dict[str, float]:

@@ -25,6 +25,7 @@ import pytest
 from tests.conftest import Client, auth
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain, on
+from tests.support.server import Server
 
 pytestmark = pytest.mark.slow  # server processes killed, a slow client: left to CI by -m "not slow"
 
@@ -83,13 +84,13 @@ def test_a_long_write_keeps_its_intent_while_another_process_recovers(start: Sta
     assert missing.size == 0, f"{missing.size} acknowledged chunks read as fill, from chunk {missing[0]}"
 
 
-def test_a_write_racing_a_restore_from_another_process_is_wholly_in_or_out(start: StartServer) -> None:
+def test_a_write_racing_a_restore_from_another_process_is_wholly_in_or_out(pair: tuple[Server, Server]) -> None:
     """A restore (``force``) puts the version's chunks back; a write of every chunk sent
     through another process while it runs lands wholly before it (the version's values) or
     wholly after (the write's). The restore held back only its own process's changes, so the
     write's chunks and the restore's interleaved: most rounds ended half one, half the other."""
     n, chunk = 1024 * 1024, 1024  # 1024 chunks for the restore to put back
-    a, b = start(), start()
+    a, b = pair
     c = new_domain(a.endpoint)
     root = c.get("/").json()["root"]
     body = {"type": "H5T_IEEE_F32LE", "shape": [n], "link": {"id": root, "name": "x"},
@@ -119,11 +120,11 @@ def test_a_write_racing_a_restore_from_another_process_is_wholly_in_or_out(start
         assert seen in ({1.0}, {value}), f"a write racing a restore left {sorted(seen)} (chunk by chunk)"
 
 
-def test_a_tag_and_a_forget_of_one_version_racing_are_not_both_acknowledged(start: StartServer) -> None:
+def test_a_tag_and_a_forget_of_one_version_racing_are_not_both_acknowledged(pair: tuple[Server, Server]) -> None:
     """``DELETE /versions/{id}`` is refused while a tag names the version; a tag made through
     another process at the same moment must not slip past that check. Both were acknowledged
     in most rounds: the tag then named a forgotten version (404 through it, chunks left to gc)."""
-    a, b = start(), start()
+    a, b = pair
     c = new_domain(a.endpoint)
     other = on(c, b.endpoint)
     for n in range(10):

@@ -10,11 +10,11 @@ import numpy as np
 from tests.api.test_h5pyd_metadata import open_file
 from tests.api.test_live import append_in_another_process, dims, extend, fresh_client, make_dataset
 from tests.conftest import Client
-from tests.scale.conftest import StartServer
+from tests.support.server import Server
 
 
-def test_a_change_through_one_server_wakes_a_waiter_on_another(start: StartServer) -> None:
-    one, two = start(), start()
+def test_a_change_through_one_server_wakes_a_waiter_on_another(pair: tuple[Server, Server]) -> None:
+    one, two = pair
     c1 = fresh_client(one)
     c2 = Client(two.endpoint, "test_user1", c1.domain)
     dset = make_dataset(c1)
@@ -30,8 +30,8 @@ def test_a_change_through_one_server_wakes_a_waiter_on_another(start: StartServe
         assert dims(answer) == [before[0] + 2]
 
 
-def test_h5pyd_refresh_through_one_server_sees_appends_through_another(start: StartServer) -> None:
-    one, two = start(), start()
+def test_h5pyd_refresh_through_one_server_sees_appends_through_another(pair: tuple[Server, Server]) -> None:
+    one, two = pair
     domain = fresh_client(one).domain
     with open_file(one.endpoint, domain, "a") as f:
         f.create_dataset("data", shape=(0,), dtype="f4", chunks=(2,), maxshape=(None,))

@@ -22,6 +22,7 @@ import requests
 from tests.conftest import Client
 from tests.scale.conftest import StartServer
 from tests.support.procgroup import group_pids, worker_pids
+from tests.support.server import Server
 
 pytestmark = pytest.mark.slow  # many server processes on one store: minutes, left to CI by -m "not slow"
 
@@ -141,13 +142,13 @@ def exactly_one_wins(endpoints: Sequence[str], rounds: int = 4, racers: int = 6)
         assert len(roots) == 1
 
 
-def test_two_processes_lose_nothing(start: StartServer) -> None:
-    a, b = start(), start()
+def test_two_processes_lose_nothing(pair: tuple[Server, Server]) -> None:
+    a, b = pair
     hammer([a.endpoint, b.endpoint])
 
 
-def test_two_processes_exactly_one_wins(start: StartServer) -> None:
-    a, b = start(), start()
+def test_two_processes_exactly_one_wins(pair: tuple[Server, Server]) -> None:
+    a, b = pair
     exactly_one_wins([a.endpoint, b.endpoint])
 
 

@@ -15,6 +15,7 @@ from tests.conftest import Backing, Client
 from tests.scale.conftest import StartServer
 from tests.scale.test_many_processes import new_domain, on
 from tests.support.cli import clean_env, run_h5lake
+from tests.support.server import Server
 
 N, CHUNK = 32768, 2048  # 128 KiB: past the compact-values limit, chunks are objects
 OCTET = {"Content-Type": "application/octet-stream"}
@@ -41,8 +42,8 @@ def read(c: Client, did: str) -> np.ndarray:
     return np.frombuffer(r.content, "<f4")
 
 
-def test_two_processes_racing_commits_one_wins_per_parent(start: StartServer) -> None:
-    a, b = start(), start()
+def test_two_processes_racing_commits_one_wins_per_parent(pair: tuple[Server, Server]) -> None:
+    a, b = pair
     ca = new_domain(a.endpoint)
     cb = on(ca, b.endpoint)
     did = make_dataset(ca)
@@ -69,8 +70,8 @@ def test_two_processes_racing_commits_one_wins_per_parent(start: StartServer) ->
     assert [v["id"] for v in ca.get("/versions").json()["versions"]] == ["v5", "v4", "v3", "v2", "v1"]
 
 
-def test_commit_in_one_process_sees_writes_acknowledged_by_another(start: StartServer) -> None:
-    a, b = start(), start()
+def test_commit_in_one_process_sees_writes_acknowledged_by_another(pair: tuple[Server, Server]) -> None:
+    a, b = pair
     ca = new_domain(a.endpoint)
     cb = on(ca, b.endpoint)
     did = make_dataset(ca)
@@ -82,8 +83,8 @@ def test_commit_in_one_process_sees_writes_acknowledged_by_another(start: StartS
         assert np.all(read(version, did) == k)
 
 
-def test_a_write_by_another_process_during_a_commit_is_wholly_in_or_out(start: StartServer) -> None:
-    a, b = start(), start()
+def test_a_write_by_another_process_during_a_commit_is_wholly_in_or_out(pair: tuple[Server, Server]) -> None:
+    a, b = pair
     ca = new_domain(a.endpoint)
     cb = on(ca, b.endpoint)
     did = make_dataset(ca)
