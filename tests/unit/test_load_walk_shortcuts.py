@@ -216,3 +216,19 @@ def test_ids_made_from_a_prefix_are_object_id_with(number: int) -> None:
     ids = IdsWith(ROOT)
     for kind in Collection:
         assert ids(kind, number) == object_id_with(kind, ROOT, number)
+
+
+def test_datasets_alike_but_for_their_chunk_shape_keep_each_its_own(tmp_path: Path) -> None:
+    # HDF5's H5Pequal finds these two creation property lists equal; PyTables writes such pairs
+    # (an index's zbounds of 8,192 elements a chunk after others of 1,024)
+    path = tmp_path / "chunks.h5"
+    with h5py.File(path, "w") as f:
+        for i, chunk in enumerate((1024, 8192, 1024, 16384)):
+            f.create_dataset(f"d{i}", (20000,), chunks=(chunk,), dtype="f4", maxshape=(None,))
+    sent = _requests(path)
+    dims = {item["id"]: item["creationProperties"]["layout"]["dims"]
+            for method, where, body in (r[:3] for r in sent) if (method, where) == ("POST", "/datasets") for item in body}
+    links = {name: link["id"] for method, where, body in (r[:3] for r in sent) if where.endswith("/links")
+             for group in body["grp_ids"].values() for name, link in group["links"].items()}
+    layouts = {name: dims[i] for name, i in links.items()}
+    assert layouts == {"d0": [1024], "d1": [8192], "d2": [1024], "d3": [16384]}

@@ -257,20 +257,16 @@ class PlistMemo:
     """What was worked out from a property list, found again for an equal one: looked up by its
     encoding (`plist_key`) and given only if HDF5 finds the two lists equal (``H5Pequal``, each
     property's own comparison), so an encoding that leaves something out never mixes two lists.
-    The list found last is tried first, without encoding (a file's objects mostly repeat one).
-    Holds at most ``entries`` lists (then starts again)."""
+    Every lookup encodes: ``H5Pequal`` alone is not enough (it finds two dataset creation lists
+    of different chunk shapes equal). Holds at most ``entries`` lists (then starts again)."""
 
     def __init__(self, entries: int = 256) -> None:
         self.entries = entries
         self.table: dict[Any, tuple[Any, Any]] = {}
-        self.last: tuple[Any, Any, Any] | None = None  # key, property list, value
 
     def find(self, plist: Any, kind: Any = None) -> tuple[Any, Any]:
         """``(key, value)`` for ``plist`` (``kind``: what else the value depends on, compared
         as it is): value None when not known, key None when it cannot be remembered."""
-        last = self.last
-        if last is not None and last[0][0] == kind and last[1].equal(plist):
-            return last[0], last[2]
         code = plist_key(plist)
         if code is None:
             return None, None
@@ -278,11 +274,9 @@ class PlistMemo:
         hit = self.table.get(key)
         if hit is None or not hit[0].equal(plist):
             return key, None
-        self.last = (key, hit[0], hit[1])
         return key, hit[1]
 
     def keep(self, key: Any, plist: Any, value: Any) -> None:
         if len(self.table) >= self.entries:
             self.table.clear()
         self.table[key] = (plist, value)
-        self.last = (key, plist, value)
