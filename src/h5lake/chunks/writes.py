@@ -148,7 +148,8 @@ async def write_selection(
         hashed = [(p, md5, data) for p, md5, data in items if md5 is not None and data is not None]
         others = [item for item in items if item[1] is None or item[2] is None]
         if hashed:
-            await store.put_hashed_many([(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed], ready)
+            puts = [(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed]
+            await (store.put_hashed_many(puts) if ready is None else store.put_hashed_many(puts, ready))
             written.extend(p.chunk_index for p, _, _ in hashed)
         if others:
             if ready is not None:
