@@ -8,6 +8,7 @@
     python bench/ingest.py --hsload               # also h5pyd's ``hsload`` (h5pyd 1.0) into the same server
     python bench/ingest.py --h5py-floor           # only h5py making the same file from memory (export's floor)
     python bench/ingest.py --bulk-mib 256         # also a file of one 256 MiB uncompressed dataset (MiB/s)
+    python bench/ingest.py --no-export --bulk-mib 3072 --bulk-file /tmp/bulk3g.h5 --bulk-repeat 2 --workers 16
     python bench/ingest.py --endpoint http://host:5101 --user u --password p   # any server
 
 The file (made in a temporary directory, or kept with ``--file``): the root, G top groups of 100
@@ -115,6 +116,8 @@ def main() -> None:
                         help="also read export's getobjs pages alone (no file written) N times, after the load")
     parser.add_argument("--h5py-floor", action="store_true", help="only time h5py's low-level calls making the same file from memory")
     parser.add_argument("--bulk-mib", type=int, default=0, help="also load a file of one uncompressed dataset of this many MiB")
+    parser.add_argument("--bulk-file", type=Path, help="keep the bulk file here (made if missing: a file made just before loads slower)")
+    parser.add_argument("--bulk-repeat", type=int, default=1, help="load the bulk file this many times (default 1)")
     args = parser.parse_args()
     args.s3_pid = args.s3_metrics = None
     if args.h5py_floor:
@@ -282,14 +285,19 @@ def make_bulk(path: Path, mib: int) -> int:
 
 
 def bulk(args: argparse.Namespace, t, folder: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
-    source = tmp / "bulk.h5"
-    nbytes = make_bulk(source, args.bulk_mib)
-    client = RestClient(Settings(t.endpoint, t.user, t.password), folder + "bulk.h5", pool_size=args.workers)
-    meter = CpuMeter(t.server_pid).start()
-    load_file(source, client, workers=args.workers)
-    meter.stop()
-    row(f"h5lake load: {nbytes / MIB:.0f} MiB uncompressed", f"{nbytes / MIB / meter.wall:.0f} MiB/s", f"{meter.wall:.2f} s")
-    cpu_row(meter, nbytes // MIB, "MiB")
+    source = args.bulk_file or tmp / "bulk.h5"
+    if args.bulk_file is None or not source.exists():
+        make_bulk(source, args.bulk_mib)
+    with h5py.File(source, "r") as f:
+        nbytes = f["bulk"].nbytes
+    for i in range(args.bulk_repeat):
+        client = RestClient(Settings(t.endpoint, t.user, t.password), folder + f"bulk{i or ''}.h5", pool_size=args.workers)
+        meter = CpuMeter(t.server_pid).start()
+        load_file(source, client, workers=args.workers)
+        meter.stop()
+        row(f"h5lake load: {nbytes / MIB:.0f} MiB uncompressed", f"{nbytes / MIB / meter.wall:.0f} MiB/s",
+            f"{meter.wall:.2f} s, load {os.getloadavg()[0]:.1f}")
+        cpu_row(meter, nbytes // MIB, "MiB")
     if args.hsload and shutil.which("hsload"):
         env = dict(os.environ, HS_ENDPOINT=t.endpoint, HS_USERNAME=t.user, HS_PASSWORD=t.password)
         meter = CpuMeter(t.server_pid).start()

@@ -511,3 +511,52 @@ async def test_dead_heartbeats_are_swept_at_most_every_sweep_period() -> None:
     catalog.alive._last_sweep -= SWEEP_EVERY
     await catalog.recover()
     assert await store.head(second) is None
+
+
+def hold_intents(store: Store, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Intent puts wait until the returned event is set (other puts go through)."""
+    release, real_put = asyncio.Event(), store.put
+
+    async def put(key: str, data: bytes, **options: Any) -> str:
+        if key.startswith(PENDING_PREFIX):
+            await release.wait()
+        return await real_put(key, data, **options)
+
+    monkeypatch.setattr(store, "put", put)
+    return release
+
+
+async def test_an_early_recording_runs_its_body_while_the_intent_is_written(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``recording(early=True)``: the body starts before the intent is durable, and
+    ``rec.ready()`` returns once it is; the write is then noted with it as usual."""
+    ds = await new_dataset(store, new_root_id())
+    catalog = ChunkCatalog(store, autostart=False)
+    release = hold_intents(store, monkeypatch)
+    async with catalog.recording(DOMAIN, ds["id"], [(0, 0), (0, 1)], early=True) as rec:
+        assert await pending(store) == []  # the body runs, the intent is still being written
+        release.set()
+        await rec.ready()
+        assert len(await pending(store)) == 1
+        await write_chunk(store, ds["id"], (0, 1), b"b")
+        rec.written = [(0, 1)]
+    await catalog.flush()
+    assert await pending(store) == []
+    assert set(await chunk_lines(store, ds["id"])) == {"0_1"}
+
+
+async def test_an_early_recording_that_fails_before_its_intent_landed_leaves_nothing(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = await new_dataset(store, new_root_id())
+    catalog = ChunkCatalog(store, autostart=False)
+    release = hold_intents(store, monkeypatch)
+    with pytest.raises(OSError):
+        async with catalog.recording(DOMAIN, ds["id"], [(0, 0)], early=True):
+            raise OSError("the body failed before placing anything")
+    release.set()
+    await asyncio.sleep(0.05)  # a put not cancelled would land now
+    await catalog.flush()
+    assert await pending(store) == []  # the intent's put was cancelled
+    assert await catalog.recover(older_than=0) == 0

@@ -273,3 +273,30 @@ async def test_every_chunk_of_a_write_is_durable_before_it_returns(
         np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), WORKERS), data)
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("filters", [None, GZIP])
+async def test_a_write_with_ready_places_no_chunk_before_it(tmp_path: Path, filters: Any) -> None:
+    """``write_selection(..., ready)`` (the intent written beside it): whole interior chunks are
+    written meanwhile, but no chunk of the write, whole, edge or partial, is in place before
+    ``ready()`` returned; all are after, and the values read back."""
+    store = LocalStore(tmp_path / "store", max_threads=4)
+    shape, chunks = (16 * 6 + 7, 45), (16, 20)
+    try:
+        layout = make_layout(store, filters=filters, shape=shape, chunks=chunks)
+        data = np.arange(shape[0] * shape[1], dtype="<f4").reshape(shape)
+        await writes.write_selection(layout, Selection((Slice(0, 16), Slice(0, 45))), data[0:16], WORKERS)
+        before = {k async for k in store.list("")}
+        seen: list[set[str]] = []
+
+        async def ready() -> None:  # as ``Recording.ready``: its first return is the intent's durability
+            if not seen:
+                seen.append({k async for k in store.list("")})
+
+        sel = Selection((Slice(8, shape[0]), Slice(0, 45)))  # chunk row 0 partial, edges right and below
+        written = await writes.write_selection(layout, sel, data[8:], WORKERS, ready)
+        assert seen == [before]  # no new chunk in place before ready() first returned
+        assert sorted(written) == sorted((i, j) for i in range(7) for j in range(3))
+        np.testing.assert_array_equal(await engine.read_selection(layout, Selection.all(shape), WORKERS), data)
+    finally:
+        await store.close()

@@ -290,18 +290,23 @@ class ChunkCatalog:
 
     # -- the write path
     @contextlib.asynccontextmanager
-    async def recording(self, domain: str, dataset_id: str, indexes: Iterable[Index]) -> AsyncIterator[Recording]:
+    async def recording(self, domain: str, dataset_id: str, indexes: Iterable[Index], *,
+                        early: bool = False) -> AsyncIterator[Recording]:
         """The write protocol, in one place: ``async with catalog.recording(...) as rec:`` begins
         the intent naming chunks ``indexes`` (durable before the body runs), and on leaving notes
         ``rec.written`` with it, or aborts it when the body raised (the intent is then left to
-        recovery, which probes its chunks: a cancelled put may still land)."""
+        recovery, which probes its chunks: a cancelled put may still land). With ``early`` the
+        body runs while the intent is written and awaits ``rec.ready()`` before it places
+        anything in the store (its chunks' bytes are written and fsync'ed meanwhile)."""
         indexes = indexes if isinstance(indexes, (list, set, tuple)) else list(indexes)
-        intent = await self.begin(domain, dataset_id, indexes)
-        rec = Recording(intent, indexes)
+        begun = self.begin(domain, dataset_id, indexes)
+        rec = Recording(asyncio.ensure_future(begun) if early else await begun, indexes)
         try:
             yield rec
+            intent = await rec.ready()
         except BaseException:
-            self.abort(intent)
+            if (failed := rec.failed()) is not None:
+                self.abort(failed)
             raise
         if rec.written is not None:
             self.note(domain, dataset_id, rec.written, intent)

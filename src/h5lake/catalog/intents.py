@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 from collections.abc import Iterable, Iterator
@@ -22,13 +23,34 @@ class Intent:
 class Recording:
     """One write of chunks between its intent and its note (`ChunkCatalog.recording`).
     ``written`` is what the note records: the chunks the intent named, unless the write sets the
-    chunks it did touch, or None to note nothing."""
+    chunks it did touch, or None to note nothing. ``intent`` is None while the intent is being
+    written beside the write (``early``): the write awaits `ready` before it places anything."""
 
-    __slots__ = ("intent", "written")
+    __slots__ = ("_begun", "intent", "written")
 
-    def __init__(self, intent: Intent, written: Iterable[Index] | None) -> None:
-        self.intent = intent
+    def __init__(self, intent: Intent | asyncio.Future[Intent], written: Iterable[Index] | None) -> None:
+        self._begun = intent if isinstance(intent, asyncio.Future) else None
+        self.intent: Intent | None = intent if isinstance(intent, Intent) else None
         self.written = written
+
+    async def ready(self) -> Intent:
+        """The intent, durable."""
+        if self.intent is None:
+            assert self._begun is not None
+            self.intent = await asyncio.shield(self._begun)
+        return self.intent
+
+    def failed(self) -> Intent | None:
+        """The write failed: its intent if it was written (to abort). One still being written is
+        cancelled; its put may land all the same, and is then left to recovery as an aborted one
+        is (nothing was placed before it was durable)."""
+        begun = self._begun
+        if self.intent is None and begun is not None:
+            if begun.done() and not begun.cancelled() and begun.exception() is None:
+                self.intent = begun.result()
+            else:
+                begun.cancel()
+        return self.intent
 
 
 def region_json(indexes: Iterable[Index]) -> IntentRecord:

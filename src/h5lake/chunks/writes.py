@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -109,9 +109,13 @@ HASH_WINDOW_BYTES = 8 * 1024 * 1024  # and at most this many bytes of them (at l
 
 
 async def write_selection(
-    layout: DatasetLayout, selection: Selection, values: np.ndarray, workers: Workers
+    layout: DatasetLayout, selection: Selection, values: np.ndarray, workers: Workers,
+    ready: Callable[[], Awaitable[object]] | None = None,
 ) -> list[tuple[int, ...]]:
-    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written.
+    """Store ``values`` (shape ``selection.shape``); returns the chunk indexes written. With
+    ``ready`` (the catalog's intent being written, ``ChunkCatalog.recording(early=True)``),
+    nothing is placed in the store before ``ready()`` returns: whole chunks are encoded, hashed
+    and written (``put_hashed_many``'s ``ready``) meanwhile, other chunks wait for it.
 
     Whole chunks stored as they are (no filter) go to a store that takes a known MD5
     (``PutHashed``) in windows of ``HASH_WINDOW``: each window's chunks are made contiguous
@@ -144,13 +148,18 @@ async def write_selection(
         hashed = [(p, md5, data) for p, md5, data in items if md5 is not None and data is not None]
         others = [item for item in items if item[1] is None or item[2] is None]
         if hashed:
-            await store.put_hashed_many([(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed])
+            puts = [(chunks.key(p.chunk_index), data, md5) for p, md5, data in hashed]
+            await (store.put_hashed_many(puts) if ready is None else store.put_hashed_many(puts, ready))
             written.extend(p.chunk_index for p, _, _ in hashed)
         if others:
+            if ready is not None:
+                await ready()
             await workers.each(others, one)
 
     projections = project(selection, layout.shape, layout.chunk_shape, layout.origin)
     if not (raw and stores_raw(layout) and puts_hashed(store)):
+        if ready is not None:
+            await ready()
         with lanes.bulk():
             await workers.each(((p, None, None) for p in projections), one)
         return written

@@ -26,7 +26,7 @@ a key cannot also be the folder of other keys (``a`` and ``a/b``); such a put ra
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -190,9 +190,12 @@ class PutHashed(Protocol):
         """``put(key, data)`` where ``md5`` is the MD5 hex digest of ``data``; returns the ETag."""
         ...
 
-    async def put_hashed_many(self, items: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
+    async def put_hashed_many(self, items: Sequence[tuple[str, bytes | memoryview, str]],
+                              ready: Callable[[], Awaitable[object]] | None = None) -> None:
         """``put_hashed`` of each ``(key, data, md5)``, at once: every one is durable when this
-        returns (a store may make their names durable together, e.g. one folder fsync for all)."""
+        returns (a store may make their names durable together, e.g. one folder fsync for all).
+        With ``ready``, none is visible under its key before ``await ready()`` has returned (a
+        store may write the bytes meanwhile); its error fails the puts."""
         ...
 
 

@@ -83,6 +83,7 @@ from h5lake.storage.batches import BatchCreates
 from h5lake.storage.hardlinks import HardLinkCopies
 from h5lake.storage.lanes import in_bulk
 from h5lake.storage.local_list import holding_keys, scan_folder
+from h5lake.storage.local_puts import HashedPuts
 from h5lake.storage.mapped import MappedReads
 from h5lake.storage.md5 import md5_hex
 from h5lake.storage.posix import (
@@ -120,7 +121,7 @@ class _Deferred:
 _DEFERRED = _Deferred()
 
 
-class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
+class LocalStore(HardLinkCopies, BatchCreates, HashedPuts, MappedReads):
     """Objects as files under ``root`` (made if missing).
 
     ``max_threads`` bounds the disk calls in flight on each lane, bulk (chunks) and the rest
@@ -230,33 +231,6 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
         return await self._run(self._put, key, path, view, None, False, md5)
 
-    async def put_hashed_many(self, items: Sequence[tuple[str, bytes | memoryview, str]]) -> None:
-        """``put_hashed`` of each ``(key, data, md5)``: written, fsync'ed and renamed into place
-        on the store's threads at once, then each folder they are in fsync'ed once, begun after
-        every rename (the chunks of a request share one folder: one folder fsync for many puts
-        instead of nearly one each). Every one is durable when this returns; after a failure
-        some may be in place (as after failed single puts), none is reported durable."""
-        lane = self._bulk_threads if in_bulk() else self._threads
-        paths = [self._path(key) for key, _, _ in items]
-        futures = [
-            lane.run(self._put, key, path, data if isinstance(data, bytes) else memoryview(data).cast("B"),
-                     None, False, md5, False)
-            for (key, data, md5), path in zip(items, paths)
-        ]
-        try:
-            outcomes = await asyncio.gather(*futures, return_exceptions=True)
-        except BaseException:  # cancelled: puts not begun are dropped, begun ones end unsynced
-            for future in futures:
-                future.cancel()
-            raise
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                if isinstance(outcome, OSError):
-                    raise StorageError(f"local store {self._root}: {outcome}") from outcome
-                raise outcome
-        for folder in dict.fromkeys(os.path.dirname(path) for path in paths):
-            await self._run(self._folder_syncs.sync_renamed, folder)
-
     async def delete(self, key: str) -> None:
         path = self._path(key)
         self._recent.forget(path)
@@ -286,9 +260,12 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
         # starts with '/': the joined path cannot leave the root.
         return self._prefix + check_key(key)  # os.path.join's result, without its cost (every request)
 
+    def _lane(self) -> ThreadLane:
+        return self._bulk_threads if in_bulk() else self._threads
+
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         try:
-            return await (self._bulk_threads if in_bulk() else self._threads).run(fn, *args)
+            return await self._lane().run(fn, *args)
         except OSError as e:
             raise StorageError(f"local store {self._root}: {e}") from e
 
@@ -464,12 +441,13 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
         if_none_match: bool,
         md5: str | None = None,
         sync_name: bool = True,
+        temp: str | None = None,
     ) -> str:
         """Put ``data`` at ``path`` durably; with ``sync_name`` false the folder is not fsync'ed
-        (the caller does it, once for many puts: ``put_hashed_many``)."""
+        (the caller does it, once for many puts: ``put_hashed_many``); ``temp``: its file, written."""
         etag = md5_hex(data) if md5 is None else md5
         folder = os.path.dirname(path)
-        temp = self._write_temp(key, folder, data, etag)
+        temp = self._write_temp(key, folder, data, etag) if temp is None else temp
         renamed = False
         try:
             with self._locked(key):
@@ -597,3 +575,4 @@ class LocalStore(HardLinkCopies, BatchCreates, MappedReads):
                         yield key
                 else:
                     yield entry
+

@@ -375,11 +375,13 @@ async def _write(
     await register_linked_files(svc, ds, values)
     sel = selection if selection is not None else Selection.all(layout.shape)
     work: Callable[[DatasetLayout], Awaitable[Any]]
+    staged = None  # the write while the intent is written (`recorded`)
     if fields:
         work = lambda at: _write_fields(svc, at, sel, values, fields)
     else:
         work = lambda at: writes.write_selection(at, sel, values, svc.workers)
-    await recorded(svc, ds, layout, await chunks_in(svc, layout, sel), work)
+        staged = lambda at, ready: writes.write_selection(at, sel, values, svc.workers, ready)
+    await recorded(svc, ds, layout, await chunks_in(svc, layout, sel), work, staged=staged)
 
 
 async def _write_fields(

@@ -24,6 +24,8 @@ from h5lake.service.datasets.linked import is_chunk_table, register_table_source
 from h5lake.service.datasets.opened import OpenDataset
 from h5lake.service.values.requests import PackedBody
 
+Ready = Callable[[], Awaitable[object]]
+
 
 def wire_size(ds: OpenDataset) -> int:
     """Bytes per element in a binary body (packed, unlike a compound with explicit offsets)."""
@@ -40,9 +42,12 @@ async def recorded(
     indexes: list[tuple[int, ...]],
     work: Callable[[DatasetLayout], Awaitable[Any]],
     written: Callable[[], list[tuple[int, ...]]] | None = None,
+    staged: Callable[[DatasetLayout, Ready], Awaitable[Any]] | None = None,
 ) -> None:
     """Run a chunk write between the catalog's durable intent and its note of what changed
     (``written()``, when given, narrows the chunks ``indexes`` the write may touch).
+    ``staged``, when given, is the write run while the intent is written: it awaits its
+    ``ready()`` before it places anything (``writes.write_selection``'s ``ready``).
 
     A compact dataset's write is instead one conditional update of its document (no chunk
     object, no intent), unless its values moved to chunk objects meanwhile."""
@@ -53,8 +58,8 @@ async def recorded(
         moved_layout = native_layout(ds.domain, moved)
         assert moved_layout is not None
         layout = moved_layout
-    async with svc.catalog.recording(layout.domain, layout.dataset_id, indexes) as rec:
-        await work(layout)
+    async with svc.catalog.recording(layout.domain, layout.dataset_id, indexes, early=staged is not None) as rec:
+        await (work(layout) if staged is None else staged(layout, rec.ready))
         if written:
             rec.written = written()
 
@@ -104,28 +109,30 @@ async def write_stream(
     one_intent = await _intent_chunks(svc, ds, layout, sel)
     async with contextlib.AsyncExitStack() as stack:
         rec = None if one_intent is None else await stack.enter_async_context(
-            svc.catalog.recording(layout.domain, layout.dataset_id, one_intent))
-        written = await _stream_blocks(svc, ds, layout, readinto, pieces, rec is not None, wire, itemsize, expected,
-                                       block_bytes)
+            svc.catalog.recording(layout.domain, layout.dataset_id, one_intent, early=True))
+        written = await _stream_blocks(svc, ds, layout, readinto, pieces, None if rec is None else rec.ready, wire,
+                                       itemsize, expected, block_bytes)
         if rec is not None:
             rec.written = written
 
 
 async def _stream_blocks(svc: Service, ds: OpenDataset, layout: DatasetLayout, readinto: Reader,
-                         pieces: Sequence[Selection], one_intent: bool, wire: np.dtype[Any], itemsize: int,
+                         pieces: Sequence[Selection], one_intent: Ready | None, wire: np.dtype[Any], itemsize: int,
                          expected: int, block_bytes: int) -> list[tuple[int, ...]]:
     """The blocks of a streamed write, each stored while the next is received; returns the chunks
-    of the last block when ``one_intent`` covers the whole write (the caller notes them with it)."""
+    of the last block when ``one_intent`` covers the whole write (the caller notes them with it;
+    it is the intent's ``ready``: the first block is written while the intent is)."""
     received = 0
     storing: asyncio.Future[list[tuple[int, ...]]] | None = None
 
     async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
         await register_linked_files(svc, ds, values)
-        if not one_intent:
+        if one_intent is None:
             work = lambda at: writes.write_selection(at, piece, values, svc.workers)
-            await recorded(svc, ds, layout, await chunks_in(svc, layout, piece), work)
+            staged = lambda at, ready: writes.write_selection(at, piece, values, svc.workers, ready)
+            await recorded(svc, ds, layout, await chunks_in(svc, layout, piece), work, staged=staged)
             return []
-        written = await writes.write_selection(layout, piece, values, svc.workers)
+        written = await writes.write_selection(layout, piece, values, svc.workers, one_intent)
         if not last:  # the last block's chunks are noted with the intent, once all went well
             svc.catalog.note(layout.domain, layout.dataset_id, written)
         return written
