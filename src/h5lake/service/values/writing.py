@@ -117,22 +117,22 @@ async def write_stream(
 
 
 async def _stream_blocks(svc: Service, ds: OpenDataset, layout: DatasetLayout, readinto: Reader,
-                         pieces: Sequence[Selection], one_intent: Ready | None, wire: np.dtype[Any], itemsize: int,
+                         pieces: Sequence[Selection], intent_ready: Ready | None, wire: np.dtype[Any], itemsize: int,
                          expected: int, block_bytes: int) -> list[tuple[int, ...]]:
     """The blocks of a streamed write, each stored while the next is received; returns the chunks
-    of the last block when ``one_intent`` covers the whole write (the caller notes them with it;
-    it is the intent's ``ready``: the first block is written while the intent is)."""
+    of the last block when one intent covers the whole write (``intent_ready``, that intent's ``ready``; the
+    caller notes them with it; the first block is written while the intent is)."""
     received = 0
     storing: asyncio.Future[list[tuple[int, ...]]] | None = None
 
     async def store_block(values: np.ndarray, piece: Selection, last: bool) -> list[tuple[int, ...]]:
         await register_linked_files(svc, ds, values)
-        if one_intent is None:
+        if intent_ready is None:
             work = lambda at: writes.write_selection(at, piece, values, svc.workers)
             staged = lambda at, ready: writes.write_selection(at, piece, values, svc.workers, ready)
             await recorded(svc, ds, layout, await chunks_in(svc, layout, piece), work, staged=staged)
             return []
-        written = await writes.write_selection(layout, piece, values, svc.workers, one_intent)
+        written = await writes.write_selection(layout, piece, values, svc.workers, intent_ready)
         if not last:  # the last block's chunks are noted with the intent, once all went well
             svc.catalog.note(layout.domain, layout.dataset_id, written)
         return written
